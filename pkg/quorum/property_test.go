@@ -1,0 +1,272 @@
+package quorum
+
+import (
+	"fmt"
+	"net/netip"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/mfs-election/mfs-election/pkg/locations"
+	"github.com/mfs-election/mfs-election/pkg/wire"
+)
+
+// genRegistry draws a location map (1..8 locations, random ON/OFF, random
+// default, v4 and v6 ranges) and 0..30 registered chunkservers with distinct
+// ids, at addresses inside mapped ranges, unmapped, or IPv4-mapped IPv6.
+func genRegistry(t *rapid.T) (locations.Map, []locations.Member) {
+	n := rapid.IntRange(1, locations.MaxLocations).Draw(t, "locations")
+	m := locations.New()
+	var err error
+	for i := 1; i < n; i++ {
+		name := fmt.Sprint("l", i)
+		if m, err = m.MapRange(netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i), 0, 0}), 16), name); err != nil {
+			t.Fatal(err)
+		}
+		if rapid.Bool().Draw(t, "v6range") {
+			if m, err = m.MapRange(netip.PrefixFrom(netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 0, byte(i)}), 48), name); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	locs := m.Locations()
+	for _, l := range locs {
+		if rapid.IntRange(0, 3).Draw(t, "off") == 0 { // OFF one time in four
+			if m, err = m.SetOn(l.Name, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if m, err = m.SetDefault(rapid.SampledFrom(locs).Draw(t, "default").Name); err != nil {
+		t.Fatal(err)
+	}
+	count := rapid.IntRange(0, 30).Draw(t, "chunkservers")
+	id := wire.CSID(0)
+	members := make([]locations.Member, 0, count)
+	for range count {
+		id += wire.CSID(rapid.IntRange(1, 3).Draw(t, "idgap"))
+		i := rapid.IntRange(0, n-1).Draw(t, "site") // 0: unmapped
+		host := byte(rapid.IntRange(1, 254).Draw(t, "host"))
+		var a netip.Addr
+		switch form := rapid.IntRange(0, 2).Draw(t, "form"); {
+		case i == 0 && form == 0:
+			a = netip.AddrFrom4([4]byte{192, 168, 0, host})
+		case i == 0:
+			a = netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb9, 15: host})
+		case form == 0:
+			a = netip.AddrFrom4([4]byte{10, byte(i), 7, host})
+		case form == 1:
+			a = netip.AddrFrom16(netip.AddrFrom4([4]byte{10, byte(i), 7, host}).As16())
+		default: // the v6 range if the location has one, else unmapped
+			a = netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 0, byte(i), 15: host})
+		}
+		members = append(members, locations.Member{ID: id, Addr: a})
+	}
+	// The registry comes in any order.
+	perm := rapid.Permutation(members).Draw(t, "order")
+	return m, perm
+}
+
+// naive is a deliberately plain, separately written version of SPEC section
+// 2, used as the oracle: Go maps, floats, the undivided and divided rules
+// written out on their own, and brute force over the unknown votes.
+type naive struct {
+	byLoc      map[wire.LocationID][]wire.CSID // counting chunkservers per participating location
+	defaultLoc wire.LocationID
+}
+
+func newNaive(m locations.Map, members []locations.Member) naive {
+	n := naive{byLoc: map[wire.LocationID][]wire.CSID{}, defaultLoc: m.Default()}
+	for _, mb := range members {
+		loc := m.Locate(mb.Addr)
+		l, ok := m.Location(loc)
+		if !ok || l.Off {
+			continue // OFF locations take no part
+		}
+		n.byLoc[loc] = append(n.byLoc[loc], mb.ID)
+	}
+	return n
+}
+
+func (n naive) size() int {
+	total := 0
+	for _, ids := range n.byLoc {
+		total += len(ids)
+	}
+	return total
+}
+
+// wonNow applies the rule to a complete picture: for[id] true when the
+// chunkserver is with the master.
+func (n naive) wonNow(isFor func(wire.CSID) bool) bool {
+	switch len(n.byLoc) {
+	case 0:
+		return false
+	case 1: // undivided: more than half of all registered chunkservers
+		total, yes := 0, 0
+		for _, ids := range n.byLoc {
+			for _, id := range ids {
+				total++
+				if isFor(id) {
+					yes++
+				}
+			}
+		}
+		return float64(yes) > float64(total)/2
+	}
+	// divided: location votes
+	carried, defaultCarried := 0, false
+	for loc, ids := range n.byLoc {
+		yes := 0
+		for _, id := range ids {
+			if isFor(id) {
+				yes++
+			}
+		}
+		if float64(yes) > float64(len(ids))/2 {
+			carried++
+			if loc == n.defaultLoc {
+				defaultCarried = true
+			}
+		}
+	}
+	half := float64(len(n.byLoc)) / 2
+	return float64(carried) > half || (float64(carried) == half && defaultCarried)
+}
+
+// outcome returns the expected outcome, or ok=false when there are too many
+// unknown votes to enumerate and the answer is not Won.
+func (n naive) outcome(vote func(wire.CSID) Vote) (o Outcome, ok bool) {
+	if n.size() == 0 {
+		return Lost, true
+	}
+	if n.wonNow(func(id wire.CSID) bool { return vote(id) == For }) {
+		return Won, true
+	}
+	var unknown []wire.CSID
+	for _, ids := range n.byLoc {
+		for _, id := range ids {
+			if vote(id) != For && vote(id) != Against {
+				unknown = append(unknown, id)
+			}
+		}
+	}
+	if len(unknown) > 12 {
+		return 0, false
+	}
+	for mask := 0; mask < 1<<len(unknown); mask++ {
+		comesOver := map[wire.CSID]bool{}
+		for i, id := range unknown {
+			comesOver[id] = mask&(1<<i) != 0
+		}
+		if n.wonNow(func(id wire.CSID) bool { return vote(id) == For || comesOver[id] }) {
+			return Pending, true
+		}
+	}
+	return Lost, true
+}
+
+func genVotes(t *rapid.T, members []locations.Member) map[wire.CSID]Vote {
+	// A per-run weight so some runs have few unknowns and some many.
+	unknownBias := rapid.IntRange(0, 4).Draw(t, "unknownBias")
+	votes := map[wire.CSID]Vote{}
+	for _, mb := range members {
+		r := rapid.IntRange(0, 5).Draw(t, "vote")
+		switch {
+		case r < unknownBias:
+			votes[mb.ID] = Unknown
+		case r%2 == 0:
+			votes[mb.ID] = For
+		default:
+			votes[mb.ID] = Against
+		}
+	}
+	return votes
+}
+
+// TestPropertyAtMostOneWinner: whatever the registry and however the
+// chunkservers' votes are spread over k masters, at most one master wins.
+func TestPropertyAtMostOneWinner(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		m, members := genRegistry(t)
+		e := NewElectorate(m, members)
+		k := rapid.IntRange(1, 5).Draw(t, "masters")
+		votes := map[wire.CSID]wire.MasterID{}
+		for _, mb := range members {
+			if with := wire.MasterID(rapid.IntRange(0, k).Draw(t, "with")); with != wire.NoMaster {
+				votes[mb.ID] = with
+			}
+		}
+		winner := wire.NoMaster
+		for master := wire.MasterID(1); master <= wire.MasterID(k); master++ {
+			got := e.TallyFor(master, votes)
+			if got.Outcome != Won {
+				continue
+			}
+			if winner != wire.NoMaster {
+				t.Fatalf("both %s and %s win: %s / %s\nmap %s\nelectorate %s\nvotes %v",
+					winner, master, e.TallyFor(winner, votes), got, m, e, votes)
+			}
+			winner = master
+		}
+	})
+}
+
+// TestPropertyMatchesNaive compares the outcome with the naive oracle.
+func TestPropertyMatchesNaive(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		m, members := genRegistry(t)
+		e := NewElectorate(m, members)
+		n := newNaive(m, members)
+		if e.Size() != n.size() || e.Divided() != (len(n.byLoc) >= 2) {
+			t.Fatalf("Size %d Divided %v, naive %d / %d locations\nmap %s\nelectorate %s", e.Size(), e.Divided(), n.size(), len(n.byLoc), m, e)
+		}
+		votes := genVotes(t, members)
+		vote := func(id wire.CSID) Vote { return votes[id] }
+		got := e.Tally(vote)
+		checkTallyShape(t, e, got)
+		want, ok := n.outcome(vote)
+		switch {
+		case !ok && got.Outcome == Won:
+			t.Fatalf("Tally = %s, naive says not won\nmap %s\nelectorate %s\nvotes %v", got, m, e, votes)
+		case ok && got.Outcome != want:
+			t.Fatalf("Tally = %s, naive says %s\nmap %s\nelectorate %s\nvotes %v", got, want, m, e, votes)
+		}
+	})
+}
+
+// TestPropertyMonotonic: one more vote for the master never hurts it.
+func TestPropertyMonotonic(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		m, members := genRegistry(t)
+		e := NewElectorate(m, members)
+		votes := genVotes(t, members)
+		var unknown, against []wire.CSID
+		for _, v := range e.Voters() { // sorted, so the draw is reproducible
+			switch votes[v.ID] {
+			case Unknown:
+				unknown = append(unknown, v.ID)
+			case Against:
+				against = append(against, v.ID)
+			}
+		}
+		before := e.Tally(func(id wire.CSID) Vote { return votes[id] })
+		check := func(change string, id wire.CSID, to Vote) {
+			after := e.Tally(func(c wire.CSID) Vote {
+				if c == id {
+					return to
+				}
+				return votes[c]
+			})
+			if before.Outcome == Won && after.Outcome != Won || before.Outcome == Pending && after.Outcome == Lost {
+				t.Fatalf("%s %s: %s -> %s\nmap %s\nelectorate %s\nvotes %v", change, id, before, after, m, e, votes)
+			}
+		}
+		if len(unknown) > 0 {
+			check("Unknown->For", rapid.SampledFrom(unknown).Draw(t, "unknown"), For)
+		}
+		if len(against) > 0 {
+			check("Against->Unknown", rapid.SampledFrom(against).Draw(t, "against"), Unknown)
+		}
+	})
+}

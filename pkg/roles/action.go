@@ -1,0 +1,173 @@
+package roles
+
+import (
+	"fmt"
+
+	"github.com/mfs-election/mfs-election/pkg/wire"
+)
+
+// Event is one input to Step: a received message or something the driver
+// observed. Every message type in msg.go is an Event.
+type Event interface{}
+
+// Tick is the event of time passing; the driver sends one at NextDeadline.
+type Tick struct{}
+
+// ConnLost: a chunkserver's vote connection to this master closed.
+type ConnLost struct{ CS wire.CSID }
+
+// Refused: a chunkserver's dial to a master, made at its own time SentAt,
+// was refused: no process holds that master's port, so no process counts
+// any vote given to it before SentAt (docs/architecture.md, "fast path").
+type Refused struct {
+	Master wire.MasterID
+	SentAt Instant
+}
+
+// VoteConnLost: the chunkserver's vote connection closed (reset or EOF).
+// It proves nothing about the master; the promise stands.
+type VoteConnLost struct{ Master wire.MasterID }
+
+// AdminKind is an operator command a master receives (through mfscli).
+type AdminKind uint8
+
+// Admin commands.
+const (
+	AdminSetUsurper    AdminKind = 1 + iota // at the master to become USURPER
+	AdminCancelUsurper                      // at the USURPER
+	AdminStepDown                           // at the LEADER: hand over to the best synced follower
+	AdminShutdown                           // any master: orderly stop through DUMMY
+	AdminChange                             // at the LEADER: a registry or location change
+)
+
+// Admin is an operator command. ID is echoed in the AdminReply.
+type Admin struct {
+	ID     uint64
+	Kind   AdminKind
+	Change Change // for AdminChange
+}
+
+// PeerKind says what sort of node a Peer is.
+type PeerKind uint8
+
+// Peer kinds.
+const (
+	PeerMaster PeerKind = 1 + iota
+	PeerCS
+	PeerClient
+)
+
+// Peer is the destination of a Send.
+type Peer struct {
+	Kind PeerKind
+	ID   uint32
+}
+
+// ToMaster, ToCS and ToClient build Peers.
+func ToMaster(m wire.MasterID) Peer { return Peer{PeerMaster, uint32(m)} }
+
+// ToCS addresses a chunkserver.
+func ToCS(c wire.CSID) Peer { return Peer{PeerCS, uint32(c)} }
+
+// ToClient addresses a client session.
+func ToClient(c ClientID) Peer { return Peer{PeerClient, uint32(c)} }
+
+func (p Peer) String() string {
+	switch p.Kind {
+	case PeerMaster:
+		return wire.MasterID(p.ID).String()
+	case PeerCS:
+		return wire.CSID(p.ID).String()
+	case PeerClient:
+		return fmt.Sprintf("C%d", p.ID)
+	}
+	return "?"
+}
+
+// Action is one effect Step asks the driver to carry out.
+type Action interface{}
+
+// HardState is a master's small durable record.
+type HardState struct {
+	Incarnation uint64 // rises on every start
+	Epoch       uint64 // the epoch this master last took for itself
+	MaxEpoch    uint64 // the highest epoch it has seen
+	Commit      Pos    // the newest position it knows to be committed
+	InForce     uint64 // the newest config version it knows to be in force
+	Yielded     bool   // leadership was moved away from it on purpose
+}
+
+// VoterHardState is a chunkserver's small durable record: what quorum
+// intersection relies on it remembering across restarts.
+type VoterHardState struct {
+	Boot       uint64 // rises on every start; vote sessions are numbered within it
+	MaxEpoch   uint64
+	EpochOwner wire.MasterID
+	KnownReg   uint64
+	InForce    uint64
+	Commit     Pos
+}
+
+// Persist must be durable before any Send of the same batch. For a master:
+// when TruncateAfter is set the log loses every entry after that version,
+// then Append is added. Hard and Voter are whole records to write.
+type Persist struct {
+	Hard          *HardState
+	TruncateAfter *uint64
+	Append        []Entry
+	Voter         *VoterHardState
+}
+
+// Send hands a message to the transport.
+type Send struct {
+	To  Peer
+	Msg wire.Message
+}
+
+// ConnClass names the connections the disconnect rules close.
+type ConnClass uint8
+
+// Connection classes.
+const (
+	ConnChunkservers ConnClass = 1 + iota
+	ConnClients
+	ConnSessions // followers' sync sessions, metaloggers, admin sessions
+)
+
+func (c ConnClass) String() string {
+	switch c {
+	case ConnChunkservers:
+		return "chunkservers"
+	case ConnClients:
+		return "clients"
+	case ConnSessions:
+		return "sessions"
+	}
+	return "conn?"
+}
+
+// Disconnect closes every connection of a class, after sending each its
+// goodbye (a VoteRelease for chunkservers).
+type Disconnect struct {
+	Class    ConnClass
+	Goodbyes []Send
+}
+
+// Transition records a role change. It takes effect after every Disconnect
+// that precedes it in the batch.
+type Transition struct {
+	From, To Role
+	Epoch    uint64
+	Reason   string
+	Section  string // docs/roles.md section
+}
+
+// Ignored reports input that was stale, duplicated or foreign.
+type Ignored struct{ Reason string }
+
+// AdminReply answers an Admin command.
+type AdminReply struct {
+	ID   uint64
+	OK   bool
+	Text string
+}

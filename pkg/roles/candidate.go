@@ -1,0 +1,117 @@
+package roles
+
+import "github.com/mfs-election/mfs-election/pkg/wire"
+
+// Candidate is what a voter (or a rival ELECT) knows of a master when it
+// picks whom to nominate.
+type Candidate struct {
+	ID       wire.MasterID
+	Eligible bool // holds metadata
+	Usurper  bool
+	Keep     bool // KEEP_LEADERSHIP and not yielded
+	Yielded  bool
+	Last     Pos
+}
+
+// Better reports whether a should be nominated rather than b: a USURPER
+// first (an admin asked for it), then a KEEP_LEADERSHIP master, then one that
+// did not give leadership away on purpose, then the newest metadata, then the
+// lower id so that every voter breaks ties the same way.
+func Better(a, b Candidate) bool {
+	if a.Eligible != b.Eligible {
+		return a.Eligible
+	}
+	if a.Usurper != b.Usurper {
+		return a.Usurper
+	}
+	if a.Keep != b.Keep {
+		return a.Keep
+	}
+	if a.Yielded != b.Yielded {
+		return !a.Yielded
+	}
+	if a.Last != b.Last {
+		return a.Last.NewerThan(b.Last)
+	}
+	return a.ID < b.ID
+}
+
+// MayNominate is the nomination rule of docs/architecture.md ("Metadata
+// safety"): a voter nominates only an eligible master whose log is at least
+// as new as the newest commit point the voter knows of. Safety does not rest
+// on it (an ELECT must catch up before it may lead); it keeps a voter from
+// nominating a master that would first have to catch up.
+func MayNominate(c Candidate, knownCommit Pos) bool {
+	if !c.Eligible {
+		return false
+	}
+	if c.Last.Version < knownCommit.Version {
+		return false
+	}
+	return !knownCommit.NewerThan(c.Last)
+}
+
+// AckRule is the acknowledgement rule of docs/architecture.md: the newest
+// version a LEADER may acknowledge to a client. It is the largest version v
+// such that (a) v is durable on the LEADER, (b) v is durable on `required`
+// other eligible masters, and (c) the voters that report knowing "committed
+// up to v" form a quorum. The caller supplies (c) as a predicate, which it
+// evaluates with the real tally; candidates are the versions voters reported.
+func AckRule(leaderDurable uint64, followerDurable []uint64, required int, candidates []uint64, quorumKnows func(v uint64) bool) uint64 {
+	limit := ReplicatedVersion(leaderDurable, followerDurable, required)
+	best := uint64(0)
+	for _, v := range candidates {
+		if v <= limit && v > best && quorumKnows(v) {
+			best = v
+		}
+	}
+	return best
+}
+
+// ReplicatedVersion is (a) and (b) of the ack rule: the newest version held
+// durably by the LEADER and by `required` others. With fewer followers than
+// required it needs all of them.
+func ReplicatedVersion(leaderDurable uint64, followerDurable []uint64, required int) uint64 {
+	if required > len(followerDurable) {
+		required = len(followerDurable)
+	}
+	if required <= 0 {
+		return leaderDurable
+	}
+	// The required-th largest follower version.
+	top := make([]uint64, 0, required)
+	for _, v := range followerDurable {
+		top = insertTop(top, v, required)
+	}
+	v := top[len(top)-1]
+	if v > leaderDurable {
+		v = leaderDurable
+	}
+	return v
+}
+
+// insertTop keeps the k largest values of top plus v, descending.
+func insertTop(top []uint64, v uint64, k int) []uint64 {
+	i := len(top)
+	for i > 0 && top[i-1] < v {
+		i--
+	}
+	if i >= k {
+		return top
+	}
+	top = append(top, 0)
+	copy(top[i+1:], top[i:])
+	top[i] = v
+	if len(top) > k {
+		top = top[:k]
+	}
+	return top
+}
+
+// CanLead is the catch-up rule of docs/architecture.md: an ELECT whose tally
+// is won may become LEADER only once its log holds the newest commit point
+// its counted voters report, and its config is at least as new as every
+// config version they report.
+func CanLead(log *Log, configVersion uint64, voterCommit Pos, voterReg uint64) bool {
+	return log.Has(voterCommit) && configVersion >= voterReg
+}

@@ -1,0 +1,265 @@
+package roles
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+
+	"github.com/mfs-election/mfs-election/pkg/locations"
+	"github.com/mfs-election/mfs-election/pkg/quorum"
+	"github.com/mfs-election/mfs-election/pkg/wire"
+)
+
+// Pos names one changelog entry: its version and the epoch of the LEADER
+// that wrote it. Two logs that hold the same Pos hold the same entries up to
+// it (each epoch has one writer, and followers append only onto a matching
+// predecessor).
+type Pos struct {
+	Version uint64
+	Epoch   uint64
+}
+
+// NewerThan orders logs by how up to date their last entry is: a higher
+// epoch wins, then a higher version.
+func (p Pos) NewerThan(q Pos) bool {
+	if p.Epoch != q.Epoch {
+		return p.Epoch > q.Epoch
+	}
+	return p.Version > q.Version
+}
+
+func (p Pos) String() string { return fmt.Sprintf("%d@%d", p.Version, p.Epoch) }
+
+// ClientID names a client session.
+type ClientID uint32
+
+// EntryKind says what a changelog entry does.
+type EntryKind uint8
+
+// Entry kinds.
+const (
+	EntryNoop   EntryKind = 1 + iota // written by each new LEADER at its epoch
+	EntryPut                         // Key = Value
+	EntryDelete                      // remove Key
+	EntryConfig                      // Config replaces the registry and location map
+)
+
+// Entry is one metadata change.
+type Entry struct {
+	Pos
+	Kind   EntryKind
+	Client ClientID // with Seq: makes a retried change apply once
+	Seq    uint64
+	Key    string
+	Value  string
+	Config *ClusterConfig `msgpack:",omitempty"`
+}
+
+// Chunkserver is one registered member of the registry.
+type Chunkserver struct {
+	ID        wire.CSID
+	Addr      netip.Addr
+	VoterOnly bool
+}
+
+// ClusterConfig is the registry and location map as of one config version.
+// It is the quorum's denominator (SPEC section 2).
+type ClusterConfig struct {
+	Version   uint64 // rises by one with every registry or location change
+	Founder   wire.MasterID
+	Members   []Chunkserver // sorted by ID
+	Locations locations.Map
+}
+
+// Electorate is who counts under this config.
+func (c *ClusterConfig) Electorate() quorum.Electorate {
+	ms := make([]locations.Member, len(c.Members))
+	for i, m := range c.Members {
+		ms[i] = locations.Member{ID: m.ID, Addr: m.Addr}
+	}
+	return quorum.NewElectorate(c.Locations, ms)
+}
+
+// Member returns the registered chunkserver with this id.
+func (c *ClusterConfig) Member(id wire.CSID) (Chunkserver, bool) {
+	i, ok := slices.BinarySearchFunc(c.Members, id, func(m Chunkserver, id wire.CSID) int {
+		switch {
+		case m.ID < id:
+			return -1
+		case m.ID > id:
+			return 1
+		}
+		return 0
+	})
+	if !ok {
+		return Chunkserver{}, false
+	}
+	return c.Members[i], true
+}
+
+// Rank is the chunkserver's place in the sorted registry, for nomination
+// turns, and the number of places.
+func (c *ClusterConfig) Rank(id wire.CSID) (rank, of int, ok bool) {
+	for i, m := range c.Members {
+		if m.ID == id {
+			return i, len(c.Members), true
+		}
+	}
+	return 0, len(c.Members), false
+}
+
+// clone returns a deep copy that a change may edit.
+func (c *ClusterConfig) clone() *ClusterConfig {
+	n := *c
+	n.Members = slices.Clone(c.Members)
+	return &n
+}
+
+// Genesis is the metadata `mfsmaster init` creates: one config entry with an
+// empty registry, whose founder alone may bootstrap (docs/architecture.md).
+func Genesis(founder wire.MasterID) []Entry {
+	return []Entry{{
+		Pos:    Pos{Version: 1, Epoch: 0},
+		Kind:   EntryConfig,
+		Config: &ClusterConfig{Version: 1, Founder: founder, Locations: locations.New()},
+	}}
+}
+
+// Log is a master's changelog: versions 1..len, contiguous.
+// Invariant: entries[i].Version == i+1 and epochs never decrease.
+type Log struct {
+	entries []Entry
+}
+
+// Last is the position of the newest entry (zero when empty).
+func (l *Log) Last() Pos {
+	if len(l.entries) == 0 {
+		return Pos{}
+	}
+	return l.entries[len(l.entries)-1].Pos
+}
+
+// Len is the number of entries.
+func (l *Log) Len() uint64 { return uint64(len(l.entries)) }
+
+// At returns the entry at version v.
+func (l *Log) At(v uint64) (Entry, bool) {
+	if v == 0 || v > uint64(len(l.entries)) {
+		return Entry{}, false
+	}
+	return l.entries[v-1], true
+}
+
+// Has reports whether the log holds exactly this position.
+func (l *Log) Has(p Pos) bool {
+	if p.Version == 0 {
+		return true
+	}
+	e, ok := l.At(p.Version)
+	return ok && e.Epoch == p.Epoch
+}
+
+// PosAt returns the position of version v (zero Pos for 0).
+func (l *Log) PosAt(v uint64) Pos {
+	e, _ := l.At(v)
+	return e.Pos
+}
+
+// From returns a copy of the entries after version v, at most max of them.
+func (l *Log) From(v uint64, max int) []Entry {
+	if v >= uint64(len(l.entries)) {
+		return nil
+	}
+	out := l.entries[v:]
+	if max > 0 && len(out) > max {
+		out = out[:max]
+	}
+	return slices.Clone(out)
+}
+
+// truncate drops every entry after version v.
+func (l *Log) truncate(v uint64) {
+	if v < uint64(len(l.entries)) {
+		l.entries = l.entries[:v]
+	}
+}
+
+// append adds entries that must continue the log exactly.
+func (l *Log) append(es ...Entry) {
+	for _, e := range es {
+		last := l.Last()
+		if e.Version != last.Version+1 || e.Epoch < last.Epoch {
+			panic(fmt.Sprintf("invariant log-contiguous: appending %v after %v", e.Pos, last))
+		}
+		l.entries = append(l.entries, e)
+	}
+}
+
+// Configs returns the newest config entry and the one before it (nil when
+// absent), looking no further than version upto.
+func (l *Log) Configs(upto uint64) (latest, previous *ClusterConfig) {
+	if upto > uint64(len(l.entries)) {
+		upto = uint64(len(l.entries))
+	}
+	for i := int(upto) - 1; i >= 0; i-- {
+		if l.entries[i].Kind != EntryConfig {
+			continue
+		}
+		if latest == nil {
+			latest = l.entries[i].Config
+			continue
+		}
+		return latest, l.entries[i].Config
+	}
+	return latest, nil
+}
+
+// configEntryVersion returns the log version of the entry that carries
+// config version cv (0 if absent).
+func (l *Log) configEntryVersion(cv uint64) uint64 {
+	for i := len(l.entries) - 1; i >= 0; i-- {
+		if e := l.entries[i]; e.Kind == EntryConfig && e.Config.Version == cv {
+			return e.Version
+		}
+	}
+	return 0
+}
+
+// findClientSeq returns the version of the entry written for (client, seq).
+func (l *Log) findClientSeq(c ClientID, seq uint64) uint64 {
+	if c == 0 {
+		return 0
+	}
+	for i := len(l.entries) - 1; i >= 0; i-- {
+		if l.entries[i].Client == c && l.entries[i].Seq == seq {
+			return l.entries[i].Version
+		}
+	}
+	return 0
+}
+
+// KV is the namespace the changelog produces, applied up to Applied.
+type KV struct {
+	Applied uint64
+	Data    map[string]string
+}
+
+// applyUpTo applies entries of l up to version v.
+func (kv *KV) applyUpTo(l *Log, v uint64) {
+	if kv.Data == nil {
+		kv.Data = map[string]string{}
+	}
+	for kv.Applied < v {
+		e, ok := l.At(kv.Applied + 1)
+		if !ok {
+			return
+		}
+		switch e.Kind {
+		case EntryPut:
+			kv.Data[e.Key] = e.Value
+		case EntryDelete:
+			delete(kv.Data, e.Key)
+		}
+		kv.Applied++
+	}
+}

@@ -1,0 +1,821 @@
+package roles
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"time"
+
+	"github.com/mfs-election/mfs-election/pkg/quorum"
+	"github.com/mfs-election/mfs-election/pkg/wire"
+)
+
+// Stored is what a master finds on its disk at start.
+type Stored struct {
+	Hard    HardState
+	Entries []Entry
+}
+
+// voterRec is one open vote session at this master.
+type voterRec struct {
+	session   uint64
+	addr      netip.Addr
+	voterOnly bool
+	// validUntil: this master may count the vote until then (its own
+	// clock). Invariant: it is never later than sentAt + CountedLease of
+	// the acknowledged heartbeat, so the voter's promise outlives it.
+	validUntil Instant
+	ackEpoch   uint64 // the epoch of the newest heartbeat it acknowledged
+	knownReg   uint64
+	inForce    uint64
+	commit     Pos
+}
+
+// peerView is what this master last heard from another master.
+type peerView struct {
+	st    PeerStatus
+	heard Instant
+	seen  bool
+}
+
+// progress is the LEADER's view of one follower's changelog.
+type progress struct {
+	next  uint64 // next version to send
+	match Pos    // newest position the follower holds durably
+	heard Instant
+	seen  bool
+}
+
+type sentHB struct {
+	at    Instant
+	epoch uint64
+}
+
+type pendingOp struct {
+	client ClientID
+	seq    uint64
+	ver    uint64 // write: the entry; read: the read index
+	key    string
+	read   bool
+}
+
+// Master is the role machine of one mfsmaster. The zero value is not
+// usable: build it with NewMaster. It is not safe for concurrent use; one
+// driver goroutine owns it.
+type Master struct {
+	cfg  Config
+	now  Instant
+	role Role
+	hard HardState
+	log  Log
+	kv   KV
+	rng  uint64
+	out  []Action
+
+	leader      wire.MasterID // the LEADER recorded (last heard)
+	leaderHeard Instant
+	leaderSeen  bool
+	peers       map[wire.MasterID]*peerView
+
+	voters map[wire.CSID]*voterRec
+	hbSeq  uint64
+	hbSent map[uint64]sentHB
+	nextHB Instant
+
+	nextPeer     Instant
+	quietSince   Instant // last sign of a LEADER, an ELECT or a nomination
+	electSince   Instant
+	lastVoteSeen Instant
+	fetchAt      Instant
+
+	progress   map[wire.MasterID]*progress
+	replicated Pos
+	acked      Pos
+	pending    []pendingOp
+	toRegister map[wire.CSID]Chunkserver
+
+	handover      wire.MasterID
+	handoverSince Instant
+	handoverWhy   string
+	releaseNext   wire.MasterID // set just before a handover step-down
+}
+
+// NewMaster starts a master from what its disk holds. The caller must carry
+// out the returned actions (the first is the Persist of the new
+// incarnation) before handling any event.
+func NewMaster(cfg Config, st Stored, now Instant) (*Master, []Action) {
+	m := &Master{
+		cfg:        cfg,
+		now:        now,
+		role:       Follower,
+		hard:       st.Hard,
+		rng:        cfg.Seed | 1,
+		peers:      map[wire.MasterID]*peerView{},
+		voters:     map[wire.CSID]*voterRec{},
+		hbSent:     map[uint64]sentHB{},
+		progress:   map[wire.MasterID]*progress{},
+		toRegister: map[wire.CSID]Chunkserver{},
+		quietSince: now,
+		nextPeer:   now,
+	}
+	m.log.append(st.Entries...)
+	if m.hard.Commit.Version > m.log.Len() || !m.log.Has(m.hard.Commit) {
+		panic(fmt.Sprintf("invariant stored-commit: commit %v not in stored log (last %v)", m.hard.Commit, m.log.Last()))
+	}
+	m.kv.applyUpTo(&m.log, m.hard.Commit.Version)
+	m.hard.Incarnation++
+	m.persistHard()
+	return m, m.flush()
+}
+
+// Role returns the current role.
+func (m *Master) Role() Role { return m.role }
+
+// Epoch is the master's own epoch in ELECT, LEADER and DEPUTY, and the
+// highest epoch it has seen otherwise.
+func (m *Master) Epoch() uint64 {
+	if m.role.TakesVotes() {
+		return m.hard.Epoch
+	}
+	return m.hard.MaxEpoch
+}
+
+// Hard returns the durable record as this master holds it.
+func (m *Master) Hard() HardState { return m.hard }
+
+// Log gives read access to the changelog.
+func (m *Master) Log() *Log { return &m.log }
+
+// Acked is the newest position this LEADER has acknowledged.
+func (m *Master) Acked() Pos { return m.acked }
+
+// Eligible reports whether the master holds metadata and so may be ELECT.
+func (m *Master) Eligible() bool { return m.log.Len() > 0 }
+
+// Leader is the LEADER this master recorded (possibly itself).
+func (m *Master) Leader() wire.MasterID {
+	if m.role == Leader {
+		return m.cfg.ID
+	}
+	return m.leader
+}
+
+// Config returns the newest registry and location map in the log.
+func (m *Master) Config() *ClusterConfig {
+	c, _ := m.log.Configs(m.log.Len())
+	return c
+}
+
+// Value reads the namespace as applied (for tests and the simulator).
+func (m *Master) Value(key string) (string, bool) {
+	v, ok := m.kv.Data[key]
+	return v, ok
+}
+
+// Accepting reports whether a change arriving at now would be accepted:
+// LEADER, not handing over, and a quorum of votes it may still count.
+func (m *Master) Accepting(now Instant) bool {
+	return m.role == Leader && m.handover == wire.NoMaster && m.quorumAt(now, nil) == quorum.Won
+}
+
+// LeaseEnd is the instant (this master's clock) after which the votes it
+// holds now would no longer give it quorum, were none renewed. Never when
+// it has no quorum now. The simulator uses it to check S1 exactly.
+func (m *Master) LeaseEnd(now Instant) Instant {
+	if m.quorumAt(now, nil) != quorum.Won {
+		return Never
+	}
+	var ends []Instant
+	for _, v := range m.voters {
+		if v.validUntil > now {
+			ends = append(ends, v.validUntil)
+		}
+	}
+	sort.Slice(ends, func(i, j int) bool { return ends[i] < ends[j] })
+	for _, e := range ends {
+		if m.quorumAt(e, nil) != quorum.Won {
+			return e
+		}
+	}
+	return now
+}
+
+// Sync is the sync state shown for a FOLLOWER or USURPER.
+func (m *Master) Sync() SyncState {
+	switch {
+	case !m.Eligible():
+		return Init
+	case m.role == Leader:
+		return Synced
+	case !m.leaderFresh():
+		return Desync
+	}
+	if p := m.peers[m.leader]; p != nil && p.seen && p.st.Last.Version > m.log.Len() {
+		return Delayed
+	}
+	return Synced
+}
+
+func (m *Master) leaderFresh() bool {
+	return m.leaderSeen && m.leader != wire.NoMaster && m.now.Sub(m.leaderHeard) < m.cfg.PeerTimeout
+}
+
+// NextDeadline is when the driver must call Step with a Tick at the latest.
+func (m *Master) NextDeadline() Instant {
+	d := m.nextPeer
+	if m.role == Dummy {
+		return Never
+	}
+	if m.role.TakesVotes() {
+		d = minInstant(d, m.nextHB)
+		for _, v := range m.voters {
+			if v.validUntil > m.now {
+				d = minInstant(d, v.validUntil)
+			}
+		}
+	}
+	switch m.role {
+	case Follower, Usurper:
+		d = minInstant(d, m.selfNominateAt())
+	case Elect:
+		d = minInstant(d, m.lastVoteSeen.Add(m.cfg.ElectTimeout))
+		if m.cfg.DeputyElectionTime > 0 {
+			d = minInstant(d, m.electSince.Add(m.cfg.DeputyElectionTime))
+		}
+	case Leader:
+		if m.handover != wire.NoMaster {
+			d = minInstant(d, m.handoverSince.Add(m.cfg.HandoverTimeout))
+		}
+	}
+	return d
+}
+
+func (m *Master) selfNominateAt() Instant {
+	// Staggered by id so that masters without chunkservers do not all act
+	// at once.
+	return m.quietSince.Add(m.cfg.SelfNominateAfter + m.cfg.PeerInterval*2*time.Duration(m.cfg.ID))
+}
+
+// Step advances the machine by one event at this master's time now.
+func (m *Master) Step(now Instant, ev Event) []Action {
+	if now < m.now {
+		panic(fmt.Sprintf("invariant monotonic-clock: %d after %d", now, m.now))
+	}
+	m.now = now
+	if m.role == Dummy {
+		m.ignore("dummy")
+		return m.flush()
+	}
+	// Time first: a master resumed from a freeze fences itself before it
+	// looks at anything that arrived meanwhile.
+	m.checkQuorum()
+	switch e := ev.(type) {
+	case Tick:
+	case Probe:
+		m.onProbe(e)
+	case VoteHello:
+		m.onVoteHello(e)
+	case VoteBye:
+		m.onVoteBye(e)
+	case ConnLost:
+		delete(m.voters, e.CS)
+	case HeartbeatAck:
+		m.onHeartbeatAck(e)
+	case PeerStatus:
+		m.onPeerStatus(e)
+	case Append:
+		m.onAppend(e)
+	case AppendAck:
+		m.onAppendAck(e)
+	case FetchReq:
+		m.onFetchReq(e)
+	case FetchResp:
+		m.onFetchResp(e)
+	case ClientWrite:
+		m.onClientWrite(e)
+	case ClientRead:
+		m.onClientRead(e)
+	case Admin:
+		m.onAdmin(e)
+	default:
+		m.ignore("unknown-event")
+	}
+	m.timers()
+	return m.flush()
+}
+
+func (m *Master) emit(a Action) { m.out = append(m.out, a) }
+
+func (m *Master) flush() []Action {
+	out := m.out
+	m.out = nil
+	// Persist first, then Disconnects and the Transition in the order
+	// emitted, then Sends: the batch contract of doc.go.
+	sort.SliceStable(out, func(i, j int) bool { return actionRank(out[i]) < actionRank(out[j]) })
+	return out
+}
+
+func actionRank(a Action) int {
+	switch a.(type) {
+	case Persist:
+		return 0
+	case Disconnect, Transition:
+		return 1
+	case Send:
+		return 2
+	}
+	return 3
+}
+
+func (m *Master) ignore(reason string) { m.emit(Ignored{Reason: reason}) }
+
+func (m *Master) persistHard() {
+	h := m.hard
+	m.emit(Persist{Hard: &h})
+}
+
+func (m *Master) send(to Peer, msg wireMessage) { m.emit(Send{To: to, Msg: msg}) }
+
+type wireMessage = wire.Message
+
+func (m *Master) jitter(max int64) int64 {
+	// xorshift64*: a small PRNG kept in the state (STYLE.md).
+	m.rng ^= m.rng >> 12
+	m.rng ^= m.rng << 25
+	m.rng ^= m.rng >> 27
+	if max <= 0 {
+		return 0
+	}
+	return int64((m.rng * 2685821657736338717) % uint64(max))
+}
+
+// ---- roles -----------------------------------------------------------------
+
+// become moves to a new role through the table, applying the disconnect
+// rules first.
+func (m *Master) become(to Role, reason string) {
+	from := m.role
+	rule, ok := FindRule(from, to, reason)
+	if !ok {
+		panic(fmt.Sprintf("invariant transition-table: %v -> %v (%s) is not in docs/roles.md", from, to, reason))
+	}
+	if rule.Disconnect != MustDisconnect(from, to) {
+		panic(fmt.Sprintf("invariant disconnect-rule: table row %s disagrees with MustDisconnect", rule.Section))
+	}
+	if rule.Disconnect {
+		m.disconnectAll(m.releaseNext)
+	}
+	m.releaseNext = wire.NoMaster
+	m.role = to
+	m.emit(Transition{From: from, To: to, Epoch: m.Epoch(), Reason: reason, Section: rule.Section})
+	switch to {
+	case Leader:
+		m.enterLeader()
+	case Elect:
+		m.electSince, m.lastVoteSeen = m.now, m.now
+	}
+	if !to.TakesVotes() {
+		m.voters = map[wire.CSID]*voterRec{}
+		m.hbSent = map[uint64]sentHB{}
+	}
+	if from == Leader {
+		m.pending = nil
+		m.handover = wire.NoMaster
+		m.progress = map[wire.MasterID]*progress{}
+	}
+	m.quietSince = m.now
+	m.sendStatus()
+}
+
+// disconnectAll is the disconnect rule: every chunkserver is released (it
+// may vote elsewhere at once: this master no longer counts it), then
+// clients and other sessions are closed. next is a master the chunkservers
+// should vote for at once (a handover), or none.
+func (m *Master) disconnectAll(next wire.MasterID) {
+	var bye []Send
+	for _, id := range m.voterIDs() {
+		v := m.voters[id]
+		bye = append(bye, Send{To: ToCS(id), Msg: VoteRelease{From: m.cfg.ID, Incarnation: m.hard.Incarnation, Session: v.session, Next: next}})
+	}
+	// Votes stop counting before the goodbyes leave.
+	m.voters = map[wire.CSID]*voterRec{}
+	m.emit(Disconnect{Class: ConnChunkservers, Goodbyes: bye})
+	m.emit(Disconnect{Class: ConnClients})
+	m.emit(Disconnect{Class: ConnSessions})
+}
+
+func (m *Master) voterIDs() []wire.CSID {
+	ids := make([]wire.CSID, 0, len(m.voters))
+	for id := range m.voters {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}
+
+// startElect takes a new epoch above any seen and becomes ELECT. The epoch
+// is persisted before any heartbeat carries it (Persist sorts first).
+func (m *Master) startElect(reason string) {
+	if !m.Eligible() {
+		panic("invariant eligibility: a master without metadata cannot be ELECT")
+	}
+	m.newEpoch(m.hard.MaxEpoch)
+	m.become(Elect, reason)
+	m.heartbeatNow()
+}
+
+func (m *Master) newEpoch(above uint64) {
+	e := max(m.hard.Epoch, m.hard.MaxEpoch, above) + 1
+	m.hard.Epoch, m.hard.MaxEpoch = e, e
+	m.hbSent = map[uint64]sentHB{}
+	m.persistHard()
+}
+
+func (m *Master) enterLeader() {
+	m.leader, m.leaderSeen, m.leaderHeard = m.cfg.ID, true, m.now
+	if m.hard.Yielded {
+		m.hard.Yielded = false
+		m.persistHard()
+	}
+	// A new term starts with an entry of its own epoch.
+	e := Entry{Pos: Pos{Version: m.log.Len() + 1, Epoch: m.hard.Epoch}, Kind: EntryNoop}
+	m.log.append(e)
+	m.emit(Persist{Append: []Entry{e}})
+	m.replicated, m.acked = m.hard.Commit, m.hard.Commit
+	m.progress = map[wire.MasterID]*progress{}
+	for _, id := range m.cfg.Masters {
+		if id != m.cfg.ID {
+			m.progress[id] = &progress{next: m.log.Len()}
+		}
+	}
+	m.replicate()
+}
+
+// stepDown leaves LEADER (or ELECT/DEPUTY) for FOLLOWER.
+func (m *Master) stepDown(reason string) {
+	if m.role == Follower {
+		return
+	}
+	m.become(Follower, reason)
+}
+
+// ---- the tally ---------------------------------------------------------------
+
+// quorumAt tallies the votes this master may count at time t, under its
+// newest config and, while that config is not yet in force, the one before
+// it too (joint). pred narrows which votes count (nil: all).
+func (m *Master) quorumAt(t Instant, pred func(*voterRec) bool) quorum.Outcome {
+	if !m.role.TakesVotes() {
+		return quorum.Lost
+	}
+	latest, prev := m.log.Configs(m.log.Len())
+	if latest == nil {
+		return quorum.Lost
+	}
+	out := m.outcomeUnder(latest, t, pred)
+	if prev != nil && latest.Version > m.hard.InForce {
+		return quorum.Joint(m.tallyUnder(prev, t, pred), m.tallyUnder(latest, t, pred))
+	}
+	return out
+}
+
+func (m *Master) outcomeUnder(c *ClusterConfig, t Instant, pred func(*voterRec) bool) quorum.Outcome {
+	return m.tallyUnder(c, t, pred).Outcome
+}
+
+// tallyUnder counts under one config. An empty registry can be won only by
+// the founder, and only under the genesis config (bootstrap: SPEC section 2).
+func (m *Master) tallyUnder(c *ClusterConfig, t Instant, pred func(*voterRec) bool) quorum.Tally {
+	e := c.Electorate()
+	if e.Size() == 0 {
+		if c.Version == 1 && c.Founder == m.cfg.ID {
+			return quorum.Tally{Outcome: quorum.Won, Empty: true}
+		}
+		return quorum.Tally{Outcome: quorum.Lost, Empty: true}
+	}
+	return e.Tally(func(id wire.CSID) quorum.Vote {
+		v := m.voters[id]
+		if v == nil || v.validUntil <= t || v.ackEpoch != m.hard.Epoch {
+			return quorum.Unknown
+		}
+		if pred != nil && !pred(v) {
+			return quorum.Unknown
+		}
+		return quorum.For
+	})
+}
+
+// counted returns the votes valid now, sorted by id.
+func (m *Master) counted() []*voterRec {
+	var out []*voterRec
+	for _, id := range m.voterIDs() {
+		v := m.voters[id]
+		if v.validUntil > m.now && v.ackEpoch == m.hard.Epoch {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// checkQuorum fences a LEADER whose countable votes no longer make a quorum.
+func (m *Master) checkQuorum() {
+	if m.role == Leader && m.quorumAt(m.now, nil) != quorum.Won {
+		m.stepDown(ReasonQuorumLost)
+	}
+}
+
+// ---- chunkserver side ----------------------------------------------------------
+
+func (m *Master) onProbe(p Probe) {
+	m.send(ToCS(p.CS), m.probeReply(p.Nonce))
+}
+
+func (m *Master) probeReply(nonce uint64) ProbeReply {
+	return ProbeReply{
+		From: m.cfg.ID, Incarnation: m.hard.Incarnation, Nonce: nonce,
+		Role: m.role, Epoch: m.Epoch(), Leader: m.Leader(), LeaderFresh: m.role == Leader || m.leaderFresh(),
+		Eligible: m.Eligible(), Sync: m.Sync(), Last: m.log.Last(),
+		Usurper: m.role == Usurper, Keep: m.cfg.KeepLeadership && !m.hard.Yielded, Yielded: m.hard.Yielded,
+	}
+}
+
+func (m *Master) onVoteHello(h VoteHello) {
+	if h.MaxEpoch > m.hard.MaxEpoch {
+		m.hard.MaxEpoch = h.MaxEpoch
+		m.persistHard()
+	}
+	if !m.role.TakesVotes() {
+		canElect := m.role == Follower || m.role == Usurper
+		if h.Nominate && canElect && m.Eligible() {
+			m.startElect(ReasonNominated)
+		} else {
+			if h.Nominate && !m.Eligible() {
+				m.ignore("nominated-without-metadata")
+			}
+			m.send(ToCS(h.CS), Redirect{From: m.cfg.ID, Session: h.Session, Leader: m.recordedLeader()})
+			return
+		}
+	}
+	if old := m.voters[h.CS]; old != nil && old.session > h.Session {
+		m.ignore("stale-session")
+		return
+	}
+	m.voters[h.CS] = &voterRec{session: h.Session, addr: h.Addr, voterOnly: h.VoterOnly}
+	m.lastVoteSeen = m.now
+	if h.MaxEpoch >= m.hard.Epoch {
+		m.onHigherEpoch(h.MaxEpoch)
+		if !m.role.TakesVotes() {
+			return
+		}
+	}
+	if m.role == Leader {
+		m.noteRegistration(h)
+	}
+	m.heartbeatTo(h.CS)
+}
+
+// recordedLeader is the LEADER address a non-leader hands out.
+func (m *Master) recordedLeader() wire.MasterID {
+	if m.role == Leader {
+		return m.cfg.ID
+	}
+	return m.leader
+}
+
+func (m *Master) onVoteBye(b VoteBye) {
+	v := m.voters[b.CS]
+	if v == nil || v.session != b.Session {
+		m.ignore("stale-session")
+		return
+	}
+	delete(m.voters, b.CS)
+	m.send(ToCS(b.CS), VoteRelease{From: m.cfg.ID, Incarnation: m.hard.Incarnation, Session: b.Session})
+}
+
+func (m *Master) onHeartbeatAck(a HeartbeatAck) {
+	v := m.voters[a.CS]
+	if v == nil || v.session != a.Session {
+		m.ignore("stale-session")
+		return
+	}
+	if !a.OK {
+		if a.MaxEpoch > m.hard.MaxEpoch || (a.MaxEpoch == m.hard.Epoch && a.EpochOwner != m.cfg.ID) {
+			m.onHigherEpoch(a.MaxEpoch)
+			return
+		}
+		delete(m.voters, a.CS)
+		m.ignore("vote-refused")
+		return
+	}
+	sent, ok := m.hbSent[a.Seq]
+	if !ok {
+		m.ignore("stale-ack")
+		return
+	}
+	if until := sent.at.Add(m.cfg.CountedLease(a.Granted)); until > v.validUntil || sent.epoch != v.ackEpoch {
+		v.validUntil = until
+	}
+	v.ackEpoch = sent.epoch
+	v.knownReg, v.inForce, v.commit = a.KnownReg, a.InForce, a.Commit
+	m.lastVoteSeen = m.now
+	switch m.role {
+	case Elect:
+		m.tryWin()
+	case Leader:
+		m.advanceAcked()
+		m.checkInForce()
+	}
+}
+
+// onHigherEpoch reacts to meeting an epoch at or above this master's own.
+func (m *Master) onHigherEpoch(e uint64) {
+	if e > m.hard.MaxEpoch {
+		m.hard.MaxEpoch = e
+		m.persistHard()
+	}
+	switch m.role {
+	case Leader:
+		if e > m.hard.Epoch {
+			m.stepDown(ReasonHigherEpoch)
+		}
+	case Deputy:
+		if e > m.hard.Epoch {
+			m.stepDown(ReasonHigherEpoch)
+		}
+	case Elect:
+		// Still a candidate: take a newer epoch and ask again.
+		if e >= m.hard.Epoch {
+			m.newEpoch(e)
+			m.heartbeatNow()
+		}
+	}
+}
+
+// tryWin is ELECT -> LEADER: the tally is won, and the catch-up rule holds.
+func (m *Master) tryWin() {
+	if m.quorumAt(m.now, nil) != quorum.Won {
+		return
+	}
+	var commit Pos
+	var reg, inForce uint64
+	for _, v := range m.counted() {
+		if v.commit.Version > commit.Version || (v.commit.Version == commit.Version && v.commit.Epoch > commit.Epoch) {
+			commit = v.commit
+		}
+		reg = max(reg, v.knownReg)
+		inForce = max(inForce, v.inForce)
+	}
+	if inForce > m.hard.InForce && inForce <= m.Config().Version {
+		m.hard.InForce = inForce
+		m.persistHard()
+		if m.quorumAt(m.now, nil) != quorum.Won {
+			return
+		}
+	}
+	if !CanLead(&m.log, m.Config().Version, commit, reg) {
+		m.catchUp(commit)
+		return
+	}
+	if commit.Version > m.hard.Commit.Version {
+		m.hard.Commit = commit
+		m.persistHard()
+	}
+	m.become(Leader, ReasonWon)
+}
+
+// catchUp asks the most advanced master it can reach for what it lacks.
+func (m *Master) catchUp(need Pos) {
+	if m.now < m.fetchAt {
+		return
+	}
+	best := wire.NoMaster
+	var bestLast Pos
+	for _, id := range m.cfg.Masters {
+		p := m.peers[id]
+		if id == m.cfg.ID || p == nil || !p.seen || m.now.Sub(p.heard) > m.cfg.PeerTimeout {
+			continue
+		}
+		if p.st.Last.Version >= need.Version && (best == wire.NoMaster || p.st.Last.NewerThan(bestLast)) {
+			best, bestLast = id, p.st.Last
+		}
+	}
+	if best == wire.NoMaster {
+		m.ignore("no-catch-up-source")
+		return
+	}
+	m.fetchAt = m.now.Add(m.cfg.PeerInterval)
+	m.send(ToMaster(best), FetchReq{From: m.cfg.ID, After: m.hard.Commit.Version})
+}
+
+func (m *Master) heartbeatNow() {
+	m.nextHB = m.now
+}
+
+func (m *Master) heartbeatTo(cs wire.CSID) {
+	v := m.voters[cs]
+	if v == nil {
+		return
+	}
+	m.hbSeq++
+	m.hbSent[m.hbSeq] = sentHB{at: m.now, epoch: m.hard.Epoch}
+	m.send(ToCS(cs), m.heartbeat(cs, v.session, m.hbSeq))
+}
+
+func (m *Master) heartbeat(cs wire.CSID, session, seq uint64) Heartbeat {
+	hb := Heartbeat{
+		From: m.cfg.ID, Incarnation: m.hard.Incarnation, Session: session, Seq: seq,
+		Role: m.role, Epoch: m.hard.Epoch, Lease: m.cfg.VoteLease, InForce: m.hard.InForce,
+	}
+	cfg := m.Config()
+	if r, n, ok := cfg.Rank(cs); ok {
+		hb.Rank, hb.Ranks = uint32(r), uint32(n)
+	} else {
+		hb.Rank, hb.Ranks = uint32(n), uint32(n+1)
+	}
+	if m.role == Leader {
+		hb.Commit = m.replicated
+		// Voters learn a config version only once it is replicated as the
+		// ack rule requires, so any version they report can be fetched.
+		if latest, _ := m.log.Configs(m.replicated.Version); latest != nil {
+			hb.RegVersion = latest.Version
+		}
+	} else {
+		hb.Commit = m.hard.Commit
+		if latest, _ := m.log.Configs(m.hard.Commit.Version); latest != nil {
+			hb.RegVersion = latest.Version
+		}
+	}
+	return hb
+}
+
+func (m *Master) heartbeatAll() {
+	m.hbSeq++
+	m.hbSent[m.hbSeq] = sentHB{at: m.now, epoch: m.hard.Epoch}
+	for _, id := range m.voterIDs() {
+		m.send(ToCS(id), m.heartbeat(id, m.voters[id].session, m.hbSeq))
+	}
+	// Acks to heartbeats older than a promise cannot extend anything.
+	for s, h := range m.hbSent {
+		if m.now.Sub(h.at) > 2*m.cfg.VoteLease {
+			delete(m.hbSent, s)
+		}
+	}
+	m.nextHB = m.now.Add(m.cfg.HeartbeatInterval)
+}
+
+// noteRegistration queues a registry change for a chunkserver that is not
+// registered yet.
+func (m *Master) noteRegistration(h VoteHello) {
+	if h.CS == wire.NoCS || !h.Addr.IsValid() {
+		return
+	}
+	if _, ok := m.Config().Member(h.CS); ok {
+		return
+	}
+	m.toRegister[h.CS] = Chunkserver{ID: h.CS, Addr: h.Addr, VoterOnly: h.VoterOnly}
+}
+
+// ---- timers --------------------------------------------------------------------
+
+func (m *Master) timers() {
+	if m.now >= m.nextPeer {
+		m.sendStatus()
+		if m.role == Leader {
+			m.replicate()
+		}
+		m.nextPeer = m.now.Add(m.cfg.PeerInterval)
+	}
+	switch m.role {
+	case Follower, Usurper:
+		if m.Eligible() && m.now >= m.selfNominateAt() {
+			m.startElect(ReasonSelfNominated)
+		} else if m.role == Follower && m.cfg.KeepLeadership && !m.hard.Yielded && m.Eligible() &&
+			m.leaderFresh() && m.leader != m.cfg.ID && m.Sync() == Synced {
+			m.become(Usurper, ReasonKeepLeader)
+		}
+	case Elect:
+		switch {
+		case m.quorumAt(m.now, nil) == quorum.Won:
+			m.tryWin()
+		case m.cfg.DeputyElectionTime > 0 && m.now.Sub(m.electSince) >= m.cfg.DeputyElectionTime:
+			m.become(Deputy, ReasonDeputyTime)
+		case len(m.counted()) == 0 && m.now.Sub(m.lastVoteSeen) >= m.cfg.ElectTimeout:
+			m.stepDown(ReasonNoVotes)
+		}
+	case Deputy:
+		if m.quorumAt(m.now, nil) == quorum.Won {
+			m.stepDown(ReasonQuorumBack)
+		}
+	case Leader:
+		m.registerNext()
+		if m.handover != wire.NoMaster && m.now.Sub(m.handoverSince) >= m.cfg.HandoverTimeout {
+			m.ignore("handover-timeout")
+			m.handover = wire.NoMaster
+		}
+		m.tryHandover()
+	}
+	if m.role.TakesVotes() && m.now >= m.nextHB {
+		m.heartbeatAll()
+	}
+}
+

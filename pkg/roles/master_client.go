@@ -1,0 +1,179 @@
+package roles
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/mfs-election/mfs-election/pkg/quorum"
+	"github.com/mfs-election/mfs-election/pkg/wire"
+)
+
+var errNoElectorate = errors.New("the change would leave no chunkserver counting towards quorum")
+
+// Client-facing error texts (stable: clients match on them).
+const (
+	ErrNotLeader = "not the leading master"
+	ErrHandover  = "leadership handover in progress, retry"
+	ErrReadOnly  = "DEPUTY is read-only"
+)
+
+func (m *Master) reply(c ClientID, seq uint64, r ClientReply) {
+	r.From, r.Client, r.Seq = m.cfg.ID, c, seq
+	m.send(ToClient(c), r)
+}
+
+func (m *Master) onClientWrite(w ClientWrite) {
+	switch {
+	case m.role == Deputy:
+		m.reply(w.Client, w.Seq, ClientReply{Err: ErrReadOnly, Redirect: m.recordedLeader()})
+		return
+	case m.role != Leader:
+		m.reply(w.Client, w.Seq, ClientReply{Err: ErrNotLeader, Redirect: m.recordedLeader()})
+		return
+	case m.handover != wire.NoMaster:
+		m.reply(w.Client, w.Seq, ClientReply{Err: ErrHandover, Redirect: m.handover})
+		return
+	}
+	if !m.Accepting(m.now) {
+		panic("invariant fence: a LEADER without quorum reached a client write")
+	}
+	// A retried change (same session and sequence) is applied once.
+	if v := m.log.findClientSeq(w.Client, w.Seq); v > 0 {
+		m.pending = append(m.pending, pendingOp{client: w.Client, seq: w.Seq, ver: v})
+		m.answerPending()
+		return
+	}
+	kind := EntryPut
+	if w.Delete {
+		kind = EntryDelete
+	}
+	e := Entry{Pos: Pos{Version: m.log.Len() + 1, Epoch: m.hard.Epoch}, Kind: kind, Client: w.Client, Seq: w.Seq, Key: w.Key, Value: w.Value}
+	m.log.append(e)
+	m.emit(Persist{Append: []Entry{e}})
+	m.pending = append(m.pending, pendingOp{client: w.Client, seq: w.Seq, ver: e.Version})
+	m.replicate()
+	m.advanceReplicated()
+}
+
+func (m *Master) onClientRead(r ClientRead) {
+	switch m.role {
+	case Leader:
+		// Linearizable: answered once everything in the log at arrival is
+		// acknowledged, and only while the quorum lease holds.
+		m.pending = append(m.pending, pendingOp{client: r.Client, seq: r.Seq, ver: m.log.Len(), key: r.Key, read: true})
+		m.answerPending()
+	case Deputy:
+		v, ok := m.kv.Data[r.Key]
+		m.reply(r.Client, r.Seq, ClientReply{OK: true, Value: v, Found: ok, Version: m.kv.Applied, Stale: true})
+	default:
+		m.reply(r.Client, r.Seq, ClientReply{Err: ErrNotLeader, Redirect: m.recordedLeader()})
+	}
+}
+
+// answerPending replies to every waiting client whose change or read index
+// is acknowledged.
+func (m *Master) answerPending() {
+	if m.role != Leader || m.quorumAt(m.now, nil) != quorum.Won {
+		return
+	}
+	keep := m.pending[:0]
+	for _, op := range m.pending {
+		if op.ver > m.acked.Version {
+			keep = append(keep, op)
+			continue
+		}
+		if op.read {
+			v, ok := m.kv.Data[op.key]
+			m.reply(op.client, op.seq, ClientReply{OK: true, Value: v, Found: ok, Version: m.acked.Version})
+		} else {
+			m.reply(op.client, op.seq, ClientReply{OK: true, Version: op.ver})
+		}
+	}
+	m.pending = keep
+}
+
+// ---- admin -------------------------------------------------------------------------
+
+func (m *Master) onAdmin(a Admin) {
+	ok, text := m.admin(a)
+	m.emit(AdminReply{ID: a.ID, OK: ok, Text: text})
+}
+
+func (m *Master) admin(a Admin) (bool, string) {
+	switch a.Kind {
+	case AdminSetUsurper:
+		switch {
+		case m.role == Leader:
+			return false, "this master is already LEADER"
+		case m.role == Usurper:
+			return true, "already USURPER"
+		case m.role != Follower:
+			return false, fmt.Sprintf("only a FOLLOWER can become USURPER (this master is %v)", m.role)
+		case !m.Eligible():
+			return false, "this master has no metadata yet (INIT); wait until it is synced"
+		case m.Sync() != Synced:
+			return false, fmt.Sprintf("this master is not synced (%v); wait until it is", m.Sync())
+		}
+		m.hard.Yielded = false
+		m.persistHard()
+		m.become(Usurper, ReasonAdminUsurper)
+		return true, "USURPER: will take over as soon as it has caught up"
+	case AdminCancelUsurper:
+		if m.role != Usurper {
+			return false, fmt.Sprintf("this master is %v, not USURPER", m.role)
+		}
+		m.become(Follower, ReasonAdminCancel)
+		return true, "USURPER cancelled; back to FOLLOWER"
+	case AdminStepDown:
+		if m.role != Leader {
+			return false, fmt.Sprintf("this master is %v, not LEADER", m.role)
+		}
+		m.hard.Yielded = true
+		m.persistHard()
+		target := m.bestFollower()
+		if target == wire.NoMaster {
+			m.stepDown(ReasonStepDown)
+			return true, "stepped down; no synced follower to hand over to, the chunkservers will nominate"
+		}
+		m.startHandover(target, ReasonStepDown)
+		return true, fmt.Sprintf("handing over to %v", target)
+	case AdminShutdown:
+		m.become(Dummy, ReasonShutdown)
+		return true, "shutting down"
+	case AdminChange:
+		if m.role != Leader {
+			return false, "Can't perform any operation because there is no leading master"
+		}
+		if m.configPending() {
+			return false, "another registry change is still being put in force; retry shortly"
+		}
+		if a.Change.Kind == ChangeRemove {
+			if v := m.voters[wire.CSID(a.Change.ID)]; v != nil {
+				return false, fmt.Sprintf("chunkserver CS%d can't be removed because it is still active", a.Change.ID)
+			}
+		}
+		if err := m.proposeChange(a.Change); err != nil {
+			return false, err.Error()
+		}
+		return true, fmt.Sprintf("%v: config version %d written; in force once quorums under both versions have it", a.Change, m.Config().Version)
+	}
+	return false, fmt.Sprintf("unknown admin command %d", a.Kind)
+}
+
+// bestFollower is the synced, eligible follower a step-down hands over to.
+func (m *Master) bestFollower() wire.MasterID {
+	best := wire.NoMaster
+	var bc Candidate
+	for _, id := range m.cfg.Masters {
+		p := m.peers[id]
+		if id == m.cfg.ID || !m.fresh(p) || !p.st.Eligible || p.st.Sync != Synced {
+			continue
+		}
+		c := peerCandidate(p.st)
+		c.Keep = false // a step-down ignores KEEP_LEADERSHIP of the others
+		if best == wire.NoMaster || Better(c, bc) {
+			best, bc = id, c
+		}
+	}
+	return best
+}

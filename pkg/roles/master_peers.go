@@ -1,0 +1,389 @@
+package roles
+
+import (
+	"github.com/mfs-election/mfs-election/pkg/quorum"
+	"github.com/mfs-election/mfs-election/pkg/wire"
+)
+
+// maxBatch bounds the entries one Append or FetchResp carries.
+const maxBatch = 256
+
+func (m *Master) sendStatus() {
+	st := PeerStatus{
+		From: m.cfg.ID, Incarnation: m.hard.Incarnation, Role: m.role, Epoch: m.Epoch(), MaxEpoch: m.hard.MaxEpoch,
+		Last: m.log.Last(), Commit: m.hard.Commit, Eligible: m.Eligible(), Sync: m.Sync(),
+		Usurper: m.role == Usurper, Keep: m.cfg.KeepLeadership && !m.hard.Yielded, Leader: m.recordedLeader(),
+	}
+	for _, id := range m.cfg.Masters {
+		if id != m.cfg.ID {
+			m.send(ToMaster(id), st)
+		}
+	}
+}
+
+func (m *Master) candidate() Candidate {
+	return Candidate{ID: m.cfg.ID, Eligible: m.Eligible(), Usurper: m.role == Usurper,
+		Keep: m.cfg.KeepLeadership && !m.hard.Yielded, Yielded: m.hard.Yielded, Last: m.log.Last()}
+}
+
+func peerCandidate(st PeerStatus) Candidate {
+	return Candidate{ID: st.From, Eligible: st.Eligible, Usurper: st.Usurper, Keep: st.Keep, Last: st.Last}
+}
+
+func (m *Master) fresh(p *peerView) bool {
+	return p != nil && p.seen && m.now.Sub(p.heard) < m.cfg.PeerTimeout
+}
+
+func (m *Master) onPeerStatus(st PeerStatus) {
+	if st.From == m.cfg.ID || st.From == wire.NoMaster {
+		m.ignore("foreign-peer")
+		return
+	}
+	p := m.peers[st.From]
+	if p == nil {
+		p = &peerView{}
+		m.peers[st.From] = p
+	}
+	if p.seen && st.Incarnation < p.st.Incarnation {
+		m.ignore("stale-incarnation")
+		return
+	}
+	p.st, p.heard, p.seen = st, m.now, true
+	if st.Role == Leader || st.Role == Elect {
+		m.quietSince = m.now
+	}
+	if st.Role == Leader && st.Epoch >= m.hard.MaxEpoch {
+		m.leader, m.leaderHeard, m.leaderSeen = st.From, m.now, true
+	}
+	if st.Role == Leader || st.Role == Elect || st.Role == Deputy {
+		if st.Epoch > m.hard.Epoch && m.role.TakesVotes() {
+			if st.Role == Leader {
+				m.stepDown(ReasonLeaderSeenFor(m.role))
+				return
+			}
+		}
+	}
+	if st.MaxEpoch > m.hard.MaxEpoch {
+		m.hard.MaxEpoch = st.MaxEpoch
+		m.persistHard()
+	}
+	switch m.role {
+	case Elect:
+		if st.Role == Elect && Better(peerCandidate(st), m.candidate()) {
+			m.releaseNext = st.From
+			m.stepDown(ReasonBetterElect)
+		}
+	case Leader:
+		if st.Role == Usurper && st.Eligible && st.Sync == Synced && m.handover == wire.NoMaster {
+			m.startHandover(st.From, ReasonHandover)
+		}
+	}
+}
+
+// ReasonLeaderSeenFor is the reason a vote-taking role leaves for FOLLOWER
+// when it meets a LEADER of a higher epoch.
+func ReasonLeaderSeenFor(r Role) string {
+	if r == Leader {
+		return ReasonHigherEpoch
+	}
+	return ReasonLeaderSeen
+}
+
+// ---- the changelog ---------------------------------------------------------------
+
+func (m *Master) replicate() {
+	for _, id := range m.cfg.Masters {
+		if id != m.cfg.ID {
+			m.appendTo(id, false)
+		}
+	}
+}
+
+// appendTo sends one follower what it lacks (or an empty Append as a sign
+// of life). Sends are optimistic; a refusal or a lapse rolls next back.
+func (m *Master) appendTo(id wire.MasterID, resend bool) {
+	p := m.progress[id]
+	if p == nil {
+		return
+	}
+	if resend || p.next <= p.match.Version || p.next > m.log.Len()+1 {
+		p.next = p.match.Version + 1
+	}
+	prev := m.log.PosAt(p.next - 1)
+	es := m.log.From(p.next-1, maxBatch)
+	p.next += uint64(len(es))
+	m.send(ToMaster(id), Append{From: m.cfg.ID, Epoch: m.hard.Epoch, Prev: prev, Entries: es, Commit: m.acked, InForce: m.hard.InForce})
+}
+
+func (m *Master) onAppend(a Append) {
+	if a.Epoch < m.hard.MaxEpoch {
+		m.send(ToMaster(a.From), AppendAck{From: m.cfg.ID, Epoch: m.hard.MaxEpoch, Last: m.log.Len()})
+		m.ignore("stale-epoch")
+		return
+	}
+	if m.role.TakesVotes() {
+		if a.Epoch <= m.hard.Epoch {
+			m.ignore("same-epoch-leader")
+			return
+		}
+		m.stepDown(ReasonLeaderSeenFor(m.role))
+	}
+	dirty := false
+	if a.Epoch > m.hard.MaxEpoch {
+		m.hard.MaxEpoch = a.Epoch
+		dirty = true
+	}
+	m.leader, m.leaderHeard, m.leaderSeen, m.quietSince = a.From, m.now, true, m.now
+	if !m.log.Has(a.Prev) {
+		if dirty {
+			m.persistHard()
+		}
+		m.send(ToMaster(a.From), AppendAck{From: m.cfg.ID, Epoch: a.Epoch, Last: min(m.log.Len(), a.Prev.Version-1)})
+		return
+	}
+	trunc, app, ok := m.merge(a.Entries)
+	if !ok {
+		return
+	}
+	match := m.log.PosAt(a.Prev.Version + uint64(len(a.Entries)))
+	if a.Commit.Version > m.hard.Commit.Version && m.log.Has(a.Commit) {
+		m.hard.Commit = a.Commit
+		dirty = true
+	}
+	if a.InForce > m.hard.InForce && a.InForce <= m.Config().Version {
+		m.hard.InForce = a.InForce
+		dirty = true
+	}
+	p := Persist{TruncateAfter: trunc, Append: app}
+	if dirty {
+		h := m.hard
+		p.Hard = &h
+	}
+	if dirty || trunc != nil || len(app) > 0 {
+		m.emit(p)
+	}
+	m.kv.applyUpTo(&m.log, m.hard.Commit.Version)
+	m.send(ToMaster(a.From), AppendAck{From: m.cfg.ID, Epoch: a.Epoch, OK: true, Match: match, Last: m.log.Len()})
+}
+
+// merge adds entries that continue a matching prefix, dropping a
+// conflicting suffix first. It never drops a committed entry: a leader that
+// asks for that is refused (and the simulator counts it as a violation).
+func (m *Master) merge(es []Entry) (trunc *uint64, app []Entry, ok bool) {
+	for _, e := range es {
+		if cur, has := m.log.At(e.Version); has {
+			if cur.Epoch == e.Epoch {
+				continue
+			}
+			if e.Version <= m.hard.Commit.Version {
+				m.ignore("conflict-below-commit")
+				return nil, nil, false
+			}
+			t := e.Version - 1
+			m.log.truncate(t)
+			trunc = &t
+			app = nil
+		}
+		if e.Version != m.log.Len()+1 {
+			m.ignore("gap-in-entries")
+			return nil, nil, false
+		}
+		m.log.append(e)
+		app = append(app, e)
+	}
+	return trunc, app, true
+}
+
+func (m *Master) onAppendAck(a AppendAck) {
+	if a.Epoch > m.hard.Epoch && !a.OK {
+		m.onHigherEpoch(a.Epoch)
+		return
+	}
+	if m.role != Leader || a.Epoch != m.hard.Epoch {
+		m.ignore("stale-append-ack")
+		return
+	}
+	p := m.progress[a.From]
+	if p == nil {
+		m.ignore("foreign-peer")
+		return
+	}
+	p.heard, p.seen = m.now, true
+	if !a.OK {
+		p.match = Pos{}
+		p.next = max(1, min(p.next-1, a.Last+1))
+		m.appendTo(a.From, false)
+		return
+	}
+	if a.Match.Version > p.match.Version && m.log.Has(a.Match) {
+		p.match = a.Match
+	}
+	if p.next <= m.log.Len() {
+		m.appendTo(a.From, false)
+	}
+	m.advanceReplicated()
+	m.tryHandover()
+}
+
+// followerMatches lists the durable versions of the followers that count
+// for the ack rule: those heard from within the peer timeout.
+func (m *Master) followerMatches() []uint64 {
+	var out []uint64
+	for _, id := range m.cfg.Masters {
+		if p := m.progress[id]; p != nil && p.seen && m.now.Sub(p.heard) < m.cfg.PeerTimeout {
+			out = append(out, p.match.Version)
+		}
+	}
+	return out
+}
+
+// advanceReplicated moves the position voters are told about: (a) and (b)
+// of the ack rule.
+func (m *Master) advanceReplicated() {
+	r := ReplicatedVersion(m.log.Len(), m.followerMatches(), m.cfg.AckReplicas)
+	if r > m.replicated.Version {
+		m.replicated = m.log.PosAt(r)
+		m.heartbeatNow()
+	}
+}
+
+// advanceAcked applies (c) of the ack rule and answers what it can.
+func (m *Master) advanceAcked() {
+	var cands []uint64
+	for _, v := range m.counted() {
+		if v.commit.Version > m.acked.Version && m.log.Has(v.commit) {
+			cands = append(cands, v.commit.Version)
+		}
+	}
+	if len(cands) == 0 {
+		return
+	}
+	best := AckRule(m.log.Len(), m.followerMatches(), m.cfg.AckReplicas, cands, func(ver uint64) bool {
+		return m.quorumAt(m.now, func(v *voterRec) bool { return v.commit.Version >= ver && m.log.Has(v.commit) }) == quorum.Won
+	})
+	if best <= m.acked.Version {
+		return
+	}
+	m.acked = m.log.PosAt(best)
+	m.hard.Commit = m.acked
+	m.persistHard()
+	m.kv.applyUpTo(&m.log, best)
+	m.answerPending()
+}
+
+// checkInForce marks the newest config in force once a quorum under the old
+// config and a quorum under the new one both know it (docs/architecture.md).
+func (m *Master) checkInForce() {
+	latest, prev := m.log.Configs(m.log.Len())
+	if prev == nil || latest.Version <= m.hard.InForce {
+		return
+	}
+	knows := func(v *voterRec) bool { return v.knownReg >= latest.Version }
+	if m.tallyUnder(prev, m.now, knows).Outcome == quorum.Won && m.tallyUnder(latest, m.now, knows).Outcome == quorum.Won {
+		m.hard.InForce = latest.Version
+		m.persistHard()
+		m.heartbeatNow()
+	}
+}
+
+func (m *Master) configPending() bool {
+	latest, prev := m.log.Configs(m.log.Len())
+	return prev != nil && latest.Version > m.hard.InForce
+}
+
+func (m *Master) onFetchReq(f FetchReq) {
+	if !m.Eligible() {
+		m.ignore("no-metadata")
+		return
+	}
+	resp := FetchResp{From: m.cfg.ID, Commit: m.hard.Commit}
+	if f.After <= m.log.Len() {
+		resp.Base = m.log.PosAt(f.After)
+		resp.Entries = m.log.From(f.After, 0)
+	}
+	m.send(ToMaster(f.From), resp)
+}
+
+func (m *Master) onFetchResp(r FetchResp) {
+	if m.role != Elect {
+		m.ignore("not-elect")
+		return
+	}
+	if len(r.Entries) == 0 || !m.log.Has(r.Base) || r.Base.Version < m.hard.Commit.Version {
+		m.ignore("fetch-base-mismatch")
+		return
+	}
+	trunc, app, ok := m.merge(r.Entries)
+	if !ok {
+		return
+	}
+	if trunc != nil || len(app) > 0 {
+		m.emit(Persist{TruncateAfter: trunc, Append: app})
+	}
+	m.fetchAt = m.now
+	m.tryWin()
+}
+
+// ---- handover ----------------------------------------------------------------------
+
+func (m *Master) startHandover(to wire.MasterID, why string) {
+	m.handover, m.handoverSince, m.handoverWhy = to, m.now, why
+	m.appendTo(to, true)
+	m.tryHandover()
+}
+
+// tryHandover steps down once the target holds everything and every entry
+// is acknowledged (so its voters will report the commit point it has).
+func (m *Master) tryHandover() {
+	if m.role != Leader || m.handover == wire.NoMaster {
+		return
+	}
+	p := m.progress[m.handover]
+	last := m.log.Last()
+	if p == nil || p.match != last || m.acked != last {
+		return
+	}
+	m.releaseNext = m.handover
+	m.stepDown(m.handoverWhy)
+}
+
+// registerNext turns a waiting registration into a config change, one at a
+// time.
+func (m *Master) registerNext() {
+	if len(m.toRegister) == 0 || m.configPending() || m.handover != wire.NoMaster {
+		return
+	}
+	next := wire.NoCS
+	for id := range m.toRegister {
+		if next == wire.NoCS || id < next {
+			next = id
+		}
+	}
+	cs := m.toRegister[next]
+	delete(m.toRegister, next)
+	if _, ok := m.Config().Member(cs.ID); ok {
+		return
+	}
+	if err := m.proposeChange(Change{Kind: ChangeRegister, CS: cs}); err != nil {
+		m.ignore("registration-refused")
+	}
+}
+
+// proposeChange appends a config entry. The caller has checked that no
+// other change is in flight.
+func (m *Master) proposeChange(c Change) error {
+	cur := m.Config()
+	next, err := c.apply(cur)
+	if err != nil {
+		return err
+	}
+	if next.Electorate().Size() == 0 && cur.Electorate().Size() > 0 {
+		return errNoElectorate
+	}
+	e := Entry{Pos: Pos{Version: m.log.Len() + 1, Epoch: m.hard.Epoch}, Kind: EntryConfig, Config: next}
+	m.log.append(e)
+	m.emit(Persist{Append: []Entry{e}})
+	m.replicate()
+	m.advanceReplicated()
+	return nil
+}

@@ -1,0 +1,220 @@
+package roles
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/mfs-election/mfs-election/pkg/wire"
+)
+
+// Message type numbers (append-only; docs/wire.md lists them).
+const (
+	TypeProbe        wire.Type = 10
+	TypeProbeReply   wire.Type = 11
+	TypeVoteHello    wire.Type = 12
+	TypeVoteBye      wire.Type = 13
+	TypeHeartbeat    wire.Type = 14
+	TypeHeartbeatAck wire.Type = 15
+	TypeVoteRelease  wire.Type = 16
+	TypeRedirect     wire.Type = 17
+	TypePeerStatus   wire.Type = 20
+	TypeAppend       wire.Type = 21
+	TypeAppendAck    wire.Type = 22
+	TypeFetchReq     wire.Type = 23
+	TypeFetchResp    wire.Type = 24
+	TypeClientWrite  wire.Type = 30
+	TypeClientRead   wire.Type = 31
+	TypeClientReply  wire.Type = 32
+)
+
+// Probe asks a master for its role (any connection, never a vote).
+type Probe struct {
+	CS    wire.CSID
+	Nonce uint64
+}
+
+// ProbeReply is a master's answer to Probe.
+type ProbeReply struct {
+	From        wire.MasterID
+	Incarnation uint64 // rises on every start of the master process
+	Nonce       uint64
+	Role        Role
+	Epoch       uint64        // the master's own epoch (LEADER/ELECT/DEPUTY) or the highest it has seen
+	Leader      wire.MasterID // the LEADER it recorded, or none
+	LeaderFresh bool          // it heard from that LEADER within its peer timeout
+	Eligible    bool          // holds metadata
+	Sync        SyncState
+	Last        Pos
+	Usurper     bool
+	Keep        bool // KEEP_LEADERSHIP and not yielded
+	Yielded     bool // leadership was moved away from it on purpose
+	WallUnixMs  int64
+}
+
+// VoteHello opens a vote session: from now on the chunkserver's vote is with
+// this master, if the master takes votes.
+type VoteHello struct {
+	CS        wire.CSID
+	Addr      netip.Addr
+	VoterOnly bool
+	Session   uint64 // chosen by the chunkserver, rises with every session
+	Nominate  bool   // "become ELECT": the nomination turn's act
+	MaxEpoch  uint64
+}
+
+// VoteBye ends a vote session from the chunkserver's side. The master
+// answers with VoteRelease, which frees the promise early.
+type VoteBye struct {
+	CS      wire.CSID
+	Session uint64
+}
+
+// Heartbeat renews a vote and carries what every voter must learn.
+type Heartbeat struct {
+	From        wire.MasterID
+	Incarnation uint64
+	Session     uint64
+	Seq         uint64
+	Role        Role
+	Epoch       uint64
+	Lease       time.Duration // the promise asked for
+	RegVersion  uint64        // newest config version replicated to the ack set
+	InForce     uint64        // newest config version in force
+	Commit      Pos           // replicated as the ack rule requires; voters remember it
+	Rank, Ranks uint32        // this voter's place in the nomination rotation
+}
+
+// HeartbeatAck answers a Heartbeat. OK=false refuses it (Reason says why).
+type HeartbeatAck struct {
+	CS         wire.CSID
+	Session    uint64
+	Seq        uint64
+	OK         bool
+	Reason     string
+	Granted    time.Duration // the promise actually made (<= asked)
+	MaxEpoch   uint64
+	EpochOwner wire.MasterID
+	KnownReg   uint64
+	InForce    uint64
+	Commit     Pos
+}
+
+// VoteRelease tells a chunkserver that the master no longer counts its vote
+// in that session: the promise is void. Next, when set, is the master it
+// should vote for (and nominate) at once: a planned handover.
+type VoteRelease struct {
+	From        wire.MasterID
+	Incarnation uint64
+	Session     uint64
+	Next        wire.MasterID
+}
+
+// Redirect refuses a vote session: this master takes no votes. Leader is the
+// LEADER it recorded (or none).
+type Redirect struct {
+	From    wire.MasterID
+	Session uint64
+	Leader  wire.MasterID
+}
+
+// PeerStatus is what masters tell each other every PeerInterval.
+type PeerStatus struct {
+	From        wire.MasterID
+	Incarnation uint64
+	Role        Role
+	Epoch       uint64
+	MaxEpoch    uint64
+	Last        Pos
+	Commit      Pos
+	Eligible    bool
+	Sync        SyncState
+	Usurper     bool
+	Keep        bool
+	Leader      wire.MasterID
+	WallUnixMs  int64
+}
+
+// Append carries changelog entries from the LEADER to one follower; an empty
+// one is the LEADER's liveness signal.
+type Append struct {
+	From    wire.MasterID
+	Epoch   uint64
+	Prev    Pos
+	Entries []Entry
+	Commit  Pos
+	InForce uint64
+}
+
+// AppendAck answers Append: Match is the newest position the follower holds
+// durably and in agreement with the LEADER; Last its newest version.
+type AppendAck struct {
+	From  wire.MasterID
+	Epoch uint64
+	OK    bool
+	Match Pos
+	Last  uint64
+}
+
+// FetchReq asks any master for its entries after version After (an ELECT
+// catching up before it may lead).
+type FetchReq struct {
+	From  wire.MasterID
+	After uint64
+}
+
+// FetchResp answers FetchReq. Base is the responder's entry at After, so the
+// asker can check the two logs agree there.
+type FetchResp struct {
+	From    wire.MasterID
+	Base    Pos
+	Entries []Entry
+	Commit  Pos
+}
+
+// ClientWrite asks for a change (Value empty and Delete set removes Key).
+type ClientWrite struct {
+	Client ClientID
+	Seq    uint64
+	Key    string
+	Value  string
+	Delete bool
+}
+
+// ClientRead asks for a linearizable read of Key.
+type ClientRead struct {
+	Client ClientID
+	Seq    uint64
+	Key    string
+}
+
+// ClientReply answers a client. Redirect names the LEADER to try when this
+// master cannot serve (none when unknown); Err says why it failed.
+type ClientReply struct {
+	From     wire.MasterID
+	Client   ClientID
+	Seq      uint64
+	OK       bool
+	Value    string
+	Found    bool
+	Version  uint64
+	Redirect wire.MasterID
+	Stale    bool // served by a DEPUTY from its own copy: not linearizable
+	Err      string
+}
+
+func (Probe) MsgType() wire.Type        { return TypeProbe }
+func (ProbeReply) MsgType() wire.Type   { return TypeProbeReply }
+func (VoteHello) MsgType() wire.Type    { return TypeVoteHello }
+func (VoteBye) MsgType() wire.Type      { return TypeVoteBye }
+func (Heartbeat) MsgType() wire.Type    { return TypeHeartbeat }
+func (HeartbeatAck) MsgType() wire.Type { return TypeHeartbeatAck }
+func (VoteRelease) MsgType() wire.Type  { return TypeVoteRelease }
+func (Redirect) MsgType() wire.Type     { return TypeRedirect }
+func (PeerStatus) MsgType() wire.Type   { return TypePeerStatus }
+func (Append) MsgType() wire.Type       { return TypeAppend }
+func (AppendAck) MsgType() wire.Type    { return TypeAppendAck }
+func (FetchReq) MsgType() wire.Type     { return TypeFetchReq }
+func (FetchResp) MsgType() wire.Type    { return TypeFetchResp }
+func (ClientWrite) MsgType() wire.Type  { return TypeClientWrite }
+func (ClientRead) MsgType() wire.Type   { return TypeClientRead }
+func (ClientReply) MsgType() wire.Type  { return TypeClientReply }

@@ -1,0 +1,456 @@
+package roles
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/mfs-election/mfs-election/pkg/wire"
+)
+
+// view is what a voter last learned of one master by probing.
+type view struct {
+	r    ProbeReply
+	at   Instant
+	seen bool
+	dead bool // refused since its last reply
+}
+
+// Voter is a chunkserver's election logic. It holds at most one vote
+// session at a time, and its promise (below) is what makes a vote count for
+// at most one master at any true instant.
+type Voter struct {
+	cfg  VoterConfig
+	now  Instant
+	hard VoterHardState
+	rng  uint64
+	out  []Action
+
+	voteAfter Instant // a restarted voter keeps quiet until then
+
+	// The vote session: voteFor is the master the vote connection is with.
+	voteFor    wire.MasterID
+	session    uint64
+	sessionSeq uint64
+	voteSince  Instant
+	lastHB     Instant
+	granted    time.Duration
+	voteRole   Role
+	nominated  bool
+
+	// The promise: no vote for any master but promiseTo before
+	// promiseUntil (this voter's clock). Invariant: voteFor changes to
+	// another master only when no promise to a different master stands.
+	promiseTo      wire.MasterID
+	promiseInc     uint64
+	promiseSession uint64
+	promiseStart   Instant
+	promiseUntil   Instant
+
+	views        map[wire.MasterID]*view
+	rank, ranks  uint32
+	nextProbe    Instant
+	probeNonce   uint64
+	leaderless   bool
+	nominateAt   Instant
+	nominateNext wire.MasterID // a handover's target: vote for it at once
+	hint         wire.MasterID // the LEADER a redirect named
+}
+
+// helloTimeout: a vote session that got no heartbeat this long is dropped.
+const helloTimeout = 500 * time.Millisecond
+
+// NewVoter starts a voter from its durable record. It will not vote before
+// now + MaxPromise: any promise made before the restart has lapsed by then.
+func NewVoter(cfg VoterConfig, hard VoterHardState, now Instant) (*Voter, []Action) {
+	v := &Voter{cfg: cfg, now: now, hard: hard, rng: cfg.Seed | 1, views: map[wire.MasterID]*view{}}
+	v.hard.Boot++
+	v.voteAfter = now.Add(cfg.MaxPromise)
+	v.nextProbe = now
+	h := v.hard
+	v.emit(Persist{Voter: &h})
+	return v, v.flush()
+}
+
+// VoteFor is the master the vote connection is with (none: 0).
+func (v *Voter) VoteFor() wire.MasterID { return v.voteFor }
+
+// Promise is the master the voter is bound to and until when.
+func (v *Voter) Promise() (wire.MasterID, Instant) {
+	if v.now >= v.promiseUntil {
+		return wire.NoMaster, 0
+	}
+	return v.promiseTo, v.promiseUntil
+}
+
+// Hard returns the durable record.
+func (v *Voter) Hard() VoterHardState { return v.hard }
+
+// NextDeadline is when the driver must call Step with a Tick at the latest.
+func (v *Voter) NextDeadline() Instant {
+	d := v.nextProbe
+	if v.now < v.voteAfter {
+		d = minInstant(d, v.voteAfter)
+	}
+	if v.promiseTo != wire.NoMaster && v.promiseUntil > v.now {
+		d = minInstant(d, v.promiseUntil)
+	}
+	if v.voteFor != wire.NoMaster {
+		d = minInstant(d, v.dropAt())
+	}
+	if v.leaderless {
+		d = minInstant(d, v.nominateAt)
+	}
+	return d
+}
+
+func (v *Voter) dropAt() Instant {
+	if v.lastHB == 0 || v.granted == 0 {
+		return v.voteSince.Add(helloTimeout)
+	}
+	return v.lastHB.Add(v.granted)
+}
+
+func (v *Voter) emit(a Action) { v.out = append(v.out, a) }
+
+func (v *Voter) flush() []Action {
+	out := v.out
+	v.out = nil
+	sort.SliceStable(out, func(i, j int) bool { return actionRank(out[i]) < actionRank(out[j]) })
+	return out
+}
+
+func (v *Voter) send(m wire.MasterID, msg wire.Message) { v.emit(Send{To: ToMaster(m), Msg: msg}) }
+
+func (v *Voter) ignore(reason string) { v.emit(Ignored{Reason: reason}) }
+
+func (v *Voter) rand(n int64) int64 {
+	v.rng ^= v.rng >> 12
+	v.rng ^= v.rng << 25
+	v.rng ^= v.rng >> 27
+	if n <= 0 {
+		return 0
+	}
+	return int64((v.rng * 2685821657736338717) % uint64(n))
+}
+
+// Step advances the voter by one event at its own time now.
+func (v *Voter) Step(now Instant, ev Event) []Action {
+	if now < v.now {
+		panic(fmt.Sprintf("invariant monotonic-clock: %d after %d", now, v.now))
+	}
+	v.now = now
+	switch e := ev.(type) {
+	case Tick:
+	case ProbeReply:
+		v.onProbeReply(e)
+	case Heartbeat:
+		v.onHeartbeat(e)
+	case VoteRelease:
+		v.onRelease(e)
+	case Redirect:
+		if e.From == v.voteFor && e.Session == v.session {
+			v.endSession()
+			if e.Leader != e.From {
+				v.hint = e.Leader
+			}
+		} else {
+			v.ignore("stale-session")
+		}
+	case Refused:
+		v.onRefused(e)
+	case VoteConnLost:
+		if e.Master == v.voteFor {
+			v.endSession()
+			v.nextProbe = v.now // find out at once whether it is dead
+		}
+	default:
+		v.ignore("unknown-event")
+	}
+	v.decide()
+	return v.flush()
+}
+
+func (v *Voter) endSession() {
+	v.voteFor, v.voteRole, v.lastHB, v.granted, v.nominated = wire.NoMaster, 0, 0, 0, false
+}
+
+func (v *Voter) onProbeReply(r ProbeReply) {
+	w := v.views[r.From]
+	if w == nil {
+		w = &view{}
+		v.views[r.From] = w
+	}
+	if w.seen && r.Incarnation < w.r.Incarnation {
+		v.ignore("stale-incarnation")
+		return
+	}
+	w.r, w.at, w.seen, w.dead = r, v.now, true, false
+	// A newer incarnation proves the one the promise was made to is gone.
+	if v.promiseTo == r.From && r.Incarnation > v.promiseInc {
+		v.promiseTo, v.promiseUntil = wire.NoMaster, 0
+	}
+	if v.voteFor == r.From && !r.Role.TakesVotes() && v.lastHB != 0 && r.Incarnation > v.promiseInc {
+		v.endSession()
+	}
+}
+
+func (v *Voter) onRefused(e Refused) {
+	if w := v.views[e.Master]; w != nil {
+		w.dead = true
+	}
+	if v.promiseTo == e.Master && v.promiseStart <= e.SentAt {
+		v.promiseTo, v.promiseUntil = wire.NoMaster, 0
+	}
+	if v.voteFor == e.Master {
+		v.endSession()
+	}
+}
+
+func (v *Voter) onRelease(r VoteRelease) {
+	if v.promiseTo == r.From && v.promiseSession == r.Session && v.promiseInc == r.Incarnation {
+		v.promiseTo, v.promiseUntil = wire.NoMaster, 0
+	}
+	if v.voteFor == r.From && v.session == r.Session {
+		v.endSession()
+		if r.Next != wire.NoMaster && r.Next != r.From {
+			v.nominateNext = r.Next
+		}
+		return
+	}
+	v.ignore("stale-release")
+}
+
+// onHeartbeat is where a vote is given: the voter promises, from the moment
+// it received this heartbeat, not to vote for anybody else for the lease.
+func (v *Voter) onHeartbeat(h Heartbeat) {
+	nack := func(reason string) {
+		v.send(h.From, HeartbeatAck{CS: v.cfg.ID, Session: h.Session, Seq: h.Seq, Reason: reason,
+			MaxEpoch: v.hard.MaxEpoch, EpochOwner: v.hard.EpochOwner})
+		v.ignore(reason)
+	}
+	switch {
+	case h.From != v.voteFor || h.Session != v.session:
+		nack("not-voting")
+		return
+	case h.Epoch < v.hard.MaxEpoch:
+		nack("stale-epoch")
+		return
+	case h.Epoch == v.hard.MaxEpoch && v.hard.EpochOwner != wire.NoMaster && v.hard.EpochOwner != h.From:
+		nack("epoch-owned")
+		return
+	}
+	if v.promiseTo != wire.NoMaster && v.promiseTo != h.From && v.now < v.promiseUntil {
+		panic(fmt.Sprintf("invariant one-promise: voting for %v while promised to %v", h.From, v.promiseTo))
+	}
+	dirty := false
+	if h.Epoch > v.hard.MaxEpoch || v.hard.EpochOwner != h.From {
+		v.hard.MaxEpoch, v.hard.EpochOwner = h.Epoch, h.From
+		dirty = true
+	}
+	if h.RegVersion > v.hard.KnownReg {
+		v.hard.KnownReg = h.RegVersion
+		dirty = true
+	}
+	if h.InForce > v.hard.InForce {
+		v.hard.InForce = h.InForce
+		dirty = true
+	}
+	if h.Commit.Version > v.hard.Commit.Version || (h.Commit.Version == v.hard.Commit.Version && h.Commit.Epoch > v.hard.Commit.Epoch) {
+		v.hard.Commit = h.Commit
+		dirty = true
+	}
+	if dirty {
+		// Quorum intersection needs these remembered across a restart, so
+		// they are durable before the acknowledgement leaves.
+		hs := v.hard
+		v.emit(Persist{Voter: &hs})
+	}
+	grant := min(h.Lease, v.cfg.MaxPromise)
+	if v.promiseTo != h.From || v.promiseInc != h.Incarnation || v.promiseSession != h.Session || v.now >= v.promiseUntil {
+		v.promiseStart = v.now
+	}
+	v.promiseTo, v.promiseInc, v.promiseSession = h.From, h.Incarnation, h.Session
+	v.promiseUntil = max(v.promiseUntil, v.now.Add(grant))
+	v.lastHB, v.granted, v.voteRole = v.now, grant, h.Role
+	if h.Ranks > 0 {
+		v.rank, v.ranks = h.Rank, h.Ranks
+	}
+	if h.Role == Leader || h.Role == Elect {
+		v.leaderless = false
+	}
+	v.send(h.From, HeartbeatAck{CS: v.cfg.ID, Session: h.Session, Seq: h.Seq, OK: true, Granted: grant,
+		MaxEpoch: v.hard.MaxEpoch, EpochOwner: v.hard.EpochOwner, KnownReg: v.hard.KnownReg, InForce: v.hard.InForce, Commit: v.hard.Commit})
+}
+
+// mayVoteFor: no promise to another master stands.
+func (v *Voter) mayVoteFor(m wire.MasterID) bool {
+	return v.promiseTo == wire.NoMaster || v.promiseTo == m || v.now >= v.promiseUntil
+}
+
+func (v *Voter) freshView(m wire.MasterID) *view {
+	w := v.views[m]
+	if w == nil || !w.seen || w.dead || v.now.Sub(w.at) > 3*v.cfg.ProbeInterval {
+		return nil
+	}
+	return w
+}
+
+// seen returns the LEADER the voter can see (directly or through a
+// follower's fresh record of it) and the best ELECT (or DEPUTY) it can see.
+func (v *Voter) seen() (leader, elect wire.MasterID) {
+	var leaderEpoch uint64
+	var bestElect Candidate
+	for _, id := range v.cfg.Masters {
+		w := v.freshView(id)
+		if w == nil {
+			continue
+		}
+		switch w.r.Role {
+		case Leader:
+			if w.r.Epoch >= leaderEpoch {
+				leader, leaderEpoch = id, w.r.Epoch
+			}
+		case Elect, Deputy:
+			c := candidateOf(w.r)
+			if elect == wire.NoMaster || (w.r.Role == Elect && Better(c, bestElect)) {
+				elect, bestElect = id, c
+			}
+		}
+	}
+	if leader == wire.NoMaster {
+		for _, id := range v.cfg.Masters {
+			if w := v.freshView(id); w != nil && w.r.LeaderFresh && w.r.Leader != wire.NoMaster && v.views[w.r.Leader] != nil && !v.views[w.r.Leader].dead {
+				leader = w.r.Leader
+				break
+			}
+		}
+	}
+	return leader, elect
+}
+
+func candidateOf(r ProbeReply) Candidate {
+	return Candidate{ID: r.From, Eligible: r.Eligible, Usurper: r.Usurper, Keep: r.Keep, Yielded: r.Yielded, Last: r.Last}
+}
+
+// decide is the voter's whole policy, run after every event.
+func (v *Voter) decide() {
+	if v.promiseTo != wire.NoMaster && v.now >= v.promiseUntil {
+		v.promiseTo = wire.NoMaster
+	}
+	if v.voteFor != wire.NoMaster && v.now >= v.dropAt() {
+		// No renewal: the master is gone, frozen or cut off.
+		v.send(v.voteFor, VoteBye{CS: v.cfg.ID, Session: v.session})
+		v.endSession()
+	}
+	leader, elect := v.seen()
+	if v.voteFor != wire.NoMaster && v.voteRole == Elect {
+		// Move from an ELECT to a LEADER, or to a better ELECT.
+		cur := v.views[v.voteFor]
+		switch {
+		case leader != wire.NoMaster && leader != v.voteFor:
+		case elect != wire.NoMaster && elect != v.voteFor && cur != nil && Better(candidateOf(v.views[elect].r), candidateOf(cur.r)):
+		default:
+			goto probe
+		}
+		v.send(v.voteFor, VoteBye{CS: v.cfg.ID, Session: v.session})
+		v.endSession()
+	}
+	if v.voteFor == wire.NoMaster && v.now >= v.voteAfter {
+		switch {
+		case v.nominateNext != wire.NoMaster:
+			next := v.nominateNext
+			if v.mayVoteFor(next) {
+				v.nominateNext = wire.NoMaster
+				v.openSession(next, true)
+			}
+		case leader != wire.NoMaster:
+			v.leaderless = false
+			if v.mayVoteFor(leader) {
+				v.openSession(leader, false)
+			}
+		case elect != wire.NoMaster:
+			v.leaderless = false
+			if v.mayVoteFor(elect) {
+				v.openSession(elect, false)
+			}
+		case v.hint != wire.NoMaster && v.freshView(v.hint) != nil:
+			if v.mayVoteFor(v.hint) {
+				v.openSession(v.hint, false)
+			}
+			v.hint = wire.NoMaster
+		default:
+			v.nominationTurn()
+		}
+	}
+probe:
+	if v.now >= v.nextProbe {
+		for _, id := range v.cfg.Masters {
+			v.probeNonce++
+			v.send(id, Probe{CS: v.cfg.ID, Nonce: v.probeNonce})
+		}
+		every := v.cfg.ProbeInterval
+		if v.voteFor != wire.NoMaster && v.voteRole == Leader {
+			every *= 10 // a voter content with its LEADER probes rarely
+		}
+		v.nextProbe = v.now.Add(every)
+	}
+}
+
+// nominationTurn: with neither LEADER nor ELECT in sight, voters take turns
+// (ordered by registry rank, rotated by epoch) to set one master to ELECT.
+func (v *Voter) nominationTurn() {
+	if !v.leaderless {
+		v.leaderless = true
+		v.nominateAt = v.now.Add(v.turnDelay())
+		return
+	}
+	if v.now < v.nominateAt {
+		return
+	}
+	best := wire.NoMaster
+	var bc Candidate
+	for _, id := range v.cfg.Masters {
+		w := v.freshView(id)
+		if w == nil || (w.r.Role != Follower && w.r.Role != Usurper) {
+			continue
+		}
+		c := candidateOf(w.r)
+		if !MayNominate(c, v.hard.Commit) {
+			continue
+		}
+		if best == wire.NoMaster || Better(c, bc) {
+			best, bc = id, c
+		}
+	}
+	ranks := max(v.ranks, 1)
+	if best == wire.NoMaster || !v.mayVoteFor(best) {
+		v.nominateAt = v.now.Add(v.cfg.NominateSlot)
+		return
+	}
+	v.openSession(best, true)
+	// If this nomination leads nowhere, the next round comes after every
+	// other voter has had its turn.
+	v.nominateAt = v.now.Add(time.Duration(ranks) * v.cfg.NominateSlot)
+}
+
+func (v *Voter) turnDelay() time.Duration {
+	slot := v.cfg.NominateSlot
+	jit := time.Duration(v.rand(int64(slot / 4)))
+	if v.ranks == 0 {
+		// Not registered yet: after the registered voters.
+		return time.Duration(8+v.cfg.ID%8)*slot + jit
+	}
+	pos := (uint64(v.rank) + v.hard.MaxEpoch) % uint64(v.ranks)
+	return time.Duration(pos)*slot + jit
+}
+
+func (v *Voter) openSession(m wire.MasterID, nominate bool) {
+	if !v.mayVoteFor(m) {
+		panic("invariant one-promise: opening a session while promised elsewhere")
+	}
+	v.sessionSeq++
+	v.session = v.hard.Boot<<32 | v.sessionSeq
+	v.voteFor, v.voteSince, v.lastHB, v.granted, v.voteRole, v.nominated = m, v.now, 0, 0, 0, nominate
+	v.send(m, VoteHello{CS: v.cfg.ID, Addr: v.cfg.Addr, VoterOnly: v.cfg.VoterOnly, Session: v.session, Nominate: nominate, MaxEpoch: v.hard.MaxEpoch})
+}
