@@ -65,8 +65,12 @@ type Chunkserver struct {
 // ClusterConfig is the registry and location map as of one config version.
 // It is the quorum's denominator (SPEC section 2).
 type ClusterConfig struct {
-	Version   uint64 // rises by one with every registry or location change
-	Founder   wire.MasterID
+	Version uint64 // rises by one with every registry or location change
+	Founder wire.MasterID
+	// Bootstrap is true from `mfsmaster init` until the first chunkserver
+	// registers; while it holds (and the registry is empty) the founder alone
+	// wins every tally. It never becomes true again.
+	Bootstrap bool
 	Members   []Chunkserver // sorted by ID
 	Locations locations.Map
 }
@@ -121,7 +125,7 @@ func Genesis(founder wire.MasterID) []Entry {
 	return []Entry{{
 		Pos:    Pos{Version: 1, Epoch: 0},
 		Kind:   EntryConfig,
-		Config: &ClusterConfig{Version: 1, Founder: founder, Locations: locations.New()},
+		Config: &ClusterConfig{Version: 1, Founder: founder, Bootstrap: true, Locations: locations.New()},
 	}}
 }
 

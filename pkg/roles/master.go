@@ -98,6 +98,10 @@ type Master struct {
 	handoverSince Instant
 	handoverWhy   string
 	releaseNext   wire.MasterID // set just before a handover step-down
+
+	// electorates caches the electorate of each config entry (configs in
+	// the log are never edited, so the pointer names the content).
+	electorates map[*ClusterConfig]quorum.Electorate
 }
 
 // NewMaster starts a master from what its disk holds. The caller must carry
@@ -172,6 +176,13 @@ func (m *Master) Value(key string) (string, bool) {
 	return v, ok
 }
 
+// HoldsQuorum reports whether this master is LEADER and the votes it may
+// count at t (its own clock) make a quorum: the window in which it could
+// accept a change. The simulator checks S1 with it.
+func (m *Master) HoldsQuorum(t Instant) bool {
+	return m.role == Leader && m.quorumAt(t, nil) == quorum.Won
+}
+
 // Accepting reports whether a change arriving at now would be accepted:
 // LEADER, not handing over, and a quorum of votes it may still count.
 func (m *Master) Accepting(now Instant) bool {
@@ -221,30 +232,38 @@ func (m *Master) leaderFresh() bool {
 }
 
 // NextDeadline is when the driver must call Step with a Tick at the latest.
+// Only deadlines still ahead count: one already passed was acted on (or its
+// condition does not hold) in the Step that passed it.
 func (m *Master) NextDeadline() Instant {
-	d := m.nextPeer
 	if m.role == Dummy {
 		return Never
 	}
+	d := Never
+	at := func(t Instant) {
+		if t > m.now && t < d {
+			d = t
+		}
+	}
+	at(m.nextPeer)
 	if m.role.TakesVotes() {
-		d = minInstant(d, m.nextHB)
+		at(m.nextHB)
 		for _, v := range m.voters {
-			if v.validUntil > m.now {
-				d = minInstant(d, v.validUntil)
-			}
+			at(v.validUntil)
 		}
 	}
 	switch m.role {
 	case Follower, Usurper:
-		d = minInstant(d, m.selfNominateAt())
+		if m.Eligible() {
+			at(m.selfNominateAt())
+		}
 	case Elect:
-		d = minInstant(d, m.lastVoteSeen.Add(m.cfg.ElectTimeout))
+		at(m.lastVoteSeen.Add(m.cfg.ElectTimeout))
 		if m.cfg.DeputyElectionTime > 0 {
-			d = minInstant(d, m.electSince.Add(m.cfg.DeputyElectionTime))
+			at(m.electSince.Add(m.cfg.DeputyElectionTime))
 		}
 	case Leader:
 		if m.handover != wire.NoMaster {
-			d = minInstant(d, m.handoverSince.Add(m.cfg.HandoverTimeout))
+			at(m.handoverSince.Add(m.cfg.HandoverTimeout))
 		}
 	}
 	return d
@@ -484,11 +503,19 @@ func (m *Master) outcomeUnder(c *ClusterConfig, t Instant, pred func(*voterRec) 
 }
 
 // tallyUnder counts under one config. An empty registry can be won only by
-// the founder, and only under the genesis config (bootstrap: SPEC section 2).
+// the founder, and only before any chunkserver ever registered (bootstrap:
+// SPEC section 2, docs/architecture.md).
 func (m *Master) tallyUnder(c *ClusterConfig, t Instant, pred func(*voterRec) bool) quorum.Tally {
-	e := c.Electorate()
+	e, ok := m.electorates[c]
+	if !ok {
+		if len(m.electorates) > 8 || m.electorates == nil {
+			m.electorates = map[*ClusterConfig]quorum.Electorate{}
+		}
+		e = c.Electorate()
+		m.electorates[c] = e
+	}
 	if e.Size() == 0 {
-		if c.Version == 1 && c.Founder == m.cfg.ID {
+		if c.Bootstrap && c.Founder == m.cfg.ID {
 			return quorum.Tally{Outcome: quorum.Won, Empty: true}
 		}
 		return quorum.Tally{Outcome: quorum.Lost, Empty: true}
@@ -568,9 +595,6 @@ func (m *Master) onVoteHello(h VoteHello) {
 			return
 		}
 	}
-	if m.role == Leader {
-		m.noteRegistration(h)
-	}
 	m.heartbeatTo(h.CS)
 }
 
@@ -622,6 +646,7 @@ func (m *Master) onHeartbeatAck(a HeartbeatAck) {
 	case Elect:
 		m.tryWin()
 	case Leader:
+		m.noteRegistration(a.CS, v)
 		m.advanceAcked()
 		m.checkInForce()
 	}
@@ -765,14 +790,14 @@ func (m *Master) heartbeatAll() {
 
 // noteRegistration queues a registry change for a chunkserver that is not
 // registered yet.
-func (m *Master) noteRegistration(h VoteHello) {
-	if h.CS == wire.NoCS || !h.Addr.IsValid() {
+func (m *Master) noteRegistration(id wire.CSID, v *voterRec) {
+	if id == wire.NoCS || !v.addr.IsValid() {
 		return
 	}
-	if _, ok := m.Config().Member(h.CS); ok {
+	if _, ok := m.Config().Member(id); ok {
 		return
 	}
-	m.toRegister[h.CS] = Chunkserver{ID: h.CS, Addr: h.Addr, VoterOnly: h.VoterOnly}
+	m.toRegister[id] = Chunkserver{ID: id, Addr: v.addr, VoterOnly: v.voterOnly}
 }
 
 // ---- timers --------------------------------------------------------------------

@@ -148,6 +148,7 @@ func (c Change) apply(cur *ClusterConfig) (*ClusterConfig, error) {
 			return nil, fmt.Errorf("registration needs an id and an address, got %v %v", c.CS.ID, c.CS.Addr)
 		}
 		n.Members = append(n.Members, c.CS)
+		n.Bootstrap = false
 		slices.SortFunc(n.Members, func(a, b Chunkserver) int { return int(a.ID) - int(b.ID) })
 	case ChangeRemove:
 		i := slices.IndexFunc(n.Members, func(m Chunkserver) bool { return uint32(m.ID) == c.ID })

@@ -86,20 +86,25 @@ func (v *Voter) Promise() (wire.MasterID, Instant) {
 // Hard returns the durable record.
 func (v *Voter) Hard() VoterHardState { return v.hard }
 
-// NextDeadline is when the driver must call Step with a Tick at the latest.
+// NextDeadline is when the driver must call Step with a Tick at the latest
+// (only deadlines still ahead count).
 func (v *Voter) NextDeadline() Instant {
-	d := v.nextProbe
-	if v.now < v.voteAfter {
-		d = minInstant(d, v.voteAfter)
+	d := Never
+	at := func(t Instant) {
+		if t > v.now && t < d {
+			d = t
+		}
 	}
-	if v.promiseTo != wire.NoMaster && v.promiseUntil > v.now {
-		d = minInstant(d, v.promiseUntil)
+	at(v.nextProbe)
+	at(v.voteAfter)
+	if v.promiseTo != wire.NoMaster {
+		at(v.promiseUntil)
 	}
 	if v.voteFor != wire.NoMaster {
-		d = minInstant(d, v.dropAt())
+		at(v.dropAt())
 	}
 	if v.leaderless {
-		d = minInstant(d, v.nominateAt)
+		at(v.nominateAt)
 	}
 	return d
 }

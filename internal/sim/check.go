@@ -1,0 +1,202 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/mfs-election/mfs-election/pkg/roles"
+)
+
+type ackedWrite struct {
+	client  int
+	seq     uint64
+	version uint64
+}
+
+type failover struct {
+	kind string
+	at   int64
+}
+
+// checker holds the invariants of SPEC section 4 and checks them after
+// every event.
+type checker struct {
+	lastHard       []roles.HardState
+	maxLeaderEpoch uint64
+	leaderTerms    int
+	acked          []ackedWrite
+	history        []porcupine.Operation
+	failovers      map[string][]time.Duration
+	pending        []failover
+	healed         bool
+	healAt         int64
+	healToLead     time.Duration
+	ledAfterHeal   bool
+	opsAfterLead   int
+	liveness       string
+}
+
+func (c *checker) init(w *world) {
+	c.lastHard = make([]roles.HardState, len(w.masters))
+	c.failovers = map[string][]time.Duration{}
+}
+
+// batch checks one batch of actions as the node emitted it.
+func (c *checker) batch(w *world, r ref, acts []roles.Action) {
+	disc := map[roles.ConnClass]bool{}
+	for _, a := range acts {
+		switch a := a.(type) {
+		case roles.Disconnect:
+			disc[a.Class] = true
+		case roles.Transition:
+			if _, ok := roles.FindRule(a.From, a.To, a.Reason); !ok {
+				w.violate("%v: transition %v -> %v (%s) is not in docs/roles.md", r, a.From, a.To, a.Reason)
+			}
+			want := roles.MustDisconnect(a.From, a.To)
+			got := disc[roles.ConnChunkservers] && disc[roles.ConnClients] && disc[roles.ConnSessions]
+			if want && !got {
+				w.violate("%v: %v -> %v took effect before disconnecting %v", r, a.From, a.To, disc)
+			}
+			if !want && len(disc) > 0 {
+				w.violate("%v: %v -> %v disconnected %v but must take effect at once", r, a.From, a.To, disc)
+			}
+			disc = map[roles.ConnClass]bool{}
+			if a.To == roles.Leader {
+				c.newLeader(w, r, a.Epoch)
+			}
+		case roles.Ignored:
+			if a.Reason == "conflict-below-commit" {
+				w.violate("%v was asked to overwrite a committed entry", r)
+			}
+		}
+	}
+}
+
+// newLeader: epochs rise with every term (S1) and the new LEADER holds
+// every acknowledged change (S2).
+func (c *checker) newLeader(w *world, r ref, epoch uint64) {
+	c.leaderTerms++
+	if epoch <= c.maxLeaderEpoch {
+		w.violate("%v became LEADER at epoch %d, not above the previous LEADER epoch %d", r, epoch, c.maxLeaderEpoch)
+	}
+	c.maxLeaderEpoch = max(c.maxLeaderEpoch, epoch)
+	log := w.masters[r.i].m.Log()
+	for _, a := range c.acked {
+		e, ok := log.At(a.version)
+		if !ok || e.Client != roles.ClientID(a.client+1) || e.Seq != a.seq {
+			w.violate("%v became LEADER without acknowledged change C%d#%d at version %d", r, a.client+1, a.seq, a.version)
+			return
+		}
+	}
+	for _, f := range c.pending {
+		c.failovers[f.kind] = append(c.failovers[f.kind], time.Duration(w.now-f.at))
+	}
+	c.pending = nil
+}
+
+// persisted: epochs on disk never go down.
+func (c *checker) persisted(w *world, r ref) {
+	if r.k != kMaster {
+		return
+	}
+	h := w.masters[r.i].store.Hard
+	last := c.lastHard[r.i]
+	if h.MaxEpoch < last.MaxEpoch || h.Epoch < last.Epoch {
+		w.violate("%v: persisted epochs went down: %d/%d after %d/%d", r, h.Epoch, h.MaxEpoch, last.Epoch, last.MaxEpoch)
+	}
+	c.lastHard[r.i] = h
+}
+
+// after runs after every event. S1 (and S3, since a frozen master's state
+// is checked at the true time too): at most one master may hold a quorum
+// of countable votes as LEADER at any instant.
+func (c *checker) after(w *world) {
+	leaders := 0
+	for _, m := range w.masters {
+		if m.up && m.m.Role() == roles.Leader {
+			leaders++
+		}
+	}
+	if leaders == 0 {
+		return
+	}
+	holding := 0
+	var who []string
+	for _, m := range w.masters {
+		if m.up && m.m.Role() == roles.Leader && m.m.HoldsQuorum(roles.Instant(m.clk.local(w.now))) {
+			holding++
+			who = append(who, fmt.Sprintf("%v(epoch %d, paused=%v)", m.ref, m.m.Epoch(), m.paused))
+		}
+	}
+	if holding > 1 {
+		w.violate("S1: %d masters hold quorum as LEADER at once: %v", holding, who)
+	}
+	if holding == 1 && c.healed && !c.ledAfterHeal {
+		c.ledAfterHeal = true
+		c.healToLead = time.Duration(w.now - c.healAt)
+	}
+}
+
+func (c *checker) completed(w *world, client int, op *clientOp, r roles.ClientReply) {
+	c.history = append(c.history, porcupine.Operation{
+		ClientId: client, Input: kvInput{write: op.write, key: op.key, val: op.val},
+		Call: op.call, Output: kvOutput{val: r.Value, found: r.Found}, Return: w.now,
+	})
+	if op.write {
+		c.acked = append(c.acked, ackedWrite{client: client, seq: op.seq, version: r.Version})
+	}
+	if c.ledAfterHeal {
+		c.opsAfterLead++
+	}
+}
+
+func (c *checker) startFailover(w *world, kind string) {
+	c.pending = append(c.pending, failover{kind: kind, at: w.now})
+}
+
+// final: liveness after the heal, then linearizability of the history.
+func (c *checker) final(w *world, healAt, end int64) {
+	bound := w.livenessBound()
+	switch {
+	case !c.ledAfterHeal:
+		c.liveness = fmt.Sprintf("no LEADER within %v of the heal (%s)", bound, rolesLine(w))
+	case c.healToLead > bound:
+		c.liveness = fmt.Sprintf("LEADER only %v after the heal, bound %v", c.healToLead, bound)
+	case c.opsAfterLead == 0:
+		c.liveness = fmt.Sprintf("a LEADER was elected but no client operation completed in the %v after it (%s)", time.Duration(end-healAt)-c.healToLead, rolesLine(w))
+	}
+	// Writes never answered may or may not have happened.
+	hist := append([]porcupine.Operation(nil), c.history...)
+	for _, cl := range w.clients {
+		if cl.op != nil && cl.op.write {
+			hist = append(hist, porcupine.Operation{ClientId: cl.idx, Input: kvInput{write: true, key: cl.op.key, val: cl.op.val},
+				Call: cl.op.call, Output: kvOutput{unknown: true}, Return: math.MaxInt64 / 2})
+		}
+	}
+	res, _ := porcupine.CheckOperationsVerbose(kvModel, hist, 20*time.Second)
+	switch res {
+	case porcupine.Illegal:
+		w.violate("S2: the client history (%d operations) is not linearizable", len(hist))
+	case porcupine.Unknown:
+		w.violate("S2: linearizability check timed out on %d operations", len(hist))
+	}
+}
+
+func rolesLine(w *world) string {
+	s := ""
+	for _, m := range w.masters {
+		if !m.up {
+			s += fmt.Sprintf("%v=down ", m.ref)
+			continue
+		}
+		s += fmt.Sprintf("%v=%v/e%d/%v ", m.ref, m.m.Role(), m.m.Epoch(), m.m.Log().Last())
+	}
+	for _, c := range w.css {
+		if c.up && c.v != nil {
+			s += fmt.Sprintf("%v->%v ", c.ref, c.v.VoteFor())
+		}
+	}
+	return s
+}

@@ -1,0 +1,372 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/wire"
+)
+
+// faultKind is one entry of the fault menu.
+type faultKind uint8
+
+const (
+	fKillMaster faultKind = iota
+	fKillCS
+	fPauseMaster
+	fPauseCS
+	fPartMaster
+	fPartLocation
+	fCutCS
+	fDrift
+	fWallJump
+	fRegister
+	fRemove
+	fRemap
+	fDefault
+	fOnOff
+	fUsurper
+	fStepDown
+	numFaults
+)
+
+var faultNames = [numFaults]string{"kill-master", "kill-cs", "pause-master", "pause-cs", "partition-master",
+	"partition-location", "cut-cs", "drift", "wall-jump", "register", "remove", "remap", "default", "on-off",
+	"usurper", "step-down"}
+
+// profile is everything drawn from the seed before the run starts: sizes,
+// network quality, config within its documented ranges, and which faults
+// are on the menu.
+type profile struct {
+	masters, css, spares, locs, clients int
+	delayBase, delayJitter             time.Duration
+	loss, dup                          float64
+	diskMax                            time.Duration
+	masterCfg                          roles.Config
+	maxPromise                         time.Duration
+	keep                               int // master with KEEP_LEADERSHIP (0 none)
+	faults                             []faultKind
+	meanGap                            time.Duration
+}
+
+func drawProfile(r *rand.Rand) profile {
+	p := profile{
+		masters: 2 + r.Intn(3), // 2..4
+		css:     3 + r.Intn(8), // 3..10
+		spares:  r.Intn(3),
+		locs:    1 + r.Intn(3),
+		clients: 1 + r.Intn(3),
+	}
+	p.delayBase = time.Duration(100+r.Intn(900)) * time.Microsecond
+	p.delayJitter = time.Duration(r.Intn(5000)) * time.Microsecond
+	p.loss = []float64{0, 0, 0.01, 0.05}[r.Intn(4)]
+	p.dup = []float64{0, 0.01, 0.05}[r.Intn(3)]
+	p.diskMax = time.Duration(100+r.Intn(5000)) * time.Microsecond
+	c := roles.DefaultConfig(1, []wire.MasterID{1})
+	c.VoteLease = []time.Duration{400 * time.Millisecond, 800 * time.Millisecond, 1500 * time.Millisecond}[r.Intn(3)]
+	c.HeartbeatInterval = c.VoteLease / 8
+	c.MaxClockDrift = []float64{0.01, 0.05}[r.Intn(2)]
+	c.ElectTimeout = max(c.ElectTimeout, 3*c.VoteLease)
+	if r.Intn(10) < 3 {
+		c.DeputyElectionTime = time.Duration(1500+r.Intn(3000)) * time.Millisecond
+	}
+	c.AckReplicas = []int{0, 1, 1, 2}[r.Intn(4)]
+	p.masterCfg = c
+	p.maxPromise = 2 * c.VoteLease
+	if r.Intn(5) == 0 {
+		p.keep = 1 + r.Intn(p.masters)
+	}
+	for f := faultKind(0); f < numFaults; f++ {
+		if r.Intn(10) < 6 {
+			p.faults = append(p.faults, f)
+		}
+	}
+	if len(p.faults) == 0 {
+		p.faults = []faultKind{fKillMaster}
+	}
+	p.meanGap = time.Duration(700+r.Intn(2000)) * time.Millisecond
+	return p
+}
+
+func (p profile) String() string {
+	var fs []string
+	for _, f := range p.faults {
+		fs = append(fs, faultNames[f])
+	}
+	return fmt.Sprintf("masters=%d cs=%d+%d spare locations=%d clients=%d delay=%v+%v loss=%.2f dup=%.2f disk<=%v lease=%v hb=%v drift<=%.2f deputy=%v ack_replicas=%d keep=M%d gap~%v faults=[%s]",
+		p.masters, p.css, p.spares, p.locs, p.clients, p.delayBase, p.delayJitter, p.loss, p.dup, p.diskMax,
+		p.masterCfg.VoteLease, p.masterCfg.HeartbeatInterval, p.masterCfg.MaxClockDrift, p.masterCfg.DeputyElectionTime,
+		p.masterCfg.AckReplicas, p.keep, p.meanGap, strings.Join(fs, ","))
+}
+
+var locNames = []string{"default", "b", "c"}
+
+func locPrefix(loc int) netip.Prefix {
+	return netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 0, byte(loc + 1), 0}), 24)
+}
+
+// leaderIdx is the master that is LEADER now (an operator's mfscli would
+// find it the same way), or -1.
+func (w *world) leaderIdx() int {
+	for i, m := range w.masters {
+		if m.up && m.m.Role() == roles.Leader {
+			return i
+		}
+	}
+	return -1
+}
+
+// admin delivers an operator command to a master; changes go to the
+// LEADER and are retried while another change is in flight.
+func (w *world) admin(target int, a roles.Admin, retries int) {
+	i := target
+	if a.Kind == roles.AdminChange || a.Kind == roles.AdminStepDown {
+		i = w.leaderIdx()
+	}
+	if i < 0 || !w.masters[i].up || w.masters[i].paused || w.masters[i].busy {
+		if retries > 0 {
+			w.at(w.now+int64(300*time.Millisecond), func() { w.admin(target, a, retries-1) })
+		}
+		return
+	}
+	m := w.masters[i]
+	acts := m.m.Step(roles.Instant(m.clk.local(w.now)), a)
+	ok := false
+	for _, x := range acts {
+		if r, isReply := x.(roles.AdminReply); isReply {
+			ok = r.OK
+		}
+	}
+	w.tracef("admin %v at M%d", adminText(a), i+1)
+	w.handle(m.ref, acts)
+	w.drain(m.ref)
+	if !ok && a.Kind == roles.AdminChange && retries > 0 {
+		w.at(w.now+int64(300*time.Millisecond), func() { w.admin(target, a, retries-1) })
+	}
+}
+
+func adminText(a roles.Admin) string {
+	switch a.Kind {
+	case roles.AdminSetUsurper:
+		return "set-usurper"
+	case roles.AdminCancelUsurper:
+		return "cancel-usurper"
+	case roles.AdminStepDown:
+		return "step-down"
+	case roles.AdminShutdown:
+		return "shutdown"
+	}
+	return a.Change.String()
+}
+
+// scheduleFaults draws the whole fault schedule up front from the seed.
+func (w *world) scheduleFaults() {
+	adminID := uint64(0)
+	next := func() uint64 { adminID++; return adminID }
+	// The location map: every location but the default gets its range once
+	// the cluster has a LEADER.
+	for l := 1; l < w.prof.locs; l++ {
+		l := l
+		w.at(int64(3*time.Second)+int64(l)*int64(200*time.Millisecond), func() {
+			w.admin(-1, roles.Admin{ID: next(), Kind: roles.AdminChange, Change: roles.Change{Kind: roles.ChangeMapRange, Prefix: locPrefix(l), Name: locNames[l]}}, 60)
+		})
+	}
+	t := int64(5 * time.Second)
+	end := int64(w.opt.ChaosTime) - int64(time.Second)
+	for {
+		t += int64(w.rng.ExpFloat64() * float64(w.prof.meanGap))
+		if t >= end {
+			break
+		}
+		f := w.prof.faults[w.rng.Intn(len(w.prof.faults))]
+		// Durations and targets are drawn now, so that the schedule does not
+		// depend on what happens (only the "leader" target is resolved late).
+		dur := int64(300*time.Millisecond) + w.rng.Int63n(int64(3500*time.Millisecond))
+		pick := w.rng.Intn(1 << 20)
+		leaderFirst := w.rng.Intn(10) < 7
+		mode := w.rng.Intn(3)
+		rate := 1 + (w.rng.Float64()*2-1)*w.prof.masterCfg.MaxClockDrift
+		w.at(t, func() { w.fault(f, dur, pick, leaderFirst, mode, rate, next) })
+	}
+}
+
+// fault fires one fault of the menu.
+func (w *world) fault(f faultKind, dur int64, pick int, leaderFirst bool, mode int, rate float64, next func() uint64) {
+	pickMaster := func() int {
+		if l := w.leaderIdx(); leaderFirst && l >= 0 {
+			return l
+		}
+		return pick % len(w.masters)
+	}
+	switch f {
+	case fKillMaster:
+		i := pickMaster()
+		if i == w.leaderIdx() {
+			w.chk.startFailover(w, "kill")
+		}
+		w.killMaster(i)
+		if mode != 0 {
+			w.at(w.now+dur, func() {
+				if !w.masters[i].up {
+					w.startMaster(i)
+				}
+			})
+		}
+	case fKillCS:
+		i := pick % len(w.css)
+		if !w.css[i].started {
+			return
+		}
+		w.killCS(i)
+		w.at(w.now+dur, func() {
+			if !w.css[i].up {
+				w.startCS(i)
+			}
+		})
+	case fPauseMaster:
+		i := pickMaster()
+		if i == w.leaderIdx() && !w.masters[i].paused && time.Duration(dur) > w.prof.masterCfg.VoteLease {
+			w.chk.startFailover(w, "pause")
+		}
+		r := w.masters[i].ref
+		w.pause(r)
+		w.at(w.now+dur, func() { w.resume(r) })
+	case fPauseCS:
+		r := w.css[pick%len(w.css)].ref
+		w.pause(r)
+		w.at(w.now+dur, func() { w.resume(r) })
+	case fPartMaster:
+		i := pickMaster()
+		if i == w.leaderIdx() && mode != 1 {
+			w.chk.startFailover(w, "partition")
+		}
+		target := ref{kMaster, i}
+		is := func(r ref) bool { return r == target }
+		all := func(ref) bool { return true }
+		var cs []cut
+		switch mode {
+		case 0: // symmetric
+			cs = []cut{{from: is, to: all}, {from: all, to: is}}
+		case 1: // it can send, cannot hear
+			cs = []cut{{from: all, to: is}}
+		default: // it can hear, cannot send
+			cs = []cut{{from: is, to: all}}
+		}
+		w.addCuts(fmt.Sprintf("partition M%d mode %d", i+1, mode), dur, cs)
+	case fPartLocation:
+		loc := pick % w.prof.locs
+		inLoc := func(r ref) bool { return r.k == kCS && r.i%w.prof.locs == loc }
+		isMaster := func(r ref) bool { return r.k == kMaster }
+		w.addCuts(fmt.Sprintf("partition location %s", locNames[loc]), dur, []cut{{from: inLoc, to: isMaster}, {from: isMaster, to: inLoc}})
+	case fCutCS:
+		set := map[int]bool{}
+		n := 1 + pick%max(1, len(w.css)/2+1)
+		for k := 0; k < n; k++ {
+			set[(pick/7+k*3)%len(w.css)] = true
+		}
+		masters := map[int]bool{}
+		for k := 0; k < len(w.masters); k++ {
+			if (pick>>k)&1 == 1 || k == pickMaster() {
+				masters[k] = true
+			}
+		}
+		inSet := func(r ref) bool { return r.k == kCS && set[r.i] }
+		inM := func(r ref) bool { return r.k == kMaster && masters[r.i] }
+		cs := []cut{{from: inSet, to: inM}}
+		if mode != 2 {
+			cs = append(cs, cut{from: inM, to: inSet})
+		}
+		w.addCuts(fmt.Sprintf("cut %d chunkservers from %d masters mode %d", len(set), len(masters), mode), dur, cs)
+	case fDrift:
+		var p *proc
+		if pick%2 == 0 {
+			p = &w.masters[pick/2%len(w.masters)].proc
+		} else {
+			p = &w.css[pick/2%len(w.css)].proc
+		}
+		p.clk.setRate(w.now, rate)
+		w.tracef("%v clock rate %.4f", p.ref, rate)
+		if p.up && !p.paused && !p.busy {
+			p.tickAt = 0
+			w.scheduleTick(p.ref)
+		}
+	case fWallJump:
+		// The pure core takes no wall-clock input at all (a test enforces
+		// it), so a jump can change nothing there; it is traced so that the
+		// menu is complete and the trace shows when it happened.
+		w.tracef("M%d wall clock jumps %+ds (the core reads no wall clock)", pick%len(w.masters)+1, pick%120-60)
+	case fRegister:
+		for i, c := range w.css {
+			if c.spare && !c.started {
+				w.startCS(i)
+				break
+			}
+		}
+	case fRemove:
+		for k := range w.css {
+			i := (pick + k) % len(w.css)
+			if c := w.css[i]; c.started && !c.up {
+				w.admin(-1, roles.Admin{ID: next(), Kind: roles.AdminChange, Change: roles.Change{Kind: roles.ChangeRemove, ID: uint32(c.cfg.ID)}}, 3)
+				break
+			}
+		}
+	case fRemap:
+		if w.prof.locs < 2 {
+			return
+		}
+		loc := 1 + pick%(w.prof.locs-1)
+		w.admin(-1, roles.Admin{ID: next(), Kind: roles.AdminChange, Change: roles.Change{Kind: roles.ChangeUnmapRange, Prefix: locPrefix(loc)}}, 3)
+		w.at(w.now+dur, func() {
+			w.admin(-1, roles.Admin{ID: next(), Kind: roles.AdminChange, Change: roles.Change{Kind: roles.ChangeMapRange, Prefix: locPrefix(loc), Name: locNames[loc]}}, 20)
+		})
+	case fDefault:
+		loc := pick % w.prof.locs
+		w.admin(-1, roles.Admin{ID: next(), Kind: roles.AdminChange, Change: roles.Change{Kind: roles.ChangeSetDefault, Name: locNames[loc]}}, 3)
+	case fOnOff:
+		loc := pick % w.prof.locs
+		w.admin(-1, roles.Admin{ID: next(), Kind: roles.AdminChange, Change: roles.Change{Kind: roles.ChangeSetOn, Name: locNames[loc], On: false}}, 3)
+		w.at(w.now+dur, func() {
+			w.admin(-1, roles.Admin{ID: next(), Kind: roles.AdminChange, Change: roles.Change{Kind: roles.ChangeSetOn, Name: locNames[loc], On: true}}, 20)
+		})
+	case fUsurper:
+		i := pick % len(w.masters)
+		if w.masters[i].up && w.masters[i].m.Role() == roles.Follower {
+			w.admin(i, roles.Admin{ID: next(), Kind: roles.AdminSetUsurper}, 0)
+			if mode == 0 {
+				w.at(w.now+dur, func() {
+					if w.masters[i].up && w.masters[i].m.Role() == roles.Usurper {
+						w.admin(i, roles.Admin{ID: next(), Kind: roles.AdminCancelUsurper}, 0)
+					}
+				})
+			}
+		}
+	case fStepDown:
+		if w.leaderIdx() >= 0 {
+			w.chk.startFailover(w, "step-down")
+			w.admin(-1, roles.Admin{ID: next(), Kind: roles.AdminStepDown}, 0)
+		}
+	}
+}
+
+func (w *world) addCuts(what string, dur int64, cs []cut) {
+	id := int(w.seq)
+	for k := range cs {
+		cs[k].id = id
+	}
+	w.tracef("CUT %s for %v", what, time.Duration(dur))
+	w.net.cuts = append(w.net.cuts, cs...)
+	w.at(w.now+dur, func() {
+		kept := w.net.cuts[:0]
+		for _, c := range w.net.cuts {
+			if c.id != id {
+				kept = append(kept, c)
+			}
+		}
+		w.net.cuts = kept
+		w.tracef("HEAL %s", what)
+	})
+}

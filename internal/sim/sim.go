@@ -1,0 +1,708 @@
+// Package sim is a deterministic simulator of a whole cluster: the real pure
+// masters and voters of pkg/roles, virtual time, one seeded random source,
+// a network and disks that fail on purpose, and invariant checks after every
+// event (docs/sim.md).
+//
+// One seed gives one run; the same seed gives the same trace hash.
+package sim
+
+import (
+	"container/heap"
+	"fmt"
+	"hash/fnv"
+	"math/rand"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/wire"
+)
+
+// Options bound one run.
+type Options struct {
+	Seed      int64
+	ChaosTime time.Duration // virtual time during which faults are injected
+	// FullTrace keeps every delivered message in the trace (replays).
+	FullTrace bool
+	TraceTail int
+}
+
+// DefaultOptions are what `make test` and `make chaos` run.
+func DefaultOptions(seed int64) Options {
+	return Options{Seed: seed, ChaosTime: 20 * time.Second, TraceTail: 40}
+}
+
+// Result is what one run found.
+type Result struct {
+	Seed       int64
+	Profile    string
+	Violations []string
+	Liveness   string // empty when the liveness phase passed
+	TraceHash  uint64
+	Trace      []string // the last lines
+	Events     int
+	Failovers  map[string][]time.Duration // fault kind -> time to the next LEADER
+	HealToLead time.Duration
+	Bound      time.Duration
+	Leaders    int
+	Acked      int
+}
+
+// Failed reports whether the run broke an invariant or liveness.
+func (r Result) Failed() bool { return len(r.Violations) > 0 || r.Liveness != "" }
+
+// Report is the text printed for a failed run.
+func (r Result) Report() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "sim: seed %d FAILED\nprofile: %s\n", r.Seed, r.Profile)
+	for _, v := range r.Violations {
+		fmt.Fprintf(&b, "violation: %s\n", v)
+	}
+	if r.Liveness != "" {
+		fmt.Fprintf(&b, "liveness: %s\n", r.Liveness)
+	}
+	fmt.Fprintf(&b, "last trace lines:\n")
+	for _, l := range r.Trace {
+		fmt.Fprintf(&b, "  %s\n", l)
+	}
+	fmt.Fprintf(&b, "replay: go test ./internal/sim -run 'TestReplay$' -seed=%d -v\n", r.Seed)
+	return b.String()
+}
+
+// ---- clocks -------------------------------------------------------------------
+
+// clock maps true time to one node's monotonic reading: piecewise linear,
+// rate within [1-rho, 1+rho].
+type clock struct {
+	anchorTrue, anchorLocal int64
+	rate                    float64
+}
+
+func (c *clock) local(t int64) int64 {
+	return c.anchorLocal + int64(float64(t-c.anchorTrue)*c.rate)
+}
+
+// trueAt is the first true time at which the clock reads at least l, if the
+// rate stays as it is.
+func (c *clock) trueAt(l int64) int64 {
+	t := c.anchorTrue + int64(float64(l-c.anchorLocal)/c.rate)
+	for c.local(t) < l {
+		t++
+	}
+	return t
+}
+
+func (c *clock) setRate(t int64, r float64) {
+	c.anchorLocal, c.anchorTrue, c.rate = c.local(t), t, r
+}
+
+// ---- nodes --------------------------------------------------------------------
+
+type kind uint8
+
+const (
+	kMaster kind = 1 + iota
+	kCS
+	kClient
+)
+
+// ref names a node: kind and 0-based index.
+type ref struct {
+	k kind
+	i int
+}
+
+func (r ref) String() string {
+	switch r.k {
+	case kMaster:
+		return fmt.Sprintf("M%d", r.i+1)
+	case kCS:
+		return fmt.Sprintf("CS%d", r.i+1)
+	}
+	return fmt.Sprintf("C%d", r.i+1)
+}
+
+// proc is what masters and voters share in the simulator: a process with a
+// clock, an inbox and crash semantics.
+type proc struct {
+	ref    ref
+	clk    clock
+	up     bool
+	paused bool
+	inc    uint64 // bumps on kill: events for an older incarnation are dropped
+	busy   bool   // a batch is waiting for its persist
+	inbox  []roles.Event
+	tickAt int64
+}
+
+type masterNode struct {
+	proc
+	cfg   roles.Config
+	m     *roles.Master
+	store roles.Stored
+}
+
+type csNode struct {
+	proc
+	cfg     roles.VoterConfig
+	v       *roles.Voter
+	hard    roles.VoterHardState
+	spare   bool // starts later: a registration
+	started bool
+}
+
+// ---- events -------------------------------------------------------------------
+
+type evKind uint8
+
+const (
+	evDeliver evKind = 1 + iota
+	evTick
+	evBatch
+	evFault
+	evClient
+)
+
+type event struct {
+	at      int64
+	seq     uint64
+	kind    evKind
+	to      ref
+	from    ref
+	inc     uint64
+	msg     roles.Event
+	sentLoc int64 // sender's clock at send (for Refused)
+	batch   []roles.Action
+	fn      func()
+}
+
+type eventHeap []*event
+
+func (h eventHeap) Len() int { return len(h) }
+func (h eventHeap) Less(i, j int) bool {
+	if h[i].at != h[j].at {
+		return h[i].at < h[j].at
+	}
+	return h[i].seq < h[j].seq
+}
+func (h eventHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *eventHeap) Push(x any)   { *h = append(*h, x.(*event)) }
+func (h *eventHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+// ---- the world ----------------------------------------------------------------
+
+type net struct {
+	delayBase, delayJitter int64
+	loss, dup              float64
+	cuts                   []cut
+}
+
+// cut drops every message from a node matching from to a node matching to.
+type cut struct {
+	id       int
+	from, to func(ref) bool
+}
+
+type world struct {
+	opt     Options
+	rng     *rand.Rand
+	now     int64
+	seq     uint64
+	q       eventHeap
+	masters []*masterNode
+	css     []*csNode
+	clients []*client
+	net     net
+	prof    profile
+	diskMin int64
+	diskMax int64
+
+	trace     []string
+	traceHead int
+	hash      uint64
+	events    int
+	viol      []string
+	stopped   bool
+
+	chk checker
+}
+
+func (w *world) masterIDs() []wire.MasterID {
+	ids := make([]wire.MasterID, len(w.masters))
+	for i := range w.masters {
+		ids[i] = wire.MasterID(i + 1)
+	}
+	return ids
+}
+
+func (w *world) push(e *event) {
+	w.seq++
+	e.seq = w.seq
+	heap.Push(&w.q, e)
+}
+
+func (w *world) at(t int64, fn func()) { w.push(&event{at: t, kind: evFault, fn: fn}) }
+
+// tracef records a line for the failure report and the determinism hash.
+func (w *world) tracef(format string, a ...any) {
+	line := fmt.Sprintf("%9.3fs ", float64(w.now)/1e9) + fmt.Sprintf(format, a...)
+	h := fnv.New64a()
+	h.Write([]byte(line))
+	w.hash = w.hash*1099511628211 ^ h.Sum64()
+	n := w.opt.TraceTail
+	if w.opt.FullTrace {
+		fmt.Println(line)
+	}
+	if n <= 0 {
+		return
+	}
+	if len(w.trace) < n {
+		w.trace = append(w.trace, line)
+		return
+	}
+	w.trace[w.traceHead] = line
+	w.traceHead = (w.traceHead + 1) % n
+}
+
+func (w *world) tail() []string {
+	if len(w.trace) < w.opt.TraceTail {
+		return slices.Clone(w.trace)
+	}
+	return append(slices.Clone(w.trace[w.traceHead:]), w.trace[:w.traceHead]...)
+}
+
+func (w *world) violate(format string, a ...any) {
+	msg := fmt.Sprintf("%.3fs: ", float64(w.now)/1e9) + fmt.Sprintf(format, a...)
+	w.viol = append(w.viol, msg)
+	w.tracef("VIOLATION %s", msg)
+	w.stopped = true
+}
+
+func (w *world) proc(r ref) *proc {
+	switch r.k {
+	case kMaster:
+		return &w.masters[r.i].proc
+	case kCS:
+		return &w.css[r.i].proc
+	}
+	return nil
+}
+
+// cutBetween reports whether the network drops from -> to now.
+func (w *world) cutBetween(from, to ref) bool {
+	for _, c := range w.net.cuts {
+		if c.from(from) && c.to(to) {
+			return true
+		}
+	}
+	return false
+}
+
+// send puts a message on the wire from one node to another.
+func (w *world) send(from, to ref, msg roles.Event, sentLoc int64) {
+	if w.cutBetween(from, to) || w.rng.Float64() < w.net.loss {
+		return
+	}
+	copies := 1
+	if w.rng.Float64() < w.net.dup {
+		copies = 2
+	}
+	for i := 0; i < copies; i++ {
+		d := w.net.delayBase + w.rng.Int63n(w.net.delayJitter+1)
+		w.push(&event{at: w.now + d, kind: evDeliver, to: to, from: from, msg: msg, sentLoc: sentLoc})
+	}
+}
+
+// deliver hands a message to a node, or models what its absence means.
+func (w *world) deliver(e *event) {
+	if e.to.k == kClient {
+		w.clients[e.to.i].onReply(w, e.msg)
+		return
+	}
+	p := w.proc(e.to)
+	if !p.up {
+		// A dial to a master with no process behind its port is refused;
+		// the chunkserver learns it (connection refused) one trip later.
+		if e.to.k == kMaster && e.from.k == kCS {
+			switch e.msg.(type) {
+			case roles.Probe, roles.VoteHello:
+				w.send(e.to, e.from, roles.Refused{Master: wire.MasterID(e.to.i + 1), SentAt: roles.Instant(e.sentLoc)}, 0)
+			}
+		}
+		return
+	}
+	w.enqueue(e.to, e.msg)
+}
+
+func (w *world) enqueue(r ref, ev roles.Event) {
+	p := w.proc(r)
+	p.inbox = append(p.inbox, ev)
+	w.drain(r)
+}
+
+// drain runs queued events through the node until it waits on a disk.
+func (w *world) drain(r ref) {
+	p := w.proc(r)
+	for p.up && !p.paused && !p.busy && len(p.inbox) > 0 && !w.stopped {
+		ev := p.inbox[0]
+		p.inbox = p.inbox[1:]
+		w.step(r, ev)
+	}
+	if p.up && !p.paused && !p.busy {
+		w.scheduleTick(r)
+	}
+}
+
+func (w *world) step(r ref, ev roles.Event) {
+	p := w.proc(r)
+	now := roles.Instant(p.clk.local(w.now))
+	var acts []roles.Action
+	func() {
+		defer func() {
+			if x := recover(); x != nil {
+				w.violate("%v panicked on %T: %v", r, ev, x)
+			}
+		}()
+		if r.k == kMaster {
+			acts = w.masters[r.i].m.Step(now, ev)
+		} else {
+			acts = w.css[r.i].v.Step(now, ev)
+		}
+	}()
+	if w.opt.FullTrace {
+		w.tracef("%v <- %T %+v", r, ev, ev)
+	}
+	w.handle(r, acts)
+}
+
+// handle carries out one batch: Persist first (the node waits for its
+// disk), then Disconnects and Sends.
+func (w *world) handle(r ref, acts []roles.Action) {
+	p := w.proc(r)
+	w.chk.batch(w, r, acts)
+	hasPersist := false
+	for _, a := range acts {
+		if _, ok := a.(roles.Persist); ok {
+			hasPersist = true
+			break
+		}
+	}
+	if !hasPersist {
+		w.effects(r, acts)
+		return
+	}
+	p.busy = true
+	d := w.diskMin + w.rng.Int63n(w.diskMax-w.diskMin+1)
+	w.push(&event{at: w.now + d, kind: evBatch, to: r, inc: p.inc, batch: acts})
+}
+
+// batchDone: the disk has the batch; its sends leave now.
+func (w *world) batchDone(e *event) {
+	p := w.proc(e.to)
+	if e.inc != p.inc || !p.up {
+		return // killed before the persist completed: it never happened
+	}
+	for _, a := range e.batch {
+		pa, ok := a.(roles.Persist)
+		if !ok {
+			continue
+		}
+		if e.to.k == kMaster {
+			st := &w.masters[e.to.i].store
+			if pa.Hard != nil {
+				st.Hard = *pa.Hard
+			}
+			if pa.TruncateAfter != nil && *pa.TruncateAfter < uint64(len(st.Entries)) {
+				st.Entries = slices.Clip(st.Entries[:*pa.TruncateAfter])
+			}
+			st.Entries = append(st.Entries, pa.Append...)
+		} else if pa.Voter != nil {
+			w.css[e.to.i].hard = *pa.Voter
+		}
+	}
+	w.chk.persisted(w, e.to)
+	p.busy = false
+	w.effects(e.to, e.batch)
+	w.drain(e.to)
+}
+
+func (w *world) effects(r ref, acts []roles.Action) {
+	p := w.proc(r)
+	loc := p.clk.local(w.now)
+	for _, a := range acts {
+		switch a := a.(type) {
+		case roles.Send:
+			w.send(r, w.peerRef(a.To), a.Msg, loc)
+		case roles.Disconnect:
+			for _, g := range a.Goodbyes {
+				w.send(r, w.peerRef(g.To), g.Msg, loc)
+			}
+			if a.Class == roles.ConnClients {
+				for _, c := range w.clients {
+					c.disconnected(w, wire.MasterID(r.i+1))
+				}
+			}
+		case roles.Transition:
+			w.tracef("%v %v -> %v epoch %d (%s %s)", r, a.From, a.To, a.Epoch, a.Reason, a.Section)
+		case roles.AdminReply:
+			w.tracef("%v admin #%d ok=%v: %s", r, a.ID, a.OK, a.Text)
+		}
+	}
+}
+
+func (w *world) peerRef(p roles.Peer) ref {
+	switch p.Kind {
+	case roles.PeerMaster:
+		return ref{kMaster, int(p.ID) - 1}
+	case roles.PeerCS:
+		return ref{kCS, int(p.ID) - 1}
+	}
+	return ref{kClient, int(p.ID) - 1}
+}
+
+func (w *world) scheduleTick(r ref) {
+	p := w.proc(r)
+	var d roles.Instant
+	if r.k == kMaster {
+		d = w.masters[r.i].m.NextDeadline()
+	} else {
+		d = w.css[r.i].v.NextDeadline()
+	}
+	if d == roles.Never {
+		return
+	}
+	t := max(p.clk.trueAt(int64(d)), w.now)
+	if p.tickAt != 0 && p.tickAt <= t && p.tickAt >= w.now {
+		return
+	}
+	p.tickAt = t
+	w.push(&event{at: t, kind: evTick, to: r, inc: p.inc})
+}
+
+func (w *world) tick(e *event) {
+	p := w.proc(e.to)
+	if e.inc != p.inc || !p.up || p.paused || e.at != p.tickAt {
+		return
+	}
+	p.tickAt = 0
+	w.enqueue(e.to, roles.Tick{})
+}
+
+// ---- process control ------------------------------------------------------------
+
+func (w *world) startMaster(i int) {
+	n := w.masters[i]
+	n.up, n.paused, n.busy, n.inbox, n.tickAt = true, false, false, nil, 0
+	st := roles.Stored{Hard: n.store.Hard, Entries: slices.Clone(n.store.Entries)}
+	var acts []roles.Action
+	func() {
+		defer func() {
+			if x := recover(); x != nil {
+				w.violate("M%d panicked at start: %v", i+1, x)
+			}
+		}()
+		n.m, acts = roles.NewMaster(n.cfg, st, roles.Instant(n.clk.local(w.now)))
+	}()
+	w.tracef("M%d start (log %v)", i+1, n.m.Log().Last())
+	w.handle(n.ref, acts)
+	w.drain(n.ref)
+}
+
+func (w *world) killMaster(i int) {
+	n := w.masters[i]
+	if !n.up {
+		return
+	}
+	w.tracef("M%d KILL (was %v)", i+1, n.m.Role())
+	n.up, n.paused, n.busy, n.inbox, n.tickAt = false, false, false, nil, 0
+	n.inc++
+	// Its connections reset: each voter connected to it sees the close.
+	for _, c := range w.css {
+		if c.up && c.v != nil && c.v.VoteFor() == wire.MasterID(i+1) {
+			w.send(n.ref, c.ref, roles.VoteConnLost{Master: wire.MasterID(i + 1)}, 0)
+		}
+	}
+}
+
+func (w *world) startCS(i int) {
+	n := w.css[i]
+	n.up, n.paused, n.busy, n.inbox, n.tickAt, n.started = true, false, false, nil, 0, true
+	var acts []roles.Action
+	n.v, acts = roles.NewVoter(n.cfg, n.hard, roles.Instant(n.clk.local(w.now)))
+	w.tracef("CS%d start", i+1)
+	w.handle(n.ref, acts)
+	w.drain(n.ref)
+}
+
+func (w *world) killCS(i int) {
+	n := w.css[i]
+	if !n.up {
+		return
+	}
+	w.tracef("CS%d KILL", i+1)
+	voted := n.v.VoteFor()
+	n.up, n.paused, n.busy, n.inbox, n.tickAt = false, false, false, nil, 0
+	n.inc++
+	if voted != wire.NoMaster {
+		w.send(n.ref, ref{kMaster, int(voted) - 1}, roles.ConnLost{CS: n.cfg.ID}, 0)
+	}
+}
+
+func (w *world) pause(r ref) {
+	p := w.proc(r)
+	if !p.up || p.paused {
+		return
+	}
+	w.tracef("%v PAUSE", r)
+	p.paused = true
+}
+
+func (w *world) resume(r ref) {
+	p := w.proc(r)
+	if !p.up || !p.paused {
+		return
+	}
+	w.tracef("%v RESUME", r)
+	p.paused = false
+	p.inbox = append([]roles.Event{roles.Tick{}}, p.inbox...)
+	p.tickAt = 0
+	w.drain(r)
+}
+
+// ---- the run -------------------------------------------------------------------
+
+// Run plays one seed to the end and reports what it found.
+func Run(opt Options) Result {
+	w := newWorld(opt)
+	res := w.run()
+	return res
+}
+
+func newWorld(opt Options) *world {
+	w := &world{opt: opt, rng: rand.New(rand.NewSource(opt.Seed))}
+	w.prof = drawProfile(w.rng)
+	w.net = net{delayBase: int64(w.prof.delayBase), delayJitter: int64(w.prof.delayJitter), loss: w.prof.loss, dup: w.prof.dup}
+	w.diskMin, w.diskMax = int64(50*time.Microsecond), int64(w.prof.diskMax)
+	ids := make([]wire.MasterID, w.prof.masters)
+	for i := range ids {
+		ids[i] = wire.MasterID(i + 1)
+	}
+	for i := 0; i < w.prof.masters; i++ {
+		cfg := w.prof.masterCfg
+		cfg.ID, cfg.Masters, cfg.Seed = ids[i], ids, uint64(w.rng.Int63())
+		cfg.KeepLeadership = w.prof.keep == i+1
+		n := &masterNode{cfg: cfg}
+		n.ref = ref{kMaster, i}
+		n.clk = clock{anchorLocal: w.rng.Int63n(int64(time.Hour)), rate: 1}
+		if i == 0 {
+			n.store.Entries = roles.Genesis(1) // `mfsmaster init` on the first master only
+		}
+		w.masters = append(w.masters, n)
+	}
+	for i := 0; i < w.prof.css+w.prof.spares; i++ {
+		loc := i % w.prof.locs
+		addr := netip.AddrFrom4([4]byte{10, 0, byte(loc + 1), byte(10 + i)})
+		cfg := roles.DefaultVoterConfig(wire.CSID(i+1), addr, ids)
+		cfg.Seed = uint64(w.rng.Int63())
+		cfg.MaxPromise = w.prof.maxPromise
+		n := &csNode{cfg: cfg, spare: i >= w.prof.css}
+		n.ref = ref{kCS, i}
+		n.clk = clock{anchorLocal: w.rng.Int63n(int64(time.Hour)), rate: 1}
+		w.css = append(w.css, n)
+	}
+	for i := 0; i < w.prof.clients; i++ {
+		w.clients = append(w.clients, newClient(i, len(w.masters)))
+	}
+	w.chk.init(w)
+	return w
+}
+
+func (w *world) run() Result {
+	for i := range w.masters {
+		w.startMaster(i)
+	}
+	for i, c := range w.css {
+		if !c.spare {
+			w.startCS(i)
+		}
+	}
+	for _, c := range w.clients {
+		c.schedule(w, int64(3*time.Second))
+	}
+	w.scheduleFaults()
+	healAt := int64(w.opt.ChaosTime)
+	bound := w.livenessBound()
+	w.at(healAt, func() { w.heal() })
+	end := healAt + int64(bound)
+	for w.q.Len() > 0 && !w.stopped {
+		e := heap.Pop(&w.q).(*event)
+		if e.at > end {
+			break
+		}
+		w.now = e.at
+		w.events++
+		switch e.kind {
+		case evDeliver:
+			w.deliver(e)
+		case evTick:
+			w.tick(e)
+		case evBatch:
+			w.batchDone(e)
+		case evFault, evClient:
+			e.fn()
+		}
+		w.chk.after(w)
+	}
+	res := Result{Seed: w.opt.Seed, Profile: w.prof.String(), Bound: bound, Events: w.events}
+	if !w.stopped {
+		w.now = end
+		w.chk.final(w, healAt, end)
+	}
+	res.Violations = w.viol
+	res.Liveness = w.chk.liveness
+	res.Failovers = w.chk.failovers
+	res.HealToLead = w.chk.healToLead
+	res.Leaders = w.chk.leaderTerms
+	res.Acked = len(w.chk.acked)
+	res.TraceHash = w.hash
+	res.Trace = w.tail()
+	return res
+}
+
+// livenessBound is the documented time from a full heal to a LEADER
+// (docs/sim.md): a restarted voter's silence, a lapsed lease, a lost ELECT
+// giving up, a full nomination rotation, and slack for catching up.
+func (w *world) livenessBound() time.Duration {
+	c := w.prof.masterCfg
+	slot := roles.DefaultVoterConfig(1, netip.Addr{}, nil).NominateSlot
+	return w.prof.maxPromise + 2*c.VoteLease + c.ElectTimeout + time.Duration(len(w.css)+16)*slot + 2*time.Second
+}
+
+// heal ends every fault: the liveness phase starts.
+func (w *world) heal() {
+	w.tracef("HEAL")
+	w.net.cuts = nil
+	w.net.loss, w.net.dup = 0, 0
+	w.chk.healed, w.chk.healAt = true, w.now
+	for i, m := range w.masters {
+		if !m.up {
+			w.startMaster(i)
+		} else if m.paused {
+			w.resume(m.ref)
+		}
+	}
+	for i, c := range w.css {
+		if !c.up {
+			w.startCS(i)
+		} else if c.paused {
+			w.resume(c.ref)
+		}
+	}
+}
