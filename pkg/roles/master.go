@@ -153,8 +153,33 @@ func (m *Master) Log() *Log { return &m.log }
 // Acked is the newest position this LEADER has acknowledged.
 func (m *Master) Acked() Pos { return m.acked }
 
-// Eligible reports whether the master holds metadata and so may be ELECT.
-func (m *Master) Eligible() bool { return m.log.Len() > 0 }
+// HasMetadata reports whether the master holds any metadata (not INIT).
+func (m *Master) HasMetadata() bool { return m.log.Len() > 0 }
+
+// Eligible reports whether the master may be ELECT: it holds metadata, and
+// under its own configs a tally could be won at all (with every voter for
+// it). The second part matters only during bootstrap, where an inherited
+// first registration not yet in force can be won by the founder alone.
+func (m *Master) Eligible() bool {
+	if !m.HasMetadata() {
+		return false
+	}
+	all := func(c *ClusterConfig) bool {
+		e := m.electorate(c)
+		if e.Size() == 0 {
+			return c.Bootstrap && c.Founder == m.cfg.ID
+		}
+		return e.Tally(func(wire.CSID) quorum.Vote { return quorum.For }).Outcome == quorum.Won
+	}
+	latest, prev := m.log.Configs(m.log.Len())
+	if latest == nil {
+		return false
+	}
+	if prev != nil && latest.Version > m.hard.InForce && !all(prev) {
+		return false
+	}
+	return all(latest)
+}
 
 // Leader is the LEADER this master recorded (possibly itself).
 func (m *Master) Leader() wire.MasterID {
@@ -214,7 +239,7 @@ func (m *Master) LeaseEnd(now Instant) Instant {
 // Sync is the sync state shown for a FOLLOWER or USURPER.
 func (m *Master) Sync() SyncState {
 	switch {
-	case !m.Eligible():
+	case !m.HasMetadata():
 		return Init
 	case m.role == Leader:
 		return Synced
@@ -398,6 +423,9 @@ func (m *Master) become(to Role, reason string) {
 		m.hbSent = map[uint64]sentHB{}
 	}
 	if from == Leader {
+		// The recorded LEADER is no longer this master: hand out the
+		// handover target, or none, until a new LEADER is heard of.
+		m.leader, m.leaderSeen = m.handover, false
 		m.pending = nil
 		m.handover = wire.NoMaster
 		m.progress = map[wire.MasterID]*progress{}
@@ -506,14 +534,7 @@ func (m *Master) outcomeUnder(c *ClusterConfig, t Instant, pred func(*voterRec) 
 // the founder, and only before any chunkserver ever registered (bootstrap:
 // SPEC section 2, docs/architecture.md).
 func (m *Master) tallyUnder(c *ClusterConfig, t Instant, pred func(*voterRec) bool) quorum.Tally {
-	e, ok := m.electorates[c]
-	if !ok {
-		if len(m.electorates) > 8 || m.electorates == nil {
-			m.electorates = map[*ClusterConfig]quorum.Electorate{}
-		}
-		e = c.Electorate()
-		m.electorates[c] = e
-	}
+	e := m.electorate(c)
 	if e.Size() == 0 {
 		if c.Bootstrap && c.Founder == m.cfg.ID {
 			return quorum.Tally{Outcome: quorum.Won, Empty: true}
@@ -530,6 +551,18 @@ func (m *Master) tallyUnder(c *ClusterConfig, t Instant, pred func(*voterRec) bo
 		}
 		return quorum.For
 	})
+}
+
+func (m *Master) electorate(c *ClusterConfig) quorum.Electorate {
+	e, ok := m.electorates[c]
+	if !ok {
+		if len(m.electorates) > 8 || m.electorates == nil {
+			m.electorates = map[*ClusterConfig]quorum.Electorate{}
+		}
+		e = c.Electorate()
+		m.electorates[c] = e
+	}
+	return e
 }
 
 // counted returns the votes valid now, sorted by id.
@@ -678,9 +711,6 @@ func (m *Master) onHigherEpoch(e uint64) {
 
 // tryWin is ELECT -> LEADER: the tally is won, and the catch-up rule holds.
 func (m *Master) tryWin() {
-	if m.quorumAt(m.now, nil) != quorum.Won {
-		return
-	}
 	var commit Pos
 	var reg, inForce uint64
 	for _, v := range m.counted() {
@@ -690,12 +720,15 @@ func (m *Master) tryWin() {
 		reg = max(reg, v.knownReg)
 		inForce = max(inForce, v.inForce)
 	}
+	// A voter that knows a config version to be in force learned it from a
+	// LEADER that saw quorums under both versions have it: safe to adopt
+	// before tallying.
 	if inForce > m.hard.InForce && inForce <= m.Config().Version {
 		m.hard.InForce = inForce
 		m.persistHard()
-		if m.quorumAt(m.now, nil) != quorum.Won {
-			return
-		}
+	}
+	if m.quorumAt(m.now, nil) != quorum.Won {
+		return
 	}
 	if !CanLead(&m.log, m.Config().Version, commit, reg) {
 		m.catchUp(commit)

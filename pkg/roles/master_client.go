@@ -109,8 +109,10 @@ func (m *Master) admin(a Admin) (bool, string) {
 			return true, "already USURPER"
 		case m.role != Follower:
 			return false, fmt.Sprintf("only a FOLLOWER can become USURPER (this master is %v)", m.role)
-		case !m.Eligible():
+		case !m.HasMetadata():
 			return false, "this master has no metadata yet (INIT); wait until it is synced"
+		case !m.Eligible():
+			return false, "this master cannot win a vote under its registry yet; wait until the registry change in progress is in force"
 		case m.Sync() != Synced:
 			return false, fmt.Sprintf("this master is not synced (%v); wait until it is", m.Sync())
 		}

@@ -292,7 +292,7 @@ func (m *Master) configPending() bool {
 }
 
 func (m *Master) onFetchReq(f FetchReq) {
-	if !m.Eligible() {
+	if !m.HasMetadata() {
 		m.ignore("no-metadata")
 		return
 	}
@@ -340,7 +340,9 @@ func (m *Master) tryHandover() {
 	}
 	p := m.progress[m.handover]
 	last := m.log.Last()
-	if p == nil || p.match != last || m.acked != last {
+	// A registry change in flight is put in force first: the target might
+	// not be able to win under the joint tally (during bootstrap).
+	if p == nil || p.match != last || m.acked != last || m.configPending() {
 		return
 	}
 	m.releaseNext = m.handover

@@ -154,6 +154,7 @@ func (v *Voter) Step(now Instant, ev Event) []Action {
 	case VoteRelease:
 		v.onRelease(e)
 	case Redirect:
+		v.notVoting(e.From, e.Leader)
 		if e.From == v.voteFor && e.Session == v.session {
 			v.endSession()
 			if e.Leader != e.From {
@@ -212,7 +213,16 @@ func (v *Voter) onRefused(e Refused) {
 	}
 }
 
+// notVoting corrects the view of a master that said it takes no votes, so
+// that a stale probe answer does not send the voter back to it.
+func (v *Voter) notVoting(m, leader wire.MasterID) {
+	if w := v.views[m]; w != nil && w.r.Role.TakesVotes() {
+		w.r.Role, w.r.Leader, w.r.LeaderFresh = Follower, leader, false
+	}
+}
+
 func (v *Voter) onRelease(r VoteRelease) {
+	v.notVoting(r.From, r.Next)
 	if v.promiseTo == r.From && v.promiseSession == r.Session && v.promiseInc == r.Incarnation {
 		v.promiseTo, v.promiseUntil = wire.NoMaster, 0
 	}
@@ -325,7 +335,15 @@ func (v *Voter) seen() (leader, elect wire.MasterID) {
 	}
 	if leader == wire.NoMaster {
 		for _, id := range v.cfg.Masters {
-			if w := v.freshView(id); w != nil && w.r.LeaderFresh && w.r.Leader != wire.NoMaster && v.views[w.r.Leader] != nil && !v.views[w.r.Leader].dead {
+			w := v.freshView(id)
+			if w == nil || !w.r.LeaderFresh || w.r.Leader == wire.NoMaster {
+				continue
+			}
+			// A hint loses to what the hinted master itself said last.
+			if own := v.views[w.r.Leader]; own == nil || own.dead || (own.seen && own.r.Role != Leader && own.at >= w.at) {
+				continue
+			}
+			{
 				leader = w.r.Leader
 				break
 			}
