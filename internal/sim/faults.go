@@ -51,6 +51,20 @@ type profile struct {
 	keep                               int // master with KEEP_LEADERSHIP (0 none)
 	faults                             []faultKind
 	meanGap                            time.Duration
+	extremeClocks                      bool // every clock starts at +rho or -rho
+}
+
+// initialRate is a node's clock rate at start: 1, or on extreme-clock seeds
+// the bound itself in either direction (the worst case the lease
+// arithmetic must survive).
+func (p profile) initialRate(r *rand.Rand) float64 {
+	if !p.extremeClocks {
+		return 1
+	}
+	if r.Intn(2) == 0 {
+		return 1 - p.masterCfg.MaxClockDrift
+	}
+	return 1 + p.masterCfg.MaxClockDrift
 }
 
 func drawProfile(r *rand.Rand) profile {
@@ -89,6 +103,7 @@ func drawProfile(r *rand.Rand) profile {
 		p.faults = []faultKind{fKillMaster}
 	}
 	p.meanGap = time.Duration(700+r.Intn(2000)) * time.Millisecond
+	p.extremeClocks = r.Intn(2) == 0
 	return p
 }
 
@@ -97,10 +112,10 @@ func (p profile) String() string {
 	for _, f := range p.faults {
 		fs = append(fs, faultNames[f])
 	}
-	return fmt.Sprintf("masters=%d cs=%d+%d spare locations=%d clients=%d delay=%v+%v loss=%.2f dup=%.2f disk<=%v lease=%v hb=%v drift<=%.2f deputy=%v ack_replicas=%d keep=M%d gap~%v faults=[%s]",
+	return fmt.Sprintf("masters=%d cs=%d+%d spare locations=%d clients=%d delay=%v+%v loss=%.2f dup=%.2f disk<=%v lease=%v hb=%v drift<=%.2f deputy=%v ack_replicas=%d keep=M%d gap~%v extreme_clocks=%v faults=[%s]",
 		p.masters, p.css, p.spares, p.locs, p.clients, p.delayBase, p.delayJitter, p.loss, p.dup, p.diskMax,
 		p.masterCfg.VoteLease, p.masterCfg.HeartbeatInterval, p.masterCfg.MaxClockDrift, p.masterCfg.DeputyElectionTime,
-		p.masterCfg.AckReplicas, p.keep, p.meanGap, strings.Join(fs, ","))
+		p.masterCfg.AckReplicas, p.keep, p.meanGap, p.extremeClocks, strings.Join(fs, ","))
 }
 
 var locNames = []string{"default", "b", "c"}

@@ -600,7 +600,7 @@ func newWorld(opt Options) *world {
 		cfg.KeepLeadership = w.prof.keep == i+1
 		n := &masterNode{cfg: cfg}
 		n.ref = ref{kMaster, i}
-		n.clk = clock{anchorLocal: w.rng.Int63n(int64(time.Hour)), rate: 1}
+		n.clk = clock{anchorLocal: w.rng.Int63n(int64(time.Hour)), rate: w.prof.initialRate(w.rng)}
 		if i == 0 {
 			n.store.Entries = roles.Genesis(1) // `mfsmaster init` on the first master only
 		}
@@ -614,7 +614,7 @@ func newWorld(opt Options) *world {
 		cfg.MaxPromise = w.prof.maxPromise
 		n := &csNode{cfg: cfg, spare: i >= w.prof.css}
 		n.ref = ref{kCS, i}
-		n.clk = clock{anchorLocal: w.rng.Int63n(int64(time.Hour)), rate: 1}
+		n.clk = clock{anchorLocal: w.rng.Int63n(int64(time.Hour)), rate: w.prof.initialRate(w.rng)}
 		w.css = append(w.css, n)
 	}
 	for i := 0; i < w.prof.clients; i++ {

@@ -46,7 +46,6 @@ var Transitions = []Rule{
 	{"§3.4", Elect, Leader, ReasonWon, false},
 	{"§3.5", Elect, Deputy, ReasonDeputyTime, false},
 	{"§3.6", Elect, Follower, ReasonLeaderSeen, true},
-	{"§3.6", Elect, Follower, ReasonHigherEpoch, true},
 	{"§3.6", Elect, Follower, ReasonBetterElect, true},
 	{"§3.6", Elect, Follower, ReasonNoVotes, true},
 	{"§3.7", Deputy, Follower, ReasonQuorumBack, true},

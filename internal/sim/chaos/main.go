@@ -1,0 +1,121 @@
+// Command chaos plays many simulator seeds on every core and prints one
+// summary line; with -doc it also rewrites docs/sim.md with the figures.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mfs-election/mfs-election/internal/sim"
+)
+
+func main() {
+	seeds := flag.Int("seeds", 20000, "number of seeds to play")
+	first := flag.Int64("first", 1, "first seed")
+	doc := flag.String("doc", "", "rewrite this markdown file with the figures (docs/sim.md)")
+	flag.Parse()
+
+	start := time.Now()
+	jobs := make(chan int64)
+	results := make(chan sim.Result, 64)
+	var wg sync.WaitGroup
+	for k := 0; k < runtime.GOMAXPROCS(0); k++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for s := range jobs {
+				results <- sim.Run(sim.DefaultOptions(s))
+			}
+		}()
+	}
+	go func() {
+		for s := *first; s < *first+int64(*seeds); s++ {
+			jobs <- s
+		}
+		close(jobs)
+		wg.Wait()
+		close(results)
+	}()
+
+	var violations, liveness, events, terms, acked int
+	fail := map[string][]time.Duration{}
+	var heal []time.Duration
+	var failed []sim.Result
+	for r := range results {
+		violations += len(r.Violations)
+		if r.Liveness != "" {
+			liveness++
+		}
+		if r.Failed() && len(failed) < 3 {
+			failed = append(failed, r)
+		}
+		events += r.Events
+		terms += r.Leaders
+		acked += r.Acked
+		for k, v := range r.Failovers {
+			fail[k] = append(fail[k], v...)
+		}
+		heal = append(heal, r.HealToLead)
+	}
+	elapsed := time.Since(start)
+	for _, r := range failed {
+		fmt.Fprint(os.Stderr, r.Report())
+	}
+	if *doc != "" {
+		if err := writeDoc(*doc, *seeds, violations, liveness, elapsed, events, terms, acked, fail, heal); err != nil {
+			fmt.Fprintln(os.Stderr, "chaos:", err)
+			os.Exit(2)
+		}
+	}
+	fmt.Printf("sim: seeds=%d violations=%d liveness_failures=%d elapsed=%.0fs\n", *seeds, violations, liveness, elapsed.Seconds())
+	if violations > 0 || liveness > 0 {
+		os.Exit(1)
+	}
+}
+
+func pct(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(p * float64(len(s)-1))
+	return s[i].Round(time.Millisecond)
+}
+
+func writeDoc(path string, seeds, violations, liveness int, elapsed time.Duration, events, terms, acked int, fail map[string][]time.Duration, heal []time.Duration) error {
+	old, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	const begin, end = "<!-- chaos:begin -->", "<!-- chaos:end -->"
+	i, j := strings.Index(string(old), begin), strings.Index(string(old), end)
+	if i < 0 || j < i {
+		return fmt.Errorf("%s has no %s ... %s block to replace", path, begin, end)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\nLatest `make chaos` run (%s, %d cores):\n\n", begin, time.Now().UTC().Format("2006-01-02"), runtime.GOMAXPROCS(0))
+	fmt.Fprintf(&b, "```\nsim: seeds=%d violations=%d liveness_failures=%d elapsed=%.0fs\n```\n\n", seeds, violations, liveness, elapsed.Seconds())
+	fmt.Fprintf(&b, "| figure | value |\n|---|---|\n")
+	fmt.Fprintf(&b, "| seeds per second | %.1f |\n", float64(seeds)/elapsed.Seconds())
+	fmt.Fprintf(&b, "| simulated events | %d (%.0f per seed) |\n", events, float64(events)/float64(seeds))
+	fmt.Fprintf(&b, "| LEADER terms | %d |\n", terms)
+	fmt.Fprintf(&b, "| acknowledged client writes | %d |\n\n", acked)
+	fmt.Fprintf(&b, "Virtual time from the fault to the next LEADER (only faults that hit the sitting LEADER):\n\n")
+	fmt.Fprintf(&b, "| fault | samples | median | p90 | p99 | max |\n|---|---|---|---|---|---|\n")
+	kinds := []string{"kill", "pause", "partition", "step-down"}
+	for _, k := range kinds {
+		ds := fail[k]
+		fmt.Fprintf(&b, "| %s | %d | %v | %v | %v | %v |\n", k, len(ds), pct(ds, 0.5), pct(ds, 0.9), pct(ds, 0.99), pct(ds, 1))
+	}
+	fmt.Fprintf(&b, "| heal -> LEADER (liveness phase) | %d | %v | %v | %v | %v |\n", len(heal), pct(heal, 0.5), pct(heal, 0.9), pct(heal, 0.99), pct(heal, 1))
+	b.WriteString(end)
+	out := string(old[:i]) + b.String() + string(old[j+len(end):])
+	return os.WriteFile(path, []byte(out), 0o644)
+}
