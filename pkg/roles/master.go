@@ -469,6 +469,7 @@ func (m *Master) startElect(reason string) {
 	m.newEpoch(m.hard.MaxEpoch)
 	m.become(Elect, reason)
 	m.heartbeatNow()
+	m.tryWin() // bootstrap: the founder needs no vote
 }
 
 func (m *Master) newEpoch(above uint64) {
@@ -628,7 +629,9 @@ func (m *Master) onVoteHello(h VoteHello) {
 			return
 		}
 	}
-	m.heartbeatTo(h.CS)
+	if m.nextHB > m.now {
+		m.heartbeatTo(h.CS) // else a broadcast is due in this very step
+	}
 }
 
 // recordedLeader is the LEADER address a non-leader hands out.

@@ -116,8 +116,10 @@ func (m *Master) admin(a Admin) (bool, string) {
 		case m.Sync() != Synced:
 			return false, fmt.Sprintf("this master is not synced (%v); wait until it is", m.Sync())
 		}
-		m.hard.Yielded = false
-		m.persistHard()
+		if m.hard.Yielded {
+			m.hard.Yielded = false
+			m.persistHard()
+		}
 		m.become(Usurper, ReasonAdminUsurper)
 		return true, "USURPER: will take over as soon as it has caught up"
 	case AdminCancelUsurper:

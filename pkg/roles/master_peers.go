@@ -55,17 +55,13 @@ func (m *Master) onPeerStatus(st PeerStatus) {
 	if st.Role == Leader && st.Epoch >= m.hard.MaxEpoch {
 		m.leader, m.leaderHeard, m.leaderSeen = st.From, m.now, true
 	}
-	if st.Role == Leader || st.Role == Elect || st.Role == Deputy {
-		if st.Epoch > m.hard.Epoch && m.role.TakesVotes() {
-			if st.Role == Leader {
-				m.stepDown(ReasonLeaderSeenFor(m.role))
-				return
-			}
-		}
-	}
 	if st.MaxEpoch > m.hard.MaxEpoch {
 		m.hard.MaxEpoch = st.MaxEpoch
 		m.persistHard()
+	}
+	if st.Role == Leader && st.Epoch > m.hard.Epoch && m.role.TakesVotes() {
+		m.stepDown(ReasonLeaderSeenFor(m.role))
+		return
 	}
 	switch m.role {
 	case Elect:

@@ -1,0 +1,542 @@
+package roles
+
+import (
+	"flag"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mfs-election/mfs-election/pkg/wire"
+)
+
+// Golden scripts: each file under testdata/ is a protocol trace. A block is
+// a command, a line "----", and the actions it must produce. Run with
+// -update to rewrite the expectations after a deliberate change (and read
+// the diff). Every script names the docs/roles.md sections it covers in a
+// "# covers: §x.y ..." line; TestScriptsCoverTable checks that every row of
+// the table and every disconnect rule is covered.
+
+var update = flag.Bool("update", false, "rewrite golden script expectations")
+
+type harness struct {
+	t      *testing.T
+	now    Instant
+	m      *Master
+	v      *Voter
+	lastHB map[wire.CSID]Heartbeat
+	vsess  uint64 // the voter's current session, as last seen in a VoteHello
+}
+
+func parseArgs(fields []string) map[string]string {
+	a := map[string]string{}
+	for _, f := range fields {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok {
+			v = "true"
+		}
+		a[k] = v
+	}
+	return a
+}
+
+func mustDur(s string) time.Duration {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
+func mustU(s string) uint64 {
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		panic(err)
+	}
+	return n
+}
+
+func parsePos(s string) Pos {
+	v, e, _ := strings.Cut(s, "@")
+	return Pos{Version: mustU(v), Epoch: mustU(e)}
+}
+
+func ids(s string) []wire.MasterID {
+	var out []wire.MasterID
+	for _, x := range strings.Split(s, ",") {
+		out = append(out, wire.MasterID(mustU(x)))
+	}
+	return out
+}
+
+// registry builds a log: genesis by master 1, then one config entry that
+// registers the chunkservers "1@10.0.1.1,2@10.0.2.1" and maps the given
+// ranges, in force.
+func registry(spec, ranges string) ([]Entry, uint64) {
+	log := Genesis(1)
+	cfg := log[0].Config.clone()
+	cfg.Version = 2
+	cfg.Bootstrap = false
+	for _, cs := range strings.Split(spec, ",") {
+		id, addr, _ := strings.Cut(cs, "@")
+		cfg.Members = append(cfg.Members, Chunkserver{ID: wire.CSID(mustU(id)), Addr: netip.MustParseAddr(addr)})
+	}
+	if ranges != "" {
+		for _, r := range strings.Split(ranges, ",") {
+			p, name, _ := strings.Cut(r, ":")
+			var err error
+			cfg.Locations, err = cfg.Locations.MapRange(netip.MustParsePrefix(p), name)
+			if err != nil {
+				panic(err)
+			}
+		}
+	}
+	log = append(log, Entry{Pos: Pos{Version: 2, Epoch: 0}, Kind: EntryConfig, Config: cfg})
+	return log, 2
+}
+
+func (h *harness) run(cmd string) string {
+	fields := strings.Fields(cmd)
+	a := parseArgs(fields[1:])
+	switch fields[0] {
+	case "master":
+		cfg := DefaultConfig(wire.MasterID(mustU(a["id"])), ids(a["masters"]))
+		cfg.KeepLeadership = a["keep"] == "true"
+		if d, ok := a["deputy"]; ok {
+			cfg.DeputyElectionTime = mustDur(d)
+		}
+		if n, ok := a["acks"]; ok {
+			cfg.AckReplicas = int(mustU(n))
+		}
+		var st Stored
+		switch {
+		case a["empty"] == "true":
+		case a["genesis"] == "true":
+			st.Entries = Genesis(wire.MasterID(mustU(orDefault(a["founder"], a["id"]))))
+		default:
+			st.Entries, st.Hard.InForce = registry(a["registry"], a["ranges"])
+			st.Hard.Commit = Pos{Version: 2}
+		}
+		if e, ok := a["epoch"]; ok {
+			st.Hard.Epoch, st.Hard.MaxEpoch = mustU(e), mustU(e)
+		}
+		var acts []Action
+		h.m, acts = NewMaster(cfg, st, h.now)
+		return h.format(acts)
+	case "voter":
+		cfg := DefaultVoterConfig(wire.CSID(mustU(a["id"])), netip.MustParseAddr(a["addr"]), ids(a["masters"]))
+		var hs VoterHardState
+		if e, ok := a["epoch"]; ok {
+			hs.MaxEpoch = mustU(e)
+		}
+		if c, ok := a["commit"]; ok {
+			hs.Commit = parsePos(c)
+		}
+		var acts []Action
+		h.v, acts = NewVoter(cfg, hs, h.now)
+		return h.format(acts)
+	case "time":
+		if strings.HasPrefix(fields[1], "+") {
+			h.now = h.now.Add(mustDur(fields[1][1:]))
+		} else {
+			h.now = Instant(mustDur(fields[1]))
+		}
+		return fmt.Sprintf("now %v", time.Duration(h.now))
+	}
+	ev := h.event(fields[0], a)
+	if h.m != nil {
+		return h.format(h.m.Step(h.now, ev))
+	}
+	return h.format(h.v.Step(h.now, ev))
+}
+
+func (h *harness) event(name string, a map[string]string) Event {
+	cs := wire.CSID(mustU(orDefault(a["cs"], "0")))
+	from := wire.MasterID(mustU(orDefault(a["from"], "0")))
+	switch name {
+	case "tick":
+		return Tick{}
+	case "hello":
+		return VoteHello{CS: cs, Addr: netip.MustParseAddr(orDefault(a["addr"], fmt.Sprintf("10.0.1.%d", cs))), Session: mustU(orDefault(a["session"], "1")),
+			Nominate: a["nominate"] == "true", MaxEpoch: mustU(orDefault(a["maxepoch"], "0"))}
+	case "bye":
+		return VoteBye{CS: cs, Session: mustU(orDefault(a["session"], "1"))}
+	case "connlost":
+		if h.v != nil {
+			return VoteConnLost{Master: wire.MasterID(mustU(a["master"]))}
+		}
+		return ConnLost{CS: cs}
+	case "ack":
+		hb := h.lastHB[cs]
+		ack := HeartbeatAck{CS: cs, Session: hb.Session, Seq: hb.Seq, OK: a["nack"] == "", Granted: hb.Lease,
+			MaxEpoch: hb.Epoch, EpochOwner: hb.From, KnownReg: hb.RegVersion, InForce: hb.InForce, Commit: hb.Commit}
+		if ack.Granted == 0 {
+			ack.Granted = 800 * time.Millisecond
+		}
+		if r, ok := a["nack"]; ok {
+			ack.Reason = r
+		}
+		if e, ok := a["maxepoch"]; ok {
+			ack.MaxEpoch = mustU(e)
+		}
+		if o, ok := a["owner"]; ok {
+			ack.EpochOwner = wire.MasterID(mustU(o))
+		}
+		if c, ok := a["commit"]; ok {
+			ack.Commit = parsePos(c)
+		}
+		if r, ok := a["reg"]; ok {
+			ack.KnownReg = mustU(r)
+		}
+		if r, ok := a["inforce"]; ok {
+			ack.InForce = mustU(r)
+		}
+		return ack
+	case "peer":
+		st := PeerStatus{From: from, Incarnation: 1, Role: roleOf(orDefault(a["role"], "FOLLOWER")), Epoch: mustU(orDefault(a["epoch"], "0")),
+			Eligible: a["eligible"] != "false", Sync: Synced, Usurper: a["usurper"] == "true", Keep: a["keep"] == "true"}
+		st.MaxEpoch = st.Epoch
+		if l, ok := a["last"]; ok {
+			st.Last = parsePos(l)
+		}
+		return st
+	case "append":
+		ap := Append{From: from, Epoch: mustU(a["epoch"]), Prev: parsePos(orDefault(a["prev"], "0@0")), Commit: parsePos(orDefault(a["commit"], "0@0"))}
+		if n, ok := a["noop"]; ok {
+			ap.Entries = []Entry{{Pos: parsePos(n), Kind: EntryNoop}}
+		}
+		return ap
+	case "appendack":
+		return AppendAck{From: from, Epoch: mustU(a["epoch"]), OK: a["ok"] != "false", Match: parsePos(orDefault(a["match"], "0@0")), Last: mustU(orDefault(a["last"], "0"))}
+	case "fetchresp":
+		base := parsePos(a["base"])
+		r := FetchResp{From: from, Base: base}
+		for v := base.Version + 1; v <= mustU(a["upto"]); v++ {
+			r.Entries = append(r.Entries, Entry{Pos: Pos{Version: v, Epoch: mustU(a["epoch"])}, Kind: EntryNoop})
+		}
+		return r
+	case "write":
+		return ClientWrite{Client: ClientID(mustU(a["client"])), Seq: mustU(a["seq"]), Key: a["key"], Value: a["val"]}
+	case "read":
+		return ClientRead{Client: ClientID(mustU(a["client"])), Seq: mustU(a["seq"]), Key: a["key"]}
+	case "probe":
+		return Probe{CS: cs, Nonce: 1}
+	case "admin":
+		ad := Admin{ID: 1}
+		switch a["do"] {
+		case "usurper":
+			ad.Kind = AdminSetUsurper
+		case "cancel":
+			ad.Kind = AdminCancelUsurper
+		case "stepdown":
+			ad.Kind = AdminStepDown
+		case "shutdown":
+			ad.Kind = AdminShutdown
+		case "remove":
+			ad.Kind, ad.Change = AdminChange, Change{Kind: ChangeRemove, ID: uint32(cs)}
+		case "register":
+			ad.Kind, ad.Change = AdminChange, Change{Kind: ChangeRegister, CS: Chunkserver{ID: cs, Addr: netip.MustParseAddr(a["addr"])}}
+		case "map":
+			ad.Kind, ad.Change = AdminChange, Change{Kind: ChangeMapRange, Prefix: netip.MustParsePrefix(a["prefix"]), Name: a["name"]}
+		case "default":
+			ad.Kind, ad.Change = AdminChange, Change{Kind: ChangeSetDefault, Name: a["name"]}
+		case "off":
+			ad.Kind, ad.Change = AdminChange, Change{Kind: ChangeSetOn, Name: a["name"]}
+		}
+		return ad
+	// voter inputs
+	case "reply":
+		r := ProbeReply{From: from, Incarnation: mustU(orDefault(a["inc"], "1")), Role: roleOf(orDefault(a["role"], "FOLLOWER")),
+			Epoch: mustU(orDefault(a["epoch"], "0")), Eligible: a["eligible"] != "false", Sync: Synced,
+			Usurper: a["usurper"] == "true", Keep: a["keep"] == "true", Last: parsePos(orDefault(a["last"], "2@0"))}
+		if l, ok := a["leader"]; ok {
+			r.Leader, r.LeaderFresh = wire.MasterID(mustU(l)), true
+		}
+		return r
+	case "heartbeat":
+		return Heartbeat{From: from, Incarnation: mustU(orDefault(a["inc"], "1")), Session: mustU(orDefault(a["session"], strconv.FormatUint(h.vsess, 10))),
+			Seq: mustU(orDefault(a["seq"], "1")), Role: roleOf(orDefault(a["role"], "ELECT")), Epoch: mustU(a["epoch"]),
+			Lease: mustDur(orDefault(a["lease"], "800ms")), RegVersion: mustU(orDefault(a["reg"], "0")), Commit: parsePos(orDefault(a["commit"], "0@0")),
+			Rank: uint32(mustU(orDefault(a["rank"], "0"))), Ranks: uint32(mustU(orDefault(a["ranks"], "0")))}
+	case "release":
+		return VoteRelease{From: from, Incarnation: mustU(orDefault(a["inc"], "1")), Session: mustU(orDefault(a["session"], strconv.FormatUint(h.vsess, 10))),
+			Next: wire.MasterID(mustU(orDefault(a["next"], "0")))}
+	case "redirect":
+		return Redirect{From: from, Session: h.vsess, Leader: wire.MasterID(mustU(orDefault(a["leader"], "0")))}
+	case "refused":
+		return Refused{Master: wire.MasterID(mustU(a["master"])), SentAt: h.now}
+	}
+	h.t.Fatalf("unknown command %q", name)
+	return nil
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+func roleOf(s string) Role {
+	for r := Dummy; r <= Deputy; r++ {
+		if r.String() == s {
+			return r
+		}
+	}
+	panic("unknown role " + s)
+}
+
+// format prints a batch the way the golden files show it. Probes and peer
+// status broadcasts are left out: they are routine and would drown the rest.
+func (h *harness) format(acts []Action) string {
+	var lines []string
+	for _, a := range acts {
+		switch a := a.(type) {
+		case Persist:
+			var parts []string
+			if a.Hard != nil {
+				parts = append(parts, fmt.Sprintf("hard{epoch=%d max=%d commit=%v inforce=%d yielded=%v}", a.Hard.Epoch, a.Hard.MaxEpoch, a.Hard.Commit, a.Hard.InForce, a.Hard.Yielded))
+			}
+			if a.TruncateAfter != nil {
+				parts = append(parts, fmt.Sprintf("truncate-after=%d", *a.TruncateAfter))
+			}
+			for _, e := range a.Append {
+				parts = append(parts, "append="+entryText(e))
+			}
+			if a.Voter != nil {
+				parts = append(parts, fmt.Sprintf("voter{epoch=%d owner=%v reg=%d inforce=%d commit=%v}", a.Voter.MaxEpoch, a.Voter.EpochOwner, a.Voter.KnownReg, a.Voter.InForce, a.Voter.Commit))
+			}
+			lines = append(lines, "persist "+strings.Join(parts, " "))
+		case Disconnect:
+			var gs []string
+			for _, g := range a.Goodbyes {
+				gs = append(gs, g.To.String()+":"+msgText(g.Msg))
+			}
+			lines = append(lines, fmt.Sprintf("disconnect %v %s", a.Class, strings.Join(gs, " ")))
+		case Transition:
+			lines = append(lines, fmt.Sprintf("transition %v -> %v epoch %d (%s %s)", a.From, a.To, a.Epoch, a.Reason, a.Section))
+		case Send:
+			switch a.Msg.(type) {
+			case Probe, PeerStatus:
+				continue
+			case Heartbeat:
+				hb := a.Msg.(Heartbeat)
+				h.lastHB[wire.CSID(a.To.ID)] = hb
+			case VoteHello:
+				h.vsess = a.Msg.(VoteHello).Session
+			}
+			lines = append(lines, fmt.Sprintf("send %v %s", a.To, msgText(a.Msg)))
+		case Ignored:
+			lines = append(lines, "ignored "+a.Reason)
+		case AdminReply:
+			lines = append(lines, fmt.Sprintf("admin ok=%v %s", a.OK, a.Text))
+		}
+	}
+	if len(lines) == 0 {
+		return "(nothing)"
+	}
+	return strings.Join(lines, "\n")
+}
+
+func entryText(e Entry) string {
+	switch e.Kind {
+	case EntryNoop:
+		return e.Pos.String() + ":noop"
+	case EntryConfig:
+		return fmt.Sprintf("%v:config-v%d", e.Pos, e.Config.Version)
+	case EntryPut:
+		return fmt.Sprintf("%v:put(%s=%s)", e.Pos, e.Key, e.Value)
+	}
+	return e.Pos.String()
+}
+
+var sessionRe = regexp.MustCompile(`Session:\d{6,}`)
+
+func msgText(m wire.Message) string {
+	switch m := m.(type) {
+	case Heartbeat:
+		return fmt.Sprintf("heartbeat seq=%d %v epoch=%d lease=%v reg=%d inforce=%d commit=%v rank=%d/%d", m.Seq, m.Role, m.Epoch, m.Lease, m.RegVersion, m.InForce, m.Commit, m.Rank, m.Ranks)
+	case HeartbeatAck:
+		if !m.OK {
+			return fmt.Sprintf("nack %s maxepoch=%d owner=%v", m.Reason, m.MaxEpoch, m.EpochOwner)
+		}
+		return fmt.Sprintf("ack seq=%d granted=%v epoch=%d reg=%d commit=%v", m.Seq, m.Granted, m.MaxEpoch, m.KnownReg, m.Commit)
+	case VoteRelease:
+		return fmt.Sprintf("release next=%v", m.Next)
+	case Redirect:
+		return fmt.Sprintf("redirect leader=%v", m.Leader)
+	case VoteHello:
+		return fmt.Sprintf("hello nominate=%v maxepoch=%d", m.Nominate, m.MaxEpoch)
+	case VoteBye:
+		return "bye"
+	case Append:
+		var es []string
+		for _, e := range m.Entries {
+			es = append(es, entryText(e))
+		}
+		return fmt.Sprintf("append epoch=%d prev=%v commit=%v [%s]", m.Epoch, m.Prev, m.Commit, strings.Join(es, " "))
+	case AppendAck:
+		return fmt.Sprintf("appendack epoch=%d ok=%v match=%v last=%d", m.Epoch, m.OK, m.Match, m.Last)
+	case FetchReq:
+		return fmt.Sprintf("fetch after=%d", m.After)
+	case ClientReply:
+		if !m.OK {
+			return fmt.Sprintf("reply seq=%d err=%q redirect=%v", m.Seq, m.Err, m.Redirect)
+		}
+		return fmt.Sprintf("reply seq=%d ok value=%q found=%v version=%d stale=%v", m.Seq, m.Value, m.Found, m.Version, m.Stale)
+	case ProbeReply:
+		return fmt.Sprintf("probe-reply %v epoch=%d eligible=%v", m.Role, m.Epoch, m.Eligible)
+	}
+	return sessionRe.ReplaceAllString(fmt.Sprintf("%T%+v", m, m), "Session:N")
+}
+
+// runScript plays one file and returns its text with fresh expectations.
+func runScript(t *testing.T, path string) (got, want string) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = string(raw)
+	h := &harness{t: t, lastHB: map[wire.CSID]Heartbeat{}}
+	var out strings.Builder
+	blocks := strings.Split(strings.TrimRight(want, "\n"), "\n\n")
+	for i, b := range blocks {
+		cmdPart, _, _ := strings.Cut(b, "\n----")
+		var cmds []string
+		for _, l := range strings.Split(cmdPart, "\n") {
+			if strings.HasPrefix(l, "#") || strings.TrimSpace(l) == "" {
+				out.WriteString(l + "\n")
+				continue
+			}
+			cmds = append(cmds, l)
+		}
+		if len(cmds) == 0 {
+			if i < len(blocks)-1 {
+				out.WriteString("\n")
+			}
+			continue
+		}
+		var res []string
+		for _, c := range cmds {
+			out.WriteString(c + "\n")
+			res = append(res, h.run(c))
+		}
+		out.WriteString("----\n" + strings.Join(res, "\n") + "\n")
+		if i < len(blocks)-1 {
+			out.WriteString("\n")
+		}
+	}
+	return out.String(), want
+}
+
+func scriptFiles(t *testing.T) []string {
+	files, err := filepath.Glob("testdata/*.txt")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no golden scripts under testdata/: %v", err)
+	}
+	sort.Strings(files)
+	return files
+}
+
+func TestScripts(t *testing.T) {
+	for _, f := range scriptFiles(t) {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			got, want := runScript(t, f)
+			if *update {
+				if err := os.WriteFile(f, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if got != want {
+				t.Errorf("%s differs from its expectation (run with -update and read the diff):\n%s", f, lineDiff(want, got))
+			}
+		})
+	}
+}
+
+func lineDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := 0; i < len(w) || i < len(g); i++ {
+		var a, b string
+		if i < len(w) {
+			a = w[i]
+		}
+		if i < len(g) {
+			b = g[i]
+		}
+		if a != b {
+			return fmt.Sprintf("line %d:\n  want: %s\n  got:  %s", i+1, a, b)
+		}
+	}
+	return ""
+}
+
+var coversRe = regexp.MustCompile(`§[0-9]+\.[0-9]+`)
+
+// TestScriptsCoverTable: every transition row and every disconnect rule of
+// docs/roles.md is exercised by at least one golden script that cites it,
+// and every transition the scripts produce is cited by them.
+func TestScriptsCoverTable(t *testing.T) {
+	cited := map[string]bool{}
+	produced := map[string]bool{}
+	for _, f := range scriptFiles(t) {
+		raw, _ := os.ReadFile(f)
+		for _, l := range strings.Split(string(raw), "\n") {
+			if strings.HasPrefix(l, "# covers:") {
+				for _, s := range coversRe.FindAllString(l, -1) {
+					cited[s] = true
+				}
+			}
+			if strings.HasPrefix(l, "transition ") {
+				// "transition A -> B epoch N (reason §x)"
+				f := strings.Fields(l)
+				produced[f[1]+" "+f[3]+" "+l[strings.LastIndex(l, "(")+1:len(l)-1]] = true
+			}
+		}
+	}
+	for _, r := range Transitions {
+		if !cited[r.Section] {
+			t.Errorf("no golden script cites %s (%v -> %v)", r.Section, r.From, r.To)
+		}
+		if !produced[fmt.Sprintf("%v %v %s %s", r.From, r.To, r.Reason, r.Section)] {
+			t.Errorf("no golden script produces %v -> %v (%s %s)", r.From, r.To, r.Reason, r.Section)
+		}
+	}
+	for _, s := range []string{"§4.1", "§4.2", "§4.3", "§4.4", "§5.1", "§5.2", "§6.1", "§6.2", "§6.3", "§6.4"} {
+		if !cited[s] {
+			t.Errorf("no golden script cites %s", s)
+		}
+	}
+}
+
+// TestDocTable: docs/roles.md prints exactly the rows of Transitions.
+func TestDocTable(t *testing.T) {
+	raw, err := os.ReadFile("../../docs/roles.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc []string
+	for _, l := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(l, "| §3.") {
+			doc = append(doc, l)
+		}
+	}
+	var code []string
+	for _, r := range Transitions {
+		d := "no"
+		if r.Disconnect {
+			d = "yes"
+		}
+		code = append(code, fmt.Sprintf("| %s | %v | %v | `%s` | %s |", r.Section, r.From, r.To, r.Reason, d))
+	}
+	if strings.Join(doc, "\n") != strings.Join(code, "\n") {
+		t.Errorf("docs/roles.md table and roles.Transitions differ:\ndoc:\n%s\ncode:\n%s", strings.Join(doc, "\n"), strings.Join(code, "\n"))
+	}
+}
