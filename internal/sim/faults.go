@@ -43,15 +43,15 @@ var faultNames = [numFaults]string{"kill-master", "kill-cs", "pause-master", "pa
 // are on the menu.
 type profile struct {
 	masters, css, spares, locs, clients int
-	delayBase, delayJitter             time.Duration
-	loss, dup                          float64
-	diskMax                            time.Duration
-	masterCfg                          roles.Config
-	maxPromise                         time.Duration
-	keep                               int // master with KEEP_LEADERSHIP (0 none)
-	faults                             []faultKind
-	meanGap                            time.Duration
-	extremeClocks                      bool // every clock starts at +rho or -rho
+	delayBase, delayJitter              time.Duration
+	loss, dup                           float64
+	diskMax                             time.Duration
+	masterCfg                           roles.Config
+	maxPromise                          time.Duration
+	keep                                int // master with KEEP_LEADERSHIP (0 none)
+	faults                              []faultKind
+	meanGap                             time.Duration
+	extremeClocks                       bool // every clock starts at +rho or -rho
 }
 
 // initialRate is a node's clock rate at start: 1, or on extreme-clock seeds

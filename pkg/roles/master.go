@@ -879,4 +879,3 @@ func (m *Master) timers() {
 		m.heartbeatAll()
 	}
 }
-
