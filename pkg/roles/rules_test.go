@@ -1,0 +1,221 @@
+package roles
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mfs-election/mfs-election/pkg/wire"
+	"pgregory.net/rapid"
+)
+
+// TestLeaseOrdering is the lease arithmetic of docs/architecture.md §3 as a
+// property: whatever the clock rates within the bound and whatever the
+// delay of the heartbeat, the master stops counting a vote strictly before
+// the voter's promise ends, in true time.
+func TestLeaseOrdering(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		promise := time.Duration(rapid.Int64Range(int64(10*time.Millisecond), int64(time.Minute)).Draw(t, "promise"))
+		rho := rapid.Float64Range(0, 0.1).Draw(t, "rho")
+		margin := time.Duration(rapid.Int64Range(int64(time.Microsecond), int64(50*time.Millisecond)).Draw(t, "margin"))
+		master := rapid.Float64Range(1-rho, 1+rho).Draw(t, "master_rate")
+		voter := rapid.Float64Range(1-rho, 1+rho).Draw(t, "voter_rate")
+		delay := time.Duration(rapid.Int64Range(0, int64(time.Second)).Draw(t, "delay"))
+		d := CountedLease(promise, rho, margin)
+		// True durations: a clock running at rate r needs x/r true seconds
+		// to advance by x.
+		masterEnd := float64(d) / master
+		voterEnd := float64(delay) + float64(promise)/voter
+		if masterEnd >= voterEnd {
+			t.Fatalf("master counts until %.0fns, voter promised until %.0fns (counted lease %v)", masterEnd, voterEnd, d)
+		}
+	})
+}
+
+func TestCountedLeaseTable(t *testing.T) {
+	for _, c := range []struct {
+		name            string
+		promise, margin time.Duration
+		rho             float64
+		want            time.Duration
+	}{
+		{name: "no drift", promise: time.Second, margin: 10 * time.Millisecond, rho: 0, want: 990 * time.Millisecond},
+		{name: "1% drift", promise: 800 * time.Millisecond, margin: 10 * time.Millisecond, rho: 0.01, want: 774158415},
+		{name: "margin larger than lease", promise: time.Millisecond, margin: time.Second, rho: 0.01, want: 0},
+	} {
+		if got := CountedLease(c.promise, c.rho, c.margin); got != c.want {
+			t.Errorf("%s: CountedLease(%v, %v, %v) = %v, want %v", c.name, c.promise, c.rho, c.margin, got, c.want)
+		}
+	}
+}
+
+func TestReplicatedVersion(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		leader    uint64
+		followers []uint64
+		required  int
+		want      uint64
+	}{
+		{name: "no follower needed", leader: 9, followers: []uint64{1, 2}, required: 0, want: 9},
+		{name: "no follower connected", leader: 9, required: 1, want: 9},
+		{name: "best follower", leader: 9, followers: []uint64{3, 7, 5}, required: 1, want: 7},
+		{name: "second best", leader: 9, followers: []uint64{3, 7, 5}, required: 2, want: 5},
+		{name: "more required than connected", leader: 9, followers: []uint64{3, 7}, required: 4, want: 3},
+		{name: "follower ahead of leader is capped", leader: 4, followers: []uint64{8}, required: 1, want: 4},
+	} {
+		if got := ReplicatedVersion(c.leader, c.followers, c.required); got != c.want {
+			t.Errorf("%s: got %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+func TestAckRule(t *testing.T) {
+	knows := func(q uint64) func(uint64) bool { return func(v uint64) bool { return v <= q } }
+	for _, c := range []struct {
+		name      string
+		leader    uint64
+		followers []uint64
+		cands     []uint64
+		quorumAt  uint64
+		want      uint64
+	}{
+		{name: "all three hold", leader: 10, followers: []uint64{10}, cands: []uint64{10, 8}, quorumAt: 10, want: 10},
+		{name: "follower behind", leader: 10, followers: []uint64{6}, cands: []uint64{10, 6, 5}, quorumAt: 10, want: 6},
+		{name: "voters behind", leader: 10, followers: []uint64{10}, cands: []uint64{10, 7}, quorumAt: 7, want: 7},
+		{name: "nothing known", leader: 10, followers: []uint64{10}, cands: nil, quorumAt: 10, want: 0},
+	} {
+		if got := AckRule(c.leader, c.followers, 1, c.cands, knows(c.quorumAt)); got != c.want {
+			t.Errorf("%s: got %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+func TestNominationRules(t *testing.T) {
+	a := Candidate{ID: 1, Eligible: true, Last: Pos{10, 2}}
+	b := Candidate{ID: 2, Eligible: true, Last: Pos{12, 1}}
+	if !Better(a, b) {
+		t.Error("a newer epoch must beat a longer log of an older epoch")
+	}
+	u := b
+	u.Usurper = true
+	if !Better(u, a) {
+		t.Error("a USURPER must be preferred")
+	}
+	k := b
+	k.Keep = true
+	if !Better(k, a) || Better(k, u) {
+		t.Error("KEEP_LEADERSHIP comes after USURPER and before metadata")
+	}
+	y := a
+	y.Yielded = true
+	if Better(y, b) {
+		t.Error("a master that yielded on purpose comes after one that did not")
+	}
+	same := a
+	same.ID = 3
+	if !Better(a, same) || Better(same, a) {
+		t.Error("ties break on the lower id, the same way for every voter")
+	}
+	if MayNominate(Candidate{Eligible: false, Last: Pos{99, 9}}, Pos{}) {
+		t.Error("a master without metadata may never be nominated")
+	}
+	if MayNominate(Candidate{Eligible: true, Last: Pos{5, 1}}, Pos{6, 1}) {
+		t.Error("a master behind the known commit point may not be nominated")
+	}
+	if MayNominate(Candidate{Eligible: true, Last: Pos{9, 1}}, Pos{6, 2}) {
+		t.Error("a master whose last epoch is older than the commit point's may not be nominated")
+	}
+	if !MayNominate(Candidate{Eligible: true, Last: Pos{6, 2}}, Pos{6, 2}) {
+		t.Error("a master holding exactly the commit point may be nominated")
+	}
+}
+
+func TestMustDisconnect(t *testing.T) {
+	for from := Dummy; from <= Deputy; from++ {
+		for to := Dummy; to <= Deputy; to++ {
+			want := from != to && (from == Leader || from == Deputy || (from == Elect && (to == Follower || to == Dummy)))
+			if got := MustDisconnect(from, to); got != want {
+				t.Errorf("MustDisconnect(%v, %v) = %v, want %v", from, to, got, want)
+			}
+		}
+	}
+	for _, r := range Transitions {
+		if r.Disconnect != MustDisconnect(r.From, r.To) {
+			t.Errorf("table row %s %v -> %v disagrees with the disconnect rule", r.Section, r.From, r.To)
+		}
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	good := DefaultConfig(1, []wire.MasterID{1, 2, 3})
+	if err := good.Validate(); err != nil {
+		t.Fatalf("defaults invalid: %v", err)
+	}
+	bad := good
+	bad.ID = 4
+	bad.VoteLease = 50 * time.Millisecond
+	bad.MaxClockDrift = 0.5
+	bad.AckReplicas = -1
+	err := bad.Validate()
+	if err == nil {
+		t.Fatal("bad config accepted")
+	}
+	for _, want := range []string{"does not contain this master M4", "vote lease 50ms", "max clock drift 0.5", "ack replicas -1"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %q", err, want)
+		}
+	}
+	if bad.ID != 4 || bad.VoteLease != 50*time.Millisecond {
+		t.Error("Validate changed its receiver")
+	}
+	v := DefaultVoterConfig(1, netip.MustParseAddr("10.0.0.1"), []wire.MasterID{1})
+	if err := v.Validate(); err != nil {
+		t.Fatalf("voter defaults invalid: %v", err)
+	}
+	v.ID, v.Masters = 0, nil
+	if err := v.Validate(); err == nil || !strings.Contains(err.Error(), "id must not be 0") || !strings.Contains(err.Error(), "no masters") {
+		t.Errorf("voter config errors not named: %v", err)
+	}
+}
+
+func TestChanges(t *testing.T) {
+	log := Genesis(1)
+	cfg := log[0].Config
+	reg := func(id wire.CSID, a string) Change {
+		return Change{Kind: ChangeRegister, CS: Chunkserver{ID: id, Addr: netip.MustParseAddr(a)}}
+	}
+	c2, err := reg(2, "10.0.1.2").apply(cfg)
+	if err != nil || c2.Version != 2 || c2.Bootstrap || len(cfg.Members) != 0 {
+		t.Fatalf("register: %v %+v (original %+v)", err, c2, cfg)
+	}
+	c3, _ := reg(1, "10.0.2.1").apply(c2)
+	if c3.Members[0].ID != 1 || c3.Members[1].ID != 2 {
+		t.Errorf("members not sorted: %+v", c3.Members)
+	}
+	if _, err := reg(1, "10.0.2.9").apply(c3); err == nil {
+		t.Error("a second registration of the same id was accepted")
+	}
+	if _, err := (Change{Kind: ChangeRemove, ID: 7}).apply(c3); err == nil || !strings.Contains(err.Error(), "CS7") {
+		t.Errorf("removing an unknown chunkserver: %v", err)
+	}
+	c4, err := (Change{Kind: ChangeRemove, ID: 1}).apply(c3)
+	if err != nil || len(c4.Members) != 1 {
+		t.Fatalf("remove: %v", err)
+	}
+	if _, err := (Change{Kind: ChangeRemove, ID: 2}).apply(c4); err == nil || !strings.Contains(err.Error(), "last registered") {
+		t.Errorf("removing the last chunkserver: %v", err)
+	}
+	c5, err := (Change{Kind: ChangeMapRange, Prefix: netip.MustParsePrefix("10.0.2.0/24"), Name: "west"}).apply(c3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := c5.Electorate()
+	if !e.Divided() {
+		t.Error("two locations with members should make a divided electorate")
+	}
+	if _, err := (Change{Kind: ChangeMapRange, Prefix: netip.MustParsePrefix("10.0.2.0/25"), Name: "east"}).apply(c5); err == nil {
+		t.Error("an overlapping range was accepted")
+	}
+}
