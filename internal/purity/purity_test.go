@@ -21,7 +21,7 @@ const module = "github.com/mfs-election/mfs-election/"
 var allowed = map[string]bool{
 	"errors": true, "fmt": true, "sort": true, "slices": true, "strings": true,
 	"strconv": true, "net/netip": true, "math/bits": true, "cmp": true, "maps": true,
-	"time": true,
+	"time":              true,
 	module + "pkg/wire": true, module + "pkg/locations": true, module + "pkg/quorum": true,
 }
 
