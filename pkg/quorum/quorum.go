@@ -87,6 +87,9 @@ type Electorate struct {
 	places []place
 	// voters is sorted by ID; every Loc is an entry of places.
 	voters []Voter
+	// at[i] is the index in places of voters[i]'s location (precomputed:
+	// Tally runs on every step of every master).
+	at []int
 }
 
 // NewElectorate builds the electorate from the location map and the
@@ -105,6 +108,10 @@ func NewElectorate(m locations.Map, members []locations.Member) Electorate {
 		}
 	}
 	slices.SortFunc(e.voters, func(a, b Voter) int { return cmp.Compare(a.ID, b.ID) })
+	e.at = make([]int, len(e.voters))
+	for i, v := range e.voters {
+		e.at[i] = e.placeIndex(v.Loc)
+	}
 	return e
 }
 
@@ -205,8 +212,8 @@ func (e Electorate) Tally(vote func(wire.CSID) Vote) Tally {
 	for i, p := range e.places {
 		t.Locations[i] = LocationTally{Loc: p.id, Default: p.def, Registered: p.n}
 	}
-	for _, v := range e.voters {
-		lt := &t.Locations[e.placeIndex(v.Loc)]
+	for i, v := range e.voters {
+		lt := &t.Locations[e.at[i]]
 		switch vote(v.ID) {
 		case For:
 			lt.For++

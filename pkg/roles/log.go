@@ -133,6 +133,7 @@ func Genesis(founder wire.MasterID) []Entry {
 // Invariant: entries[i].Version == i+1 and epochs never decrease.
 type Log struct {
 	entries []Entry
+	configs []uint64 // versions of the config entries, ascending
 }
 
 // Last is the position of the newest entry (zero when empty).
@@ -184,7 +185,12 @@ func (l *Log) From(v uint64, max int) []Entry {
 // truncate drops every entry after version v.
 func (l *Log) truncate(v uint64) {
 	if v < uint64(len(l.entries)) {
-		l.entries = l.entries[:v]
+		// Clip so that a later append cannot write into an array a caller
+		// still holds (From returns copies, the simulator's store does not).
+		l.entries = slices.Clip(l.entries[:v])
+		for len(l.configs) > 0 && l.configs[len(l.configs)-1] > v {
+			l.configs = l.configs[:len(l.configs)-1]
+		}
 	}
 }
 
@@ -196,37 +202,27 @@ func (l *Log) append(es ...Entry) {
 			panic(fmt.Sprintf("invariant log-contiguous: appending %v after %v", e.Pos, last))
 		}
 		l.entries = append(l.entries, e)
+		if e.Kind == EntryConfig {
+			l.configs = append(l.configs, e.Version)
+		}
 	}
 }
 
 // Configs returns the newest config entry and the one before it (nil when
 // absent), looking no further than version upto.
 func (l *Log) Configs(upto uint64) (latest, previous *ClusterConfig) {
-	if upto > uint64(len(l.entries)) {
-		upto = uint64(len(l.entries))
+	i, found := slices.BinarySearch(l.configs, upto)
+	if found {
+		i++
 	}
-	for i := int(upto) - 1; i >= 0; i-- {
-		if l.entries[i].Kind != EntryConfig {
-			continue
-		}
-		if latest == nil {
-			latest = l.entries[i].Config
-			continue
-		}
-		return latest, l.entries[i].Config
+	// l.configs[:i] are the config entries at or below upto.
+	if i >= 1 {
+		latest = l.entries[l.configs[i-1]-1].Config
 	}
-	return latest, nil
-}
-
-// configEntryVersion returns the log version of the entry that carries
-// config version cv (0 if absent).
-func (l *Log) configEntryVersion(cv uint64) uint64 {
-	for i := len(l.entries) - 1; i >= 0; i-- {
-		if e := l.entries[i]; e.Kind == EntryConfig && e.Config.Version == cv {
-			return e.Version
-		}
+	if i >= 2 {
+		previous = l.entries[l.configs[i-2]-1].Config
 	}
-	return 0
+	return latest, previous
 }
 
 // findClientSeq returns the version of the entry written for (client, seq).

@@ -490,6 +490,7 @@ func (m *Master) enterLeader() {
 	m.log.append(e)
 	m.emit(Persist{Append: []Entry{e}})
 	m.replicated, m.acked = m.hard.Commit, m.hard.Commit
+	m.kv.applyUpTo(&m.log, m.acked.Version)
 	m.progress = map[wire.MasterID]*progress{}
 	for _, id := range m.cfg.Masters {
 		if id != m.cfg.ID {
@@ -617,7 +618,9 @@ func (m *Master) onVoteHello(h VoteHello) {
 			return
 		}
 	}
-	if old := m.voters[h.CS]; old != nil && old.session > h.Session {
+	if old := m.voters[h.CS]; old != nil && old.session >= h.Session {
+		// An older session, or this one again (a duplicate): keep what the
+		// session has earned.
 		m.ignore("stale-session")
 		return
 	}
@@ -668,7 +671,7 @@ func (m *Master) onHeartbeatAck(a HeartbeatAck) {
 		return
 	}
 	sent, ok := m.hbSent[a.Seq]
-	if !ok {
+	if !ok || sent.epoch < v.ackEpoch {
 		m.ignore("stale-ack")
 		return
 	}
