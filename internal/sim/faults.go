@@ -310,10 +310,12 @@ func (w *world) fault(f faultKind, dur int64, pick int, leaderFirst bool, mode i
 			w.scheduleTick(p.ref)
 		}
 	case fWallJump:
-		// The pure core takes no wall-clock input at all (a test enforces
-		// it), so a jump can change nothing there; it is traced so that the
-		// menu is complete and the trace shows when it happened.
-		w.tracef("M%d wall clock jumps %+ds (the core reads no wall clock)", pick%len(w.masters)+1, pick%120-60)
+		// The wall clock only reaches the core as a display stamp on status
+		// messages; safety must not move when it jumps.
+		i := pick % len(w.masters)
+		jump := int64(pick%120-60) * int64(time.Second)
+		w.masters[i].wallJump += jump
+		w.tracef("M%d wall clock jumps %+v", i+1, time.Duration(jump))
 	case fRegister:
 		for i, c := range w.css {
 			if c.spare && !c.started {
@@ -350,6 +352,9 @@ func (w *world) fault(f faultKind, dur int64, pick int, leaderFirst bool, mode i
 	case fUsurper:
 		i := pick % len(w.masters)
 		if w.masters[i].up && w.masters[i].m.Role() == roles.Follower {
+			if w.leaderIdx() >= 0 {
+				w.chk.startFailover(w, "usurper")
+			}
 			w.admin(i, roles.Admin{ID: next(), Kind: roles.AdminSetUsurper}, 0)
 			if mode == 0 {
 				w.at(w.now+dur, func() {

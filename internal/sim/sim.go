@@ -135,7 +135,15 @@ type proc struct {
 	busy   bool   // a batch is waiting for its persist
 	inbox  []roles.Event
 	tickAt int64
+	// wallJump is how far this machine's wall clock has been set off true
+	// time. The driver stamps it on status messages for display, as the
+	// daemons do; the core never reads it.
+	wallJump int64
 }
+
+// wallMs is the node's wall clock in Unix milliseconds (2027-01-01 at the
+// start of a run).
+func (p *proc) wallMs(now int64) int64 { return 1798761600000 + (now+p.wallJump)/1e6 }
 
 type masterNode struct {
 	proc
@@ -439,7 +447,16 @@ func (w *world) effects(r ref, acts []roles.Action) {
 	for _, a := range acts {
 		switch a := a.(type) {
 		case roles.Send:
-			w.send(r, w.peerRef(a.To), a.Msg, loc)
+			msg := a.Msg
+			switch m := msg.(type) {
+			case roles.PeerStatus:
+				m.WallUnixMs = p.wallMs(w.now)
+				msg = m
+			case roles.ProbeReply:
+				m.WallUnixMs = p.wallMs(w.now)
+				msg = m
+			}
+			w.send(r, w.peerRef(a.To), msg, loc)
 		case roles.Disconnect:
 			for _, g := range a.Goodbyes {
 				w.send(r, w.peerRef(g.To), g.Msg, loc)

@@ -109,7 +109,7 @@ func writeDoc(path string, seeds, violations, liveness int, elapsed time.Duratio
 	fmt.Fprintf(&b, "| acknowledged client writes | %d |\n\n", acked)
 	fmt.Fprintf(&b, "Virtual time from the fault to the next LEADER (only faults that hit the sitting LEADER):\n\n")
 	fmt.Fprintf(&b, "| fault | samples | median | p90 | p99 | max |\n|---|---|---|---|---|---|\n")
-	kinds := []string{"kill", "pause", "partition", "step-down"}
+	kinds := []string{"kill", "pause", "partition", "step-down", "usurper"}
 	for _, k := range kinds {
 		ds := fail[k]
 		fmt.Fprintf(&b, "| %s | %d | %v | %v | %v | %v |\n", k, len(ds), pct(ds, 0.5), pct(ds, 0.9), pct(ds, 0.99), pct(ds, 1))
