@@ -63,6 +63,11 @@ func (c *checker) batch(w *world, r ref, acts []roles.Action) {
 				w.violate("%v: %v -> %v disconnected %v but must take effect at once", r, a.From, a.To, disc)
 			}
 			disc = map[roles.ConnClass]bool{}
+			// L2: once a LEADER holds quorum after the heal, nothing but a
+			// planned handover may unseat it (no flapping).
+			if c.ledAfterHeal && a.From == roles.Leader && (a.Reason == roles.ReasonQuorumLost || a.Reason == roles.ReasonHigherEpoch) && c.liveness == "" {
+				c.liveness = fmt.Sprintf("%v lost the lead after the heal (%s): flapping", r, a.Reason)
+			}
 			if a.To == roles.Leader {
 				c.newLeader(w, r, a.Epoch)
 			}
@@ -165,6 +170,7 @@ func (c *checker) startFailover(w *world, kind string) {
 func (c *checker) final(w *world, healAt, end int64) {
 	bound := w.livenessBound()
 	switch {
+	case c.liveness != "":
 	case !c.ledAfterHeal:
 		c.liveness = fmt.Sprintf("no LEADER within %v of the heal (%s)", bound, rolesLine(w))
 	case c.healToLead > bound:

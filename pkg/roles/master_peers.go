@@ -1,6 +1,8 @@
 package roles
 
 import (
+	"fmt"
+
 	"github.com/mfs-election/mfs-election/pkg/quorum"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
@@ -377,6 +379,12 @@ func (m *Master) proposeChange(c Change) error {
 	}
 	if next.Electorate().Size() == 0 && cur.Electorate().Size() > 0 {
 		return errNoElectorate
+	}
+	// The change is tallied jointly at once: refuse one under which the
+	// votes this LEADER holds now would not make a quorum, rather than
+	// step down over an admin command.
+	if t := m.tallyUnder(next, m.now, nil); t.Outcome != quorum.Won {
+		return fmt.Errorf("refused: under the changed registry the votes this LEADER holds would not make a quorum (%v)", t)
 	}
 	e := Entry{Pos: Pos{Version: m.log.Len() + 1, Epoch: m.hard.Epoch}, Kind: EntryConfig, Config: next}
 	m.log.append(e)
