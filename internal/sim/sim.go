@@ -27,6 +27,10 @@ type Options struct {
 	// FullTrace keeps every delivered message in the trace (replays).
 	FullTrace bool
 	TraceTail int
+	// Sabotage, for the tests that prove the checks can fail: when set,
+	// masters count each vote this much longer than the lease arithmetic
+	// allows (a negative margin that Validate would refuse).
+	Sabotage time.Duration
 }
 
 // DefaultOptions are what `make test` and `make chaos` run.
@@ -613,6 +617,9 @@ func newWorld(opt Options) *world {
 	}
 	for i := 0; i < w.prof.masters; i++ {
 		cfg := w.prof.masterCfg
+		if opt.Sabotage > 0 {
+			cfg.LeaseMargin = -opt.Sabotage
+		}
 		cfg.ID, cfg.Masters, cfg.Seed = ids[i], ids, uint64(w.rng.Int63())
 		cfg.KeepLeadership = w.prof.keep == i+1
 		n := &masterNode{cfg: cfg}

@@ -2,9 +2,13 @@ package sim
 
 import (
 	"flag"
+
+	"github.com/anishathalye/porcupine"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 var (
@@ -73,5 +77,56 @@ func TestDeterminism(t *testing.T) {
 		if a.TraceHash != b.TraceHash || a.Events != b.Events {
 			t.Fatalf("seed %d: trace hash %x (%d events) then %x (%d events)", s, a.TraceHash, a.Events, b.TraceHash, b.Events)
 		}
+	}
+}
+
+// TestChecksCatchOverlongLeases proves the S1 check can fail: masters that
+// count votes a whole lease longer than their promises must, on some seeds,
+// be caught holding quorum together.
+func TestChecksCatchOverlongLeases(t *testing.T) {
+	caught := 0
+	for s := int64(1); s <= 60 && caught == 0; s++ {
+		opt := DefaultOptions(s)
+		opt.Sabotage = 1500 * time.Millisecond
+		r := Run(opt)
+		for _, v := range r.Violations {
+			if strings.Contains(v, "S1") {
+				caught++
+			}
+		}
+	}
+	if caught == 0 {
+		t.Fatal("60 seeds with over-long leases and not one S1 violation: the check is blind")
+	}
+}
+
+// TestChecksCatchLostChange proves the S2 check can fail: a new LEADER
+// whose log lacks an acknowledged change is reported.
+func TestChecksCatchLostChange(t *testing.T) {
+	w := newWorld(DefaultOptions(1))
+	w.startMaster(0)
+	w.chk.acked = append(w.chk.acked, ackedWrite{client: 0, seq: 7, version: 2})
+	w.chk.newLeader(w, ref{kMaster, 0}, 1)
+	if len(w.viol) == 0 || !strings.Contains(w.viol[0], "without acknowledged change C1#7") {
+		t.Fatalf("a LEADER without an acknowledged change went unreported: %v", w.viol)
+	}
+}
+
+// TestLinearizabilityModel: the porcupine model accepts a legal history and
+// rejects a read of a value that was overwritten before the read began.
+func TestLinearizabilityModel(t *testing.T) {
+	w := func(c int, v string, call, ret int64) porcupine.Operation {
+		return porcupine.Operation{ClientId: c, Input: kvInput{write: true, key: "a", val: v}, Call: call, Output: kvOutput{}, Return: ret}
+	}
+	r := func(c int, v string, call, ret int64) porcupine.Operation {
+		return porcupine.Operation{ClientId: c, Input: kvInput{key: "a"}, Call: call, Output: kvOutput{val: v, found: v != ""}, Return: ret}
+	}
+	legal := []porcupine.Operation{w(0, "x", 0, 10), r(1, "x", 5, 15), w(0, "y", 20, 30), r(1, "y", 31, 40)}
+	if !porcupine.CheckOperations(kvModel, legal) {
+		t.Error("a legal history was rejected")
+	}
+	stale := []porcupine.Operation{w(0, "x", 0, 10), w(0, "y", 20, 30), r(1, "x", 31, 40)}
+	if porcupine.CheckOperations(kvModel, stale) {
+		t.Error("a stale read after a completed overwrite was accepted")
 	}
 }
