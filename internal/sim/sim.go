@@ -620,7 +620,7 @@ func newWorld(opt Options) *world {
 		if opt.Sabotage > 0 {
 			cfg.LeaseMargin = -opt.Sabotage
 		}
-		cfg.ID, cfg.Masters, cfg.Seed = ids[i], ids, uint64(w.rng.Int63())
+		cfg.ID, cfg.Masters = ids[i], ids
 		cfg.KeepLeadership = w.prof.keep == i+1
 		n := &masterNode{cfg: cfg}
 		n.ref = ref{kMaster, i}

@@ -51,8 +51,6 @@ type Config struct {
 	// KeepLeadership: this master takes the role back whenever it is a
 	// synced FOLLOWER, unless leadership was moved away on purpose.
 	KeepLeadership bool
-	// Seed for the small jitter source kept in the state.
-	Seed uint64
 }
 
 // DefaultConfig returns the shipped defaults, each with its reason.
@@ -172,7 +170,9 @@ type VoterConfig struct {
 	ProbeInterval time.Duration
 	// NominateSlot: the gap between two consecutive nomination turns.
 	NominateSlot time.Duration
-	Seed         uint64
+	// Seed for the small jitter source kept in the state (logged by the
+	// driver, drawn by the simulator).
+	Seed uint64
 }
 
 // DefaultVoterConfig returns the shipped chunkserver defaults.

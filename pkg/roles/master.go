@@ -69,7 +69,6 @@ type Master struct {
 	hard HardState
 	log  Log
 	kv   KV
-	rng  uint64
 	out  []Action
 
 	leader      wire.MasterID // the LEADER recorded (last heard)
@@ -113,7 +112,6 @@ func NewMaster(cfg Config, st Stored, now Instant) (*Master, []Action) {
 		now:        now,
 		role:       Follower,
 		hard:       st.Hard,
-		rng:        cfg.Seed | 1,
 		peers:      map[wire.MasterID]*peerView{},
 		voters:     map[wire.CSID]*voterRec{},
 		hbSent:     map[uint64]sentHB{},
@@ -378,20 +376,7 @@ func (m *Master) persistHard() {
 	m.emit(Persist{Hard: &h})
 }
 
-func (m *Master) send(to Peer, msg wireMessage) { m.emit(Send{To: to, Msg: msg}) }
-
-type wireMessage = wire.Message
-
-func (m *Master) jitter(max int64) int64 {
-	// xorshift64*: a small PRNG kept in the state (STYLE.md).
-	m.rng ^= m.rng >> 12
-	m.rng ^= m.rng << 25
-	m.rng ^= m.rng >> 27
-	if max <= 0 {
-		return 0
-	}
-	return int64((m.rng * 2685821657736338717) % uint64(max))
-}
+func (m *Master) send(to Peer, msg wire.Message) { m.emit(Send{To: to, Msg: msg}) }
 
 // ---- roles -----------------------------------------------------------------
 
@@ -521,15 +506,10 @@ func (m *Master) quorumAt(t Instant, pred func(*voterRec) bool) quorum.Outcome {
 	if latest == nil {
 		return quorum.Lost
 	}
-	out := m.outcomeUnder(latest, t, pred)
 	if prev != nil && latest.Version > m.hard.InForce {
 		return quorum.Joint(m.tallyUnder(prev, t, pred), m.tallyUnder(latest, t, pred))
 	}
-	return out
-}
-
-func (m *Master) outcomeUnder(c *ClusterConfig, t Instant, pred func(*voterRec) bool) quorum.Outcome {
-	return m.tallyUnder(c, t, pred).Outcome
+	return m.tallyUnder(latest, t, pred).Outcome
 }
 
 // tallyUnder counts under one config. An empty registry can be won only by
