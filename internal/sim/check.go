@@ -24,6 +24,7 @@ type failover struct {
 // every event.
 type checker struct {
 	lastHard       []roles.HardState
+	leaderSince    []int64 // per master: when it last became LEADER
 	maxLeaderEpoch uint64
 	leaderTerms    int
 	acked          []ackedWrite
@@ -40,6 +41,7 @@ type checker struct {
 
 func (c *checker) init(w *world) {
 	c.lastHard = make([]roles.HardState, len(w.masters))
+	c.leaderSince = make([]int64, len(w.masters))
 	c.failovers = map[string][]time.Duration{}
 }
 
@@ -63,12 +65,16 @@ func (c *checker) batch(w *world, r ref, acts []roles.Action) {
 				w.violate("%v: %v -> %v disconnected %v but must take effect at once", r, a.From, a.To, disc)
 			}
 			disc = map[roles.ConnClass]bool{}
-			// L2: once a LEADER holds quorum after the heal, nothing but a
-			// planned handover may unseat it (no flapping).
-			if c.ledAfterHeal && a.From == roles.Leader && (a.Reason == roles.ReasonQuorumLost || a.Reason == roles.ReasonHigherEpoch) && c.liveness == "" {
-				c.liveness = fmt.Sprintf("%v lost the lead after the heal (%s): flapping", r, a.Reason)
+			// L2: a LEADER elected after the heal that has led for a whole
+			// lease is settled; nothing but a planned handover may unseat it
+			// (no flapping). Candidates racing in the first moments after
+			// the heal may still replace each other.
+			if a.From == roles.Leader && (a.Reason == roles.ReasonQuorumLost || a.Reason == roles.ReasonHigherEpoch) &&
+				c.healed && c.leaderSince[r.i] >= c.healAt && w.now-c.leaderSince[r.i] >= int64(w.prof.masterCfg.VoteLease) && c.liveness == "" {
+				c.liveness = fmt.Sprintf("%v lost the lead %v after the heal (%s): flapping", r, time.Duration(w.now-c.healAt), a.Reason)
 			}
 			if a.To == roles.Leader {
+				c.leaderSince[r.i] = w.now
 				c.newLeader(w, r, a.Epoch)
 			}
 		case roles.Ignored:

@@ -91,7 +91,8 @@ type Action interface{}
 type HardState struct {
 	Incarnation uint64 // rises on every start
 	Epoch       uint64 // the epoch this master last took for itself
-	MaxEpoch    uint64 // the highest epoch it has seen
+	MaxEpoch    uint64 // the highest epoch it has seen (new epochs go above it)
+	LeaderEpoch uint64 // the highest epoch of a LEADER it followed or was: older appends are refused
 	Commit      Pos    // the newest position it knows to be committed
 	InForce     uint64 // the newest config version it knows to be in force
 	Yielded     bool   // leadership was moved away from it on purpose
@@ -105,7 +106,8 @@ type VoterHardState struct {
 	EpochOwner wire.MasterID
 	KnownReg   uint64
 	InForce    uint64
-	Commit     Pos
+	Commit     Pos    // the newest "committed up to" a LEADER told it
+	CommitTag  uint64 // that LEADER's epoch: a newer LEADER's word supersedes
 }
 
 // Persist must be durable before any Send of the same batch. For a master:

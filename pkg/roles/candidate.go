@@ -108,10 +108,12 @@ func insertTop(top []uint64, v uint64, k int) []uint64 {
 	return top
 }
 
-// CanLead is the catch-up rule of docs/architecture.md: an ELECT whose tally
-// is won may become LEADER only once its log holds the newest commit point
-// its counted voters report, and its config is at least as new as every
-// config version they report.
-func CanLead(log *Log, configVersion uint64, voterCommit Pos, voterReg uint64) bool {
+// Satisfies is the catch-up rule of docs/architecture.md §7 for one voter:
+// this log holds the commit position the voter was told, and this config is
+// at least as new as the config version it knows. An ELECT may become
+// LEADER only when the counted voters it satisfies make a quorum by
+// themselves; since every quorum meets every acknowledging quorum, that set
+// contains a voter told of every acknowledged change.
+func Satisfies(log *Log, configVersion uint64, voterCommit Pos, voterReg uint64) bool {
 	return log.Has(voterCommit) && configVersion >= voterReg
 }

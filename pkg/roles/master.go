@@ -29,6 +29,7 @@ type voterRec struct {
 	knownReg   uint64
 	inForce    uint64
 	commit     Pos
+	commitTag  uint64
 }
 
 // peerView is what this master last heard from another master.
@@ -97,6 +98,7 @@ type Master struct {
 	handoverSince Instant
 	handoverWhy   string
 	releaseNext   wire.MasterID // set just before a handover step-down
+	hardDirty     bool          // hard changed in this step: persist it
 
 	// electorates caches the electorate of each config entry (configs in
 	// the log are never edited, so the pointer names the content).
@@ -351,6 +353,11 @@ func (m *Master) emit(a Action) { m.out = append(m.out, a) }
 func (m *Master) flush() []Action {
 	out := m.out
 	m.out = nil
+	if m.hardDirty {
+		h := m.hard
+		out = append(out, Persist{Hard: &h})
+		m.hardDirty = false
+	}
 	// Persist first, then Disconnects and the Transition in the order
 	// emitted, then Sends: the batch contract of doc.go.
 	sort.SliceStable(out, func(i, j int) bool { return actionRank(out[i]) < actionRank(out[j]) })
@@ -371,10 +378,9 @@ func actionRank(a Action) int {
 
 func (m *Master) ignore(reason string) { m.emit(Ignored{Reason: reason}) }
 
-func (m *Master) persistHard() {
-	h := m.hard
-	m.emit(Persist{Hard: &h})
-}
+// persistHard marks the durable record changed; flush writes it once per
+// batch, whatever changed it how often.
+func (m *Master) persistHard() { m.hardDirty = true }
 
 func (m *Master) send(to Peer, msg wire.Message) { m.emit(Send{To: to, Msg: msg}) }
 
@@ -466,10 +472,9 @@ func (m *Master) newEpoch(above uint64) {
 
 func (m *Master) enterLeader() {
 	m.leader, m.leaderSeen, m.leaderHeard = m.cfg.ID, true, m.now
-	if m.hard.Yielded {
-		m.hard.Yielded = false
-		m.persistHard()
-	}
+	m.hard.Yielded = false
+	m.hard.LeaderEpoch = m.hard.Epoch
+	m.persistHard()
 	// A new term starts with an entry of its own epoch.
 	e := Entry{Pos: Pos{Version: m.log.Len() + 1, Epoch: m.hard.Epoch}, Kind: EntryNoop}
 	m.log.append(e)
@@ -502,20 +507,43 @@ func (m *Master) quorumAt(t Instant, pred func(*voterRec) bool) quorum.Outcome {
 	if !m.role.TakesVotes() {
 		return quorum.Lost
 	}
+	return m.outcome(func(v *voterRec) bool {
+		return v.validUntil > t && v.ackEpoch == m.hard.Epoch && (pred == nil || pred(v))
+	})
+}
+
+// sessionsQuorum: the open vote sessions alone would make a quorum. An ELECT
+// proposes its epoch to voters only from then on (a pre-vote): a candidate
+// cut off with a minority never raises the voters' epochs, so it cannot
+// unseat a healthy LEADER when it comes back.
+func (m *Master) sessionsQuorum() bool {
+	return m.outcome(func(*voterRec) bool { return true }) == quorum.Won
+}
+
+// outcome tallies the votes for which counts holds under the newest config
+// and, while that is not yet in force, the one before it too (joint).
+func (m *Master) outcome(counts func(*voterRec) bool) quorum.Outcome {
 	latest, prev := m.log.Configs(m.log.Len())
 	if latest == nil {
 		return quorum.Lost
 	}
 	if prev != nil && latest.Version > m.hard.InForce {
-		return quorum.Joint(m.tallyUnder(prev, t, pred), m.tallyUnder(latest, t, pred))
+		return quorum.Joint(m.tally(prev, counts), m.tally(latest, counts))
 	}
-	return m.tallyUnder(latest, t, pred).Outcome
+	return m.tally(latest, counts).Outcome
 }
 
-// tallyUnder counts under one config. An empty registry can be won only by
-// the founder, and only before any chunkserver ever registered (bootstrap:
-// SPEC section 2, docs/architecture.md).
+// tallyUnder counts the votes valid at t under one config.
 func (m *Master) tallyUnder(c *ClusterConfig, t Instant, pred func(*voterRec) bool) quorum.Tally {
+	return m.tally(c, func(v *voterRec) bool {
+		return v.validUntil > t && v.ackEpoch == m.hard.Epoch && (pred == nil || pred(v))
+	})
+}
+
+// tally counts under one config. An empty registry can be won only by the
+// founder, and only before any chunkserver ever registered (bootstrap: SPEC
+// section 2, docs/architecture.md).
+func (m *Master) tally(c *ClusterConfig, counts func(*voterRec) bool) quorum.Tally {
 	e := m.electorate(c)
 	if e.Size() == 0 {
 		if c.Bootstrap && c.Founder == m.cfg.ID {
@@ -524,14 +552,10 @@ func (m *Master) tallyUnder(c *ClusterConfig, t Instant, pred func(*voterRec) bo
 		return quorum.Tally{Outcome: quorum.Lost, Empty: true}
 	}
 	return e.Tally(func(id wire.CSID) quorum.Vote {
-		v := m.voters[id]
-		if v == nil || v.validUntil <= t || v.ackEpoch != m.hard.Epoch {
-			return quorum.Unknown
+		if v := m.voters[id]; v != nil && counts(v) {
+			return quorum.For
 		}
-		if pred != nil && !pred(v) {
-			return quorum.Unknown
-		}
-		return quorum.For
+		return quorum.Unknown
 	})
 }
 
@@ -612,8 +636,13 @@ func (m *Master) onVoteHello(h VoteHello) {
 			return
 		}
 	}
-	if m.nextHB > m.now {
-		m.heartbeatTo(h.CS) // else a broadcast is due in this very step
+	switch {
+	case m.nextHB <= m.now:
+		// A broadcast is due in this very step.
+	case m.role == Elect && m.sessionsQuorum():
+		m.heartbeatNow() // the sessions just made a quorum: propose the epoch to all
+	default:
+		m.heartbeatTo(h.CS)
 	}
 }
 
@@ -650,6 +679,15 @@ func (m *Master) onHeartbeatAck(a HeartbeatAck) {
 		m.ignore("vote-refused")
 		return
 	}
+	if a.Granted == 0 {
+		// A keepalive's answer: no vote, but what the voter knows.
+		v.knownReg, v.inForce, v.commit, v.commitTag = a.KnownReg, a.InForce, a.Commit, a.CommitTag
+		m.lastVoteSeen = m.now
+		if m.role == Elect && a.MaxEpoch >= m.hard.Epoch && a.EpochOwner != m.cfg.ID {
+			m.newEpoch(a.MaxEpoch) // propose above it once sessions make a quorum
+		}
+		return
+	}
 	sent, ok := m.hbSent[a.Seq]
 	if !ok || sent.epoch < v.ackEpoch {
 		m.ignore("stale-ack")
@@ -659,7 +697,7 @@ func (m *Master) onHeartbeatAck(a HeartbeatAck) {
 		v.validUntil = until
 	}
 	v.ackEpoch = sent.epoch
-	v.knownReg, v.inForce, v.commit = a.KnownReg, a.InForce, a.Commit
+	v.knownReg, v.inForce, v.commit, v.commitTag = a.KnownReg, a.InForce, a.Commit, a.CommitTag
 	m.lastVoteSeen = m.now
 	switch m.role {
 	case Elect:
@@ -697,13 +735,8 @@ func (m *Master) onHigherEpoch(e uint64) {
 
 // tryWin is ELECT -> LEADER: the tally is won, and the catch-up rule holds.
 func (m *Master) tryWin() {
-	var commit Pos
-	var reg, inForce uint64
+	var inForce uint64
 	for _, v := range m.counted() {
-		if v.commit.Version > commit.Version || (v.commit.Version == commit.Version && v.commit.Epoch > commit.Epoch) {
-			commit = v.commit
-		}
-		reg = max(reg, v.knownReg)
 		inForce = max(inForce, v.inForce)
 	}
 	// A voter that knows a config version to be in force learned it from a
@@ -716,11 +749,28 @@ func (m *Master) tryWin() {
 	if m.quorumAt(m.now, nil) != quorum.Won {
 		return
 	}
-	if !CanLead(&m.log, m.Config().Version, commit, reg) {
-		m.catchUp(commit)
+	// The catch-up rule: the voters whose reports this log satisfies must
+	// themselves make a quorum.
+	cv := m.Config().Version
+	satisfied := func(v *voterRec) bool { return Satisfies(&m.log, cv, v.commit, v.knownReg) }
+	if m.quorumAt(m.now, satisfied) != quorum.Won {
+		var need Pos
+		var tag uint64
+		for _, v := range m.counted() {
+			if !satisfied(v) && (v.commitTag > tag || (v.commitTag == tag && v.commit.Version > need.Version)) {
+				need, tag = v.commit, v.commitTag
+			}
+		}
+		m.catchUp(need)
 		return
 	}
-	if commit.Version > m.hard.Commit.Version {
+	commit := m.hard.Commit
+	for _, v := range m.counted() {
+		if satisfied(v) && v.commit.Version > commit.Version {
+			commit = v.commit
+		}
+	}
+	if commit != m.hard.Commit {
 		m.hard.Commit = commit
 		m.persistHard()
 	}
@@ -761,7 +811,7 @@ func (m *Master) heartbeatTo(cs wire.CSID) {
 		return
 	}
 	m.hbSeq++
-	m.hbSent[m.hbSeq] = sentHB{at: m.now, epoch: m.hard.Epoch}
+	m.noteSent()
 	m.send(ToCS(cs), m.heartbeat(cs, v.session, m.hbSeq))
 }
 
@@ -769,6 +819,9 @@ func (m *Master) heartbeat(cs wire.CSID, session, seq uint64) Heartbeat {
 	hb := Heartbeat{
 		From: m.cfg.ID, Incarnation: m.hard.Incarnation, Session: session, Seq: seq,
 		Role: m.role, Epoch: m.hard.Epoch, Lease: m.cfg.VoteLease, InForce: m.hard.InForce,
+	}
+	if m.keepaliveOnly() {
+		hb.Keepalive, hb.Epoch, hb.Lease = true, 0, 0
 	}
 	cfg := m.Config()
 	if r, n, ok := cfg.Rank(cs); ok {
@@ -778,9 +831,10 @@ func (m *Master) heartbeat(cs wire.CSID, session, seq uint64) Heartbeat {
 	}
 	if m.role == Leader {
 		hb.Commit = m.replicated
-		// Voters learn a config version only once it is replicated as the
-		// ack rule requires, so any version they report can be fetched.
-		if latest, _ := m.log.Configs(m.replicated.Version); latest != nil {
+		// Voters learn a config version only once it is acknowledged
+		// (committed), so a version they report is never discarded and can
+		// always be fetched.
+		if latest, _ := m.log.Configs(m.acked.Version); latest != nil {
 			hb.RegVersion = latest.Version
 		}
 	} else {
@@ -792,9 +846,23 @@ func (m *Master) heartbeat(cs wire.CSID, session, seq uint64) Heartbeat {
 	return hb
 }
 
+// keepaliveOnly: a DEPUTY, or an ELECT without a quorum of sessions, asks
+// for no promise and proposes no epoch (see sessionsQuorum).
+func (m *Master) keepaliveOnly() bool {
+	return m.role == Deputy || (m.role == Elect && !m.sessionsQuorum())
+}
+
+// noteSent remembers when the heartbeat hbSeq left, so that its
+// acknowledgement can be counted; a keepalive asks for nothing to count.
+func (m *Master) noteSent() {
+	if !m.keepaliveOnly() {
+		m.hbSent[m.hbSeq] = sentHB{at: m.now, epoch: m.hard.Epoch}
+	}
+}
+
 func (m *Master) heartbeatAll() {
 	m.hbSeq++
-	m.hbSent[m.hbSeq] = sentHB{at: m.now, epoch: m.hard.Epoch}
+	m.noteSent()
 	for _, id := range m.voterIDs() {
 		m.send(ToCS(id), m.heartbeat(id, m.voters[id].session, m.hbSeq))
 	}
@@ -847,7 +915,7 @@ func (m *Master) timers() {
 			m.stepDown(ReasonNoVotes)
 		}
 	case Deputy:
-		if m.quorumAt(m.now, nil) == quorum.Won {
+		if m.sessionsQuorum() {
 			m.stepDown(ReasonQuorumBack)
 		}
 	case Leader:

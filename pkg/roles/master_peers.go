@@ -61,8 +61,15 @@ func (m *Master) onPeerStatus(st PeerStatus) {
 		m.hard.MaxEpoch = st.MaxEpoch
 		m.persistHard()
 	}
-	if st.Role == Leader && st.Epoch > m.hard.Epoch && m.role.TakesVotes() {
-		m.stepDown(ReasonLeaderSeenFor(m.role))
+	// A LEADER that still sends its status held quorum when it did (it
+	// fences itself before anything else). A LEADER of a higher epoch ends
+	// this one's term; any LEADER ends a candidacy or a DEPUTY.
+	switch {
+	case m.role == Leader && st.Role == Leader && st.Epoch > m.hard.Epoch:
+		m.stepDown(ReasonHigherEpoch)
+		return
+	case (m.role == Elect || m.role == Deputy) && st.Role == Leader && st.Epoch >= m.hard.LeaderEpoch:
+		m.stepDown(ReasonLeaderSeen)
 		return
 	}
 	switch m.role {
@@ -114,28 +121,29 @@ func (m *Master) appendTo(id wire.MasterID, resend bool) {
 }
 
 func (m *Master) onAppend(a Append) {
-	if a.Epoch < m.hard.MaxEpoch {
-		m.send(ToMaster(a.From), AppendAck{From: m.cfg.ID, Epoch: m.hard.MaxEpoch, Last: m.log.Len()})
+	if a.Epoch < m.hard.LeaderEpoch || (m.role == Leader && a.Epoch <= m.hard.Epoch) {
+		// From a LEADER older than one already followed (or than this one):
+		// refused, and the answer tells it so.
+		newer := m.hard.LeaderEpoch
+		if m.role == Leader {
+			newer = m.hard.Epoch
+		}
+		m.send(ToMaster(a.From), AppendAck{From: m.cfg.ID, Epoch: newer, Last: m.log.Len()})
 		m.ignore("stale-epoch")
 		return
 	}
-	if m.role.TakesVotes() {
-		if a.Epoch <= m.hard.Epoch {
-			m.ignore("same-epoch-leader")
-			return
-		}
-		m.stepDown(ReasonLeaderSeenFor(m.role))
+	switch m.role {
+	case Leader:
+		m.stepDown(ReasonHigherEpoch)
+	case Elect, Deputy:
+		m.stepDown(ReasonLeaderSeen)
 	}
-	dirty := false
-	if a.Epoch > m.hard.MaxEpoch {
-		m.hard.MaxEpoch = a.Epoch
-		dirty = true
+	if a.Epoch > m.hard.MaxEpoch || a.Epoch > m.hard.LeaderEpoch {
+		m.hard.MaxEpoch, m.hard.LeaderEpoch = max(m.hard.MaxEpoch, a.Epoch), max(m.hard.LeaderEpoch, a.Epoch)
+		m.persistHard()
 	}
 	m.leader, m.leaderHeard, m.leaderSeen, m.quietSince = a.From, m.now, true, m.now
 	if !m.log.Has(a.Prev) {
-		if dirty {
-			m.persistHard()
-		}
 		m.send(ToMaster(a.From), AppendAck{From: m.cfg.ID, Epoch: a.Epoch, Last: min(m.log.Len(), a.Prev.Version-1)})
 		return
 	}
@@ -143,22 +151,17 @@ func (m *Master) onAppend(a Append) {
 	if !ok {
 		return
 	}
+	if trunc != nil || len(app) > 0 {
+		m.emit(Persist{TruncateAfter: trunc, Append: app})
+	}
 	match := m.log.PosAt(a.Prev.Version + uint64(len(a.Entries)))
 	if a.Commit.Version > m.hard.Commit.Version && m.log.Has(a.Commit) {
 		m.hard.Commit = a.Commit
-		dirty = true
+		m.persistHard()
 	}
 	if a.InForce > m.hard.InForce && a.InForce <= m.Config().Version {
 		m.hard.InForce = a.InForce
-		dirty = true
-	}
-	p := Persist{TruncateAfter: trunc, Append: app}
-	if dirty {
-		h := m.hard
-		p.Hard = &h
-	}
-	if dirty || trunc != nil || len(app) > 0 {
-		m.emit(p)
+		m.persistHard()
 	}
 	m.kv.applyUpTo(&m.log, m.hard.Commit.Version)
 	m.send(ToMaster(a.From), AppendAck{From: m.cfg.ID, Epoch: a.Epoch, OK: true, Match: match, Last: m.log.Len()})
@@ -248,8 +251,11 @@ func (m *Master) advanceReplicated() {
 // advanceAcked applies (c) of the ack rule and answers what it can.
 func (m *Master) advanceAcked() {
 	var cands []uint64
+	// Only what voters were told by this LEADER counts: an older LEADER's
+	// word can later be superseded by this one's lower figure.
+	mine := func(v *voterRec) bool { return v.commitTag == m.hard.Epoch && m.log.Has(v.commit) }
 	for _, v := range m.counted() {
-		if v.commit.Version > m.acked.Version && m.log.Has(v.commit) {
+		if v.commit.Version > m.acked.Version && mine(v) {
 			cands = append(cands, v.commit.Version)
 		}
 	}
@@ -257,7 +263,7 @@ func (m *Master) advanceAcked() {
 		return
 	}
 	best := AckRule(m.log.Len(), m.followerMatches(), m.cfg.AckReplicas, cands, func(ver uint64) bool {
-		return m.quorumAt(m.now, func(v *voterRec) bool { return v.commit.Version >= ver && m.log.Has(v.commit) }) == quorum.Won
+		return m.quorumAt(m.now, func(v *voterRec) bool { return mine(v) && v.commit.Version >= ver }) == quorum.Won
 	})
 	if best <= m.acked.Version {
 		return

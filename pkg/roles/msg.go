@@ -82,6 +82,9 @@ type Heartbeat struct {
 	InForce     uint64        // newest config version in force
 	Commit      Pos           // replicated as the ack rule requires; voters remember it
 	Rank, Ranks uint32        // this voter's place in the nomination rotation
+	// Keepalive: no promise asked and no epoch proposed (an ELECT before
+	// its sessions make a quorum, or a DEPUTY). Epoch and Lease are 0.
+	Keepalive bool
 }
 
 // HeartbeatAck answers a Heartbeat. OK=false refuses it (Reason says why).
@@ -97,6 +100,7 @@ type HeartbeatAck struct {
 	KnownReg   uint64
 	InForce    uint64
 	Commit     Pos
+	CommitTag  uint64 // the epoch of the LEADER that told it Commit
 }
 
 // VoteRelease tells a chunkserver that the master no longer counts its vote

@@ -175,9 +175,13 @@ func (h *harness) event(name string, a map[string]string) Event {
 	case "ack":
 		hb := h.lastHB[cs]
 		ack := HeartbeatAck{CS: cs, Session: hb.Session, Seq: hb.Seq, OK: a["nack"] == "", Granted: hb.Lease,
-			MaxEpoch: hb.Epoch, EpochOwner: hb.From, KnownReg: hb.RegVersion, InForce: hb.InForce, Commit: hb.Commit}
-		if ack.Granted == 0 {
-			ack.Granted = 800 * time.Millisecond
+			MaxEpoch: hb.Epoch, EpochOwner: hb.From, KnownReg: hb.RegVersion, InForce: hb.InForce}
+		if hb.Role == Leader {
+			// As a voter does: commit knowledge only from a LEADER.
+			ack.Commit, ack.CommitTag = hb.Commit, hb.Epoch
+		}
+		if t, ok := a["tag"]; ok {
+			ack.CommitTag = mustU(t)
 		}
 		if r, ok := a["nack"]; ok {
 			ack.Reason = r

@@ -248,6 +248,12 @@ func (v *Voter) onHeartbeat(h Heartbeat) {
 	case h.From != v.voteFor || h.Session != v.session:
 		nack("not-voting")
 		return
+	case h.Keepalive:
+		// Keeps the session open; no promise, and no epoch to learn.
+		v.lastHB, v.granted, v.voteRole = v.now, helloTimeout, h.Role
+		v.send(h.From, HeartbeatAck{CS: v.cfg.ID, Session: h.Session, Seq: h.Seq, OK: true,
+			MaxEpoch: v.hard.MaxEpoch, EpochOwner: v.hard.EpochOwner, KnownReg: v.hard.KnownReg, InForce: v.hard.InForce, Commit: v.hard.Commit, CommitTag: v.hard.CommitTag})
+		return
 	case h.Epoch < v.hard.MaxEpoch:
 		nack("stale-epoch")
 		return
@@ -271,8 +277,11 @@ func (v *Voter) onHeartbeat(h Heartbeat) {
 		v.hard.InForce = h.InForce
 		dirty = true
 	}
-	if h.Commit.Version > v.hard.Commit.Version || (h.Commit.Version == v.hard.Commit.Version && h.Commit.Epoch > v.hard.Commit.Epoch) {
-		v.hard.Commit = h.Commit
+	// Commit knowledge comes from a LEADER only, and a newer LEADER's
+	// supersedes an older one's (docs/architecture.md §7): an ELECT's view
+	// must not overwrite what a quorum was told.
+	if h.Role == Leader && (h.Epoch > v.hard.CommitTag || (h.Epoch == v.hard.CommitTag && h.Commit.Version > v.hard.Commit.Version)) {
+		v.hard.Commit, v.hard.CommitTag = h.Commit, h.Epoch
 		dirty = true
 	}
 	if dirty {
@@ -295,7 +304,7 @@ func (v *Voter) onHeartbeat(h Heartbeat) {
 		v.leaderless = false
 	}
 	v.send(h.From, HeartbeatAck{CS: v.cfg.ID, Session: h.Session, Seq: h.Seq, OK: true, Granted: grant,
-		MaxEpoch: v.hard.MaxEpoch, EpochOwner: v.hard.EpochOwner, KnownReg: v.hard.KnownReg, InForce: v.hard.InForce, Commit: v.hard.Commit})
+		MaxEpoch: v.hard.MaxEpoch, EpochOwner: v.hard.EpochOwner, KnownReg: v.hard.KnownReg, InForce: v.hard.InForce, Commit: v.hard.Commit, CommitTag: v.hard.CommitTag})
 }
 
 // mayVoteFor: no promise to another master stands.
