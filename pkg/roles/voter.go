@@ -376,46 +376,14 @@ func (v *Voter) decide() {
 		v.endSession()
 	}
 	leader, elect := v.seen()
-	if v.voteFor != wire.NoMaster && v.voteRole == Elect {
-		// Move from an ELECT to a LEADER, or to a better ELECT.
-		cur := v.views[v.voteFor]
-		switch {
-		case leader != wire.NoMaster && leader != v.voteFor:
-		case elect != wire.NoMaster && elect != v.voteFor && cur != nil && Better(candidateOf(v.views[elect].r), candidateOf(cur.r)):
-		default:
-			goto probe
-		}
+	if v.voteFor != wire.NoMaster && v.voteRole == Elect && v.worthLeaving(leader, elect) {
+		// The ELECT releases the promise when it gets the bye.
 		v.send(v.voteFor, VoteBye{CS: v.cfg.ID, Session: v.session})
 		v.endSession()
 	}
 	if v.voteFor == wire.NoMaster && v.now >= v.voteAfter {
-		switch {
-		case v.nominateNext != wire.NoMaster:
-			next := v.nominateNext
-			if v.mayVoteFor(next) {
-				v.nominateNext = wire.NoMaster
-				v.openSession(next, true)
-			}
-		case leader != wire.NoMaster:
-			v.leaderless = false
-			if v.mayVoteFor(leader) {
-				v.openSession(leader, false)
-			}
-		case elect != wire.NoMaster:
-			v.leaderless = false
-			if v.mayVoteFor(elect) {
-				v.openSession(elect, false)
-			}
-		case v.hint != wire.NoMaster && v.freshView(v.hint) != nil:
-			if v.mayVoteFor(v.hint) {
-				v.openSession(v.hint, false)
-			}
-			v.hint = wire.NoMaster
-		default:
-			v.nominationTurn()
-		}
+		v.choose(leader, elect)
 	}
-probe:
 	if v.now >= v.nextProbe {
 		for _, id := range v.cfg.Masters {
 			v.probeNonce++
@@ -426,6 +394,42 @@ probe:
 			every *= 10 // a voter content with its LEADER probes rarely
 		}
 		v.nextProbe = v.now.Add(every)
+	}
+}
+
+// worthLeaving: the ELECT this voter is with should be left for a LEADER,
+// or for a better ELECT.
+func (v *Voter) worthLeaving(leader, elect wire.MasterID) bool {
+	if leader != wire.NoMaster && leader != v.voteFor {
+		return true
+	}
+	cur := v.views[v.voteFor]
+	return elect != wire.NoMaster && elect != v.voteFor && cur != nil && Better(candidateOf(v.views[elect].r), candidateOf(cur.r))
+}
+
+// choose opens a vote session where one is due (§6.3 of docs/roles.md):
+// a handover's target, a LEADER, an ELECT, a redirect's LEADER, or, on this
+// voter's turn, a master it nominates.
+func (v *Voter) choose(leader, elect wire.MasterID) {
+	target, nominate := wire.NoMaster, false
+	switch {
+	case v.nominateNext != wire.NoMaster:
+		target, nominate = v.nominateNext, true
+	case leader != wire.NoMaster:
+		target, v.leaderless = leader, false
+	case elect != wire.NoMaster:
+		target, v.leaderless = elect, false
+	case v.hint != wire.NoMaster && v.freshView(v.hint) != nil:
+		target, v.hint = v.hint, wire.NoMaster
+	default:
+		v.nominationTurn()
+		return
+	}
+	if v.mayVoteFor(target) {
+		if target == v.nominateNext {
+			v.nominateNext = wire.NoMaster
+		}
+		v.openSession(target, nominate)
 	}
 }
 
