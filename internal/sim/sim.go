@@ -12,8 +12,10 @@ import (
 	"hash/fnv"
 	"math/rand"
 	"net/netip"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mfs-election/mfs-election/pkg/roles"
@@ -143,6 +145,16 @@ type proc struct {
 	// time. The driver stamps it on status messages for display, as the
 	// daemons do; the core never reads it.
 	wallJump int64
+}
+
+// setUp starts (up) or kills (!up) the process: whatever was queued or
+// waiting for the disk is gone, and a kill makes events addressed to the
+// old incarnation stale.
+func (p *proc) setUp(up bool) {
+	p.up, p.paused, p.busy, p.inbox, p.tickAt = up, false, false, nil, 0
+	if !up {
+		p.inc++
+	}
 }
 
 // wallMs is the node's wall clock in Unix milliseconds (2027-01-01 at the
@@ -520,7 +532,7 @@ func (w *world) tick(e *event) {
 
 func (w *world) startMaster(i int) {
 	n := w.masters[i]
-	n.up, n.paused, n.busy, n.inbox, n.tickAt = true, false, false, nil, 0
+	n.setUp(true)
 	st := roles.Stored{Hard: n.store.Hard, Entries: slices.Clone(n.store.Entries)}
 	var acts []roles.Action
 	func() {
@@ -542,8 +554,7 @@ func (w *world) killMaster(i int) {
 		return
 	}
 	w.tracef("M%d KILL (was %v)", i+1, n.m.Role())
-	n.up, n.paused, n.busy, n.inbox, n.tickAt = false, false, false, nil, 0
-	n.inc++
+	n.setUp(false)
 	// Its connections reset: each voter connected to it sees the close.
 	for _, c := range w.css {
 		if c.up && c.v != nil && c.v.VoteFor() == wire.MasterID(i+1) {
@@ -554,7 +565,8 @@ func (w *world) killMaster(i int) {
 
 func (w *world) startCS(i int) {
 	n := w.css[i]
-	n.up, n.paused, n.busy, n.inbox, n.tickAt, n.started = true, false, false, nil, 0, true
+	n.setUp(true)
+	n.started = true
 	var acts []roles.Action
 	n.v, acts = roles.NewVoter(n.cfg, n.hard, roles.Instant(n.clk.local(w.now)))
 	w.tracef("CS%d start", i+1)
@@ -569,8 +581,7 @@ func (w *world) killCS(i int) {
 	}
 	w.tracef("CS%d KILL", i+1)
 	voted := n.v.VoteFor()
-	n.up, n.paused, n.busy, n.inbox, n.tickAt = false, false, false, nil, 0
-	n.inc++
+	n.setUp(false)
 	if voted != wire.NoMaster {
 		w.send(n.ref, ref{kMaster, int(voted) - 1}, roles.ConnLost{CS: n.cfg.ID}, 0)
 	}
@@ -598,6 +609,34 @@ func (w *world) resume(r ref) {
 }
 
 // ---- the run -------------------------------------------------------------------
+
+// RunSeeds plays seeds first..first+n-1 on every core and hands each result
+// to each, from the calling goroutine, in no particular order.
+func RunSeeds(first int64, n int, each func(Result)) {
+	jobs := make(chan int64)
+	results := make(chan Result, 64)
+	var wg sync.WaitGroup
+	for k := 0; k < runtime.GOMAXPROCS(0); k++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for s := range jobs {
+				results <- Run(DefaultOptions(s))
+			}
+		}()
+	}
+	go func() {
+		for s := first; s < first+int64(n); s++ {
+			jobs <- s
+		}
+		close(jobs)
+		wg.Wait()
+		close(results)
+	}()
+	for r := range results {
+		each(r)
+	}
+}
 
 // Run plays one seed to the end and reports what it found.
 func Run(opt Options) Result {

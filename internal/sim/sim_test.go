@@ -4,9 +4,7 @@ import (
 	"flag"
 
 	"github.com/anishathalye/porcupine"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -24,35 +22,15 @@ func TestSeeds(t *testing.T) {
 	if testing.Short() {
 		n = min(n, 50)
 	}
-	results := make(chan Result, n)
-	seeds := make(chan int64)
-	var wg sync.WaitGroup
-	for k := 0; k < runtime.GOMAXPROCS(0); k++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for s := range seeds {
-				results <- Run(DefaultOptions(s))
-			}
-		}()
-	}
-	go func() {
-		for s := *firstFlag; s < *firstFlag+int64(n); s++ {
-			seeds <- s
-		}
-		close(seeds)
-		wg.Wait()
-		close(results)
-	}()
 	failed := 0
-	for r := range results {
+	RunSeeds(*firstFlag, n, func(r Result) {
 		if r.Failed() {
 			failed++
 			if failed <= 3 {
 				t.Error(r.Report())
 			}
 		}
-	}
+	})
 	if failed > 0 {
 		t.Fatalf("%d of %d seeds failed", failed, n)
 	}

@@ -9,7 +9,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/sim"
@@ -22,32 +21,11 @@ func main() {
 	flag.Parse()
 
 	start := time.Now()
-	jobs := make(chan int64)
-	results := make(chan sim.Result, 64)
-	var wg sync.WaitGroup
-	for k := 0; k < runtime.GOMAXPROCS(0); k++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for s := range jobs {
-				results <- sim.Run(sim.DefaultOptions(s))
-			}
-		}()
-	}
-	go func() {
-		for s := *first; s < *first+int64(*seeds); s++ {
-			jobs <- s
-		}
-		close(jobs)
-		wg.Wait()
-		close(results)
-	}()
-
 	var violations, liveness, events, terms, acked int
 	fail := map[string][]time.Duration{}
 	var heal []time.Duration
 	var failed []sim.Result
-	for r := range results {
+	sim.RunSeeds(*first, *seeds, func(r sim.Result) {
 		violations += len(r.Violations)
 		if r.Liveness != "" {
 			liveness++
@@ -62,7 +40,7 @@ func main() {
 			fail[k] = append(fail[k], v...)
 		}
 		heal = append(heal, r.HealToLead)
-	}
+	})
 	elapsed := time.Since(start)
 	for _, r := range failed {
 		fmt.Fprint(os.Stderr, r.Report())
