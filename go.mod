@@ -3,6 +3,6 @@ module github.com/mfs-election/mfs-election
 go 1.26
 
 require (
-	github.com/anishathalye/porcupine v1.3.1 // indirect
-	pgregory.net/rapid v1.3.0 // indirect
+	github.com/anishathalye/porcupine v1.3.1
+	pgregory.net/rapid v1.3.0
 )
