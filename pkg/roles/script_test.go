@@ -264,6 +264,9 @@ func (h *harness) event(name string, a map[string]string) Event {
 		}
 		return r
 	case "heartbeat":
+		if a["lease"] == "0s" {
+			return Heartbeat{From: from, Incarnation: 1, Session: h.vsess, Seq: 1, Role: roleOf(orDefault(a["role"], "ELECT")), Keepalive: true}
+		}
 		return Heartbeat{From: from, Incarnation: mustU(orDefault(a["inc"], "1")), Session: mustU(orDefault(a["session"], strconv.FormatUint(h.vsess, 10))),
 			Seq: mustU(orDefault(a["seq"], "1")), Role: roleOf(orDefault(a["role"], "ELECT")), Epoch: mustU(a["epoch"]),
 			Lease: mustDur(orDefault(a["lease"], "800ms")), RegVersion: mustU(orDefault(a["reg"], "0")), Commit: parsePos(orDefault(a["commit"], "0@0")),

@@ -324,7 +324,8 @@ func (v *Voter) freshView(m wire.MasterID) *view {
 // follower's fresh record of it) and the best ELECT (or DEPUTY) it can see.
 func (v *Voter) seen() (leader, elect wire.MasterID) {
 	var leaderEpoch uint64
-	var bestElect Candidate
+	var best Candidate
+	bestRole := Dummy
 	for _, id := range v.cfg.Masters {
 		w := v.freshView(id)
 		if w == nil {
@@ -336,9 +337,11 @@ func (v *Voter) seen() (leader, elect wire.MasterID) {
 				leader, leaderEpoch = id, w.r.Epoch
 			}
 		case Elect, Deputy:
+			// An ELECT before any DEPUTY, then the better candidate: every
+			// voter ranks them alike, so split sessions gather at one.
 			c := candidateOf(w.r)
-			if elect == wire.NoMaster || (w.r.Role == Elect && Better(c, bestElect)) {
-				elect, bestElect = id, c
+			if elect == wire.NoMaster || (w.r.Role == Elect && bestRole == Deputy) || (w.r.Role == bestRole && Better(c, best)) {
+				elect, best, bestRole = id, c, w.r.Role
 			}
 		}
 	}
@@ -376,7 +379,7 @@ func (v *Voter) decide() {
 		v.endSession()
 	}
 	leader, elect := v.seen()
-	if v.voteFor != wire.NoMaster && v.voteRole == Elect && v.worthLeaving(leader, elect) {
+	if v.voteFor != wire.NoMaster && (v.voteRole == Elect || v.voteRole == Deputy) && v.worthLeaving(leader, elect) {
 		// The ELECT releases the promise when it gets the bye.
 		v.send(v.voteFor, VoteBye{CS: v.cfg.ID, Session: v.session})
 		v.endSession()
@@ -397,14 +400,21 @@ func (v *Voter) decide() {
 	}
 }
 
-// worthLeaving: the ELECT this voter is with should be left for a LEADER,
-// or for a better ELECT.
+// worthLeaving: the ELECT (or DEPUTY) this voter is with should be left for
+// a LEADER, for an ELECT if it is a DEPUTY, or for a better one of its kind.
 func (v *Voter) worthLeaving(leader, elect wire.MasterID) bool {
 	if leader != wire.NoMaster && leader != v.voteFor {
 		return true
 	}
+	if elect == wire.NoMaster || elect == v.voteFor {
+		return false
+	}
+	other := v.views[elect].r
+	if v.voteRole == Deputy && other.Role == Elect {
+		return true
+	}
 	cur := v.views[v.voteFor]
-	return elect != wire.NoMaster && elect != v.voteFor && cur != nil && Better(candidateOf(v.views[elect].r), candidateOf(cur.r))
+	return cur != nil && other.Role == v.voteRole && Better(candidateOf(other), candidateOf(cur.r))
 }
 
 // choose opens a vote session where one is due (§6.3 of docs/roles.md):
