@@ -630,7 +630,9 @@ func (m *Master) onVoteHello(h VoteHello) {
 	}
 	m.voters[h.CS] = &voterRec{session: h.Session, addr: h.Addr, voterOnly: h.VoterOnly}
 	m.lastVoteSeen = m.now
-	if h.MaxEpoch >= m.hard.Epoch {
+	// Equal is not higher: the voter may have acknowledged this very epoch
+	// (a refusal tells the case of another master owning it).
+	if h.MaxEpoch > m.hard.Epoch {
 		m.onHigherEpoch(h.MaxEpoch)
 		if !m.role.TakesVotes() {
 			return
