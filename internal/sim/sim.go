@@ -656,6 +656,9 @@ func newWorld(opt Options) *world {
 	}
 	for i := 0; i < w.prof.masters; i++ {
 		cfg := w.prof.masterCfg
+		if err := cfg.Validate(); err != nil {
+			panic(fmt.Sprintf("sim: seed %d drew a config outside the documented ranges: %v", opt.Seed, err))
+		}
 		if opt.Sabotage > 0 {
 			cfg.LeaseMargin = -opt.Sabotage
 		}
@@ -675,6 +678,9 @@ func newWorld(opt Options) *world {
 		cfg := roles.DefaultVoterConfig(wire.CSID(i+1), addr, ids)
 		cfg.Seed = uint64(w.rng.Int63())
 		cfg.MaxPromise = w.prof.maxPromise
+		if err := cfg.Validate(); err != nil {
+			panic(fmt.Sprintf("sim: seed %d drew a chunkserver config outside the documented ranges: %v", opt.Seed, err))
+		}
 		n := &csNode{cfg: cfg, spare: i >= w.prof.css}
 		n.ref = ref{kCS, i}
 		n.clk = clock{anchorLocal: w.rng.Int63n(int64(time.Hour)), rate: w.prof.initialRate(w.rng)}

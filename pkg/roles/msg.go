@@ -80,7 +80,7 @@ type Heartbeat struct {
 	Lease       time.Duration // the promise asked for
 	RegVersion  uint64        // newest config version replicated to the ack set
 	InForce     uint64        // newest config version in force
-	Commit      Pos           // replicated as the ack rule requires; voters remember it
+	Commit      Pos           // from a LEADER: replicated as the ack rule requires; voters remember it, tagged with Epoch
 	Rank, Ranks uint32        // this voter's place in the nomination rotation
 	// Keepalive: no promise asked and no epoch proposed (an ELECT before
 	// its sessions make a quorum, or a DEPUTY). Epoch and Lease are 0.
