@@ -15,7 +15,7 @@ vet:
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 
 # Unit, golden and property tests plus 500 simulator seeds (bounded: about
-# two minutes on 2 cores).
+# half a minute on 2 cores).
 test: vet
 	$(GO) test -count=1 -timeout 14m ./...
 
