@@ -94,11 +94,12 @@ type Master struct {
 	pending    []pendingOp
 	toRegister map[wire.CSID]Chunkserver
 
-	handover      wire.MasterID
-	handoverSince Instant
-	handoverWhy   string
-	releaseNext   wire.MasterID // set just before a handover step-down
-	hardDirty     bool          // hard changed in this step: persist it
+	handover       wire.MasterID
+	handoverSince  Instant
+	handoverWhy    string
+	handoverFailed Instant       // when the last handover timed out
+	releaseNext    wire.MasterID // set just before a handover step-down
+	hardDirty      bool          // hard changed in this step: persist it
 
 	// electorates caches the electorate of each config entry (configs in
 	// the log are never edited, so the pointer names the content).
@@ -921,10 +922,15 @@ func (m *Master) timers() {
 			m.stepDown(ReasonQuorumBack)
 		}
 	case Leader:
+		// Followers fall silent or come back: (b) of the ack rule may move.
+		m.advanceReplicated()
 		m.registerNext()
 		if m.handover != wire.NoMaster && m.now.Sub(m.handoverSince) >= m.cfg.HandoverTimeout {
+			// Resume writing, and write for as long again before another
+			// attempt, so a USURPER that cannot catch up does not starve
+			// the clients.
 			m.ignore("handover-timeout")
-			m.handover = wire.NoMaster
+			m.handover, m.handoverFailed = wire.NoMaster, m.now
 		}
 		m.tryHandover()
 	}

@@ -79,7 +79,8 @@ func (m *Master) onPeerStatus(st PeerStatus) {
 			m.stepDown(ReasonBetterElect)
 		}
 	case Leader:
-		if st.Role == Usurper && st.Eligible && st.Sync == Synced && m.handover == wire.NoMaster {
+		if st.Role == Usurper && st.Eligible && st.Sync == Synced && m.handover == wire.NoMaster &&
+			(m.handoverFailed == 0 || m.now.Sub(m.handoverFailed) >= m.cfg.HandoverTimeout) {
 			m.startHandover(st.From, ReasonHandover)
 		}
 	}
