@@ -196,12 +196,6 @@ func (m *Master) Config() *ClusterConfig {
 	return c
 }
 
-// Value reads the namespace as applied (for tests and the simulator).
-func (m *Master) Value(key string) (string, bool) {
-	v, ok := m.kv.Data[key]
-	return v, ok
-}
-
 // HoldsQuorum reports whether this master is LEADER and the votes it may
 // count at t (its own clock) make a quorum: the window in which it could
 // accept a change. The simulator checks S1 with it.
@@ -213,28 +207,6 @@ func (m *Master) HoldsQuorum(t Instant) bool {
 // LEADER, not handing over, and a quorum of votes it may still count.
 func (m *Master) Accepting(now Instant) bool {
 	return m.role == Leader && m.handover == wire.NoMaster && m.quorumAt(now, nil) == quorum.Won
-}
-
-// LeaseEnd is the instant (this master's clock) after which the votes it
-// holds now would no longer give it quorum, were none renewed. Never when
-// it has no quorum now. The simulator uses it to check S1 exactly.
-func (m *Master) LeaseEnd(now Instant) Instant {
-	if m.quorumAt(now, nil) != quorum.Won {
-		return Never
-	}
-	var ends []Instant
-	for _, v := range m.voters {
-		if v.validUntil > now {
-			ends = append(ends, v.validUntil)
-		}
-	}
-	sort.Slice(ends, func(i, j int) bool { return ends[i] < ends[j] })
-	for _, e := range ends {
-		if m.quorumAt(e, nil) != quorum.Won {
-			return e
-		}
-	}
-	return now
 }
 
 // Sync is the sync state shown for a FOLLOWER or USURPER.

@@ -86,15 +86,6 @@ func (m *Master) onPeerStatus(st PeerStatus) {
 	}
 }
 
-// ReasonLeaderSeenFor is the reason a vote-taking role leaves for FOLLOWER
-// when it meets a LEADER of a higher epoch.
-func ReasonLeaderSeenFor(r Role) string {
-	if r == Leader {
-		return ReasonHigherEpoch
-	}
-	return ReasonLeaderSeen
-}
-
 // ---- the changelog ---------------------------------------------------------------
 
 func (m *Master) replicate() {
