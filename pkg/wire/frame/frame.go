@@ -1,0 +1,164 @@
+// Package frame carries wire messages over a byte stream: a length, a type
+// number and a msgpack body. It is kept apart from package wire so that the
+// pure election core, which needs only the ids and the Message interface,
+// never links the codec.
+package frame
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/hashicorp/go-msgpack/v2/codec"
+	"github.com/mfs-election/mfs-election/pkg/wire"
+)
+
+// A frame on the wire:
+//
+//	+-----------------+-------------+---------------------+
+//	| length: uint32  | type: uint16| body: msgpack        |
+//	+-----------------+-------------+---------------------+
+//
+// length counts the type and the body (so it is at least 2), big-endian.
+// It is checked against the connection's maximum before anything is
+// allocated for the body.
+
+// HeaderLen is the length prefix plus the type.
+const HeaderLen = 6
+
+// DefaultMaxFrame bounds a frame unless a connection says otherwise: large
+// enough for a batch of changelog entries, small enough that a peer cannot
+// make a daemon allocate much by lying about a length.
+const DefaultMaxFrame = 4 << 20
+
+// Errors that end a connection. Each is wrapped with the specifics.
+var (
+	ErrFrameTooLarge = errors.New("frame larger than the maximum")
+	ErrShortFrame    = errors.New("frame shorter than its type")
+	ErrUnknownType   = errors.New("unknown message type")
+	ErrBadBody       = errors.New("message body does not decode")
+)
+
+// handle is the one msgpack configuration every frame uses.
+var handle = func() *codec.MsgpackHandle {
+	h := &codec.MsgpackHandle{}
+	h.WriteExt = true
+	// A peer may claim a collection of any length; provision at most this
+	// many elements up front and grow only as real bytes arrive.
+	h.MaxInitLen = 1024
+	h.MaxDepth = 32
+	return h
+}()
+
+// Registry maps message types to the values they decode into. Register every
+// type a connection may receive; anything else ends it with ErrUnknownType.
+type Registry struct {
+	make map[wire.Type]func() wire.Message
+}
+
+// NewRegistry returns a registry that knows Hello.
+func NewRegistry() *Registry {
+	r := &Registry{make: map[wire.Type]func() wire.Message{}}
+	r.Register(TypeHello, func() wire.Message { return &Hello{} })
+	return r
+}
+
+// Register adds a type. It panics on 0 or on a number registered twice: both
+// are programming errors in the append-only table of docs/wire.md.
+func (r *Registry) Register(t wire.Type, newMsg func() wire.Message) {
+	if t == 0 {
+		panic("wire: message type 0 is reserved")
+	}
+	if _, dup := r.make[t]; dup {
+		panic(fmt.Sprintf("wire: message type %d registered twice", t))
+	}
+	r.make[t] = newMsg
+}
+
+// Encode returns the frame for m.
+func Encode(m wire.Message) ([]byte, error) {
+	var body []byte
+	if err := codec.NewEncoderBytes(&body, handle).Encode(m); err != nil {
+		return nil, fmt.Errorf("wire: encoding type %d: %w", m.MsgType(), err)
+	}
+	buf := make([]byte, HeaderLen, HeaderLen+len(body))
+	binary.BigEndian.PutUint32(buf[0:4], uint32(2+len(body)))
+	binary.BigEndian.PutUint16(buf[4:6], uint16(m.MsgType()))
+	return append(buf, body...), nil
+}
+
+// WriteFrame encodes m and writes it in one call.
+func WriteFrame(w io.Writer, m wire.Message) error {
+	b, err := Encode(m)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// ReadFrame reads one frame and decodes it. The length is checked against
+// max before the body is read; a decoding failure never panics.
+func (r *Registry) ReadFrame(rd io.Reader, max uint32) (wire.Message, error) {
+	var hdr [HeaderLen]byte
+	if _, err := io.ReadFull(rd, hdr[:]); err != nil {
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(hdr[0:4])
+	if n < 2 {
+		return nil, fmt.Errorf("%w: length %d", ErrShortFrame, n)
+	}
+	if n > max {
+		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrFrameTooLarge, n, max)
+	}
+	t := wire.Type(binary.BigEndian.Uint16(hdr[4:6]))
+	newMsg, ok := r.make[t]
+	if !ok {
+		return nil, fmt.Errorf("%w %d (%d-byte frame)", ErrUnknownType, t, n)
+	}
+	body := make([]byte, n-2)
+	if _, err := io.ReadFull(rd, body); err != nil {
+		return nil, fmt.Errorf("reading the %d-byte body of type %d: %w", len(body), t, err)
+	}
+	return decodeBody(t, newMsg(), body)
+}
+
+// Decode decodes one whole frame held in b (for tests and the fuzz target).
+func (r *Registry) Decode(b []byte, max uint32) (wire.Message, error) {
+	if len(b) < HeaderLen {
+		return nil, fmt.Errorf("%w: %d bytes", ErrShortFrame, len(b))
+	}
+	n := binary.BigEndian.Uint32(b[0:4])
+	if uint64(n) != uint64(len(b)-4) {
+		return nil, fmt.Errorf("%w: length says %d, frame holds %d", ErrShortFrame, n, len(b)-4)
+	}
+	return r.ReadFrame(bytesReader(b), max)
+}
+
+func decodeBody(t wire.Type, m wire.Message, body []byte) (msg wire.Message, err error) {
+	defer func() {
+		// The codec reports most errors itself; a panic on hostile input
+		// must still end only the connection, never the process.
+		if x := recover(); x != nil {
+			msg, err = nil, fmt.Errorf("%w: type %d: %v", ErrBadBody, t, x)
+		}
+	}()
+	if err := codec.NewDecoderBytes(body, handle).Decode(m); err != nil {
+		return nil, fmt.Errorf("%w: type %d: %v", ErrBadBody, t, err)
+	}
+	return m, nil
+}
+
+type sliceReader struct{ b []byte }
+
+func bytesReader(b []byte) *sliceReader { return &sliceReader{b} }
+
+func (s *sliceReader) Read(p []byte) (int, error) {
+	if len(s.b) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, s.b)
+	s.b = s.b[n:]
+	return n, nil
+}

@@ -1,0 +1,77 @@
+package frame
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/mfs-election/mfs-election/pkg/wire"
+)
+
+// ProtocolVersion is the version of this wire protocol. A peer that speaks
+// another one is refused with a message naming both.
+const ProtocolVersion = 1
+
+// TypeHello opens every connection.
+const TypeHello wire.Type = 1
+
+// Kind says what sort of node opened a connection.
+type Kind uint8
+
+// Node kinds.
+const (
+	KindMaster Kind = 1 + iota
+	KindChunkserver
+	KindClient
+	KindAdmin
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindMaster:
+		return "master"
+	case KindChunkserver:
+		return "chunkserver"
+	case KindClient:
+		return "client"
+	case KindAdmin:
+		return "admin"
+	}
+	return fmt.Sprintf("kind(%d)", k)
+}
+
+// Hello is the first frame on every connection, in both directions.
+type Hello struct {
+	Proto       uint16
+	Cluster     string // the metadata id; empty only for a node that has none yet
+	Kind        Kind
+	ID          uint32 // MasterID, CSID or client session; 0 when not assigned yet
+	Incarnation uint64
+}
+
+// MsgType implements wire.Message.
+func (Hello) MsgType() wire.Type { return TypeHello }
+
+// Reasons a hello is refused.
+var (
+	ErrProtocol = errors.New("protocol version mismatch")
+	ErrCluster  = errors.New("peer belongs to another cluster")
+	ErrKind     = errors.New("peer kind not accepted on this port")
+)
+
+// Check decides whether a peer's hello is acceptable on a port that takes
+// the given kinds and belongs to cluster (empty: this node has no metadata
+// yet and accepts any). The error says what to do about it.
+func (h Hello) Check(cluster string, kinds ...Kind) error {
+	if h.Proto != ProtocolVersion {
+		return fmt.Errorf("%w: peer speaks %d, this node %d", ErrProtocol, h.Proto, ProtocolVersion)
+	}
+	if cluster != "" && h.Cluster != "" && h.Cluster != cluster {
+		return fmt.Errorf("%w: peer has metadata id %s, this node %s; point it at its own masters, or clear its data directory to join this cluster", ErrCluster, h.Cluster, cluster)
+	}
+	for _, k := range kinds {
+		if h.Kind == k {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: a %v connected, this port takes %v", ErrKind, h.Kind, kinds)
+}
