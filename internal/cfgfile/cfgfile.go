@@ -1,0 +1,121 @@
+// Package cfgfile reads MooseFS-style configuration files (mfsmaster.cfg,
+// mfschunkserver.cfg): one "KEY = VALUE" per line, "#" starts a comment,
+// blank lines are ignored. urfave/cli's altsrc cannot read this format, so
+// the daemons read it here and feed the values to flags the command line
+// did not set (flags win over the file).
+package cfgfile
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+)
+
+// Setting is one KEY = VALUE line.
+type Setting struct {
+	Key   string
+	Value string
+	Line  int
+}
+
+// File is a parsed configuration file.
+type File struct {
+	Path     string
+	Settings map[string]Setting // by key; a key set twice keeps the later line
+}
+
+// Get returns a key's value.
+func (f *File) Get(key string) (string, bool) {
+	s, ok := f.Settings[key]
+	return s.Value, ok
+}
+
+// Keys returns the keys that are set, sorted.
+func (f *File) Keys() []string {
+	keys := make([]string, 0, len(f.Settings))
+	for k := range f.Settings {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Load reads and parses the file at path.
+func Load(path string) (*File, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("config file: %w", err)
+	}
+	defer fh.Close()
+	return Parse(path, fh)
+}
+
+// Parse reads a configuration from r; path names it in errors. Every bad
+// line is reported at once, each with its number.
+func Parse(path string, r io.Reader) (*File, error) {
+	f := &File{Path: path, Settings: map[string]Setting{}}
+	var bad []string
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := sc.Text()
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = line[:i]
+		}
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		key, value, ok := strings.Cut(line, "=")
+		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
+		switch {
+		case !ok:
+			bad = append(bad, fmt.Sprintf("%s:%d: %q is not KEY = VALUE", path, n, line))
+		case !validKey(key):
+			bad = append(bad, fmt.Sprintf("%s:%d: %q is not a valid key (letters, digits and _ only)", path, n, key))
+		default:
+			f.Settings[key] = Setting{Key: key, Value: value, Line: n}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("config file %s: %w", path, err)
+	}
+	if len(bad) > 0 {
+		return nil, fmt.Errorf("config file %s has %d bad line(s):\n  %s", path, len(bad), strings.Join(bad, "\n  "))
+	}
+	return f, nil
+}
+
+// Unknown returns the keys set in the file that are not among known, with
+// their line numbers, sorted: a misspelt key should be an error, not a
+// silent default.
+func (f *File) Unknown(known []string) []string {
+	k := map[string]bool{}
+	for _, s := range known {
+		k[s] = true
+	}
+	var out []string
+	for _, key := range f.Keys() {
+		if !k[key] {
+			out = append(out, fmt.Sprintf("%s (line %d)", key, f.Settings[key].Line))
+		}
+	}
+	return out
+}
+
+func validKey(k string) bool {
+	if k == "" {
+		return false
+	}
+	for _, c := range k {
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
