@@ -480,9 +480,15 @@ func (m *Master) quorumAt(t Instant, pred func(*voterRec) bool) quorum.Outcome {
 	if !m.role.TakesVotes() {
 		return quorum.Lost
 	}
-	return m.outcome(func(v *voterRec) bool {
+	return m.outcome(m.countable(t, pred))
+}
+
+// countable: the vote may be counted at t (its lease holds and it was
+// given to this master's current epoch), and pred (if any) holds.
+func (m *Master) countable(t Instant, pred func(*voterRec) bool) func(*voterRec) bool {
+	return func(v *voterRec) bool {
 		return v.validUntil > t && v.ackEpoch == m.hard.Epoch && (pred == nil || pred(v))
-	})
+	}
 }
 
 // sessionsQuorum: the open vote sessions alone would make a quorum. An ELECT
@@ -508,9 +514,7 @@ func (m *Master) outcome(counts func(*voterRec) bool) quorum.Outcome {
 
 // tallyUnder counts the votes valid at t under one config.
 func (m *Master) tallyUnder(c *ClusterConfig, t Instant, pred func(*voterRec) bool) quorum.Tally {
-	return m.tally(c, func(v *voterRec) bool {
-		return v.validUntil > t && v.ackEpoch == m.hard.Epoch && (pred == nil || pred(v))
-	})
+	return m.tally(c, m.countable(t, pred))
 }
 
 // tally counts under one config. An empty registry can be won only by the
@@ -547,9 +551,9 @@ func (m *Master) electorate(c *ClusterConfig) quorum.Electorate {
 // counted returns the votes valid now, sorted by id.
 func (m *Master) counted() []*voterRec {
 	var out []*voterRec
+	ok := m.countable(m.now, nil)
 	for _, id := range m.voterIDs() {
-		v := m.voters[id]
-		if v.validUntil > m.now && v.ackEpoch == m.hard.Epoch {
+		if v := m.voters[id]; ok(v) {
 			out = append(out, v)
 		}
 	}
@@ -591,7 +595,7 @@ func (m *Master) onVoteHello(h VoteHello) {
 			if h.Nominate && !m.Eligible() {
 				m.ignore("nominated-without-metadata")
 			}
-			m.send(ToCS(h.CS), Redirect{From: m.cfg.ID, Session: h.Session, Leader: m.recordedLeader()})
+			m.send(ToCS(h.CS), Redirect{From: m.cfg.ID, Session: h.Session, Leader: m.Leader()})
 			return
 		}
 	}
@@ -619,14 +623,6 @@ func (m *Master) onVoteHello(h VoteHello) {
 	default:
 		m.heartbeatTo(h.CS)
 	}
-}
-
-// recordedLeader is the LEADER address a non-leader hands out.
-func (m *Master) recordedLeader() wire.MasterID {
-	if m.role == Leader {
-		return m.cfg.ID
-	}
-	return m.leader
 }
 
 func (m *Master) onVoteBye(b VoteBye) {

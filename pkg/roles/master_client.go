@@ -25,10 +25,10 @@ func (m *Master) reply(c ClientID, seq uint64, r ClientReply) {
 func (m *Master) onClientWrite(w ClientWrite) {
 	switch {
 	case m.role == Deputy:
-		m.reply(w.Client, w.Seq, ClientReply{Err: ErrReadOnly, Redirect: m.recordedLeader()})
+		m.reply(w.Client, w.Seq, ClientReply{Err: ErrReadOnly, Redirect: m.Leader()})
 		return
 	case m.role != Leader:
-		m.reply(w.Client, w.Seq, ClientReply{Err: ErrNotLeader, Redirect: m.recordedLeader()})
+		m.reply(w.Client, w.Seq, ClientReply{Err: ErrNotLeader, Redirect: m.Leader()})
 		return
 	case m.handover != wire.NoMaster:
 		m.reply(w.Client, w.Seq, ClientReply{Err: ErrHandover, Redirect: m.handover})
@@ -66,7 +66,7 @@ func (m *Master) onClientRead(r ClientRead) {
 		v, ok := m.kv.Data[r.Key]
 		m.reply(r.Client, r.Seq, ClientReply{OK: true, Value: v, Found: ok, Version: m.kv.Applied, Stale: true})
 	default:
-		m.reply(r.Client, r.Seq, ClientReply{Err: ErrNotLeader, Redirect: m.recordedLeader()})
+		m.reply(r.Client, r.Seq, ClientReply{Err: ErrNotLeader, Redirect: m.Leader()})
 	}
 }
 

@@ -14,7 +14,7 @@ func (m *Master) sendStatus() {
 	st := PeerStatus{
 		From: m.cfg.ID, Incarnation: m.hard.Incarnation, Role: m.role, Epoch: m.Epoch(), MaxEpoch: m.hard.MaxEpoch,
 		Last: m.log.Last(), Commit: m.hard.Commit, Eligible: m.Eligible(), Sync: m.Sync(),
-		Usurper: m.role == Usurper, Keep: m.cfg.KeepLeadership && !m.hard.Yielded, Leader: m.recordedLeader(),
+		Usurper: m.role == Usurper, Keep: m.cfg.KeepLeadership && !m.hard.Yielded, Leader: m.Leader(),
 	}
 	for _, id := range m.cfg.Masters {
 		if id != m.cfg.ID {

@@ -251,8 +251,7 @@ func (v *Voter) onHeartbeat(h Heartbeat) {
 	case h.Keepalive:
 		// Keeps the session open; no promise, and no epoch to learn.
 		v.lastHB, v.granted, v.voteRole = v.now, helloTimeout, h.Role
-		v.send(h.From, HeartbeatAck{CS: v.cfg.ID, Session: h.Session, Seq: h.Seq, OK: true,
-			MaxEpoch: v.hard.MaxEpoch, EpochOwner: v.hard.EpochOwner, KnownReg: v.hard.KnownReg, InForce: v.hard.InForce, Commit: v.hard.Commit, CommitTag: v.hard.CommitTag})
+		v.send(h.From, v.ack(h, 0))
 		return
 	case h.Epoch < v.hard.MaxEpoch:
 		nack("stale-epoch")
@@ -303,8 +302,15 @@ func (v *Voter) onHeartbeat(h Heartbeat) {
 	if h.Role == Leader || h.Role == Elect {
 		v.leaderless = false
 	}
-	v.send(h.From, HeartbeatAck{CS: v.cfg.ID, Session: h.Session, Seq: h.Seq, OK: true, Granted: grant,
-		MaxEpoch: v.hard.MaxEpoch, EpochOwner: v.hard.EpochOwner, KnownReg: v.hard.KnownReg, InForce: v.hard.InForce, Commit: v.hard.Commit, CommitTag: v.hard.CommitTag})
+	v.send(h.From, v.ack(h, grant))
+}
+
+// ack answers a heartbeat with the promise granted (0: none) and everything
+// the voter knows.
+func (v *Voter) ack(h Heartbeat, granted time.Duration) HeartbeatAck {
+	return HeartbeatAck{CS: v.cfg.ID, Session: h.Session, Seq: h.Seq, OK: true, Granted: granted,
+		MaxEpoch: v.hard.MaxEpoch, EpochOwner: v.hard.EpochOwner, KnownReg: v.hard.KnownReg, InForce: v.hard.InForce,
+		Commit: v.hard.Commit, CommitTag: v.hard.CommitTag}
 }
 
 // mayVoteFor: no promise to another master stands.
