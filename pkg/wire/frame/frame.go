@@ -162,3 +162,27 @@ func (s *sliceReader) Read(p []byte) (int, error) {
 	s.b = s.b[n:]
 	return n, nil
 }
+
+// Marshal encodes v with the frame codec, without a header: for stores that
+// keep wire values (changelog entries, hard states) on disk in the same form.
+func Marshal(v any) ([]byte, error) {
+	var b []byte
+	if err := codec.NewEncoderBytes(&b, handle).Encode(v); err != nil {
+		return nil, fmt.Errorf("wire: encoding %T: %w", v, err)
+	}
+	return b, nil
+}
+
+// Unmarshal decodes b, made by Marshal, into v (a pointer). A value that
+// does not decode is an error, never a panic.
+func Unmarshal(b []byte, v any) (err error) {
+	defer func() {
+		if x := recover(); x != nil {
+			err = fmt.Errorf("%w: %T: %v", ErrBadBody, v, x)
+		}
+	}()
+	if err := codec.NewDecoderBytes(b, handle).Decode(v); err != nil {
+		return fmt.Errorf("%w: %T: %v", ErrBadBody, v, err)
+	}
+	return nil
+}
