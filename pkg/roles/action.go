@@ -164,6 +164,10 @@ type Transition struct {
 	Section  string // docs/roles.md section
 }
 
+// IDTaken tells a chunkserver's driver that Master's registry gives this
+// voter's id to another chunkserver: forget the id and register again.
+type IDTaken struct{ Master wire.MasterID }
+
 // Ignored reports input that was stale, duplicated or foreign.
 type Ignored struct{ Reason string }
 

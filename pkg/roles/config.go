@@ -160,6 +160,7 @@ func (c Config) Validate() error {
 type VoterConfig struct {
 	ID        wire.CSID
 	Addr      netip.Addr // the address it connects from: decides its location
+	Port      uint16     // its CSSERV port: with Addr, its identity (as in MooseFS)
 	VoterOnly bool       // no disks configured
 	Masters   []wire.MasterID
 	// MaxPromise caps the promise a master may ask for. A restarted voter

@@ -59,8 +59,14 @@ type Entry struct {
 type Chunkserver struct {
 	ID        wire.CSID
 	Addr      netip.Addr
+	Port      uint16 `msgpack:",omitempty"` // CSSERV port: ip:port is the identity an operator sees
 	VoterOnly bool
 }
+
+// Is reports whether a vote session opened from addr:port comes from this
+// member. An id handed out by a LEADER that died before registering it can
+// be handed out again; the address tells the two holders apart.
+func (c Chunkserver) Is(addr netip.Addr, port uint16) bool { return c.Addr == addr && c.Port == port }
 
 // ClusterConfig is the registry and location map as of one config version.
 // It is the quorum's denominator (SPEC section 2).

@@ -20,6 +20,7 @@ type Stored struct {
 type voterRec struct {
 	session   uint64
 	addr      netip.Addr
+	port      uint16
 	voterOnly bool
 	// validUntil: this master may count the vote until then (its own
 	// clock). Invariant: it is never later than sentAt + CountedLease of
@@ -93,6 +94,7 @@ type Master struct {
 	acked      Pos
 	pending    []pendingOp
 	toRegister map[wire.CSID]Chunkserver
+	assigned   map[netip.AddrPort]wire.CSID // ids handed out by AssignID
 
 	handover       wire.MasterID
 	handoverSince  Instant
@@ -529,8 +531,12 @@ func (m *Master) tally(c *ClusterConfig, counts func(*voterRec) bool) quorum.Tal
 		return quorum.Tally{Outcome: quorum.Lost, Empty: true}
 	}
 	return e.Tally(func(id wire.CSID) quorum.Vote {
+		// A session from another address than the member's is not that
+		// member's vote (an id handed out twice: see Chunkserver.Is).
 		if v := m.voters[id]; v != nil && counts(v) {
-			return quorum.For
+			if mem, _ := c.Member(id); mem.Is(v.addr, v.port) {
+				return quorum.For
+			}
 		}
 		return quorum.Unknown
 	})
@@ -599,13 +605,18 @@ func (m *Master) onVoteHello(h VoteHello) {
 			return
 		}
 	}
+	if c, ok := m.Config().Member(h.CS); ok && !c.Is(h.Addr, h.Port) {
+		m.ignore("id-taken")
+		m.send(ToCS(h.CS), Redirect{From: m.cfg.ID, Session: h.Session, Leader: m.Leader(), IDTaken: true})
+		return
+	}
 	if old := m.voters[h.CS]; old != nil && old.session >= h.Session {
 		// An older session, or this one again (a duplicate): keep what the
 		// session has earned.
 		m.ignore("stale-session")
 		return
 	}
-	m.voters[h.CS] = &voterRec{session: h.Session, addr: h.Addr, voterOnly: h.VoterOnly}
+	m.voters[h.CS] = &voterRec{session: h.Session, addr: h.Addr, port: h.Port, voterOnly: h.VoterOnly}
 	m.lastVoteSeen = m.now
 	// Equal is not higher: the voter may have acknowledged this very epoch
 	// (a refusal tells the case of another master owning it).
@@ -855,7 +866,7 @@ func (m *Master) noteRegistration(id wire.CSID, v *voterRec) {
 	if _, ok := m.Config().Member(id); ok {
 		return
 	}
-	m.toRegister[id] = Chunkserver{ID: id, Addr: v.addr, VoterOnly: v.voterOnly}
+	m.toRegister[id] = Chunkserver{ID: id, Addr: v.addr, Port: v.port, VoterOnly: v.voterOnly}
 }
 
 // ---- timers --------------------------------------------------------------------
@@ -905,4 +916,17 @@ func (m *Master) timers() {
 	if m.role.TakesVotes() && m.now >= m.nextHB {
 		m.heartbeatAll()
 	}
+}
+
+// CountedVoters lists the chunkservers whose votes this master counts now,
+// by id: what the listings and the votes-per-location metric show.
+func (m *Master) CountedVoters() []wire.CSID {
+	var out []wire.CSID
+	ok := m.countable(m.now, nil)
+	for _, id := range m.voterIDs() {
+		if ok(m.voters[id]) {
+			out = append(out, id)
+		}
+	}
+	return out
 }

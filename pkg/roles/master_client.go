@@ -3,6 +3,7 @@ package roles
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 
 	"github.com/mfs-election/mfs-election/pkg/quorum"
 	"github.com/mfs-election/mfs-election/pkg/wire"
@@ -180,4 +181,39 @@ func (m *Master) bestFollower() wire.MasterID {
 		}
 	}
 	return best
+}
+
+// AssignID answers a chunkserver at addr:port that asks for an id. Only a
+// LEADER assigns: a member already registered from that address keeps its
+// id; a newcomer gets one above every registered id and every id this
+// master assigned before. The id is registered once the chunkserver votes
+// with it (noteRegistration). An id assigned by a LEADER that died before
+// registering it may be assigned again by the next one; Chunkserver.Is
+// keeps the two holders apart and the loser is told IDTaken.
+func (m *Master) AssignID(addr netip.Addr, port uint16) (wire.CSID, bool) {
+	if m.role != Leader || !addr.IsValid() {
+		return wire.NoCS, false
+	}
+	key := netip.AddrPortFrom(addr, port)
+	cfg := m.Config()
+	top := wire.NoCS
+	for _, c := range cfg.Members {
+		if c.Is(addr, port) {
+			return c.ID, true
+		}
+		top = max(top, c.ID)
+	}
+	if id, ok := m.assigned[key]; ok {
+		if _, taken := cfg.Member(id); !taken {
+			return id, true
+		}
+	}
+	for _, id := range m.assigned {
+		top = max(top, id)
+	}
+	if m.assigned == nil {
+		m.assigned = map[netip.AddrPort]wire.CSID{}
+	}
+	m.assigned[key] = top + 1
+	return top + 1, true
 }

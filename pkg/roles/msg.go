@@ -56,6 +56,7 @@ type ProbeReply struct {
 type VoteHello struct {
 	CS        wire.CSID
 	Addr      netip.Addr
+	Port      uint16 `msgpack:",omitempty"`
 	VoterOnly bool
 	Session   uint64 // chosen by the chunkserver, rises with every session
 	Nominate  bool   // "become ELECT": the nomination turn's act
@@ -119,6 +120,9 @@ type Redirect struct {
 	From    wire.MasterID
 	Session uint64
 	Leader  wire.MasterID
+	// IDTaken: the registry gives this id to a chunkserver at another
+	// address; the voter must register again for an id of its own.
+	IDTaken bool `msgpack:",omitempty"`
 }
 
 // PeerStatus is what masters tell each other every PeerInterval.

@@ -72,6 +72,10 @@ func NewVoter(cfg VoterConfig, hard VoterHardState, now Instant) (*Voter, []Acti
 	return v, v.flush()
 }
 
+// Session is the current vote session's number (meaningful while VoteFor
+// names a master): what a VoteBye must carry.
+func (v *Voter) Session() uint64 { return v.session }
+
 // VoteFor is the master the vote connection is with (none: 0).
 func (v *Voter) VoteFor() wire.MasterID { return v.voteFor }
 
@@ -157,6 +161,9 @@ func (v *Voter) Step(now Instant, ev Event) []Action {
 		v.notVoting(e.From, e.Leader)
 		if e.From == v.voteFor && e.Session == v.session {
 			v.endSession()
+			if e.IDTaken {
+				v.emit(IDTaken{Master: e.From})
+			}
 			if e.Leader != e.From {
 				v.hint = e.Leader
 			}
@@ -504,5 +511,5 @@ func (v *Voter) openSession(m wire.MasterID, nominate bool) {
 	v.sessionSeq++
 	v.session = v.hard.Boot<<32 | v.sessionSeq
 	v.voteFor, v.voteSince, v.lastHB, v.granted, v.voteRole, v.nominated = m, v.now, 0, 0, 0, nominate
-	v.send(m, VoteHello{CS: v.cfg.ID, Addr: v.cfg.Addr, VoterOnly: v.cfg.VoterOnly, Session: v.session, Nominate: nominate, MaxEpoch: v.hard.MaxEpoch})
+	v.send(m, VoteHello{CS: v.cfg.ID, Addr: v.cfg.Addr, Port: v.cfg.Port, VoterOnly: v.cfg.VoterOnly, Session: v.session, Nominate: nominate, MaxEpoch: v.hard.MaxEpoch})
 }

@@ -1,0 +1,112 @@
+package node
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"net"
+	"net/netip"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mfs-election/mfs-election/pkg/wire"
+)
+
+// MasterIDOf is the id every node gives the master at addr. It comes from
+// the address alone, so every node derives the same id from its own copy of
+// MASTER_HOST, and adding a master to the list renames nobody: an IPv4
+// address is its own 32-bit number; an IPv6 one is hashed (a collision is
+// refused by ResolveMasters).
+func MasterIDOf(addr netip.Addr) wire.MasterID {
+	addr = addr.Unmap()
+	if addr.Is4() {
+		b := addr.As4()
+		return wire.MasterID(binary.BigEndian.Uint32(b[:]))
+	}
+	h := fnv.New32a()
+	b := addr.As16()
+	h.Write(b[:])
+	if id := wire.MasterID(h.Sum32()); id != wire.NoMaster {
+		return id
+	}
+	return 1
+}
+
+// MasterAddr is one master as MASTER_HOST names it.
+type MasterAddr struct {
+	ID   wire.MasterID
+	Addr netip.AddrPort
+}
+
+// ResolveMasters turns MASTER_HOST into the masters' addresses: a
+// comma-separated list of names or addresses, each with an optional
+// ":port" (defaultPort otherwise); every A/AAAA record of a name is a
+// master, as with MooseFS's `mfsmaster` DNS name. The result is sorted by
+// id; two entries with one address are one master.
+func ResolveMasters(spec string, defaultPort uint16) ([]MasterAddr, error) {
+	var out []MasterAddr
+	seen := map[wire.MasterID]netip.Addr{}
+	for _, item := range strings.Split(spec, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		host, port := item, defaultPort
+		if h, p, err := net.SplitHostPort(item); err == nil {
+			n, err := strconv.ParseUint(p, 10, 16)
+			if err != nil || n == 0 {
+				return nil, fmt.Errorf("MASTER_HOST %q: bad port %q", item, p)
+			}
+			host, port = h, uint16(n)
+		}
+		addrs, err := lookup(host)
+		if err != nil {
+			return nil, fmt.Errorf("MASTER_HOST %q: %w", item, err)
+		}
+		for _, a := range addrs {
+			id := MasterIDOf(a)
+			if prev, dup := seen[id]; dup {
+				if prev == a {
+					continue
+				}
+				return nil, fmt.Errorf("MASTER_HOST: addresses %v and %v map to one master id; list IPv4 addresses or different IPv6 ones", prev, a)
+			}
+			seen[id] = a
+			out = append(out, MasterAddr{ID: id, Addr: netip.AddrPortFrom(a, port)})
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("MASTER_HOST %q names no master", spec)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+func lookup(host string) ([]netip.Addr, error) {
+	if a, err := netip.ParseAddr(host); err == nil {
+		return []netip.Addr{a.Unmap()}, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]netip.Addr, 0, len(ips))
+	for _, a := range ips {
+		out = append(out, a.Unmap())
+	}
+	return out, nil
+}
+
+// ListenAddr joins a MooseFS host key ("*" or empty: every address) and
+// port into what net.Listen takes.
+func ListenAddr(host string, port int) string {
+	if host == "*" {
+		host = ""
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port))
+}

@@ -1,0 +1,559 @@
+package node
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/mfs-election/mfs-election/internal/obs"
+	"github.com/mfs-election/mfs-election/pkg/metadata"
+	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/wire"
+	"github.com/mfs-election/mfs-election/pkg/wire/frame"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+)
+
+// ChunkserverOptions is what mfschunkserver hands its driver.
+type ChunkserverOptions struct {
+	Masters []MasterAddr // every master's chunkserver port (9420)
+	Bind    netip.Addr   // BIND_HOST: decides the location; invalid = kernel's choice
+	Listen  string       // CSSERV_LISTEN host:port: with the address, its identity
+	// Voter carries the timings; ID, Addr, Port, VoterOnly and Masters are
+	// filled in by the driver.
+	Voter          roles.VoterConfig
+	AuthCode       string
+	Labels         string
+	Disks          []string // from HDD_CONF_FILENAME; none = voter only
+	ReconnectDelay time.Duration
+	// TrustRefused: "connection refused" from a master's port releases the
+	// promise at once (the kill -9 fast path). Turn it off where something
+	// between the machines may answer for a dead port.
+	TrustRefused bool
+	Version      string
+	Log          zerolog.Logger
+	Metrics      prometheus.Registerer
+}
+
+// ChunkserverNode runs one chunkserver's voter. Only its loop goroutine
+// touches the voter and the store.
+type ChunkserverNode struct {
+	opt     ChunkserverOptions
+	log     zerolog.Logger
+	store   *metadata.ChunkserverStore
+	voter   *roles.Voter
+	metrics *obs.ChunkserverMetrics
+	start   time.Time
+	ln      net.Listener
+	port    uint16
+
+	inbox    chan csInput
+	stopReq  chan struct{}
+	stopOnce sync.Once
+	done     chan struct{}
+	err      error
+
+	links  map[wire.MasterID]*csLink
+	addrOf map[wire.MasterID]netip.Addr
+
+	idMu sync.Mutex
+	id   metadata.Identity // zero before registration
+
+	regAt time.Time
+}
+
+type csInput struct {
+	from    wire.MasterID
+	ev      roles.Event // a core event (message, Refused, VoteConnLost)
+	reply   *RegisterReply
+	cluster string // the master's cluster id, with reply
+	local   netip.Addr
+	up      bool // the link just came up
+}
+
+// StartChunkserver listens on the CSSERV port, connects to every master and
+// starts the voter once it has an id.
+func StartChunkserver(opt ChunkserverOptions, store *metadata.ChunkserverStore) (*ChunkserverNode, error) {
+	n := &ChunkserverNode{
+		opt: opt, log: opt.Log, store: store, start: time.Now(),
+		inbox: make(chan csInput, 1024), stopReq: make(chan struct{}), done: make(chan struct{}),
+		links: map[wire.MasterID]*csLink{}, addrOf: map[wire.MasterID]netip.Addr{},
+	}
+	var names []string
+	for _, m := range opt.Masters {
+		n.addrOf[m.ID] = m.Addr.Addr()
+		names = append(names, m.Addr.Addr().String())
+	}
+	n.metrics = obs.NewChunkserverMetrics(opt.Metrics, names)
+	ln, err := net.Listen("tcp", opt.Listen)
+	if err != nil {
+		return nil, err
+	}
+	n.ln = ln
+	ap, _ := netip.ParseAddrPort(ln.Addr().String())
+	n.port = ap.Port()
+	go func() {
+		// The data port serves no chunks here; holding it keeps the
+		// ip:port identity real, as in MooseFS.
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	if id, ok := store.Identity(); ok {
+		if id.Addr.Port() != n.port || (opt.Bind.IsValid() && id.Addr.Addr() != opt.Bind) {
+			n.log.Warn().Str("was", id.Addr.String()).Str("now", netip.AddrPortFrom(opt.Bind, n.port).String()).
+				Msg("address changed since registration: registering again")
+			if err := store.ForgetIdentity(); err != nil {
+				_ = ln.Close()
+				return nil, err
+			}
+		} else {
+			n.id = id
+		}
+	}
+	for _, m := range opt.Masters {
+		n.links[m.ID] = startCSLink(n, m)
+	}
+	go n.loop()
+	return n, nil
+}
+
+// Stop ends the chunkserver: a VoteBye to the master it votes for, then
+// every connection closes.
+func (n *ChunkserverNode) Stop(timeout time.Duration) error {
+	n.stopOnce.Do(func() { close(n.stopReq) })
+	select {
+	case <-n.done:
+	case <-time.After(timeout):
+	}
+	return n.err
+}
+
+// Done is closed when the loop has ended.
+func (n *ChunkserverNode) Done() <-chan struct{} { return n.done }
+
+// Identity is the registered identity (zero before registration).
+func (n *ChunkserverNode) Identity() metadata.Identity {
+	n.idMu.Lock()
+	defer n.idMu.Unlock()
+	return n.id
+}
+
+func (n *ChunkserverNode) now() roles.Instant { return roles.Instant(time.Since(n.start)) }
+
+func (n *ChunkserverNode) hello() frame.Hello {
+	id := n.Identity()
+	return frame.Hello{Proto: frame.ProtocolVersion, Cluster: id.ClusterID, Kind: frame.KindChunkserver, ID: uint32(id.CS)}
+}
+
+func (n *ChunkserverNode) loop() {
+	defer close(n.done)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	if n.Identity().CS != wire.NoCS {
+		if err := n.startVoter(netip.Addr{}); err != nil {
+			n.fail(err)
+			return
+		}
+	}
+	for {
+		wait := 200 * time.Millisecond // registration retries
+		if n.voter != nil {
+			wait = time.Hour
+			if d := n.voter.NextDeadline(); d != roles.Never {
+				wait = max(time.Duration(d-n.now()), 0)
+			}
+		}
+		timer.Reset(wait)
+		var err error
+		select {
+		case in := <-n.inbox:
+			err = n.handle(in)
+		case <-timer.C:
+			if n.voter != nil {
+				err = n.step(roles.Tick{})
+			} else {
+				n.register()
+			}
+		case <-n.stopReq:
+			n.goodbye()
+			return
+		}
+		if err != nil {
+			n.fail(err)
+			return
+		}
+	}
+}
+
+func (n *ChunkserverNode) fail(err error) {
+	n.err = err
+	n.log.Error().Err(err).Msg("chunkserver stops")
+	n.closeAll()
+}
+
+// goodbye: an orderly stop tells the master it votes for, so the vote is
+// released at once rather than when the promise lapses.
+func (n *ChunkserverNode) goodbye() {
+	if n.voter != nil {
+		if m := n.voter.VoteFor(); m != wire.NoMaster {
+			if l := n.links[m]; l != nil {
+				l.send(roles.VoteBye{CS: n.Identity().CS, Session: n.voter.Session()})
+			}
+		}
+	}
+	n.closeAll()
+	// Give the goodbye a moment to leave before the process ends.
+	deadline := time.Now().Add(500 * time.Millisecond)
+	for _, l := range n.links {
+		for l.up() && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	n.log.Info().Msg("chunkserver stopped")
+}
+
+func (n *ChunkserverNode) closeAll() {
+	_ = n.ln.Close()
+	for _, l := range n.links {
+		l.stop()
+	}
+}
+
+// register asks every connected master for an id; the LEADER answers.
+func (n *ChunkserverNode) register() {
+	if time.Since(n.regAt) < 200*time.Millisecond {
+		return
+	}
+	n.regAt = time.Now()
+	for _, l := range n.links {
+		l.send(RegisterReq{Addr: n.opt.Bind, Port: n.port, VoterOnly: len(n.opt.Disks) == 0})
+	}
+}
+
+func (n *ChunkserverNode) startVoter(local netip.Addr) error {
+	id := n.Identity()
+	cfg := n.opt.Voter
+	cfg.ID, cfg.Port, cfg.VoterOnly = id.CS, n.port, len(n.opt.Disks) == 0
+	cfg.Addr = id.Addr.Addr()
+	for _, m := range n.opt.Masters {
+		cfg.Masters = append(cfg.Masters, m.ID)
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	hard, err := n.store.VoterHard()
+	if err != nil {
+		return err
+	}
+	v, acts := roles.NewVoter(cfg, hard, n.now())
+	n.voter = v
+	n.log.Info().Str(obs.FieldCS, id.Addr.String()).Uint32("id", uint32(id.CS)).Str("cluster", id.ClusterID).
+		Dur("quiet", cfg.MaxPromise).Msg("voter started (quiet until any earlier promise has lapsed)")
+	if err := n.carry(acts); err != nil {
+		return err
+	}
+	for _, l := range n.links {
+		l.sendInfo()
+	}
+	return nil
+}
+
+func (n *ChunkserverNode) handle(in csInput) error {
+	if in.reply != nil {
+		if n.voter != nil || in.reply.ID == wire.NoCS {
+			return nil
+		}
+		addr := n.opt.Bind
+		if !addr.IsValid() {
+			addr = in.local
+		}
+		id := metadata.Identity{CS: in.reply.ID, ClusterID: in.cluster, Addr: netip.AddrPortFrom(addr, n.port)}
+		if err := n.store.SetIdentity(id); err != nil {
+			return err
+		}
+		n.idMu.Lock()
+		n.id = id
+		n.idMu.Unlock()
+		n.log.Info().Uint32("id", uint32(id.CS)).Str("cluster", id.ClusterID).Str("master", n.addrOf[in.from].String()).Msg("registered")
+		// Reconnect so every master hears the new id in the hello.
+		for _, l := range n.links {
+			l.reconnect()
+		}
+		return n.startVoter(addr)
+	}
+	if in.up {
+		return nil
+	}
+	if n.voter == nil {
+		return nil
+	}
+	if r, ok := in.ev.(roles.Refused); ok && !n.opt.TrustRefused {
+		_ = r
+		return nil
+	}
+	return n.step(in.ev)
+}
+
+func (n *ChunkserverNode) step(ev roles.Event) error {
+	return n.carry(n.voter.Step(n.now(), ev))
+}
+
+func (n *ChunkserverNode) carry(acts []roles.Action) error {
+	for _, a := range acts {
+		if p, ok := a.(roles.Persist); ok && p.Voter != nil {
+			if err := n.store.Apply(p); err != nil {
+				return err
+			}
+		}
+	}
+	for _, a := range acts {
+		switch a := a.(type) {
+		case roles.Send:
+			if l := n.links[wire.MasterID(a.To.ID)]; l != nil {
+				l.send(a.Msg)
+			}
+		case roles.IDTaken:
+			n.log.Warn().Str("master", n.addrOf[a.Master].String()).Uint32("id", uint32(n.Identity().CS)).
+				Msg("the registry gives this id to another chunkserver: registering again")
+			if err := n.store.ForgetIdentity(); err != nil {
+				return err
+			}
+			n.idMu.Lock()
+			n.id = metadata.Identity{}
+			n.idMu.Unlock()
+			n.voter = nil
+			for _, l := range n.links {
+				l.reconnect()
+			}
+			return nil
+		case roles.Ignored:
+			n.log.Debug().Str(obs.FieldReason, a.Reason).Msg("ignored")
+		}
+	}
+	n.observe()
+	return nil
+}
+
+func (n *ChunkserverNode) observe() {
+	s := obs.ChunkserverSnapshot{Registered: n.voter != nil, Connected: map[string]bool{}}
+	for id, l := range n.links {
+		s.Connected[n.addrOf[id].String()] = l.up()
+	}
+	if n.voter != nil {
+		if m := n.voter.VoteFor(); m != wire.NoMaster {
+			s.VoteFor = n.addrOf[m].String()
+		}
+		if m, until := n.voter.Promise(); m != wire.NoMaster {
+			s.Promised = n.addrOf[m].String()
+			s.PromiseLeft = time.Duration(until - n.now())
+		}
+		s.MaxEpoch = n.voter.Hard().MaxEpoch
+	}
+	n.metrics.Set(s)
+}
+
+// ---- links -------------------------------------------------------------------
+
+// csLink is the chunkserver's one connection to one master: probes, vote
+// sessions and registration all travel on it.
+type csLink struct {
+	n    *ChunkserverNode
+	to   MasterAddr
+	mu   sync.Mutex
+	c    *conn
+	kick chan struct{}
+	quit chan struct{}
+	once sync.Once
+}
+
+func startCSLink(n *ChunkserverNode, to MasterAddr) *csLink {
+	l := &csLink{n: n, to: to, kick: make(chan struct{}, 1), quit: make(chan struct{})}
+	go l.run()
+	return l
+}
+
+func (l *csLink) up() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.c != nil && !l.c.closed()
+}
+
+func (l *csLink) send(m wire.Message) {
+	l.mu.Lock()
+	c := l.c
+	l.mu.Unlock()
+	if c != nil {
+		c.send(m)
+		return
+	}
+	// Nothing connected: try at once rather than at the next back-off, so
+	// a dead master is found out (refused) while the voter is asking.
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+}
+
+// sendInfo tells the master who this chunkserver is (after registration).
+func (l *csLink) sendInfo() {
+	id := l.n.Identity()
+	if id.CS == wire.NoCS {
+		return
+	}
+	var total, used uint64
+	for _, d := range l.n.opt.Disks {
+		t, u, err := diskSpace(d)
+		if err == nil {
+			total, used = total+t, used+u
+		}
+	}
+	l.send(CSInfo{ID: id.CS, Port: l.n.port, Labels: l.n.opt.Labels, VoterOnly: len(l.n.opt.Disks) == 0,
+		Total: total, Used: used, Version: l.n.opt.Version})
+}
+
+func (l *csLink) reconnect() {
+	l.mu.Lock()
+	if l.c != nil {
+		l.c.close()
+	}
+	l.mu.Unlock()
+}
+
+func (l *csLink) stop() {
+	l.once.Do(func() { close(l.quit) })
+	l.mu.Lock()
+	if l.c != nil {
+		l.c.closeAfterFlush()
+	}
+	l.mu.Unlock()
+}
+
+func (l *csLink) deliver(in csInput) {
+	in.from = l.to.ID
+	select {
+	case l.n.inbox <- in:
+	case <-l.quit:
+	}
+}
+
+func (l *csLink) run() {
+	backoff := time.Duration(0) // the first attempt, and the first after a loss, are immediate
+	for {
+		if backoff > 0 {
+			select {
+			case <-l.quit:
+				return
+			case <-l.kick:
+			case <-time.After(backoff):
+			}
+		}
+		select {
+		case <-l.quit:
+			return
+		default:
+		}
+		sentAt := l.n.now()
+		c, refused, err := l.connect()
+		if err != nil {
+			if refused {
+				l.deliver(csInput{ev: roles.Refused{Master: l.to.ID, SentAt: sentAt}})
+			}
+			if errors.Is(err, frame.ErrCluster) {
+				l.n.log.Error().Str("master", l.to.Addr.String()).Err(err).Msg("master of another cluster refused")
+				backoff = l.n.opt.ReconnectDelay
+			} else {
+				backoff = min(max(2*backoff, 50*time.Millisecond), l.n.opt.ReconnectDelay)
+			}
+			continue
+		}
+		l.mu.Lock()
+		l.c = c
+		l.mu.Unlock()
+		l.sendInfo()
+		l.deliver(csInput{up: true})
+		l.read(c)
+		l.mu.Lock()
+		l.c = nil
+		l.mu.Unlock()
+		l.deliver(csInput{ev: roles.VoteConnLost{Master: l.to.ID}})
+		backoff = 0
+	}
+}
+
+func (l *csLink) read(c *conn) {
+	defer c.close()
+	for {
+		m, err := cstomaIn.ReadFrame(c.nc, frame.DefaultMaxFrame)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !c.closed() {
+				l.n.log.Warn().Str("master", l.to.Addr.String()).Err(err).Msg("master connection dropped")
+			}
+			return
+		}
+		switch v := deref(m).(type) {
+		case RegisterReply:
+			l.deliver(csInput{reply: &v, cluster: c.peer.Cluster, local: localAddr(c.nc)})
+		case roles.ProbeReply:
+			v.From = l.to.ID
+			l.deliver(csInput{ev: v})
+		case roles.Heartbeat:
+			v.From = l.to.ID
+			l.deliver(csInput{ev: v})
+		case roles.VoteRelease:
+			v.From = l.to.ID
+			l.deliver(csInput{ev: v})
+		case roles.Redirect:
+			v.From = l.to.ID
+			l.deliver(csInput{ev: v})
+		}
+	}
+}
+
+// connect dials the master, exchanges hellos (refusing another cluster's
+// master) and answers the AUTH_CODE challenge.
+func (l *csLink) connect() (*conn, bool, error) {
+	nc, refused, err := dial(l.n.opt.Bind, l.to.Addr)
+	if err != nil {
+		return nil, refused, err
+	}
+	h := l.n.hello()
+	peer, err := dialHello(nc, h, h.Cluster, frame.KindMaster)
+	if err == nil && MasterIDOf(l.to.Addr.Addr()) != wire.MasterID(peer.ID) {
+		err = errIdentity
+	}
+	if err != nil {
+		_ = nc.Close()
+		return nil, false, err
+	}
+	_ = nc.SetReadDeadline(time.Now().Add(handshakeTimeout))
+	m, err := cstomaIn.ReadFrame(nc, maxHelloFrame)
+	_ = nc.SetReadDeadline(time.Time{})
+	ch, ok := m.(*AuthChallenge)
+	if err != nil || !ok {
+		_ = nc.Close()
+		if err == nil {
+			err = errAuth
+		}
+		return nil, false, err
+	}
+	var mac []byte
+	if len(ch.Nonce) > 0 {
+		if l.n.opt.AuthCode == "" {
+			l.n.log.Error().Str("master", l.to.Addr.String()).Msg("master requires AUTH_CODE and none is set")
+		}
+		mac = authMAC(l.n.opt.AuthCode, ch.Nonce, peer.Cluster, localAddr(nc))
+	}
+	if err := frame.WriteFrame(nc, AuthProof{MAC: mac}); err != nil {
+		_ = nc.Close()
+		return nil, false, err
+	}
+	return newConn(nc, peer), false, nil
+}

@@ -1,0 +1,225 @@
+package node
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mfs-election/mfs-election/pkg/wire"
+	"github.com/mfs-election/mfs-election/pkg/wire/frame"
+)
+
+// Limits of every connection.
+const (
+	handshakeTimeout = 2 * time.Second
+	writeTimeout     = 2 * time.Second
+	dialTimeout      = time.Second
+	// A peer slower than this many queued frames is cut off rather than
+	// let it hold memory or stall the loop that owns the state.
+	sendQueue = 1024
+	// The hello is tiny; a peer that opens with a big frame is not one of
+	// ours.
+	maxHelloFrame = 4096
+)
+
+// conn is one established, checked connection. Writes go through a bounded
+// queue drained by one goroutine; the owner's loop never blocks on a peer.
+type conn struct {
+	nc     net.Conn
+	peer   frame.Hello
+	remote netip.Addr
+	out    chan []byte // nil frame: close once everything before it is written
+	once   sync.Once
+	done   chan struct{}
+	authed bool // chunkserver port: proved AUTH_CODE (or none is set)
+}
+
+func newConn(nc net.Conn, peer frame.Hello) *conn {
+	c := &conn{nc: nc, peer: peer, out: make(chan []byte, sendQueue), done: make(chan struct{})}
+	if ap, err := netip.ParseAddrPort(nc.RemoteAddr().String()); err == nil {
+		c.remote = ap.Addr().Unmap()
+	}
+	go c.writer()
+	return c
+}
+
+func (c *conn) writer() {
+	for {
+		select {
+		case b := <-c.out:
+			if b == nil {
+				c.close()
+				return
+			}
+			_ = c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
+			if _, err := c.nc.Write(b); err != nil {
+				c.close()
+				return
+			}
+		case <-c.done:
+			return
+		}
+	}
+}
+
+// send queues m; a full queue closes the connection (the peer is not
+// keeping up, and the core treats a lost connection as it must anyway).
+func (c *conn) send(m wire.Message) {
+	b, err := frame.Encode(m)
+	if err != nil {
+		// Our own message failed to encode: a programming error that must
+		// not pass silently, but it is no reason to stop the daemon.
+		panic(fmt.Sprintf("node: encoding %T: %v", m, err))
+	}
+	select {
+	case <-c.done:
+	case c.out <- b:
+	default:
+		c.close()
+	}
+}
+
+// closeAfterFlush closes once every queued frame (goodbyes) is written.
+func (c *conn) closeAfterFlush() {
+	select {
+	case c.out <- nil:
+	default:
+		c.close()
+	}
+	// Bound how long a goodbye may hold the connection open.
+	time.AfterFunc(writeTimeout, c.close)
+}
+
+func (c *conn) close() {
+	c.once.Do(func() {
+		close(c.done)
+		_ = c.nc.Close()
+	})
+}
+
+func (c *conn) closed() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// acceptHello reads the peer's hello, checks it, then answers with ours.
+func acceptHello(nc net.Conn, ours frame.Hello, cluster string, kinds ...frame.Kind) (frame.Hello, error) {
+	_ = nc.SetDeadline(time.Now().Add(handshakeTimeout))
+	defer func() { _ = nc.SetDeadline(time.Time{}) }()
+	h, err := readHello(nc)
+	if err != nil {
+		return h, err
+	}
+	if err := h.Check(cluster, kinds...); err != nil {
+		return h, err
+	}
+	if err := frame.WriteFrame(nc, ours); err != nil {
+		return h, err
+	}
+	return h, nil
+}
+
+// dialHello sends our hello and checks the answer.
+func dialHello(nc net.Conn, ours frame.Hello, cluster string, want frame.Kind) (frame.Hello, error) {
+	_ = nc.SetDeadline(time.Now().Add(handshakeTimeout))
+	defer func() { _ = nc.SetDeadline(time.Time{}) }()
+	if err := frame.WriteFrame(nc, ours); err != nil {
+		return frame.Hello{}, err
+	}
+	h, err := readHello(nc)
+	if err != nil {
+		return h, err
+	}
+	return h, h.Check(cluster, want)
+}
+
+var helloOnly = frame.NewRegistry()
+
+// errNotHello: the first frame was something else.
+var errNotHello = errors.New("first frame is not a hello")
+
+func readHello(nc net.Conn) (frame.Hello, error) {
+	m, err := helloOnly.ReadFrame(nc, maxHelloFrame)
+	if err != nil {
+		return frame.Hello{}, err
+	}
+	h, ok := m.(*frame.Hello)
+	if !ok {
+		return frame.Hello{}, errNotHello
+	}
+	return *h, nil
+}
+
+// dial connects from bind (when valid) to addr. refused reports that
+// nothing listens there: the kill -9 fast path (docs/architecture.md).
+func dial(bind netip.Addr, addr netip.AddrPort) (nc net.Conn, refused bool, err error) {
+	d := net.Dialer{Timeout: dialTimeout}
+	if bind.IsValid() {
+		d.LocalAddr = &net.TCPAddr{IP: bind.AsSlice()}
+	}
+	nc, err = d.Dial("tcp", addr.String())
+	if err != nil {
+		return nil, errors.Is(err, syscall.ECONNREFUSED), err
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	return nc, false, nil
+}
+
+// authMAC is what a chunkserver proves AUTH_CODE with: bound to the
+// challenge, the cluster and its own address, so a proof cannot be replayed
+// on another connection or by another chunkserver.
+func authMAC(code string, nonce []byte, cluster string, cs netip.Addr) []byte {
+	h := hmac.New(sha256.New, []byte(code))
+	h.Write(nonce)
+	h.Write([]byte{0})
+	h.Write([]byte(cluster))
+	h.Write([]byte{0})
+	h.Write(cs.AsSlice())
+	return h.Sum(nil)
+}
+
+// localAddr is the address a connection leaves from.
+func localAddr(nc net.Conn) netip.Addr {
+	if ap, err := netip.ParseAddrPort(nc.LocalAddr().String()); err == nil {
+		return ap.Addr().Unmap()
+	}
+	return netip.Addr{}
+}
+
+// refuseReason names a decoding or handshake failure for logs and metrics.
+func refuseReason(err error) string {
+	switch {
+	case errors.Is(err, frame.ErrFrameTooLarge):
+		return "oversized"
+	case errors.Is(err, frame.ErrUnknownType):
+		return "unknown_type"
+	case errors.Is(err, frame.ErrCluster):
+		return "cluster"
+	case errors.Is(err, frame.ErrProtocol):
+		return "protocol"
+	case errors.Is(err, frame.ErrKind):
+		return "kind"
+	case errors.Is(err, errAuth):
+		return "auth"
+	case errors.Is(err, errIdentity):
+		return "identity"
+	}
+	return "garbage"
+}
+
+var (
+	errAuth     = errors.New("chunkserver did not prove AUTH_CODE")
+	errIdentity = errors.New("peer claims an identity its address does not have")
+)

@@ -1,0 +1,109 @@
+package node
+
+import (
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/mfs-election/mfs-election/internal/obs"
+	"github.com/mfs-election/mfs-election/pkg/wire"
+	"github.com/mfs-election/mfs-election/pkg/wire/frame"
+)
+
+// Reconnection back-off between masters: quick at first (a restarted peer
+// is back within a heartbeat or two), never slower than linkMaxBackoff.
+const (
+	linkMinBackoff = 50 * time.Millisecond
+	linkMaxBackoff = time.Second
+)
+
+// link is this master's outgoing connection to another master: everything
+// it sends that master goes through here. Sends while it is down are
+// dropped; the core repeats what matters every PeerInterval.
+type link struct {
+	n    *MasterNode
+	to   MasterAddr
+	mu   sync.Mutex
+	c    *conn
+	quit chan struct{}
+	once sync.Once
+}
+
+func startLink(n *MasterNode, to MasterAddr) *link {
+	l := &link{n: n, to: to, quit: make(chan struct{})}
+	go l.run()
+	return l
+}
+
+func (l *link) send(m wire.Message) {
+	l.mu.Lock()
+	c := l.c
+	l.mu.Unlock()
+	if c != nil {
+		c.send(m)
+	}
+}
+
+func (l *link) stop() {
+	l.once.Do(func() { close(l.quit) })
+	l.mu.Lock()
+	if l.c != nil {
+		l.c.closeAfterFlush()
+	}
+	l.mu.Unlock()
+}
+
+func (l *link) run() {
+	backoff := linkMinBackoff
+	for {
+		select {
+		case <-l.quit:
+			return
+		default:
+		}
+		c, err := l.connect()
+		if err != nil {
+			if errors.Is(err, frame.ErrCluster) || errors.Is(err, frame.ErrProtocol) {
+				l.n.log.Error().Str(obs.FieldPeer, l.to.Addr.String()).Err(err).Msg("master link refused")
+				backoff = linkMaxBackoff
+			}
+			select {
+			case <-l.quit:
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, linkMaxBackoff)
+			continue
+		}
+		backoff = linkMinBackoff
+		l.mu.Lock()
+		l.c = c
+		l.mu.Unlock()
+		// The peer sends nothing back on this connection; reading tells
+		// when it ends.
+		_, _ = io.Copy(io.Discard, c.nc)
+		c.close()
+		l.mu.Lock()
+		l.c = nil
+		l.mu.Unlock()
+	}
+}
+
+func (l *link) connect() (*conn, error) {
+	nc, _, err := dial(l.n.opt.Bind, l.to.Addr)
+	if err != nil {
+		return nil, err
+	}
+	h := l.n.hello()
+	peer, err := dialHello(nc, h, h.Cluster, frame.KindMaster)
+	if err != nil {
+		_ = nc.Close()
+		return nil, err
+	}
+	if wire.MasterID(peer.ID) != l.to.ID {
+		_ = nc.Close()
+		return nil, errIdentity
+	}
+	return newConn(nc, peer), nil
+}

@@ -1,0 +1,637 @@
+package node
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/mfs-election/mfs-election/internal/obs"
+	"github.com/mfs-election/mfs-election/pkg/metadata"
+	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/wire"
+	"github.com/mfs-election/mfs-election/pkg/wire/frame"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+)
+
+// MasterOptions is what mfsmaster hands its driver.
+type MasterOptions struct {
+	Core    roles.Config // Core.ID is Self's id, Core.Masters every master's
+	Self    netip.Addr
+	Masters []MasterAddr // every master's 9419 address, this one included
+	// Listen addresses ("host:port"; port 0 picks one, for tests).
+	ListenML, ListenCS, ListenCL string
+	Bind                         netip.Addr // outgoing connections leave from here (invalid: kernel's choice)
+	AuthCode                     string
+	Version                      string
+	Log                          zerolog.Logger
+	Metrics                      prometheus.Registerer
+}
+
+// MasterNode runs one master: it owns the role machine and the store, and
+// carries events in and actions out. Only its loop goroutine touches core,
+// store and the connection maps.
+type MasterNode struct {
+	opt     MasterOptions
+	log     zerolog.Logger
+	store   *metadata.MasterStore
+	core    *roles.Master
+	metrics *obs.MasterMetrics
+	start   time.Time
+
+	lnML, lnCS, lnCL net.Listener
+	inbox            chan input
+	stopReq          chan struct{}
+	stopOnce         sync.Once
+	done             chan struct{}
+	err              error
+
+	addrOf  map[wire.MasterID]netip.Addr
+	links   map[wire.MasterID]*link // outgoing, to every other master
+	cs      map[wire.CSID]*conn     // the current connection of each chunkserver
+	csInfo  map[wire.CSID]CSInfo
+	peersIn map[*conn]bool // incoming master connections
+	clients map[roles.ClientID]*conn
+	nextCl  roles.ClientID
+	admins  map[uint64]adminWait
+	nextAdm uint64
+	hbSent  map[hbKey]time.Time
+
+	// What observe() last saw, to log and count changes once.
+	lastLeader wire.MasterID
+	lastRole   roles.Role
+	syncedAt   time.Time
+
+	helloMu sync.Mutex
+	helloV  frame.Hello
+
+	statusMu sync.Mutex
+	status   StatusResp // the newest status, for /healthz
+}
+
+// adminWait is an admin command waiting for the core's reply.
+type adminWait struct {
+	c  *conn
+	id uint64 // the requester's own id, echoed back
+}
+
+type hbKey struct {
+	cs  wire.CSID
+	seq uint64
+}
+
+type inKind uint8
+
+const (
+	inMsg    inKind = iota // msg arrived on c
+	inOpen                 // c is established and checked
+	inClosed               // c ended
+)
+
+// input is one thing for the loop: from a connection reader or a link.
+type input struct {
+	kind inKind
+	port string // matoml, matocs, matocl
+	c    *conn
+	msg  wire.Message
+}
+
+// StartMaster opens the listeners and starts the loop. The store must hold
+// whatever this master has (nothing, for one started with -e).
+func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, error) {
+	if err := opt.Core.Validate(); err != nil {
+		return nil, err
+	}
+	n := &MasterNode{
+		opt: opt, log: opt.Log, store: store, start: time.Now(),
+		inbox: make(chan input, 4096), stopReq: make(chan struct{}), done: make(chan struct{}),
+		addrOf: map[wire.MasterID]netip.Addr{}, links: map[wire.MasterID]*link{},
+		cs: map[wire.CSID]*conn{}, csInfo: map[wire.CSID]CSInfo{}, peersIn: map[*conn]bool{},
+		clients: map[roles.ClientID]*conn{}, admins: map[uint64]adminWait{}, hbSent: map[hbKey]time.Time{},
+	}
+	n.metrics = obs.NewMasterMetrics(opt.Metrics)
+	for _, m := range opt.Masters {
+		n.addrOf[m.ID] = m.Addr.Addr()
+	}
+	st, err := store.Load()
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range []struct {
+		ln   *net.Listener
+		addr string
+	}{{&n.lnML, opt.ListenML}, {&n.lnCS, opt.ListenCS}, {&n.lnCL, opt.ListenCL}} {
+		ln, err := net.Listen("tcp", l.addr)
+		if err != nil {
+			n.closeListeners()
+			return nil, err
+		}
+		*l.ln = ln
+	}
+	core, acts := roles.NewMaster(opt.Core, st, n.now())
+	n.core = core
+	n.lastRole = core.Role()
+	n.setHello()
+	if err := n.persist(acts); err != nil {
+		n.closeListeners()
+		return nil, err
+	}
+	for _, m := range opt.Masters {
+		if m.ID != opt.Core.ID {
+			n.links[m.ID] = startLink(n, m)
+		}
+	}
+	go n.accept(n.lnML, "matoml", matomlIn, frame.KindMaster)
+	go n.accept(n.lnCS, "matocs", matocsIn, frame.KindChunkserver)
+	go n.accept(n.lnCL, "matocl", matoclIn, frame.KindClient, frame.KindAdmin)
+	n.log.Info().Str(obs.FieldMaster, opt.Self.String()).Uint64("incarnation", core.Hard().Incarnation).
+		Str("cluster", store.ClusterID()).Bool("metadata", core.HasMetadata()).Msg("master started as FOLLOWER")
+	go n.loop()
+	return n, nil
+}
+
+// Addrs returns the bound listen addresses (matoml, matocs, matocl).
+func (n *MasterNode) Addrs() (ml, cs, cl net.Addr) { return n.lnML.Addr(), n.lnCS.Addr(), n.lnCL.Addr() }
+
+// Stop asks for an orderly shutdown through DUMMY (disconnect rules
+// included) and waits for it, at most timeout.
+func (n *MasterNode) Stop(timeout time.Duration) error {
+	n.stopOnce.Do(func() { close(n.stopReq) })
+	select {
+	case <-n.done:
+	case <-time.After(timeout):
+	}
+	return n.err
+}
+
+// Done is closed when the loop has ended; Err then says why (nil: stopped).
+func (n *MasterNode) Done() <-chan struct{} { return n.done }
+
+// Err is why the loop ended (nil while running or after an orderly stop).
+func (n *MasterNode) Err() error {
+	select {
+	case <-n.done:
+		return n.err
+	default:
+		return nil
+	}
+}
+
+// Status is the newest state, for /healthz and tests.
+func (n *MasterNode) Status() StatusResp {
+	n.statusMu.Lock()
+	defer n.statusMu.Unlock()
+	return n.status
+}
+
+func (n *MasterNode) now() roles.Instant { return roles.Instant(time.Since(n.start)) }
+
+// setHello records the hello this master opens with; the loop calls it at
+// start and when the cluster id is learnt, readers and links read it.
+func (n *MasterNode) setHello() {
+	h := frame.Hello{Proto: frame.ProtocolVersion, Cluster: n.store.ClusterID(), Kind: frame.KindMaster,
+		ID: uint32(n.opt.Core.ID), Incarnation: n.core.Hard().Incarnation}
+	n.helloMu.Lock()
+	n.helloV = h
+	n.helloMu.Unlock()
+}
+
+func (n *MasterNode) hello() frame.Hello {
+	n.helloMu.Lock()
+	defer n.helloMu.Unlock()
+	return n.helloV
+}
+
+func (n *MasterNode) closeListeners() {
+	for _, ln := range []net.Listener{n.lnML, n.lnCS, n.lnCL} {
+		if ln != nil {
+			_ = ln.Close()
+		}
+	}
+}
+
+// ---- the loop ----------------------------------------------------------------
+
+func (n *MasterNode) loop() {
+	defer close(n.done)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		d := n.core.NextDeadline()
+		wait := time.Hour
+		if d != roles.Never {
+			wait = max(time.Duration(d-n.now()), 0)
+		}
+		timer.Reset(wait)
+		var err error
+		select {
+		case in := <-n.inbox:
+			err = n.handle(in)
+			// Drain what is already queued before sleeping again.
+			for i := 0; i < 64 && err == nil; i++ {
+				select {
+				case in := <-n.inbox:
+					err = n.handle(in)
+					continue
+				default:
+				}
+				break
+			}
+		case <-timer.C:
+			err = n.step(roles.Tick{})
+		case <-n.stopReq:
+			err = n.step(roles.Admin{Kind: roles.AdminShutdown})
+			if err == nil && n.core.Role() != roles.Dummy {
+				err = errors.New("the role machine did not reach DUMMY on shutdown")
+			}
+		}
+		if err != nil || n.core.Role() == roles.Dummy {
+			n.shutdown(err)
+			return
+		}
+	}
+}
+
+// shutdown closes everything; goodbyes already queued get a moment to leave.
+func (n *MasterNode) shutdown(err error) {
+	n.err = err
+	if err != nil {
+		n.log.Error().Err(err).Msg("master stops")
+	}
+	n.closeListeners()
+	all := []*conn{}
+	for _, c := range n.cs {
+		all = append(all, c)
+	}
+	for c := range n.peersIn {
+		all = append(all, c)
+	}
+	for _, c := range n.clients {
+		all = append(all, c)
+	}
+	for _, l := range n.links {
+		l.stop()
+	}
+	for _, c := range all {
+		c.closeAfterFlush()
+	}
+	deadline := time.Now().Add(time.Second)
+	for _, c := range all {
+		for !c.closed() && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		c.close()
+	}
+	n.log.Info().Msg("master stopped")
+}
+
+func (n *MasterNode) step(ev roles.Event) error {
+	acts := n.core.Step(n.now(), ev)
+	return n.carry(acts)
+}
+
+// carry executes one batch: persist (fsync) first, then everything else in
+// order, so nothing leaves before the disk has it.
+func (n *MasterNode) carry(acts []roles.Action) error {
+	if err := n.persist(acts); err != nil {
+		return err
+	}
+	for _, a := range acts {
+		switch a := a.(type) {
+		case roles.Send:
+			n.route(a.To, a.Msg)
+		case roles.Disconnect:
+			for _, g := range a.Goodbyes {
+				n.route(g.To, g.Msg)
+			}
+			n.disconnect(a.Class)
+		case roles.Transition:
+			n.log.Info().Str(obs.FieldFrom, a.From.String()).Str(obs.FieldTo, a.To.String()).
+				Uint64(obs.FieldEpoch, a.Epoch).Str(obs.FieldReason, a.Reason).Str("section", a.Section).Msg("role change")
+		case roles.Ignored:
+			n.metrics.Ignored(a.Reason)
+			n.log.Debug().Str(obs.FieldReason, a.Reason).Msg("ignored")
+		case roles.AdminReply:
+			if w, ok := n.admins[a.ID]; ok {
+				w.c.send(AdminResp{ID: w.id, OK: a.OK, Text: a.Text})
+				delete(n.admins, a.ID)
+			}
+		}
+	}
+	n.observe()
+	return nil
+}
+
+func (n *MasterNode) persist(acts []roles.Action) error {
+	for _, a := range acts {
+		if p, ok := a.(roles.Persist); ok {
+			if err := n.store.Apply(p); err != nil {
+				// Never run ahead of the disk: the process ends.
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (n *MasterNode) route(to roles.Peer, msg wire.Message) {
+	switch m := msg.(type) {
+	case roles.PeerStatus:
+		m.WallUnixMs = time.Now().UnixMilli()
+		msg = m
+	case roles.ProbeReply:
+		m.WallUnixMs = time.Now().UnixMilli()
+		msg = m
+	case roles.Heartbeat:
+		n.hbSent[hbKey{wire.CSID(to.ID), m.Seq}] = time.Now()
+	}
+	switch to.Kind {
+	case roles.PeerMaster:
+		if l := n.links[wire.MasterID(to.ID)]; l != nil {
+			l.send(msg)
+		}
+	case roles.PeerCS:
+		if c := n.cs[wire.CSID(to.ID)]; c != nil {
+			c.send(msg)
+		}
+	case roles.PeerClient:
+		if c := n.clients[roles.ClientID(to.ID)]; c != nil {
+			c.send(msg)
+		}
+	}
+}
+
+// disconnect closes a class of connections after their queued goodbyes.
+func (n *MasterNode) disconnect(class roles.ConnClass) {
+	switch class {
+	case roles.ConnChunkservers:
+		for id, c := range n.cs {
+			c.closeAfterFlush()
+			delete(n.cs, id)
+		}
+	case roles.ConnClients:
+		for id, c := range n.clients {
+			c.closeAfterFlush()
+			delete(n.clients, id)
+		}
+	case roles.ConnSessions:
+		for c := range n.peersIn {
+			c.closeAfterFlush()
+			delete(n.peersIn, c)
+		}
+	}
+}
+
+// handle takes one input from a reader or a link.
+func (n *MasterNode) handle(in input) error {
+	switch in.kind {
+	case inOpen:
+		switch in.port {
+		case "matocs":
+			if id := wire.CSID(in.c.peer.ID); id != wire.NoCS {
+				if old := n.cs[id]; old != nil {
+					old.close()
+				}
+				n.cs[id] = in.c
+			}
+		case "matoml":
+			n.peersIn[in.c] = true
+		case "matocl":
+			n.nextCl++
+			n.clients[n.nextCl] = in.c
+			in.c.peer.ID = uint32(n.nextCl)
+		}
+		return nil
+	case inClosed:
+		switch in.port {
+		case "matocs":
+			id := wire.CSID(in.c.peer.ID)
+			if n.cs[id] == in.c {
+				delete(n.cs, id)
+				return n.step(roles.ConnLost{CS: id})
+			}
+		case "matoml":
+			delete(n.peersIn, in.c)
+		case "matocl":
+			if c := n.clients[roles.ClientID(in.c.peer.ID)]; c == in.c {
+				delete(n.clients, roles.ClientID(in.c.peer.ID))
+			}
+		}
+		return nil
+	}
+	switch in.port {
+	case "matocs":
+		return n.fromCS(in.c, in.msg)
+	case "matoml":
+		return n.fromMaster(in.c, in.msg)
+	}
+	return n.fromClient(in.c, in.msg)
+}
+
+func (n *MasterNode) fromCS(c *conn, msg wire.Message) error {
+	id := wire.CSID(c.peer.ID)
+	switch m := msg.(type) {
+	case RegisterReq:
+		// The address it registers with is the one it connects from:
+		// locations are decided by address, so a claim is not enough.
+		got, ok := n.core.AssignID(c.remote, m.Port)
+		reply := RegisterReply{ID: got}
+		if !ok {
+			reply.Leader = n.addrOf[n.core.Leader()]
+		} else {
+			n.log.Info().Str(obs.FieldCS, netip.AddrPortFrom(c.remote, m.Port).String()).Uint32("id", uint32(got)).Msg("chunkserver id assigned")
+		}
+		c.send(reply)
+		return nil
+	case CSInfo:
+		if id != wire.NoCS && m.ID == id {
+			m.Addr = c.remote
+			n.csInfo[id] = m
+		}
+		return nil
+	}
+	if id == wire.NoCS || n.cs[id] != c {
+		return nil // an unregistered or superseded connection takes no part
+	}
+	var ev roles.Event
+	switch m := msg.(type) {
+	case roles.Probe:
+		m.CS = id
+		ev = m
+	case roles.VoteHello:
+		m.CS, m.Addr = id, c.remote
+		ev = m
+	case roles.VoteBye:
+		m.CS = id
+		ev = m
+	case roles.HeartbeatAck:
+		m.CS = id
+		if at, ok := n.hbSent[hbKey{id, m.Seq}]; ok {
+			n.metrics.HeartbeatRTT(time.Since(at))
+			delete(n.hbSent, hbKey{id, m.Seq})
+		}
+		ev = m
+	default:
+		return nil
+	}
+	return n.step(ev)
+}
+
+func (n *MasterNode) fromMaster(c *conn, msg wire.Message) error {
+	from := wire.MasterID(c.peer.ID)
+	var ev roles.Event
+	switch m := msg.(type) {
+	case roles.PeerStatus:
+		m.From = from
+		ev = m
+	case roles.Append:
+		m.From = from
+		if n.store.ClusterID() == "" && c.peer.Cluster != "" && len(m.Entries) > 0 {
+			// A master started with -e takes its cluster id from the
+			// first LEADER that sends it metadata.
+			if err := n.store.AdoptCluster(c.peer.Cluster); err != nil {
+				return err
+			}
+			n.setHello()
+			n.log.Info().Str("cluster", c.peer.Cluster).Msg("joined cluster")
+		}
+		ev = m
+	case roles.AppendAck:
+		m.From = from
+		ev = m
+	case roles.FetchReq:
+		m.From = from
+		ev = m
+	case roles.FetchResp:
+		m.From = from
+		ev = m
+	default:
+		return nil
+	}
+	return n.step(ev)
+}
+
+func (n *MasterNode) fromClient(c *conn, msg wire.Message) error {
+	switch m := msg.(type) {
+	case StatusReq:
+		c.send(n.statusNow())
+		return nil
+	case AdminReq:
+		n.nextAdm++
+		id := n.nextAdm
+		n.admins[id] = adminWait{c: c, id: m.ID}
+		err := n.step(roles.Admin{ID: id, Kind: m.Kind, Change: m.Change})
+		if _, open := n.admins[id]; open && n.core.Role() == roles.Dummy {
+			c.send(AdminResp{ID: m.ID, OK: true, Text: "shutting down"})
+		}
+		return err
+	case roles.ClientWrite:
+		m.Client = roles.ClientID(c.peer.ID)
+		return n.step(m)
+	case roles.ClientRead:
+		m.Client = roles.ClientID(c.peer.ID)
+		return n.step(m)
+	}
+	return nil
+}
+
+// ---- accepting ---------------------------------------------------------------
+
+func (n *MasterNode) accept(ln net.Listener, port string, reg *frame.Registry, kinds ...frame.Kind) {
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		go n.serveConn(nc, port, reg, kinds)
+	}
+}
+
+// serveConn checks a new connection (hello, identity, AUTH_CODE) and then
+// feeds its frames to the loop. Whatever a peer sends, the worst outcome is
+// this connection closed with a logged reason.
+func (n *MasterNode) serveConn(nc net.Conn, port string, reg *frame.Registry, kinds []frame.Kind) {
+	remote := nc.RemoteAddr().String()
+	refuse := func(err error) {
+		reason := refuseReason(err)
+		n.metrics.ConnRefused(port, reason)
+		n.log.Warn().Str(obs.FieldPeer, remote).Str("port", port).Str(obs.FieldReason, reason).Err(err).Msg("connection refused")
+		_ = nc.Close()
+	}
+	ours := n.hello()
+	peer, err := acceptHello(nc, ours, ours.Cluster, kinds...)
+	if err != nil {
+		refuse(err)
+		return
+	}
+	c := newConn(nc, peer)
+	if port == "matoml" {
+		if a, ok := n.addrOf[wire.MasterID(peer.ID)]; !ok || a != c.remote || MasterIDOf(c.remote) != wire.MasterID(peer.ID) {
+			c.close()
+			refuse(errIdentity)
+			return
+		}
+	}
+	if port == "matocs" {
+		if err := n.challenge(c); err != nil {
+			c.close()
+			refuse(err)
+			return
+		}
+	}
+	n.inbox <- input{kind: inOpen, port: port, c: c}
+	for {
+		m, err := reg.ReadFrame(nc, frame.DefaultMaxFrame)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !c.closed() {
+				reason := refuseReason(err)
+				n.metrics.ConnRefused(port, reason)
+				n.log.Warn().Str(obs.FieldPeer, remote).Str("port", port).Str(obs.FieldReason, reason).Err(err).Msg("connection dropped")
+			}
+			c.close()
+			n.inbox <- input{kind: inClosed, port: port, c: c}
+			return
+		}
+		n.inbox <- input{kind: inMsg, port: port, c: c, msg: deref(m)}
+	}
+}
+
+// challenge runs the AUTH_CODE exchange on a chunkserver connection. It
+// always happens, so the chunkserver side has one sequence to follow; with
+// no AUTH_CODE the nonce is empty and any proof passes.
+func (n *MasterNode) challenge(c *conn) error {
+	var nonce []byte
+	if n.opt.AuthCode != "" {
+		nonce = make([]byte, 32)
+		if _, err := rand.Read(nonce); err != nil {
+			return err
+		}
+	}
+	c.send(AuthChallenge{Nonce: nonce})
+	_ = c.nc.SetReadDeadline(time.Now().Add(handshakeTimeout))
+	defer func() { _ = c.nc.SetReadDeadline(time.Time{}) }()
+	m, err := matocsIn.ReadFrame(c.nc, maxHelloFrame)
+	if err != nil {
+		return err
+	}
+	p, ok := m.(*AuthProof)
+	if ok && n.opt.AuthCode == "" {
+		c.authed = true
+		return nil
+	}
+	want := authMAC(n.opt.AuthCode, nonce, n.hello().Cluster, c.remote)
+	if !ok || !hmac.Equal(p.MAC, want) {
+		return errAuth
+	}
+	c.authed = true
+	return nil
+}

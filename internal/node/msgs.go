@@ -1,0 +1,149 @@
+package node
+
+import (
+	"net/netip"
+	"reflect"
+
+	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/wire"
+	"github.com/mfs-election/mfs-election/pkg/wire/frame"
+)
+
+// Message types of the daemons' own exchanges, beside the election core's
+// (10-32). Append-only; docs/wire.md lists them.
+const (
+	TypeAuthChallenge wire.Type = 40
+	TypeAuthProof     wire.Type = 41
+	TypeRegisterReq   wire.Type = 42
+	TypeRegisterReply wire.Type = 43
+	TypeCSInfo        wire.Type = 44
+	TypeStatusReq     wire.Type = 45
+	TypeStatusResp    wire.Type = 46
+	TypeAdminReq      wire.Type = 47
+	TypeAdminResp     wire.Type = 48
+)
+
+// AuthChallenge: a master that has an AUTH_CODE sends it right after its
+// hello on the chunkserver port; the chunkserver must answer with AuthProof
+// before anything it sends is heard.
+type AuthChallenge struct{ Nonce []byte }
+
+// AuthProof is HMAC-SHA256(AUTH_CODE, nonce | cluster id | chunkserver
+// address): it proves the code without sending it.
+type AuthProof struct{ MAC []byte }
+
+// RegisterReq: a chunkserver without an id asks for one.
+type RegisterReq struct {
+	Addr      netip.Addr
+	Port      uint16
+	VoterOnly bool
+}
+
+// RegisterReply answers RegisterReq: ID is 0 when this master is not the
+// LEADER; Leader is then the LEADER's address it recorded (invalid: none).
+type RegisterReply struct {
+	ID     wire.CSID
+	Leader netip.Addr
+}
+
+// CSInfo is what a chunkserver tells each master it connects to, for the
+// listings: its identity, labels and disk space (voter-only: none).
+type CSInfo struct {
+	ID        wire.CSID
+	Addr      netip.Addr
+	Port      uint16
+	Labels    string
+	VoterOnly bool
+	Total     uint64
+	Used      uint64
+	Version   string
+}
+
+// StatusReq asks a master (port 9421) for its state.
+type StatusReq struct{}
+
+// StatusResp is a master's state as mfscli shows it.
+type StatusResp struct {
+	Addr         netip.Addr
+	Version      string
+	Role         roles.Role
+	Sync         roles.SyncState
+	Epoch        uint64
+	Leader       netip.Addr // recorded LEADER (invalid: none)
+	HoldsQuorum  bool
+	MetaVersion  uint64
+	Commit       uint64
+	ClusterID    string
+	WallUnixMs   int64
+	Connected    int // chunkserver vote connections open to it
+	Registered   int
+	Voters       int // votes it counts now
+	Chunkservers []CSStatus
+}
+
+// CSStatus is one registered chunkserver as a master sees it.
+type CSStatus struct {
+	ID        wire.CSID
+	Addr      netip.Addr
+	Port      uint16
+	Location  string
+	VoterOnly bool
+	Connected bool // has a connection to this master
+	Voting    bool // its vote is counted here now
+	Labels    string
+	Total     uint64
+	Used      uint64
+}
+
+// AdminReq carries an operator command to a master.
+type AdminReq struct {
+	ID     uint64
+	Kind   roles.AdminKind
+	Change roles.Change
+}
+
+// AdminResp answers AdminReq.
+type AdminResp struct {
+	ID   uint64
+	OK   bool
+	Text string
+}
+
+func (AuthChallenge) MsgType() wire.Type { return TypeAuthChallenge }
+func (AuthProof) MsgType() wire.Type     { return TypeAuthProof }
+func (RegisterReq) MsgType() wire.Type   { return TypeRegisterReq }
+func (RegisterReply) MsgType() wire.Type { return TypeRegisterReply }
+func (CSInfo) MsgType() wire.Type        { return TypeCSInfo }
+func (StatusReq) MsgType() wire.Type     { return TypeStatusReq }
+func (StatusResp) MsgType() wire.Type    { return TypeStatusResp }
+func (AdminReq) MsgType() wire.Type      { return TypeAdminReq }
+func (AdminResp) MsgType() wire.Type     { return TypeAdminResp }
+
+// registry builds a frame registry that decodes exactly these types.
+func registry(msgs ...wire.Message) *frame.Registry {
+	r := frame.NewRegistry()
+	for _, m := range msgs {
+		t := reflect.TypeOf(m)
+		r.Register(m.MsgType(), func() wire.Message { return reflect.New(t).Interface().(wire.Message) })
+	}
+	return r
+}
+
+// What each port and each side of it may receive.
+var (
+	// A master on 9419, from other masters.
+	matomlIn = registry(roles.PeerStatus{}, roles.Append{}, roles.AppendAck{}, roles.FetchReq{}, roles.FetchResp{})
+	// A master on 9420, from chunkservers.
+	matocsIn = registry(AuthProof{}, RegisterReq{}, CSInfo{}, roles.Probe{}, roles.VoteHello{}, roles.VoteBye{}, roles.HeartbeatAck{})
+	// A chunkserver, from a master.
+	cstomaIn = registry(AuthChallenge{}, RegisterReply{}, roles.ProbeReply{}, roles.Heartbeat{}, roles.VoteRelease{}, roles.Redirect{})
+	// A master on 9421, from clients and mfscli.
+	matoclIn = registry(StatusReq{}, AdminReq{}, roles.ClientWrite{}, roles.ClientRead{})
+	// A client or mfscli, from a master.
+	cltomaIn = registry(StatusResp{}, AdminResp{}, roles.ClientReply{})
+)
+
+// deref turns the pointer a registry decodes into the value the core takes.
+func deref(m wire.Message) wire.Message {
+	return reflect.ValueOf(m).Elem().Interface().(wire.Message)
+}

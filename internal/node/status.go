@@ -1,0 +1,87 @@
+package node
+
+import (
+	"time"
+
+	"github.com/mfs-election/mfs-election/internal/obs"
+	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/wire"
+)
+
+// statusNow builds what mfscli and /healthz see, from the loop goroutine.
+func (n *MasterNode) statusNow() StatusResp {
+	now := n.now()
+	cfg := n.core.Config()
+	st := StatusResp{
+		Addr: n.opt.Self, Version: n.opt.Version, Role: n.core.Role(), Sync: n.core.Sync(),
+		Epoch: n.core.Epoch(), Leader: n.addrOf[n.core.Leader()], HoldsQuorum: n.core.HoldsQuorum(now),
+		MetaVersion: n.core.Log().Last().Version, Commit: n.core.Hard().Commit.Version,
+		ClusterID: n.store.ClusterID(), WallUnixMs: time.Now().UnixMilli(),
+		Connected: len(n.cs),
+	}
+	counted := map[wire.CSID]bool{}
+	for _, id := range n.core.CountedVoters() {
+		counted[id] = true
+	}
+	st.Voters = len(counted)
+	if cfg != nil {
+		st.Registered = len(cfg.Members)
+		for _, m := range cfg.Members {
+			loc, _ := cfg.Locations.Location(cfg.Locations.Locate(m.Addr))
+			info := n.csInfo[m.ID]
+			_, connected := n.cs[m.ID]
+			st.Chunkservers = append(st.Chunkservers, CSStatus{
+				ID: m.ID, Addr: m.Addr, Port: m.Port, Location: loc.Name, VoterOnly: m.VoterOnly,
+				Connected: connected, Voting: counted[m.ID], Labels: info.Labels, Total: info.Total, Used: info.Used,
+			})
+		}
+	}
+	return st
+}
+
+// observe updates metrics, the /healthz status, and logs a LEADER change
+// once; called after every batch.
+func (n *MasterNode) observe() {
+	st := n.statusNow()
+	n.statusMu.Lock()
+	n.status = st
+	n.statusMu.Unlock()
+
+	byLoc := map[string]int{}
+	for _, c := range st.Chunkservers {
+		if _, ok := byLoc[c.Location]; !ok {
+			byLoc[c.Location] = 0
+		}
+		if c.Voting {
+			byLoc[c.Location]++
+		}
+	}
+	if st.Sync == roles.Synced {
+		n.syncedAt = time.Now()
+	}
+	var delay time.Duration
+	if st.Sync != roles.Synced && !n.syncedAt.IsZero() {
+		delay = time.Since(n.syncedAt)
+	}
+	n.metrics.Set(obs.MasterSnapshot{
+		Role: st.Role, Epoch: st.Epoch, QuorumHeld: st.HoldsQuorum, VotesByLocation: byLoc,
+		Registered: st.Registered, Connected: st.Connected, MetadataVersion: st.MetaVersion,
+		FollowerDelay: delay, Sync: st.Sync,
+	})
+	leader := n.core.Leader()
+	if leader != n.lastLeader {
+		n.metrics.LeaderChange()
+		n.log.Info().Str("leader", n.addrOf[leader].String()).Str("previous", n.addrOf[n.lastLeader].String()).
+			Uint64(obs.FieldEpoch, st.Epoch).Msg("leader changed")
+		n.lastLeader = leader
+	}
+	// Heartbeats whose answer never came are forgotten after a while.
+	if len(n.hbSent) > 4096 {
+		cut := time.Now().Add(-5 * time.Second)
+		for k, at := range n.hbSent {
+			if at.Before(cut) {
+				delete(n.hbSent, k)
+			}
+		}
+	}
+}

@@ -1,0 +1,61 @@
+package obs
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+// ChunkserverMetrics are the election metrics of one mfschunkserver.
+type ChunkserverMetrics struct {
+	masters                           []string
+	vote, promise, conn               *prometheus.GaugeVec
+	promiseLeft, maxEpoch, registered prometheus.Gauge
+}
+
+// ChunkserverSnapshot is the chunkserver state exported as gauges.
+type ChunkserverSnapshot struct {
+	VoteFor     string        // master address voted for, or ""
+	Promised    string        // master whose promise binds this chunkserver, or ""
+	PromiseLeft time.Duration // time until that promise expires
+	MaxEpoch    uint64
+	Registered  bool
+	Connected   map[string]bool // master -> connection up
+}
+
+// NewChunkserverMetrics registers the chunkserver metrics on reg. masters
+// (the MASTER_HOST addresses) is the whole label set of the per-master series;
+// other addresses given to Set are not exported.
+func NewChunkserverMetrics(reg prometheus.Registerer, masters []string) *ChunkserverMetrics {
+	f := promauto.With(reg)
+	vec := func(name, help string) *prometheus.GaugeVec {
+		return f.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, []string{"master"})
+	}
+	g := func(name, help string) prometheus.Gauge {
+		return f.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+	}
+	c := &ChunkserverMetrics{
+		masters:     append([]string(nil), masters...),
+		vote:        vec("mfs_chunkserver_vote", "1 on the master this chunkserver votes for, 0 on the others."),
+		promise:     vec("mfs_chunkserver_promise", "1 on the master whose promise currently binds this chunkserver, 0 on the others."),
+		conn:        vec("mfs_chunkserver_master_connected", "1 if the connection to this master is up, else 0."),
+		promiseLeft: g("mfs_chunkserver_promise_remaining_seconds", "Seconds until the current promise expires (0 when unbound)."),
+		maxEpoch:    g("mfs_chunkserver_max_epoch", "Highest election epoch this chunkserver has seen."),
+		registered:  g("mfs_chunkserver_registered", "1 if this chunkserver is registered with the LEADER, else 0."),
+	}
+	c.Set(ChunkserverSnapshot{})
+	return c
+}
+
+// Set exports the snapshot.
+func (c *ChunkserverMetrics) Set(s ChunkserverSnapshot) {
+	for _, m := range c.masters {
+		c.vote.WithLabelValues(m).Set(b2f(s.VoteFor == m))
+		c.promise.WithLabelValues(m).Set(b2f(s.Promised == m))
+		c.conn.WithLabelValues(m).Set(b2f(s.Connected[m]))
+	}
+	c.promiseLeft.Set(max(s.PromiseLeft, 0).Seconds())
+	c.maxEpoch.Set(float64(s.MaxEpoch))
+	c.registered.Set(b2f(s.Registered))
+}

@@ -1,0 +1,70 @@
+package obs
+
+import (
+	"errors"
+	"fmt"
+	stdlog "log"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/rs/zerolog"
+)
+
+// NewRegistry returns a fresh registry holding the Go and process collectors.
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// Serve serves GET /metrics from reg and GET /healthz from health (nil means
+// always healthy) on ln, in its own goroutine. Stop it with Shutdown.
+func Serve(ln net.Listener, reg *prometheus.Registry, health func() (ok bool, text string), log zerolog.Logger) *http.Server {
+	el := errLog{log.With().Str("component", "http").Logger()}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		ErrorLog: el, ErrorHandling: promhttp.ContinueOnError, Registry: reg, Timeout: 10 * time.Second,
+	}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		ok, text := true, "ok"
+		if health != nil {
+			ok, text = health()
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		if !ok {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		if !strings.HasSuffix(text, "\n") {
+			text += "\n"
+		}
+		_, _ = w.Write([]byte(text))
+	})
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 5 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		ErrorLog:          stdlog.New(el, "", 0),
+	}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			el.l.Error().Err(err).Str("addr", ln.Addr().String()).Msg("metrics server stopped")
+		}
+	}()
+	return srv
+}
+
+// errLog routes promhttp and net/http errors to zerolog at warn level.
+type errLog struct{ l zerolog.Logger }
+
+func (e errLog) Println(v ...any) { e.l.Warn().Msg(strings.TrimSpace(fmt.Sprintln(v...))) }
+
+func (e errLog) Write(p []byte) (int, error) {
+	e.l.Warn().Msg(strings.TrimSpace(string(p)))
+	return len(p), nil
+}

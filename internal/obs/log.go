@@ -1,0 +1,69 @@
+package obs
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/rs/zerolog"
+)
+
+// Log field names shared by both daemons.
+const (
+	FieldDaemon = "daemon"
+	FieldMaster = "master"
+	FieldCS     = "cs"
+	FieldEpoch  = "epoch"
+	FieldFrom   = "from"
+	FieldTo     = "to"
+	FieldReason = "reason"
+	FieldPeer   = "peer"
+)
+
+// LevelNames are the accepted level names (case-insensitive).
+var LevelNames = []string{"debug", "info", "notice", "warn", "warning", "error"}
+
+// ParseLevel maps a MooseFS-style level name to a zerolog level; notice is
+// info, since zerolog has no level between info and warn.
+func ParseLevel(s string) (zerolog.Level, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "debug":
+		return zerolog.DebugLevel, nil
+	case "info", "notice":
+		return zerolog.InfoLevel, nil
+	case "warn", "warning":
+		return zerolog.WarnLevel, nil
+	case "error":
+		return zerolog.ErrorLevel, nil
+	}
+	return zerolog.NoLevel, fmt.Errorf("obs: unknown log level %q (accepted: %s)", s, strings.Join(LevelNames, ", "))
+}
+
+// NewLogger logs to w, in console format if w is a terminal, JSON otherwise.
+func NewLogger(w *os.File, level, daemon string) (zerolog.Logger, error) {
+	fd := w.Fd()
+	return NewLoggerTo(w, level, daemon, isatty.IsTerminal(fd) || isatty.IsCygwinTerminal(fd))
+}
+
+// NewLoggerTo is NewLogger with the format chosen by the caller.
+func NewLoggerTo(w io.Writer, level, daemon string, console bool) (zerolog.Logger, error) {
+	lv, err := ParseLevel(level)
+	if err != nil {
+		return zerolog.Nop(), err
+	}
+	if console {
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000"}
+	}
+	return zerolog.New(w).Level(lv).Hook(stamp{}).With().Str(FieldDaemon, daemon).Logger(), nil
+}
+
+// stamp adds the time at microsecond resolution without touching zerolog's
+// global TimeFieldFormat.
+type stamp struct{}
+
+func (stamp) Run(e *zerolog.Event, _ zerolog.Level, _ string) {
+	e.Str(zerolog.TimestampFieldName, time.Now().UTC().Format("2006-01-02T15:04:05.000000Z07:00"))
+}

@@ -1,0 +1,124 @@
+package obs
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/rs/zerolog"
+)
+
+func TestLoggerJSON(t *testing.T) {
+	var buf bytes.Buffer
+	log, err := NewLoggerTo(&buf, "NOTICE", "mfsmaster", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Debug().Msg("hidden")
+	log.Info().Uint64(FieldEpoch, 7).Str(FieldPeer, "10.0.0.2:9419").Msg("hello")
+	var m map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
+		t.Fatalf("%v: %q", err, buf.String())
+	}
+	if m[FieldDaemon] != "mfsmaster" || m["level"] != "info" || m[FieldEpoch] != 7.0 || m["message"] != "hello" {
+		t.Errorf("fields: %v", m)
+	}
+	if _, err := time.Parse(time.RFC3339Nano, m["time"].(string)); err != nil {
+		t.Errorf("time: %v", err)
+	}
+
+	buf.Reset()
+	log, _ = NewLoggerTo(&buf, "warning", "mfschunkserver", true)
+	log.Warn().Msg("console")
+	if s := buf.String(); !strings.Contains(s, "console") || !strings.Contains(s, "mfschunkserver") {
+		t.Errorf("console: %q", s)
+	}
+
+	_, err = NewLoggerTo(io.Discard, "loud", "x", false)
+	if err == nil || !strings.Contains(err.Error(), `"loud"`) || !strings.Contains(err.Error(), "warning") {
+		t.Errorf("bad level error: %v", err)
+	}
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestServeMetrics(t *testing.T) {
+	reg := NewRegistry()
+	m := NewMasterMetrics(reg)
+	cs := NewChunkserverMetrics(reg, []string{"m1:9420", "m2:9420"})
+	var healthy atomic.Bool
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := Serve(ln, reg, func() (bool, string) {
+		if healthy.Load() {
+			return true, "LEADER"
+		}
+		return false, "no quorum"
+	}, zerolog.Nop())
+	defer srv.Shutdown(context.Background())
+	base := "http://" + ln.Addr().String()
+
+	m.Set(MasterSnapshot{Role: roles.Leader, Epoch: 3, QuorumHeld: true, Sync: roles.Synced,
+		VotesByLocation: map[string]int{"dc1": 2, "dc2": 1}, FollowerDelay: 1500 * time.Millisecond})
+	m.LeaderChange()
+	m.HeartbeatRTT(300 * time.Microsecond)
+	m.ConnRefused("matocs", "auth")
+	cs.Set(ChunkserverSnapshot{VoteFor: "m2:9420", Connected: map[string]bool{"m1:9420": true}, PromiseLeft: -time.Second})
+
+	code, body := get(t, base+"/metrics")
+	for _, want := range []string{
+		`mfs_master_role{role="LEADER"} 1`, `mfs_master_role{role="FOLLOWER"} 0`,
+		`mfs_master_sync_state{state="SYNCED"} 1`, `mfs_master_votes{location="dc2"} 1`,
+		`mfs_master_epoch 3`, `mfs_master_follower_delay_seconds 1.5`, `mfs_master_leader_changes_total 1`,
+		`mfs_master_connections_refused_total{port="matocs",reason="auth"} 1`,
+		`mfs_master_connections_refused_total{port="matoml",reason="garbage"} 0`,
+		`mfs_master_heartbeat_rtt_seconds_bucket{le="0.0004"} 1`,
+		`mfs_chunkserver_vote{master="m2:9420"} 1`, `mfs_chunkserver_vote{master="m1:9420"} 0`,
+		`mfs_chunkserver_master_connected{master="m1:9420"} 1`, `mfs_chunkserver_promise_remaining_seconds 0`,
+		`go_goroutines `, `process_start_time_seconds `,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("code %d, missing %q", code, want)
+		}
+	}
+
+	m.Set(MasterSnapshot{Role: roles.Follower, VotesByLocation: map[string]int{"dc1": 2}})
+	_, body = get(t, base+"/metrics")
+	if strings.Contains(body, `location="dc2"`) || !strings.Contains(body, `mfs_master_role{role="LEADER"} 0`) {
+		t.Errorf("after drop:\n%s", body)
+	}
+	if n := testutil.CollectAndCount(m.votes); n != 1 {
+		t.Errorf("vote series: %d", n)
+	}
+	if v := testutil.ToFloat64(m.role.WithLabelValues("FOLLOWER")); v != 1 {
+		t.Errorf("FOLLOWER = %v", v)
+	}
+
+	if code, body := get(t, base+"/healthz"); code != 503 || body != "no quorum\n" {
+		t.Errorf("healthz: %d %q", code, body)
+	}
+	healthy.Store(true)
+	if code, body := get(t, base+"/healthz"); code != 200 || body != "LEADER\n" {
+		t.Errorf("healthz: %d %q", code, body)
+	}
+}

@@ -1,0 +1,218 @@
+package service
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Lock is a held lock file.
+type Lock struct {
+	f *os.File
+}
+
+// Acquire creates or opens the lock file at path, takes an exclusive flock
+// without waiting and writes our pid into it.
+func Acquire(path string) (*Lock, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lock file: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			who := "another process"
+			if pid := readPid(path); pid > 0 {
+				who = "process " + strconv.Itoa(pid)
+			}
+			return nil, fmt.Errorf("data directory is in use by %s (lock file %s)", who, path)
+		}
+		return nil, fmt.Errorf("lock file %s: %w", path, err)
+	}
+	if err := f.Truncate(0); err == nil {
+		_, err = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock file %s: %w", path, err)
+	}
+	return &Lock{f: f}, nil
+}
+
+// Release empties the lock file and drops the lock. Releasing twice is a
+// no-op.
+func (l *Lock) Release() error {
+	if l == nil || l.f == nil {
+		return nil
+	}
+	f := l.f
+	l.f = nil
+	err := f.Truncate(0)
+	return errors.Join(err, syscall.Flock(int(f.Fd()), syscall.LOCK_UN), f.Close())
+}
+
+func readPid(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid
+}
+
+// Running reports whether some process holds the lock on path, and its pid
+// as written in the file (0 if unreadable). It probes with a non-blocking
+// shared flock, so it sees a holder in this process too.
+func Running(path string) (pid int, ok bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+		return readPid(path), errors.Is(err, syscall.EWOULDBLOCK)
+	}
+	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return 0, false
+}
+
+func sendSignal(path string, sig syscall.Signal) (int, error) {
+	pid, ok := Running(path)
+	if !ok {
+		return 0, fmt.Errorf("not running (lock file %s is free)", path)
+	}
+	if pid <= 0 {
+		return 0, fmt.Errorf("lock file %s is held but holds no pid", path)
+	}
+	if err := syscall.Kill(pid, sig); err != nil {
+		return pid, fmt.Errorf("signal process %d: %w", pid, err)
+	}
+	return pid, nil
+}
+
+// Stop sends SIGTERM to the lock holder and waits up to timeout for the
+// lock to be free.
+func Stop(path string, timeout time.Duration) error {
+	pid, err := sendSignal(path, syscall.SIGTERM)
+	if err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(timeout); ; time.Sleep(50 * time.Millisecond) {
+		if _, ok := Running(path); !ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+	}
+	return fmt.Errorf("process %d still running %v after SIGTERM (lock file %s)", pid, timeout, path)
+}
+
+// Reload sends SIGHUP to the lock holder.
+func Reload(path string) error {
+	_, err := sendSignal(path, syscall.SIGHUP)
+	return err
+}
+
+// Background re-executes this binary with args (which should make it run in
+// the foreground) in a new session, stdin from /dev/null and output
+// appended to logPath, then polls ready every 50ms for up to wait. If the
+// child exits first or is not ready in time, the error carries the tail of
+// what it logged; a child that is merely slow is left running, and its pid
+// is returned with the error.
+func Background(logPath string, args []string, ready func() bool, wait time.Duration) (pid int, err error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return 0, err
+	}
+	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return 0, fmt.Errorf("log file: %w", err)
+	}
+	defer logf.Close()
+	start, _ := logf.Seek(0, io.SeekEnd)
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		return 0, err
+	}
+	defer null.Close()
+	cmd := exec.Command(exe, args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = null, logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	pid = cmd.Process.Pid
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }() // also reaps the child if we outlive it
+	for deadline := time.Now().Add(wait); ; {
+		select {
+		case werr := <-exited:
+			return 0, fmt.Errorf("background process %d exited before it was ready (%v); %s", pid, werr, tail(logPath, start))
+		case <-time.After(50 * time.Millisecond):
+		}
+		if ready() {
+			return pid, nil
+		}
+		if time.Now().After(deadline) {
+			return pid, fmt.Errorf("background process %d not ready after %v (left running); %s", pid, wait, tail(logPath, start))
+		}
+	}
+}
+
+// tail returns the last lines (at most 4 KiB) logged after offset start.
+func tail(path string, start int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return "cannot read " + path
+	}
+	defer f.Close()
+	if end, err := f.Seek(0, io.SeekEnd); err == nil && end-4096 > start {
+		start = end - 4096
+	}
+	b, _ := io.ReadAll(io.NewSectionReader(f, start, 4096))
+	text := strings.TrimSpace(string(b))
+	if text == "" {
+		return "it logged nothing to " + path
+	}
+	return "end of " + path + ":\n  " + strings.ReplaceAll(text, "\n", "\n  ")
+}
+
+// Action is what the daemon was asked to do.
+type Action string
+
+const (
+	ActionStart   Action = "start"
+	ActionStop    Action = "stop"
+	ActionRestart Action = "restart"
+	ActionReload  Action = "reload"
+	ActionTest    Action = "test"
+	ActionInit    Action = "init" // handled by mfsmaster itself
+)
+
+var actions = []Action{ActionStart, ActionStop, ActionRestart, ActionReload, ActionTest, ActionInit}
+
+// ParseAction reads the action from the positional arguments: none means
+// start; more than one, or an unknown one, is an error.
+func ParseAction(args []string) (Action, error) {
+	if len(args) == 0 || args[0] == "" {
+		return ActionStart, nil
+	}
+	names := make([]string, len(actions))
+	for i, a := range actions {
+		names[i] = string(a)
+		if string(a) == args[0] && len(args) == 1 {
+			return a, nil
+		}
+	}
+	if len(args) > 1 {
+		return "", fmt.Errorf("one action expected, got %q", args)
+	}
+	return "", fmt.Errorf("unknown action %q; valid: %s", args[0], strings.Join(names, ", "))
+}
