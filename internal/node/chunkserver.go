@@ -557,3 +557,13 @@ func (l *csLink) connect() (*conn, bool, error) {
 	}
 	return newConn(nc, peer), false, nil
 }
+
+// Err is why the loop ended (nil while running or after an orderly stop).
+func (n *ChunkserverNode) Err() error {
+	select {
+	case <-n.done:
+		return n.err
+	default:
+		return nil
+	}
+}

@@ -156,7 +156,9 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 }
 
 // Addrs returns the bound listen addresses (matoml, matocs, matocl).
-func (n *MasterNode) Addrs() (ml, cs, cl net.Addr) { return n.lnML.Addr(), n.lnCS.Addr(), n.lnCL.Addr() }
+func (n *MasterNode) Addrs() (ml, cs, cl net.Addr) {
+	return n.lnML.Addr(), n.lnCS.Addr(), n.lnCL.Addr()
+}
 
 // Stop asks for an orderly shutdown through DUMMY (disconnect rules
 // included) and waits for it, at most timeout.

@@ -255,3 +255,15 @@ func wrap(text string) string {
 	}
 	return b.String()
 }
+
+// Changed lists the keys (other than LOG_LEVEL) whose values differ
+// between two resolutions of one spec: what a reload cannot apply live.
+func Changed(s Spec, a, b Values) []string {
+	var out []string
+	for _, k := range s.Keys {
+		if k.Name != "LOG_LEVEL" && fmt.Sprint(a.vals[k.Name]) != fmt.Sprint(b.vals[k.Name]) {
+			out = append(out, k.Name)
+		}
+	}
+	return out
+}

@@ -270,9 +270,16 @@ func (m *Master) NextDeadline() Instant {
 }
 
 func (m *Master) selfNominateAt() Instant {
-	// Staggered by id so that masters without chunkservers do not all act
+	// Staggered by place in the master list (ids may be large numbers,
+	// e.g. addresses) so that masters without chunkservers do not all act
 	// at once.
-	return m.quietSince.Add(m.cfg.SelfNominateAfter + m.cfg.PeerInterval*2*time.Duration(m.cfg.ID))
+	place := 0
+	for _, id := range m.cfg.Masters {
+		if id < m.cfg.ID {
+			place++
+		}
+	}
+	return m.quietSince.Add(m.cfg.SelfNominateAfter + m.cfg.PeerInterval*2*time.Duration(place+1))
 }
 
 // Step advances the machine by one event at this master's time now.

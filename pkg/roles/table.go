@@ -1,6 +1,7 @@
 package roles
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -148,7 +149,7 @@ func (c Change) apply(cur *ClusterConfig) (*ClusterConfig, error) {
 		}
 		n.Members = append(n.Members, c.CS)
 		n.Bootstrap = false
-		slices.SortFunc(n.Members, func(a, b Chunkserver) int { return int(a.ID) - int(b.ID) })
+		slices.SortFunc(n.Members, func(a, b Chunkserver) int { return cmp.Compare(a.ID, b.ID) })
 	case ChangeRemove:
 		i := slices.IndexFunc(n.Members, func(m Chunkserver) bool { return uint32(m.ID) == c.ID })
 		if i < 0 {

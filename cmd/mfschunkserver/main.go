@@ -1,0 +1,206 @@
+// Command mfschunkserver is a chunkserver: here, a voter. The master it keeps
+// its connection with is the one its vote is for. See docs/operations.md.
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/internal/obs"
+	"github.com/mfs-election/mfs-election/internal/service"
+	"github.com/mfs-election/mfs-election/internal/settings"
+	"github.com/mfs-election/mfs-election/pkg/metadata"
+	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/rs/zerolog"
+	"github.com/urfave/cli/v2"
+)
+
+const defaultCfg = "/etc/mfs/mfschunkserver.cfg"
+
+func main() {
+	app := &cli.App{
+		Name:      "mfschunkserver",
+		Usage:     "chunkserver: votes for the master it keeps its connection with",
+		UsageText: "mfschunkserver [-c CFG] [-f] [--KEY value ...] [start|stop|restart|reload|test]",
+		Version:   node.Version,
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "c", Usage: "config file", Value: defaultCfg},
+			&cli.BoolFlag{Name: "f", Usage: "run in the foreground"},
+		}, spec.Flags()...),
+		HideHelpCommand: true,
+		Action:          run,
+	}
+	if err := app.Run(os.Args); err != nil {
+		fmt.Fprintln(os.Stderr, "mfschunkserver:", err)
+		os.Exit(1)
+	}
+}
+
+func run(c *cli.Context) error {
+	action, err := service.ParseAction(c.Args().Slice())
+	if err != nil {
+		return err
+	}
+	if action == service.ActionInit {
+		return errors.New("init is an mfsmaster action; a chunkserver registers with the LEADER by itself")
+	}
+	v, err := spec.Resolve(c.String("c"), c.IsSet("c"), c)
+	if err != nil {
+		return err
+	}
+	dataPath := v.String("DATA_PATH")
+	if err := service.EnsureDir(dataPath); err != nil {
+		return err
+	}
+	lockPath := filepath.Join(dataPath, ".mfschunkserver.lock")
+	return service.Dispatch(action, "mfschunkserver", lockPath, filepath.Join(dataPath, "mfschunkserver.log"),
+		c.Bool("f"), os.Args[1:], func() error { return foreground(c, v, lockPath) })
+}
+
+// disks reads mfshdd.cfg: one path per line, '#' comments, MooseFS's
+// leading marks (*, <, >, ~) and anything after the path ignored. An absent
+// file means a voter-only chunkserver.
+func disks(path string) ([]string, error) {
+	if path == "" {
+		return nil, nil
+	}
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for line := 1; sc.Scan(); line++ {
+		s := strings.TrimSpace(sc.Text())
+		if i := strings.IndexByte(s, '#'); i >= 0 {
+			s = strings.TrimSpace(s[:i])
+		}
+		s = strings.TrimLeft(s, "*<>~")
+		if s == "" {
+			continue
+		}
+		p := strings.Fields(s)[0]
+		if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("%s:%d: %q is not a directory", path, line, p)
+		}
+		out = append(out, p)
+	}
+	return out, sc.Err()
+}
+
+func checkLabels(s string) error {
+	if s == "" {
+		return nil
+	}
+	for _, l := range strings.Split(s, ",") {
+		l = strings.TrimSpace(l)
+		if len(l) != 1 || l[0] < 'A' || l[0] > 'Z' {
+			return fmt.Errorf("LABELS %q: each label is one letter A-Z, comma-separated", s)
+		}
+	}
+	return nil
+}
+
+func foreground(c *cli.Context, v settings.Values, lockPath string) error {
+	lvl, err := obs.ParseLevel(v.String("LOG_LEVEL"))
+	if err != nil {
+		return err
+	}
+	zerolog.SetGlobalLevel(lvl)
+	log, err := obs.NewLogger(os.Stderr, "debug", "mfschunkserver")
+	if err != nil {
+		return err
+	}
+	if err := checkLabels(v.String("LABELS")); err != nil {
+		return err
+	}
+	ds, err := disks(v.String("HDD_CONF_FILENAME"))
+	if err != nil {
+		return err
+	}
+	var bind netip.Addr
+	if h := v.String("BIND_HOST"); h != "" && h != "*" {
+		if bind, err = netip.ParseAddr(h); err != nil {
+			return fmt.Errorf("BIND_HOST %q is not an address", h)
+		}
+	}
+	list, err := node.ResolveMasters(v.String("MASTER_HOST"), uint16(v.Int("MASTER_PORT")))
+	if err != nil {
+		return err
+	}
+	lock, err := service.Acquire(lockPath)
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
+	st, err := metadata.OpenChunkserver(v.String("DATA_PATH"))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	vc := roles.VoterConfig{
+		MaxPromise: v.Duration("MAX_PROMISE"), ProbeInterval: v.Duration("PROBE_INTERVAL"),
+		NominateSlot: v.Duration("NOMINATE_SLOT"), Seed: uint64(time.Now().UnixNano()),
+	}
+	reg := obs.NewRegistry()
+	opt := node.ChunkserverOptions{
+		Masters: list, Bind: bind, Listen: node.ListenAddr(v.String("CSSERV_LISTEN_HOST"), v.Int("CSSERV_LISTEN_PORT")),
+		Voter: vc, AuthCode: v.String("AUTH_CODE"), Labels: v.String("LABELS"), Disks: ds,
+		ReconnectDelay: v.Duration("MASTER_RECONNECTION_DELAY"), TrustRefused: v.Bool("TRUST_REFUSED"),
+		Version: node.Version, Log: log, Metrics: reg,
+	}
+	httpLn, err := net.Listen("tcp", node.ListenAddr(v.String("HTTP_LISTEN_HOST"), v.Int("HTTP_LISTEN_PORT")))
+	if err != nil {
+		return fmt.Errorf("HTTP_LISTEN: %w", err)
+	}
+	log.Info().Int("disks", len(ds)).Bool("voter_only", len(ds) == 0).Uint64("seed", vc.Seed).Msg("chunkserver starting")
+	n, err := node.StartChunkserver(opt, st)
+	if err != nil {
+		_ = httpLn.Close()
+		return err
+	}
+	srv := obs.Serve(httpLn, reg, func() (bool, string) {
+		id := n.Identity()
+		return true, fmt.Sprintf("chunkserver %v id %d", id.Addr, id.CS)
+	}, log)
+	defer srv.Close()
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	for {
+		select {
+		case <-n.Done():
+			return n.Err()
+		case s := <-sigs:
+			if s == syscall.SIGHUP {
+				nv, err := spec.Resolve(c.String("c"), c.IsSet("c"), c)
+				if err != nil {
+					log.Error().Err(err).Msg("reload: config not taken")
+					continue
+				}
+				l, _ := obs.ParseLevel(nv.String("LOG_LEVEL"))
+				zerolog.SetGlobalLevel(l)
+				if ch := settings.Changed(spec, v, nv); len(ch) > 0 {
+					log.Warn().Strs("keys", ch).Msg("reload: log level applied; these keys take effect at the next restart")
+				}
+				v = nv
+				continue
+			}
+			log.Info().Str("signal", s.String()).Msg("stopping")
+			return n.Stop(5 * time.Second)
+		}
+	}
+}

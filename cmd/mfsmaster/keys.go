@@ -1,0 +1,48 @@
+package main
+
+import "github.com/mfs-election/mfs-election/internal/settings"
+
+// spec is every mfsmaster.cfg key: the example file etc/mfsmaster.cfg, the
+// long flags and docs/operations.md are all made from it.
+var spec = settings.Spec{Daemon: "mfsmaster", Keys: []settings.Key{
+	{Name: "DATA_PATH", Kind: settings.String, Default: "/var/lib/mfs",
+		Usage: "Where the metadata (metadata.mfs), the lock file and the log of a background start live."},
+	{Name: "MASTER_HOST", Kind: settings.String, Default: "mfsmaster",
+		Usage: "Every master of the cluster: a DNS name whose A records are all the masters, or a comma-separated list of addresses, each with an optional :port (the MATOML port). Identical on every master and chunkserver."},
+	{Name: "BIND_HOST", Kind: settings.String, Default: "",
+		Usage: "Address this master's outgoing connections leave from. Empty: MATOML_LISTEN_HOST when that is one address, else this master's address in MASTER_HOST."},
+	{Name: "MATOML_LISTEN_HOST", Kind: settings.String, Default: "*", Usage: "Address for other masters to connect to (* = all)."},
+	{Name: "MATOML_LISTEN_PORT", Kind: settings.Int, Default: "9419", Min: "0", Max: "65535", Usage: "Port for other masters (MooseFS: 9419)."},
+	{Name: "MATOCS_LISTEN_HOST", Kind: settings.String, Default: "*", Usage: "Address for chunkservers (their votes) to connect to."},
+	{Name: "MATOCS_LISTEN_PORT", Kind: settings.Int, Default: "9420", Min: "0", Max: "65535", Usage: "Port for chunkservers (MooseFS: 9420)."},
+	{Name: "MATOCL_LISTEN_HOST", Kind: settings.String, Default: "*", Usage: "Address for clients and mfscli."},
+	{Name: "MATOCL_LISTEN_PORT", Kind: settings.Int, Default: "9421", Min: "0", Max: "65535", Usage: "Port for clients and mfscli (MooseFS: 9421)."},
+	{Name: "HTTP_LISTEN_HOST", Kind: settings.String, Default: "*", Usage: "Address of the HTTP endpoint (/metrics, /healthz)."},
+	{Name: "HTTP_LISTEN_PORT", Kind: settings.Int, Default: "9425", Min: "0", Max: "65535", Usage: "Port of the HTTP endpoint (MooseFS GUI port: 9425)."},
+	{Name: "AUTH_CODE", Kind: settings.String, Default: "",
+		Usage: "When set, a chunkserver's connection counts as a vote only after it proves it knows this code (challenge-response; the code never crosses the wire)."},
+	{Name: "DEPUTY_ELECTION_TIME", Kind: settings.Duration, Default: "0", Min: "0", Max: "1h",
+		Usage: "An ELECT that cannot gather quorum this long becomes DEPUTY and serves reads. 0 = never (MooseFS's default)."},
+	{Name: "KEEP_LEADERSHIP", Kind: settings.Bool, Default: "0",
+		Usage: "1: this master takes the LEADER role back whenever it is a synced FOLLOWER, unless leadership was moved away on purpose."},
+	{Name: "LOG_LEVEL", Kind: settings.String, Default: "info", Usage: "debug, info, warn or error."},
+	{Name: "VOTE_LEASE", Kind: settings.Duration, Default: "800ms", Min: "20ms", Max: "1m",
+		Usage: "The promise a chunkserver makes on each heartbeat. A frozen LEADER is replaced about one lease after its last heartbeat; must not exceed the chunkservers' MAX_PROMISE."},
+	{Name: "HEARTBEAT_INTERVAL", Kind: settings.Duration, Default: "100ms", Min: "1ms", Max: "10s",
+		Usage: "How often a master that takes votes renews them: eight renewals per lease, so one lost heartbeat or a 200 ms stall leaves most of the lease in hand."},
+	{Name: "MAX_CLOCK_DRIFT", Kind: settings.Float, Default: "0.01", Min: "0", Max: "0.1",
+		Usage: "Bound on how far any clock's rate may stray from true time (0.01 = 1%, ten times a poor crystal). Leases are shortened by it; nothing measures it."},
+	{Name: "LEASE_MARGIN", Kind: settings.Duration, Default: "10ms", Min: "0", Max: "1s",
+		Usage: "Given up at the end of every counted lease, for the gap between reading the clock and acting on it."},
+	{Name: "PEER_INTERVAL", Kind: settings.Duration, Default: "100ms", Min: "1ms", Max: "10s", Usage: "Status and changelog pushes between masters."},
+	{Name: "PEER_TIMEOUT", Kind: settings.Duration, Default: "500ms", Min: "2ms", Max: "1m",
+		Usage: "A master not heard from this long is treated as gone for sync state and redirects (never for safety). At least two PEER_INTERVALs."},
+	{Name: "SELF_NOMINATE_AFTER", Kind: settings.Duration, Default: "5s", Min: "1ms", Max: "10m",
+		Usage: "A master nominates itself when no chunkserver has nominated anybody this long (an instance with no chunkservers yet)."},
+	{Name: "ELECT_TIMEOUT", Kind: settings.Duration, Default: "3s", Min: "1ms", Max: "10m",
+		Usage: "An ELECT that has held no vote this long goes back to FOLLOWER so the next nomination turn can pick another. At least VOTE_LEASE."},
+	{Name: "HANDOVER_TIMEOUT", Kind: settings.Duration, Default: "3s", Min: "1ms", Max: "10m",
+		Usage: "How long a LEADER pauses writes for a USURPER (or a step-down target) to catch up before it resumes."},
+	{Name: "ACK_REPLICAS", Kind: settings.Int, Default: "1", Min: "0", Max: "8",
+		Usage: "How many other eligible masters must hold a change durably before it is acknowledged (fewer when fewer are connected)."},
+}}

@@ -1,0 +1,263 @@
+// Command mfsmaster is the metadata master: one of several, of which the
+// chunkservers' votes make exactly one the LEADER. See docs/operations.md.
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/internal/obs"
+	"github.com/mfs-election/mfs-election/internal/service"
+	"github.com/mfs-election/mfs-election/internal/settings"
+	"github.com/mfs-election/mfs-election/pkg/metadata"
+	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/wire"
+	"github.com/rs/zerolog"
+	"github.com/urfave/cli/v2"
+)
+
+const defaultCfg = "/etc/mfs/mfsmaster.cfg"
+
+func main() {
+	app := &cli.App{
+		Name:      "mfsmaster",
+		Usage:     "metadata master elected by chunkserver quorum",
+		UsageText: "mfsmaster [-c CFG] [-f] [-e] [--KEY value ...] [start|stop|restart|reload|test|init]",
+		Version:   node.Version,
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "c", Usage: "config file", Value: defaultCfg},
+			&cli.BoolFlag{Name: "f", Usage: "run in the foreground"},
+			&cli.BoolFlag{Name: "e", Usage: "start without metadata: sync from the LEADER, FOLLOWER only until synced"},
+			&cli.StringSliceFlag{Name: "location", Usage: "init only: NAME=CIDR, map a range to a location in the new metadata (repeatable)"},
+		}, spec.Flags()...),
+		HideHelpCommand: true,
+		Action:          run,
+	}
+	if err := app.Run(os.Args); err != nil {
+		fmt.Fprintln(os.Stderr, "mfsmaster:", err)
+		os.Exit(1)
+	}
+}
+
+func run(c *cli.Context) error {
+	action, err := service.ParseAction(c.Args().Slice())
+	if err != nil {
+		return err
+	}
+	v, err := spec.Resolve(c.String("c"), c.IsSet("c"), c)
+	if err != nil {
+		return err
+	}
+	dataPath := v.String("DATA_PATH")
+	if err := service.EnsureDir(dataPath); err != nil {
+		return err
+	}
+	lockPath := filepath.Join(dataPath, ".mfsmaster.lock")
+	if action == service.ActionInit {
+		return initMetadata(v, lockPath, c.StringSlice("location"))
+	}
+	return service.Dispatch(action, "mfsmaster", lockPath, filepath.Join(dataPath, "mfsmaster.log"),
+		c.Bool("f"), os.Args[1:], func() error { return foreground(c, v, lockPath, c.Bool("e")) })
+}
+
+// masters resolves MASTER_HOST and finds this master in it.
+func masters(v settings.Values) ([]node.MasterAddr, netip.Addr, error) {
+	list, err := node.ResolveMasters(v.String("MASTER_HOST"), uint16(v.Int("MATOML_LISTEN_PORT")))
+	if err != nil {
+		return nil, netip.Addr{}, err
+	}
+	var cands []netip.Addr
+	for _, k := range []string{"BIND_HOST", "MATOML_LISTEN_HOST"} {
+		if a, err := netip.ParseAddr(v.String(k)); err == nil {
+			cands = append(cands, a)
+		}
+	}
+	if len(cands) == 0 {
+		ifas, _ := net.InterfaceAddrs()
+		for _, ifa := range ifas {
+			if p, err := netip.ParsePrefix(ifa.String()); err == nil {
+				cands = append(cands, p.Addr())
+			}
+		}
+	}
+	for _, a := range cands {
+		for _, m := range list {
+			if m.Addr.Addr() == a {
+				return list, a, nil
+			}
+		}
+	}
+	var names []string
+	for _, m := range list {
+		names = append(names, m.Addr.String())
+	}
+	return nil, netip.Addr{}, fmt.Errorf("this master is not in MASTER_HOST (%s): set MATOML_LISTEN_HOST or BIND_HOST to its address there", strings.Join(names, ", "))
+}
+
+// initMetadata is `mfsmaster init`: fresh metadata with a new id, for the
+// first master of a new cluster.
+func initMetadata(v settings.Values, lockPath string, locs []string) error {
+	lock, err := service.Acquire(lockPath)
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
+	_, self, err := masters(v)
+	if err != nil {
+		return err
+	}
+	g := roles.Genesis(node.MasterIDOf(self))
+	for _, l := range locs {
+		name, cidr, ok := strings.Cut(l, "=")
+		p, perr := netip.ParsePrefix(cidr)
+		if !ok || perr != nil {
+			return fmt.Errorf("--location %q: want NAME=CIDR, e.g. west=10.1.0.0/16", l)
+		}
+		m, err := g[0].Config.Locations.MapRange(p, name)
+		if err != nil {
+			return fmt.Errorf("--location %q: %w", l, err)
+		}
+		g[0].Config.Locations = m
+	}
+	st, err := metadata.OpenMaster(v.String("DATA_PATH"))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		return err
+	}
+	id := strings.ToUpper(hex.EncodeToString(b))
+	if err := st.Init(id, g); err != nil {
+		return err
+	}
+	fmt.Printf("mfsmaster: new metadata %s in %s (founder %s)\n", id, st.Path(), self)
+	return nil
+}
+
+func coreConfig(v settings.Values, list []node.MasterAddr, self netip.Addr) roles.Config {
+	mids := make([]wire.MasterID, 0, len(list))
+	for _, m := range list {
+		mids = append(mids, m.ID)
+	}
+	cfg := roles.DefaultConfig(node.MasterIDOf(self), mids)
+	cfg.HeartbeatInterval = v.Duration("HEARTBEAT_INTERVAL")
+	cfg.VoteLease = v.Duration("VOTE_LEASE")
+	cfg.MaxClockDrift = v.Float("MAX_CLOCK_DRIFT")
+	cfg.LeaseMargin = v.Duration("LEASE_MARGIN")
+	cfg.PeerInterval = v.Duration("PEER_INTERVAL")
+	cfg.PeerTimeout = v.Duration("PEER_TIMEOUT")
+	cfg.SelfNominateAfter = v.Duration("SELF_NOMINATE_AFTER")
+	cfg.DeputyElectionTime = v.Duration("DEPUTY_ELECTION_TIME")
+	cfg.ElectTimeout = v.Duration("ELECT_TIMEOUT")
+	cfg.HandoverTimeout = v.Duration("HANDOVER_TIMEOUT")
+	cfg.AckReplicas = v.Int("ACK_REPLICAS")
+	cfg.KeepLeadership = v.Bool("KEEP_LEADERSHIP")
+	return cfg
+}
+
+func foreground(c *cli.Context, v settings.Values, lockPath string, empty bool) error {
+	log, err := logger(v, "mfsmaster")
+	if err != nil {
+		return err
+	}
+	lock, err := service.Acquire(lockPath)
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
+	list, self, err := masters(v)
+	if err != nil {
+		return err
+	}
+	st, err := metadata.OpenMaster(v.String("DATA_PATH"))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if !st.HasMetadata() && !empty {
+		return fmt.Errorf("no metadata in %s: run `mfsmaster -c CFG init` for the first master of a new cluster, or start with -e to sync from the LEADER", st.Path())
+	}
+	bind := self
+	if a, err := netip.ParseAddr(v.String("BIND_HOST")); err == nil {
+		bind = a
+	}
+	reg := obs.NewRegistry()
+	opt := node.MasterOptions{
+		Core: coreConfig(v, list, self), Self: self, Masters: list,
+		ListenML: node.ListenAddr(v.String("MATOML_LISTEN_HOST"), v.Int("MATOML_LISTEN_PORT")),
+		ListenCS: node.ListenAddr(v.String("MATOCS_LISTEN_HOST"), v.Int("MATOCS_LISTEN_PORT")),
+		ListenCL: node.ListenAddr(v.String("MATOCL_LISTEN_HOST"), v.Int("MATOCL_LISTEN_PORT")),
+		Bind:     bind, AuthCode: v.String("AUTH_CODE"), Version: node.Version,
+		Log: log, Metrics: reg,
+	}
+	httpLn, err := net.Listen("tcp", node.ListenAddr(v.String("HTTP_LISTEN_HOST"), v.Int("HTTP_LISTEN_PORT")))
+	if err != nil {
+		return fmt.Errorf("HTTP_LISTEN: %w", err)
+	}
+	n, err := node.StartMaster(opt, st)
+	if err != nil {
+		_ = httpLn.Close()
+		return err
+	}
+	srv := obs.Serve(httpLn, reg, func() (bool, string) {
+		s := n.Status()
+		return s.Role != roles.Dummy, fmt.Sprintf("%v epoch %d leader %v", s.Role, s.Epoch, s.Leader)
+	}, log)
+	defer srv.Close()
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	for {
+		select {
+		case <-n.Done():
+			return n.Err()
+		case s := <-sigs:
+			if s == syscall.SIGHUP {
+				v = reload(c, log, v)
+				continue
+			}
+			log.Info().Str("signal", s.String()).Msg("orderly shutdown through DUMMY")
+			return n.Stop(10 * time.Second)
+		}
+	}
+}
+
+// reload re-reads the config. The log level changes at once; anything else
+// that changed needs a restart, and the log says which keys.
+func reload(c *cli.Context, log zerolog.Logger, old settings.Values) settings.Values {
+	v, err := spec.Resolve(c.String("c"), c.IsSet("c"), c)
+	if err != nil {
+		log.Error().Err(err).Msg("reload: config not taken")
+		return old
+	}
+	lvl, _ := obs.ParseLevel(v.String("LOG_LEVEL"))
+	zerolog.SetGlobalLevel(lvl)
+	if changed := settings.Changed(spec, old, v); len(changed) > 0 {
+		log.Warn().Strs("keys", changed).Msg("reload: log level applied; these keys take effect at the next restart")
+	} else {
+		log.Info().Str("level", lvl.String()).Msg("reload: config re-read")
+	}
+	return v
+}
+
+// logger logs at every level and lets the global level filter, so that a
+// reload can change it.
+func logger(v settings.Values, daemon string) (zerolog.Logger, error) {
+	lvl, err := obs.ParseLevel(v.String("LOG_LEVEL"))
+	if err != nil {
+		return zerolog.Logger{}, err
+	}
+	zerolog.SetGlobalLevel(lvl)
+	return obs.NewLogger(os.Stderr, "debug", daemon)
+}

@@ -1,0 +1,344 @@
+// Package cluster starts a real local cluster of mfsmaster and
+// mfschunkserver processes on loopback addresses: what `make run`, the
+// real-process tests and `make bench` share. Every wait in it is bounded.
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/pkg/roles"
+)
+
+// CS is one chunkserver of a Spec.
+type CS struct {
+	Addr      netip.Addr
+	VoterOnly bool
+}
+
+// Spec describes a cluster.
+type Spec struct {
+	Dir       string // configs, data and logs go under it
+	Bin       string // holds mfsmaster and mfschunkserver
+	Masters   []netip.Addr
+	CS        []CS
+	Locations map[string]netip.Prefix // name -> range, set at init
+	// Extra config keys for every master / chunkserver.
+	MasterCfg, CSCfg map[string]string
+}
+
+// Proc is one daemon process.
+type Proc struct {
+	Name string
+	Addr netip.Addr
+	Cfg  string
+	Log  string
+	args []string
+	bin  string
+
+	mu  sync.Mutex
+	cmd *exec.Cmd
+	ex  chan struct{}
+}
+
+// Cluster is a running Spec.
+type Cluster struct {
+	Spec    Spec
+	Masters []*Proc
+	CS      []*Proc
+}
+
+// Build compiles the daemons into dir (go build, from the module root).
+func Build(dir, moduleRoot string) error {
+	cmd := exec.Command("go", "build", "-o", dir, "./cmd/mfsmaster", "./cmd/mfschunkserver", "./cmd/mfscli")
+	cmd.Dir = moduleRoot
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// MasterHost is the MASTER_HOST value of the spec.
+func (s Spec) MasterHost() string {
+	var parts []string
+	for _, a := range s.Masters {
+		parts = append(parts, a.String())
+	}
+	return strings.Join(parts, ",")
+}
+
+func writeCfg(path string, kv map[string]string) error {
+	keys := make([]string, 0, len(kv))
+	for k := range kv {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s = %s\n", k, kv[k])
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+// Start writes the configs, gives the first master fresh metadata
+// (mfsmaster init), starts it and the other masters (-e: they sync from the
+// LEADER), then the chunkservers.
+func Start(s Spec) (*Cluster, error) {
+	c := &Cluster{Spec: s}
+	for i, a := range s.Masters {
+		dir := filepath.Join(s.Dir, fmt.Sprintf("master%d", i+1))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		kv := map[string]string{
+			"DATA_PATH": dir, "MASTER_HOST": s.MasterHost(),
+			"MATOML_LISTEN_HOST": a.String(), "MATOCS_LISTEN_HOST": a.String(),
+			"MATOCL_LISTEN_HOST": a.String(), "HTTP_LISTEN_HOST": a.String(),
+		}
+		for k, v := range s.MasterCfg {
+			kv[k] = v
+		}
+		p := &Proc{Name: fmt.Sprintf("master%d", i+1), Addr: a, Cfg: filepath.Join(dir, "mfsmaster.cfg"),
+			Log: filepath.Join(s.Dir, fmt.Sprintf("master%d.log", i+1)), bin: filepath.Join(s.Bin, "mfsmaster")}
+		if err := writeCfg(p.Cfg, kv); err != nil {
+			return nil, err
+		}
+		p.args = []string{"-c", p.Cfg, "-f"}
+		if i > 0 {
+			p.args = append(p.args, "-e")
+		}
+		c.Masters = append(c.Masters, p)
+	}
+	for i, cs := range s.CS {
+		dir := filepath.Join(s.Dir, fmt.Sprintf("cs%d", i+1))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		hdd := filepath.Join(dir, "mfshdd.cfg")
+		disks := ""
+		if !cs.VoterOnly {
+			disk := filepath.Join(dir, "hdd")
+			if err := os.MkdirAll(disk, 0o755); err != nil {
+				return nil, err
+			}
+			disks = disk + "\n"
+		}
+		if err := os.WriteFile(hdd, []byte(disks), 0o644); err != nil {
+			return nil, err
+		}
+		kv := map[string]string{
+			"DATA_PATH": dir, "MASTER_HOST": s.MasterHost(), "BIND_HOST": cs.Addr.String(),
+			"CSSERV_LISTEN_HOST": cs.Addr.String(), "HTTP_LISTEN_HOST": cs.Addr.String(),
+			"HDD_CONF_FILENAME": hdd,
+		}
+		for k, v := range s.CSCfg {
+			kv[k] = v
+		}
+		p := &Proc{Name: fmt.Sprintf("cs%d", i+1), Addr: cs.Addr, Cfg: filepath.Join(dir, "mfschunkserver.cfg"),
+			Log: filepath.Join(s.Dir, fmt.Sprintf("cs%d.log", i+1)), bin: filepath.Join(s.Bin, "mfschunkserver")}
+		if err := writeCfg(p.Cfg, kv); err != nil {
+			return nil, err
+		}
+		p.args = []string{"-c", p.Cfg, "-f"}
+		c.CS = append(c.CS, p)
+	}
+	if len(c.Masters) > 0 {
+		args := []string{"-c", c.Masters[0].Cfg}
+		names := make([]string, 0, len(s.Locations))
+		for n := range s.Locations {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			args = append(args, "--location", n+"="+s.Locations[n].String())
+		}
+		args = append(args, "init")
+		out, err := exec.Command(c.Masters[0].bin, args...).CombinedOutput()
+		if err != nil {
+			return nil, fmt.Errorf("mfsmaster init: %v: %s", err, out)
+		}
+	}
+	for _, p := range append(append([]*Proc{}, c.Masters...), c.CS...) {
+		if err := p.Start(); err != nil {
+			c.Stop()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// Start runs the process (again), its output appended to its log.
+func (p *Proc) Start() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f, err := os.OpenFile(p.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(p.bin, p.args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	// Its own process group: Ctrl-C in `make run` reaches the runner,
+	// which stops the daemons in order.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return err
+	}
+	ex := make(chan struct{})
+	go func() { _ = cmd.Wait(); f.Close(); close(ex) }()
+	p.cmd, p.ex = cmd, ex
+	return nil
+}
+
+// Running reports whether the process has not exited.
+func (p *Proc) Running() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		return false
+	}
+	select {
+	case <-p.ex:
+		return false
+	default:
+		return true
+	}
+}
+
+// Pid is the process id (0 when never started).
+func (p *Proc) Pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
+// Signal sends sig to the process.
+func (p *Proc) Signal(sig syscall.Signal) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		return errors.New("not started")
+	}
+	return p.cmd.Process.Signal(sig)
+}
+
+// Wait waits at most d for the process to exit.
+func (p *Proc) Wait(d time.Duration) bool {
+	p.mu.Lock()
+	ex := p.ex
+	p.mu.Unlock()
+	if ex == nil {
+		return true
+	}
+	select {
+	case <-ex:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// Kill is kill -9, waiting for the process to be gone.
+func (p *Proc) Kill() {
+	_ = p.Signal(syscall.SIGKILL)
+	p.Wait(5 * time.Second)
+}
+
+// Term stops the process in order (SIGTERM), then kills it after d.
+func (p *Proc) Term(d time.Duration) {
+	_ = p.Signal(syscall.SIGCONT)
+	_ = p.Signal(syscall.SIGTERM)
+	if !p.Wait(d) {
+		p.Kill()
+	}
+}
+
+// Stop ends every process: chunkservers first, then masters.
+func (c *Cluster) Stop() {
+	var wg sync.WaitGroup
+	for _, group := range [][]*Proc{c.CS, c.Masters} {
+		for _, p := range group {
+			if p.Running() {
+				wg.Add(1)
+				go func() { defer wg.Done(); p.Term(10 * time.Second) }()
+			}
+		}
+		wg.Wait()
+	}
+}
+
+// ClientAddr is a master's 9421 address.
+func ClientAddr(a netip.Addr) netip.AddrPort { return netip.AddrPortFrom(a, 9421) }
+
+// Statuses asks every master at once; a master that does not answer has a
+// non-nil error.
+func (c *Cluster) Statuses(timeout time.Duration) ([]node.StatusResp, []error) {
+	st := make([]node.StatusResp, len(c.Masters))
+	errs := make([]error, len(c.Masters))
+	var wg sync.WaitGroup
+	for i, p := range c.Masters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st[i], errs[i] = node.Status(ClientAddr(p.Addr), timeout)
+		}()
+	}
+	wg.Wait()
+	return st, errs
+}
+
+// Leaders lists the masters that report LEADER now.
+func (c *Cluster) Leaders() []int {
+	st, errs := c.Statuses(300 * time.Millisecond)
+	var out []int
+	for i := range st {
+		if errs[i] == nil && st[i].Role == roles.Leader {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// WaitLeader polls (every poll, at most timeout) until exactly one master
+// other than those in not reports LEADER holding quorum, and returns it.
+func (c *Cluster) WaitLeader(timeout, poll time.Duration, not ...int) (int, node.StatusResp, error) {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		st, errs := c.Statuses(poll + 200*time.Millisecond)
+		found := -1
+		for i := range st {
+			if errs[i] != nil || st[i].Role != roles.Leader || !st[i].HoldsQuorum || contains(not, i) {
+				continue
+			}
+			found = i
+		}
+		if found >= 0 {
+			return found, st[found], nil
+		}
+		time.Sleep(poll)
+	}
+	return -1, node.StatusResp{}, fmt.Errorf("no LEADER within %v", timeout)
+}
+
+func contains(xs []int, x int) bool {
+	for _, y := range xs {
+		if x == y {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,76 @@
+// Command localrun is `make run`: a real local cluster in the foreground on
+// loopback, with a listing of who leads; Ctrl-C stops it in order.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/mfs-election/mfs-election/internal/cluster"
+)
+
+func main() {
+	dir := flag.String("dir", "run", "where configs, data and logs go (wiped at start)")
+	bin := flag.String("bin", "bin", "where the built daemons are")
+	flag.Parse()
+	if err := run(*dir, *bin); err != nil {
+		fmt.Fprintln(os.Stderr, "make run:", err)
+		os.Exit(1)
+	}
+}
+
+func run(dir, bin string) error {
+	dir, _ = filepath.Abs(dir)
+	bin, _ = filepath.Abs(bin)
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	s := cluster.Local(dir, bin, 0)
+	c, err := cluster.Start(s)
+	if err != nil {
+		return err
+	}
+	defer c.Stop()
+	fmt.Printf("cluster started: 3 masters (%s), 6 chunkservers in dc1 127.0.1.0/24, dc2 127.0.2.0/24, dc3 127.0.3.0/24\n", s.MasterHost())
+	fmt.Printf("logs: %s/*.log   configs and data: %s/master*/, %s/cs*/\n", dir, dir, dir)
+	fmt.Printf("listing: %s/mfscli -H %s -SIM   (-SCS for chunkservers)\n\n", bin, s.MasterHost())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	start := time.Now()
+	if i, st, err := c.WaitLeader(20*time.Second, 100*time.Millisecond); err == nil {
+		fmt.Printf("LEADER %s (epoch %d) after %.1f s\n", st.Addr, st.Epoch, time.Since(start).Seconds())
+		_ = i
+	} else {
+		fmt.Println(err)
+	}
+	lastLeader := ""
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	shown := time.Time{}
+	for {
+		leader := "-"
+		if ls := c.Leaders(); len(ls) == 1 {
+			leader = c.Masters[ls[0]].Addr.String()
+		}
+		if leader != lastLeader || time.Since(shown) > 30*time.Second {
+			cli := exec.Command(filepath.Join(bin, "mfscli"), "-H", s.MasterHost(), "-SIM")
+			cli.Stdout, cli.Stderr = os.Stdout, os.Stderr
+			fmt.Println(time.Now().Format("15:04:05"))
+			_ = cli.Run()
+			fmt.Println()
+			lastLeader, shown = leader, time.Now()
+		}
+		select {
+		case <-sigs:
+			fmt.Println("stopping: chunkservers, then masters")
+			return nil
+		case <-tick.C:
+		}
+	}
+}
