@@ -35,6 +35,9 @@ type Spec struct {
 	Locations map[string]netip.Prefix // name -> range, set at init
 	// Extra config keys for every master / chunkserver.
 	MasterCfg, CSCfg map[string]string
+	// Netns, when set, is a network namespace (made by the caller) that
+	// every process runs in; Statuses enter it too.
+	Netns string
 }
 
 // Proc is one daemon process.
@@ -43,8 +46,9 @@ type Proc struct {
 	Addr netip.Addr
 	Cfg  string
 	Log  string
-	args []string
-	bin  string
+	args  []string
+	bin   string
+	netns string
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
@@ -110,7 +114,7 @@ func Start(s Spec) (*Cluster, error) {
 			kv[k] = v
 		}
 		p := &Proc{Name: fmt.Sprintf("master%d", i+1), Addr: a, Cfg: filepath.Join(dir, "mfsmaster.cfg"),
-			Log: filepath.Join(s.Dir, fmt.Sprintf("master%d.log", i+1)), bin: filepath.Join(s.Bin, "mfsmaster")}
+			Log: filepath.Join(s.Dir, fmt.Sprintf("master%d.log", i+1)), bin: filepath.Join(s.Bin, "mfsmaster"), netns: s.Netns}
 		if err := writeCfg(p.Cfg, kv); err != nil {
 			return nil, err
 		}
@@ -120,38 +124,10 @@ func Start(s Spec) (*Cluster, error) {
 		}
 		c.Masters = append(c.Masters, p)
 	}
-	for i, cs := range s.CS {
-		dir := filepath.Join(s.Dir, fmt.Sprintf("cs%d", i+1))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+	for _, cs := range s.CS {
+		if _, err := c.addCS(cs, nil); err != nil {
 			return nil, err
 		}
-		hdd := filepath.Join(dir, "mfshdd.cfg")
-		disks := ""
-		if !cs.VoterOnly {
-			disk := filepath.Join(dir, "hdd")
-			if err := os.MkdirAll(disk, 0o755); err != nil {
-				return nil, err
-			}
-			disks = disk + "\n"
-		}
-		if err := os.WriteFile(hdd, []byte(disks), 0o644); err != nil {
-			return nil, err
-		}
-		kv := map[string]string{
-			"DATA_PATH": dir, "MASTER_HOST": s.MasterHost(), "BIND_HOST": cs.Addr.String(),
-			"CSSERV_LISTEN_HOST": cs.Addr.String(), "HTTP_LISTEN_HOST": cs.Addr.String(),
-			"HDD_CONF_FILENAME": hdd,
-		}
-		for k, v := range s.CSCfg {
-			kv[k] = v
-		}
-		p := &Proc{Name: fmt.Sprintf("cs%d", i+1), Addr: cs.Addr, Cfg: filepath.Join(dir, "mfschunkserver.cfg"),
-			Log: filepath.Join(s.Dir, fmt.Sprintf("cs%d.log", i+1)), bin: filepath.Join(s.Bin, "mfschunkserver")}
-		if err := writeCfg(p.Cfg, kv); err != nil {
-			return nil, err
-		}
-		p.args = []string{"-c", p.Cfg, "-f"}
-		c.CS = append(c.CS, p)
 	}
 	if len(c.Masters) > 0 {
 		args := []string{"-c", c.Masters[0].Cfg}
@@ -164,7 +140,7 @@ func Start(s Spec) (*Cluster, error) {
 			args = append(args, "--location", n+"="+s.Locations[n].String())
 		}
 		args = append(args, "init")
-		out, err := exec.Command(c.Masters[0].bin, args...).CombinedOutput()
+		out, err := exec.Command(c.Masters[0].bin, args...).CombinedOutput() // init touches only the disk
 		if err != nil {
 			return nil, fmt.Errorf("mfsmaster init: %v: %s", err, out)
 		}
@@ -178,6 +154,67 @@ func Start(s Spec) (*Cluster, error) {
 	return c, nil
 }
 
+// AddCS starts one more chunkserver with extra config keys (over the
+// spec's), e.g. a wrong AUTH_CODE.
+func (c *Cluster) AddCS(cs CS, cfg map[string]string) (*Proc, error) {
+	return c.AddCSWith(cs, cfg, nil)
+}
+
+// AddCSWith is AddCS with prepare run on the data directory first (to
+// plant a store, say).
+func (c *Cluster) AddCSWith(cs CS, cfg map[string]string, prepare func(dataDir string) error) (*Proc, error) {
+	p, err := c.addCS(cs, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if prepare != nil {
+		if err := prepare(filepath.Dir(p.Cfg)); err != nil {
+			return nil, err
+		}
+	}
+	return p, p.Start()
+}
+
+func (c *Cluster) addCS(cs CS, cfg map[string]string) (*Proc, error) {
+	s := c.Spec
+	i := len(c.CS)
+	dir := filepath.Join(s.Dir, fmt.Sprintf("cs%d", i+1))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	hdd := filepath.Join(dir, "mfshdd.cfg")
+	disks := ""
+	if !cs.VoterOnly {
+		disk := filepath.Join(dir, "hdd")
+		if err := os.MkdirAll(disk, 0o755); err != nil {
+			return nil, err
+		}
+		disks = disk + "\n"
+	}
+	if err := os.WriteFile(hdd, []byte(disks), 0o644); err != nil {
+		return nil, err
+	}
+	kv := map[string]string{
+		"DATA_PATH": dir, "MASTER_HOST": s.MasterHost(), "BIND_HOST": cs.Addr.String(),
+		"CSSERV_LISTEN_HOST": cs.Addr.String(), "HTTP_LISTEN_HOST": cs.Addr.String(),
+		"HDD_CONF_FILENAME": hdd,
+	}
+	for k, v := range s.CSCfg {
+		kv[k] = v
+	}
+	for k, v := range cfg {
+		kv[k] = v
+	}
+	p := &Proc{Name: fmt.Sprintf("cs%d", i+1), Addr: cs.Addr, Cfg: filepath.Join(dir, "mfschunkserver.cfg"),
+		Log: filepath.Join(s.Dir, fmt.Sprintf("cs%d.log", i+1)), bin: filepath.Join(s.Bin, "mfschunkserver"), netns: s.Netns}
+	if err := writeCfg(p.Cfg, kv); err != nil {
+		return nil, err
+	}
+	p.args = []string{"-c", p.Cfg, "-f"}
+	c.CS = append(c.CS, p)
+	return p, nil
+}
+
 // Start runs the process (again), its output appended to its log.
 func (p *Proc) Start() error {
 	p.mu.Lock()
@@ -187,6 +224,9 @@ func (p *Proc) Start() error {
 		return err
 	}
 	cmd := exec.Command(p.bin, p.args...)
+	if p.netns != "" {
+		cmd = exec.Command("ip", append([]string{"netns", "exec", p.netns, p.bin}, p.args...)...)
+	}
 	cmd.Stdout, cmd.Stderr = f, f
 	// Its own process group: Ctrl-C in `make run` reaches the runner,
 	// which stops the daemons in order.
@@ -289,6 +329,19 @@ func ClientAddr(a netip.Addr) netip.AddrPort { return netip.AddrPortFrom(a, 9421
 func (c *Cluster) Statuses(timeout time.Duration) ([]node.StatusResp, []error) {
 	st := make([]node.StatusResp, len(c.Masters))
 	errs := make([]error, len(c.Masters))
+	if c.Spec.Netns != "" {
+		err := InNetns(c.Spec.Netns, func() {
+			for i, p := range c.Masters {
+				st[i], errs[i] = node.Status(ClientAddr(p.Addr), timeout)
+			}
+		})
+		if err != nil {
+			for i := range errs {
+				errs[i] = err
+			}
+		}
+		return st, errs
+	}
 	var wg sync.WaitGroup
 	for i, p := range c.Masters {
 		wg.Add(1)

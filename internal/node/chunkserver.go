@@ -520,12 +520,12 @@ func (l *csLink) read(c *conn) {
 // connect dials the master, exchanges hellos (refusing another cluster's
 // master) and answers the AUTH_CODE challenge.
 func (l *csLink) connect() (*conn, bool, error) {
-	nc, refused, err := dial(l.n.opt.Bind, l.to.Addr)
+	nc, refused, err := dial(l.n.opt.Bind, l.to.Addr, dialTimeout)
 	if err != nil {
 		return nil, refused, err
 	}
 	h := l.n.hello()
-	peer, err := dialHello(nc, h, h.Cluster, frame.KindMaster)
+	peer, err := dialHello(nc, h, h.Cluster, frame.KindMaster, handshakeTimeout)
 	if err == nil && MasterIDOf(l.to.Addr.Addr()) != wire.MasterID(peer.ID) {
 		err = errIdentity
 	}

@@ -129,9 +129,9 @@ func acceptHello(nc net.Conn, ours frame.Hello, cluster string, kinds ...frame.K
 	return h, nil
 }
 
-// dialHello sends our hello and checks the answer.
-func dialHello(nc net.Conn, ours frame.Hello, cluster string, want frame.Kind) (frame.Hello, error) {
-	_ = nc.SetDeadline(time.Now().Add(handshakeTimeout))
+// dialHello sends our hello and checks the answer, within timeout.
+func dialHello(nc net.Conn, ours frame.Hello, cluster string, want frame.Kind, timeout time.Duration) (frame.Hello, error) {
+	_ = nc.SetDeadline(time.Now().Add(timeout))
 	defer func() { _ = nc.SetDeadline(time.Time{}) }()
 	if err := frame.WriteFrame(nc, ours); err != nil {
 		return frame.Hello{}, err
@@ -162,8 +162,8 @@ func readHello(nc net.Conn) (frame.Hello, error) {
 
 // dial connects from bind (when valid) to addr. refused reports that
 // nothing listens there: the kill -9 fast path (docs/architecture.md).
-func dial(bind netip.Addr, addr netip.AddrPort) (nc net.Conn, refused bool, err error) {
-	d := net.Dialer{Timeout: dialTimeout}
+func dial(bind netip.Addr, addr netip.AddrPort, timeout time.Duration) (nc net.Conn, refused bool, err error) {
+	d := net.Dialer{Timeout: timeout}
 	if bind.IsValid() {
 		d.LocalAddr = &net.TCPAddr{IP: bind.AsSlice()}
 	}

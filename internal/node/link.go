@@ -91,12 +91,12 @@ func (l *link) run() {
 }
 
 func (l *link) connect() (*conn, error) {
-	nc, _, err := dial(l.n.opt.Bind, l.to.Addr)
+	nc, _, err := dial(l.n.opt.Bind, l.to.Addr, dialTimeout)
 	if err != nil {
 		return nil, err
 	}
 	h := l.n.hello()
-	peer, err := dialHello(nc, h, h.Cluster, frame.KindMaster)
+	peer, err := dialHello(nc, h, h.Cluster, frame.KindMaster, handshakeTimeout)
 	if err != nil {
 		_ = nc.Close()
 		return nil, err

@@ -14,16 +14,17 @@ import (
 // gives refused or a dial error (UNREACHABLE); one that connects but does
 // not answer in time, a timeout (BUSY).
 func Query(addr netip.AddrPort, req wire.Message, timeout time.Duration) (wire.Message, error) {
-	nc, _, err := dial(netip.Addr{}, addr)
+	nc, _, err := dial(netip.Addr{}, addr, timeout)
 	if err != nil {
 		return nil, fmt.Errorf("unreachable: %w", err)
 	}
 	defer nc.Close()
-	_ = nc.SetDeadline(time.Now().Add(timeout))
+	end := time.Now().Add(timeout)
 	h := frame.Hello{Proto: frame.ProtocolVersion, Kind: frame.KindAdmin}
-	if _, err := dialHello(nc, h, "", frame.KindMaster); err != nil {
+	if _, err := dialHello(nc, h, "", frame.KindMaster, timeout); err != nil {
 		return nil, fmt.Errorf("busy: %w", err)
 	}
+	_ = nc.SetDeadline(end)
 	if err := frame.WriteFrame(nc, req); err != nil {
 		return nil, fmt.Errorf("busy: %w", err)
 	}

@@ -1,0 +1,90 @@
+package cluster
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// NewNetns makes a network namespace with its loopback up, for a cluster
+// that a test may partition. It needs root and iproute2; the error says
+// which is missing.
+func NewNetns(name string) error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("network namespaces need root")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		return fmt.Errorf("network namespaces need iproute2's ip: %w", err)
+	}
+	for _, args := range [][]string{
+		{"netns", "add", name},
+		{"-n", name, "link", "set", "lo", "up"},
+		// Move the local table below room for blackhole rules: a rule
+		// ahead of it can drop traffic between two loopback addresses.
+		{"-n", name, "rule", "add", "pref", "1000", "lookup", "local"},
+		{"-n", name, "rule", "del", "pref", "0"},
+	} {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			_ = DeleteNetns(name)
+			return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	return nil
+}
+
+// DeleteNetns removes a namespace made by NewNetns.
+func DeleteNetns(name string) error {
+	out, err := exec.Command("ip", "netns", "del", name).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ip netns del %s: %v: %s", name, err, out)
+	}
+	return nil
+}
+
+// Cut drops every packet from one range to another inside the namespace
+// (both directions need a call each): a silent partition, like a pulled
+// cable. Heal removes it.
+func Cut(ns, from, to string, pref int) error {
+	out, err := exec.Command("ip", "-n", ns, "rule", "add", "pref", fmt.Sprint(pref), "from", from, "to", to, "blackhole").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ip rule add: %v: %s", err, out)
+	}
+	return nil
+}
+
+// Heal removes a Cut by its preference number.
+func Heal(ns string, pref int) error {
+	out, err := exec.Command("ip", "-n", ns, "rule", "del", "pref", fmt.Sprint(pref)).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ip rule del: %v: %s", err, out)
+	}
+	return nil
+}
+
+// InNetns runs f on an OS thread that has entered the namespace: sockets f
+// opens live there. The thread is never handed back to the scheduler.
+func InNetns(name string, f func()) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		// No UnlockOSThread: the thread ends with the goroutine, so no
+		// other goroutine ever runs in the namespace by accident.
+		fd, err := unix.Open("/run/netns/"+name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer unix.Close(fd)
+		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+			errc <- err
+			return
+		}
+		f()
+		errc <- nil
+	}()
+	return <-errc
+}
