@@ -479,12 +479,23 @@ func (l *csLink) run() {
 		l.mu.Unlock()
 		l.sendInfo()
 		l.deliver(csInput{up: true})
+		opened := time.Now()
 		l.read(c)
 		l.mu.Lock()
 		l.c = nil
 		l.mu.Unlock()
 		l.deliver(csInput{ev: roles.VoteConnLost{Master: l.to.ID}})
-		backoff = 0
+		// A connection that lived is retried at once (was the master
+		// killed? a refusal says so); one closed right after opening is
+		// a refusal of us, and is retried with back-off.
+		if time.Since(opened) > time.Second {
+			backoff = 0
+			continue
+		}
+		if c.challenged {
+			l.n.log.Warn().Str("master", l.to.Addr.String()).Msg("master closed the connection right after authentication: is AUTH_CODE the masters' one?")
+		}
+		backoff = min(max(2*backoff, 50*time.Millisecond), l.n.opt.ReconnectDelay)
 	}
 }
 
@@ -555,7 +566,9 @@ func (l *csLink) connect() (*conn, bool, error) {
 		_ = nc.Close()
 		return nil, false, err
 	}
-	return newConn(nc, peer), false, nil
+	c := newConn(nc, peer)
+	c.challenged = len(ch.Nonce) > 0
+	return c, false, nil
 }
 
 // Err is why the loop ended (nil while running or after an orderly stop).

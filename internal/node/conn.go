@@ -31,13 +31,14 @@ const (
 // conn is one established, checked connection. Writes go through a bounded
 // queue drained by one goroutine; the owner's loop never blocks on a peer.
 type conn struct {
-	nc     net.Conn
-	peer   frame.Hello
-	remote netip.Addr
-	out    chan []byte // nil frame: close once everything before it is written
-	once   sync.Once
-	done   chan struct{}
-	authed bool // chunkserver port: proved AUTH_CODE (or none is set)
+	nc         net.Conn
+	peer       frame.Hello
+	remote     netip.Addr
+	out        chan []byte // nil frame: close once everything before it is written
+	once       sync.Once
+	done       chan struct{}
+	authed     bool // master side: the chunkserver proved AUTH_CODE (or none is set)
+	challenged bool // chunkserver side: the master asked for AUTH_CODE
 }
 
 func newConn(nc net.Conn, peer frame.Hello) *conn {
@@ -120,13 +121,12 @@ func acceptHello(nc net.Conn, ours frame.Hello, cluster string, kinds ...frame.K
 	if err != nil {
 		return h, err
 	}
-	if err := h.Check(cluster, kinds...); err != nil {
-		return h, err
-	}
+	// Ours goes out even when theirs is refused, so that the peer can tell
+	// its operator why (another cluster, another protocol version).
 	if err := frame.WriteFrame(nc, ours); err != nil {
 		return h, err
 	}
-	return h, nil
+	return h, h.Check(cluster, kinds...)
 }
 
 // dialHello sends our hello and checks the answer, within timeout.

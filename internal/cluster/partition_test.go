@@ -1,0 +1,73 @@
+package cluster_test
+
+import (
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/mfs-election/mfs-election/internal/cluster"
+	"github.com/mfs-election/mfs-election/pkg/roles"
+)
+
+// TestPartition cuts the LEADER off with one location of three (a silent
+// partition: packets dropped, as by a pulled cable) inside a network
+// namespace of the test's own. The minority side must have no LEADER once
+// the lease has run out; the majority side must elect one; after the heal
+// the new LEADER keeps its place.
+func TestPartition(t *testing.T) {
+	ns := fmt.Sprintf("mfs-test-%d", os.Getpid())
+	if err := cluster.NewNetns(ns); err != nil {
+		t.Skipf("no network namespace for a partition: %v", err)
+	}
+	t.Cleanup(func() { _ = cluster.DeleteNetns(ns) })
+	c, lead := start(t, func(s *cluster.Spec) { s.Netns = ns })
+	b := c.Spec.Masters[0].As4()
+	pfx := func(y, z uint8, bits int) string { return fmt.Sprintf("127.%d.%d.%d/%d", b[1], y, z, bits) }
+	// The LEADER's side: itself and the location of cs1/cs2 (dc1).
+	la := c.Masters[lead].Addr.As4()
+	minority := []string{pfx(0, la[3], 32), pfx(1, 0, 24)}
+	var majority []string
+	for i, m := range c.Masters {
+		if i != lead {
+			a := m.Addr.As4()
+			majority = append(majority, pfx(0, a[3], 32))
+		}
+	}
+	majority = append(majority, pfx(2, 0, 24), pfx(3, 0, 24))
+	pref := 100
+	var prefs []int
+	for _, x := range minority {
+		for _, y := range majority {
+			for _, d := range [][2]string{{x, y}, {y, x}} {
+				if err := cluster.Cut(ns, d[0], d[1], pref); err != nil {
+					t.Fatal(err)
+				}
+				prefs = append(prefs, pref)
+				pref++
+			}
+		}
+	}
+	cut := time.Now()
+	next, st, err := c.WaitLeader(10*time.Second, 50*time.Millisecond, lead)
+	if err != nil {
+		t.Fatalf("the majority side elected no LEADER: %v", err)
+	}
+	t.Logf("partition: LEADER %s on the majority side after %v", st.Addr, time.Since(cut).Round(time.Millisecond))
+	// From now on the minority side must show no LEADER.
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		sts, errs := c.Statuses(time.Second)
+		if errs[lead] == nil && sts[lead].Role == roles.Leader {
+			t.Fatalf("the minority side still has a LEADER: %+v", sts[lead])
+		}
+		if errs[next] != nil || sts[next].Role != roles.Leader {
+			t.Fatalf("the majority LEADER lost its role during the partition: %+v %v", sts[next], errs[next])
+		}
+	}
+	for _, p := range prefs {
+		if err := cluster.Heal(ns, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	holdsLeader(t, c, next, 3*time.Second, "after the heal")
+}
