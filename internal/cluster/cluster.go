@@ -64,6 +64,9 @@ type Cluster struct {
 
 // Build compiles the daemons into dir (go build, from the module root).
 func Build(dir, moduleRoot string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
 	cmd := exec.Command("go", "build", "-o", dir, "./cmd/mfsmaster", "./cmd/mfschunkserver", "./cmd/mfscli")
 	cmd.Dir = moduleRoot
 	out, err := cmd.CombinedOutput()

@@ -317,6 +317,12 @@ func (n *ChunkserverNode) carry(acts []roles.Action) error {
 	for _, a := range acts {
 		switch a := a.(type) {
 		case roles.Send:
+			switch m := a.Msg.(type) {
+			case roles.VoteHello:
+				n.log.Debug().Str("master", n.addrOf[wire.MasterID(a.To.ID)].String()).Bool("nominate", m.Nominate).Msg("vote session opened")
+			case roles.VoteBye:
+				n.log.Debug().Str("master", n.addrOf[wire.MasterID(a.To.ID)].String()).Msg("vote session closed")
+			}
 			if l := n.links[wire.MasterID(a.To.ID)]; l != nil {
 				l.send(a.Msg)
 			}

@@ -106,11 +106,27 @@ func (v *Voter) NextDeadline() Instant {
 	}
 	if v.voteFor != wire.NoMaster {
 		at(v.dropAt())
+		if v.heartbeatsLate() == Never {
+			at(v.lateAt())
+		}
 	}
 	if v.leaderless {
 		at(v.nominateAt)
 	}
 	return d
+}
+
+// lateAt is when the LEADER's heartbeats count as late: from then on the
+// voter probes at full rate (see decide).
+func (v *Voter) lateAt() Instant { return v.lastHB.Add(4 * v.cfg.ProbeInterval) }
+
+// heartbeatsLate returns when the current LEADER session's heartbeats
+// became late, or Never while they are on time (or there is none).
+func (v *Voter) heartbeatsLate() Instant {
+	if v.voteFor == wire.NoMaster || v.voteRole != Leader || v.now < v.lateAt() {
+		return Never
+	}
+	return v.lateAt()
 }
 
 func (v *Voter) dropAt() Instant {
@@ -186,6 +202,8 @@ func (v *Voter) Step(now Instant, ev Event) []Action {
 
 func (v *Voter) endSession() {
 	v.voteFor, v.voteRole, v.lastHB, v.granted, v.nominated = wire.NoMaster, 0, 0, 0, false
+	// Where to vote next depends on a fresh view: look now.
+	v.nextProbe = min(v.nextProbe, v.now)
 }
 
 func (v *Voter) onProbeReply(r ProbeReply) {
@@ -400,14 +418,20 @@ func (v *Voter) decide() {
 	if v.voteFor == wire.NoMaster && v.now >= v.voteAfter {
 		v.choose(leader, elect)
 	}
+	if v.heartbeatsLate() != Never && v.nextProbe > v.now.Add(v.cfg.ProbeInterval) {
+		v.nextProbe = v.now // the slow probe round would come too late
+	}
 	if v.now >= v.nextProbe {
 		for _, id := range v.cfg.Masters {
 			v.probeNonce++
 			v.send(id, Probe{CS: v.cfg.ID, Nonce: v.probeNonce})
 		}
 		every := v.cfg.ProbeInterval
-		if v.voteFor != wire.NoMaster && v.voteRole == Leader {
-			every *= 10 // a voter content with its LEADER probes rarely
+		if v.voteFor != wire.NoMaster && v.voteRole == Leader && v.heartbeatsLate() == Never {
+			// A voter content with its LEADER probes rarely; once the
+			// heartbeats are late it looks around at full rate, so its view
+			// is fresh when the promise lapses and it may nominate at once.
+			every *= 10
 		}
 		v.nextProbe = v.now.Add(every)
 	}
