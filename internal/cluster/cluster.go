@@ -42,10 +42,10 @@ type Spec struct {
 
 // Proc is one daemon process.
 type Proc struct {
-	Name string
-	Addr netip.Addr
-	Cfg  string
-	Log  string
+	Name  string
+	Addr  netip.Addr
+	Cfg   string
+	Log   string
 	args  []string
 	bin   string
 	netns string

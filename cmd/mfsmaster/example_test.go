@@ -1,0 +1,46 @@
+package main
+
+import (
+	"flag"
+	"net/netip"
+	"os"
+	"reflect"
+	"testing"
+
+	"github.com/mfs-election/mfs-election/pkg/roles"
+)
+
+var update = flag.Bool("update", false, "rewrite etc/mfsmaster.cfg from the key table")
+
+// TestShippedExample: etc/mfsmaster.cfg is the key table's example, every key
+// commented out at its default (go test ./cmd/mfsmaster -update rewrites it).
+func TestShippedExample(t *testing.T) {
+	const path = "../../etc/mfsmaster.cfg"
+	want := spec.Example()
+	if *update {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != want {
+		t.Fatalf("%s differs from the key table; run go test ./cmd/mfsmaster -update", path)
+	}
+}
+
+// TestDefaultsMatchCore: the shipped timing defaults are the core's.
+func TestDefaultsMatchCore(t *testing.T) {
+	v, err := spec.Resolve("", false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := coreConfig(v, nil, netip.MustParseAddr("10.0.0.1"))
+	want := roles.DefaultConfig(got.ID, nil)
+	got.Masters, want.Masters = nil, nil
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("mfsmaster.cfg defaults %+v differ from roles.DefaultConfig %+v", got, want)
+	}
+}
