@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"net/netip"
+	"strings"
 	"os"
 	"testing"
 
@@ -39,5 +40,31 @@ func TestDefaultsMatchCore(t *testing.T) {
 	want := roles.DefaultVoterConfig(0, netip.Addr{}, nil)
 	if v.Duration("MAX_PROMISE") != want.MaxPromise || v.Duration("PROBE_INTERVAL") != want.ProbeInterval || v.Duration("NOMINATE_SLOT") != want.NominateSlot {
 		t.Fatalf("mfschunkserver.cfg timing defaults differ from roles.DefaultVoterConfig %+v", want)
+	}
+}
+
+// TestOperationsDoc: the key table in docs/operations.md is this spec's
+// (go test ./cmd/mfschunkserver -update rewrites it).
+func TestOperationsDoc(t *testing.T) {
+	const path = "../../docs/operations.md"
+	begin, end := "<!-- keys:mfschunkserver -->\n", "<!-- /keys:mfschunkserver -->"
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	i, j := strings.Index(doc, begin), strings.Index(doc, end)
+	if i < 0 || j < i {
+		t.Fatalf("%s lacks the markers %q ... %q", path, begin, end)
+	}
+	want := doc[:i+len(begin)] + spec.Table() + doc[j:]
+	if *update {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if doc != want {
+		t.Fatalf("the mfschunkserver key table in %s differs from the spec; run go test ./cmd/mfschunkserver -update", path)
 	}
 }

@@ -1,6 +1,7 @@
 // Command mfscli shows and steers the masters. This first version lists the
-// masters (-SIM) and chunkservers (-SCS); the full MooseFS listings, output
-// modes and admin commands come with the mfscli issue.
+// masters (-SIM) and chunkservers (-SCS) and carries the admin commands the
+// daemons take (see admin.go); the full MooseFS listings and output modes
+// come with the mfscli issue.
 package main
 
 import (
@@ -22,7 +23,7 @@ func main() {
 	app := &cli.App{
 		Name:      "mfscli",
 		Usage:     "MooseFS-style listings and admin commands",
-		UsageText: "mfscli [-H HOST] [-P PORT] -SIM|-SCS",
+		UsageText: "mfscli [-H HOST] [-P PORT] -SIM|-SCS|-CRC/ip/port|-CLU/ip|-CLC/ip|-CLS|-CMS/ip",
 		Version:   node.Version,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "H", Value: "mfsmaster", Usage: "masters: a DNS name or a comma-separated address list"},
@@ -30,11 +31,12 @@ func main() {
 			&cli.BoolFlag{Name: "SIM", Usage: "list the masters"},
 			&cli.BoolFlag{Name: "SCS", Usage: "list the chunkservers"},
 			&cli.DurationFlag{Name: "timeout", Value: time.Second, Usage: "how long to wait for each master"},
+			&cli.StringFlag{Name: "admin", Hidden: true},
 		},
 		HideHelpCommand: true,
 		Action:          run,
 	}
-	if err := app.Run(os.Args); err != nil {
+	if err := app.Run(rewriteAdmin(os.Args)); err != nil {
 		fmt.Fprintln(os.Stderr, "mfscli:", err)
 		os.Exit(1)
 	}
@@ -76,14 +78,17 @@ func run(c *cli.Context) error {
 			reached++
 		}
 	}
+	if reached == 0 {
+		listMasters(answers)
+		return fmt.Errorf("no master reachable")
+	}
 	switch {
+	case c.String("admin") != "":
+		return admin(answers, c.String("admin"), uint16(c.Int("P")), c.Duration("timeout"))
 	case c.Bool("SCS"):
 		listCS(answers)
 	default:
 		listMasters(answers)
-	}
-	if reached == 0 {
-		return fmt.Errorf("no master reachable")
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/mfs-election/mfs-election/pkg/roles"
@@ -42,5 +43,31 @@ func TestDefaultsMatchCore(t *testing.T) {
 	got.Masters, want.Masters = nil, nil
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("mfsmaster.cfg defaults %+v differ from roles.DefaultConfig %+v", got, want)
+	}
+}
+
+// TestOperationsDoc: the key table in docs/operations.md is this spec's
+// (go test ./cmd/mfsmaster -update rewrites it).
+func TestOperationsDoc(t *testing.T) {
+	const path = "../../docs/operations.md"
+	begin, end := "<!-- keys:mfsmaster -->\n", "<!-- /keys:mfsmaster -->"
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	i, j := strings.Index(doc, begin), strings.Index(doc, end)
+	if i < 0 || j < i {
+		t.Fatalf("%s lacks the markers %q ... %q", path, begin, end)
+	}
+	want := doc[:i+len(begin)] + spec.Table() + doc[j:]
+	if *update {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if doc != want {
+		t.Fatalf("the mfsmaster key table in %s differs from the spec; run go test ./cmd/mfsmaster -update", path)
 	}
 }

@@ -267,3 +267,28 @@ func Changed(s Spec, a, b Values) []string {
 	}
 	return out
 }
+
+// Table is the keys as a Markdown table (docs/operations.md).
+func (s Spec) Table() string {
+	var b strings.Builder
+	b.WriteString("| key | default | range | what |\n|---|---|---|---|\n")
+	for _, k := range s.Keys {
+		def := k.Default
+		if def == "" {
+			def = "(empty)"
+		}
+		rng := ""
+		switch {
+		case k.Min != "" && k.Max != "":
+			rng = k.Min + " .. " + k.Max
+		case k.Min != "":
+			rng = ">= " + k.Min
+		case k.Max != "":
+			rng = "<= " + k.Max
+		case k.Kind == Bool:
+			rng = "0 or 1"
+		}
+		fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s |\n", k.Name, def, rng, strings.ReplaceAll(k.Usage, "|", "\\|"))
+	}
+	return b.String()
+}

@@ -19,9 +19,14 @@ const (
 	NoLocation LocationID = 0
 )
 
+// String prints small ids as M<n> and ids of 2^24 and above, which the
+// daemons derive from IPv4 addresses, as that address.
 func (m MasterID) String() string {
 	if m == NoMaster {
 		return "-"
+	}
+	if m >= 1<<24 {
+		return strconv.Itoa(int(m>>24)) + "." + strconv.Itoa(int(m>>16&0xff)) + "." + strconv.Itoa(int(m>>8&0xff)) + "." + strconv.Itoa(int(m&0xff))
 	}
 	return "M" + strconv.FormatUint(uint64(m), 10)
 }

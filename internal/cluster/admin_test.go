@@ -1,0 +1,113 @@
+package cluster_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mfs-election/mfs-election/internal/cluster"
+	"github.com/mfs-election/mfs-election/pkg/roles"
+)
+
+func mfscli(t *testing.T, c *cluster.Cluster, args ...string) (string, error) {
+	t.Helper()
+	out, err := exec.Command(filepath.Join(bin, "mfscli"), append([]string{"-H", c.Spec.MasterHost()}, args...)...).CombinedOutput()
+	return string(out), err
+}
+
+// TestAdmin drives the admin commands through mfscli against real
+// processes: a USURPER takes over, a step-down hands over, a stopped
+// chunkserver is removed (and a connected one is not), and the LEADER's
+// metrics say what the listings say.
+func TestAdmin(t *testing.T) {
+	c, lead := start(t, nil)
+
+	body := scrape(t, fmt.Sprintf("http://%s:9425/metrics", c.Masters[lead].Addr))
+	for _, want := range []string{`mfs_master_role{role="LEADER"} 1`, `mfs_master_role{role="FOLLOWER"} 0`,
+		`mfs_master_quorum_held 1`, `mfs_master_chunkservers_registered 6`, `mfs_master_votes{location="dc1"} 2`} {
+		if !strings.Contains(body, want) {
+			t.Fatalf("LEADER metrics lack %q", want)
+		}
+	}
+	if out, err := mfscli(t, c, "-SIM"); err != nil || !strings.Contains(out, "LEADER") {
+		t.Fatalf("mfscli -SIM: %v\n%s", err, out)
+	}
+
+	// USURPER: a planned handover to a chosen FOLLOWER.
+	u := (lead + 1) % 3
+	if out, err := mfscli(t, c, "-CLU/"+c.Masters[u].Addr.String()); err != nil {
+		t.Fatalf("-CLU: %v\n%s", err, out)
+	}
+	next, st, err := c.WaitLeader(10*time.Second, 50*time.Millisecond, lead)
+	if err != nil || next != u {
+		t.Fatalf("the USURPER %s did not become LEADER: %d %v", c.Masters[u].Addr, next, err)
+	}
+	t.Logf("USURPER %s is LEADER at epoch %d", st.Addr, st.Epoch)
+
+	// Step down: the LEADER hands over to another.
+	if out, err := mfscli(t, c, "-CLS"); err != nil {
+		t.Fatalf("-CLS: %v\n%s", err, out)
+	}
+	if _, _, err := c.WaitLeader(10*time.Second, 50*time.Millisecond, u); err != nil {
+		t.Fatalf("after step-down: %v", err)
+	}
+
+	// Removal: refused while connected, done once stopped.
+	victim := c.CS[5]
+	addr := fmt.Sprintf("-CRC/%s/9422", victim.Addr)
+	if out, err := mfscli(t, c, addr); err == nil || !strings.Contains(out, "still active") {
+		t.Fatalf("removing a connected chunkserver was not refused: %v\n%s", err, out)
+	}
+	victim.Term(5 * time.Second)
+	var out string
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		out, err = mfscli(t, c, addr)
+		if err == nil {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("removing the stopped chunkserver: %v\n%s", err, out)
+		}
+	}
+	t.Logf("mfscli %s: %s", addr, strings.TrimSpace(out))
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		i, st, err := c.WaitLeader(time.Second, 100*time.Millisecond)
+		if err == nil && st.Registered == 5 && st.Voters == 5 {
+			t.Logf("registry of %s: %d members", c.Masters[i].Addr, st.Registered)
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the registry did not shrink to 5: %+v %v", st, err)
+		}
+	}
+	// Shut a FOLLOWER down through mfscli.
+	sts, _ := c.Statuses(time.Second)
+	for i, s := range sts {
+		if s.Role == roles.Follower {
+			if out, err := mfscli(t, c, "-CMS/"+c.Masters[i].Addr.String()); err != nil {
+				t.Fatalf("-CMS: %v\n%s", err, out)
+			}
+			if !c.Masters[i].Wait(10 * time.Second) {
+				t.Fatalf("%s did not exit after -CMS", c.Masters[i].Addr)
+			}
+			break
+		}
+	}
+}
+
+func scrape(t *testing.T, url string) string {
+	t.Helper()
+	cl := http.Client{Timeout: 3 * time.Second}
+	r, err := cl.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	b, _ := io.ReadAll(r.Body)
+	return string(b)
+}
