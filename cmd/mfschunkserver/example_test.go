@@ -3,8 +3,8 @@ package main
 import (
 	"flag"
 	"net/netip"
-	"strings"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/mfs-election/mfs-election/pkg/roles"
