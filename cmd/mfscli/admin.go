@@ -56,6 +56,7 @@ func admin(answers []answer, cmd string, port uint16, timeout time.Duration) err
 	}
 	noLeader := fmt.Errorf("Can't perform any operation because there is no leading master")
 	var to netip.AddrPort
+	what := ""
 	req := node.AdminReq{ID: uint64(time.Now().UnixNano())}
 	switch parts[0] {
 	case "RC":
@@ -79,7 +80,7 @@ func admin(answers []answer, cmd string, port uint16, timeout time.Duration) err
 		if id == 0 {
 			return fmt.Errorf("no registered chunkserver %s:%d", a, p)
 		}
-		to = leader.addr
+		to, what = leader.addr, fmt.Sprintf("chunkserver %s:%d (id %d): ", a, p, id)
 		req.Kind, req.Change = roles.AdminChange, roles.Change{Kind: roles.ChangeRemove, ID: id}
 	case "LU", "LC", "MS":
 		a, err := at(1)
@@ -104,7 +105,7 @@ func admin(answers []answer, cmd string, port uint16, timeout time.Duration) err
 	if !ok {
 		return fmt.Errorf("%s answered %T", to.Addr(), m)
 	}
-	fmt.Fprintf(os.Stdout, "%s: %s\n", to.Addr(), r.Text)
+	fmt.Fprintf(os.Stdout, "%s: %s%s\n", to.Addr(), what, r.Text)
 	if !r.OK {
 		return fmt.Errorf("refused")
 	}

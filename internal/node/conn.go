@@ -198,6 +198,17 @@ func localAddr(nc net.Conn) netip.Addr {
 	return netip.Addr{}
 }
 
+// isFrameError: the peer sent something wrong, as opposed to the
+// connection ending (EOF, reset, closed by us).
+func isFrameError(err error) bool {
+	for _, e := range []error{frame.ErrFrameTooLarge, frame.ErrShortFrame, frame.ErrUnknownType, frame.ErrBadBody} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
 // refuseReason names a decoding or handshake failure for logs and metrics.
 func refuseReason(err error) string {
 	switch {

@@ -4,7 +4,6 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"errors"
-	"io"
 	"net"
 	"net/netip"
 	"sync"
@@ -303,6 +302,17 @@ func (n *MasterNode) carry(acts []roles.Action) error {
 	if err := n.persist(acts); err != nil {
 		return err
 	}
+	// Admin replies go first: an admin's connection is closed with the
+	// clients' when a step-down's disconnect rules run, and the reply says
+	// what the command did.
+	for _, a := range acts {
+		if r, ok := a.(roles.AdminReply); ok {
+			if w, ok := n.admins[r.ID]; ok {
+				w.c.send(AdminResp{ID: w.id, OK: r.OK, Text: r.Text})
+				delete(n.admins, r.ID)
+			}
+		}
+	}
 	for _, a := range acts {
 		switch a := a.(type) {
 		case roles.Send:
@@ -318,11 +328,6 @@ func (n *MasterNode) carry(acts []roles.Action) error {
 		case roles.Ignored:
 			n.metrics.Ignored(a.Reason)
 			n.log.Debug().Str(obs.FieldReason, a.Reason).Msg("ignored")
-		case roles.AdminReply:
-			if w, ok := n.admins[a.ID]; ok {
-				w.c.send(AdminResp{ID: w.id, OK: a.OK, Text: a.Text})
-				delete(n.admins, a.ID)
-			}
 		}
 	}
 	n.observe()
@@ -594,7 +599,7 @@ func (n *MasterNode) serveConn(nc net.Conn, port string, reg *frame.Registry, ki
 	for {
 		m, err := reg.ReadFrame(nc, frame.DefaultMaxFrame)
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !c.closed() {
+			if isFrameError(err) && !c.closed() {
 				reason := refuseReason(err)
 				n.metrics.ConnRefused(port, reason)
 				n.log.Warn().Str(obs.FieldPeer, remote).Str("port", port).Str(obs.FieldReason, reason).Err(err).Msg("connection dropped")
