@@ -21,7 +21,6 @@ import (
 	"github.com/mfs-election/mfs-election/internal/settings"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
 	"github.com/mfs-election/mfs-election/pkg/roles"
-	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
 )
 
@@ -116,12 +115,7 @@ func checkLabels(s string) error {
 }
 
 func foreground(c *cli.Context, v settings.Values, lockPath string) error {
-	lvl, err := obs.ParseLevel(v.String("LOG_LEVEL"))
-	if err != nil {
-		return err
-	}
-	zerolog.SetGlobalLevel(lvl)
-	log, err := obs.NewLogger(os.Stderr, "debug", "mfschunkserver")
+	log, err := obs.DaemonLogger(v.String("LOG_LEVEL"), "mfschunkserver")
 	if err != nil {
 		return err
 	}
@@ -186,17 +180,7 @@ func foreground(c *cli.Context, v settings.Values, lockPath string) error {
 			return n.Err()
 		case s := <-sigs:
 			if s == syscall.SIGHUP {
-				nv, err := spec.Resolve(c.String("c"), c.IsSet("c"), c)
-				if err != nil {
-					log.Error().Err(err).Msg("reload: config not taken")
-					continue
-				}
-				l, _ := obs.ParseLevel(nv.String("LOG_LEVEL"))
-				zerolog.SetGlobalLevel(l)
-				if ch := settings.Changed(spec, v, nv); len(ch) > 0 {
-					log.Warn().Strs("keys", ch).Msg("reload: log level applied; these keys take effect at the next restart")
-				}
-				v = nv
+				v = service.ReloadConfig(spec, c, log, v)
 				continue
 			}
 			log.Info().Str("signal", s.String()).Msg("stopping")

@@ -22,7 +22,6 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/metadata"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
-	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
 )
 
@@ -168,7 +167,7 @@ func coreConfig(v settings.Values, list []node.MasterAddr, self netip.Addr) role
 }
 
 func foreground(c *cli.Context, v settings.Values, lockPath string, empty bool) error {
-	log, err := logger(v, "mfsmaster")
+	log, err := obs.DaemonLogger(v.String("LOG_LEVEL"), "mfsmaster")
 	if err != nil {
 		return err
 	}
@@ -224,40 +223,11 @@ func foreground(c *cli.Context, v settings.Values, lockPath string, empty bool) 
 			return n.Err()
 		case s := <-sigs:
 			if s == syscall.SIGHUP {
-				v = reload(c, log, v)
+				v = service.ReloadConfig(spec, c, log, v)
 				continue
 			}
 			log.Info().Str("signal", s.String()).Msg("orderly shutdown through DUMMY")
 			return n.Stop(10 * time.Second)
 		}
 	}
-}
-
-// reload re-reads the config. The log level changes at once; anything else
-// that changed needs a restart, and the log says which keys.
-func reload(c *cli.Context, log zerolog.Logger, old settings.Values) settings.Values {
-	v, err := spec.Resolve(c.String("c"), c.IsSet("c"), c)
-	if err != nil {
-		log.Error().Err(err).Msg("reload: config not taken")
-		return old
-	}
-	lvl, _ := obs.ParseLevel(v.String("LOG_LEVEL"))
-	zerolog.SetGlobalLevel(lvl)
-	if changed := settings.Changed(spec, old, v); len(changed) > 0 {
-		log.Warn().Strs("keys", changed).Msg("reload: log level applied; these keys take effect at the next restart")
-	} else {
-		log.Info().Str("level", lvl.String()).Msg("reload: config re-read")
-	}
-	return v
-}
-
-// logger logs at every level and lets the global level filter, so that a
-// reload can change it.
-func logger(v settings.Values, daemon string) (zerolog.Logger, error) {
-	lvl, err := obs.ParseLevel(v.String("LOG_LEVEL"))
-	if err != nil {
-		return zerolog.Logger{}, err
-	}
-	zerolog.SetGlobalLevel(lvl)
-	return obs.NewLogger(os.Stderr, "debug", daemon)
 }

@@ -67,3 +67,23 @@ type stamp struct{}
 func (stamp) Run(e *zerolog.Event, _ zerolog.Level, _ string) {
 	e.Str(zerolog.TimestampFieldName, time.Now().UTC().Format("2006-01-02T15:04:05.000000Z07:00"))
 }
+
+// DaemonLogger is a daemon's logger on stderr: it logs at every level and
+// leaves filtering to zerolog's global level, set here from level, so that
+// a reload can change it with SetLevel.
+func DaemonLogger(level, daemon string) (zerolog.Logger, error) {
+	if err := SetLevel(level); err != nil {
+		return zerolog.Logger{}, err
+	}
+	return NewLogger(os.Stderr, "debug", daemon)
+}
+
+// SetLevel sets the global level of every DaemonLogger.
+func SetLevel(level string) error {
+	lvl, err := ParseLevel(level)
+	if err != nil {
+		return err
+	}
+	zerolog.SetGlobalLevel(lvl)
+	return nil
+}

@@ -292,3 +292,18 @@ func (s Spec) Table() string {
 	}
 	return b.String()
 }
+
+// Reload resolves the spec again (SIGHUP) and applies the one key a daemon
+// can change live, LOG_LEVEL, through setLevel. It returns the new values
+// and the keys that changed otherwise (they take effect at the next start);
+// on an error the old values stand.
+func (s Spec) Reload(cfgPath string, mustExist bool, c *cli.Context, old Values, setLevel func(string) error) (Values, []string, error) {
+	v, err := s.Resolve(cfgPath, mustExist, c)
+	if err != nil {
+		return old, nil, err
+	}
+	if err := setLevel(v.String("LOG_LEVEL")); err != nil {
+		return old, nil, err
+	}
+	return v, Changed(s, old, v), nil
+}
