@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -138,8 +139,8 @@ func write(addr netip.Addr, key string, timeout time.Duration) (roles.ClientRepl
 	return r, nil
 }
 
-// TestFailover: first election; a master restarted while healthy does not
-// disturb the LEADER; kill -9 of the LEADER and a new one; SIGSTOP of the
+// TestFailover: first election; a master restarted while healthy, and a
+// 200 ms stall of the LEADER, do not disturb it; kill -9 of the LEADER and a new one; SIGSTOP of the
 // LEADER past its lease, a new one, SIGCONT, and the old one demoted
 // without accepting the change that waited for it.
 func TestFailover(t *testing.T) {
@@ -163,6 +164,16 @@ func TestFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	holdsLeader(t, c, lead, 3*time.Second, "chunkserver restart")
+
+	// A 200 ms stall (two heartbeats) deposes nobody.
+	if err := c.Masters[lead].Signal(sigStop); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if err := c.Masters[lead].Signal(sigCont); err != nil {
+		t.Fatal(err)
+	}
+	holdsLeader(t, c, lead, 2*time.Second, "200 ms stall")
 
 	// kill -9.
 	killed := time.Now()
@@ -234,14 +245,16 @@ func TestBadInput(t *testing.T) {
 		s.CSCfg = map[string]string{"AUTH_CODE": "s3cret"}
 	})
 	a := c.Masters[lead].Addr
+	kinds := map[uint16]frame.Kind{9419: frame.KindMaster, 9420: frame.KindChunkserver, 9421: frame.KindClient}
 	for _, port := range []uint16{9419, 9420, 9421} {
 		addr := netip.AddrPortFrom(a, port).String()
+		hello := mustEncode(t, frame.Hello{Proto: frame.ProtocolVersion, Kind: kinds[port]})
 		for name, payload := range map[string][]byte{
-			"garbage":   []byte("GET / HTTP/1.0\r\n\r\n\x00\xff\xfe garbage"),
-			"oversized": {0x7f, 0xff, 0xff, 0xff, 0, 1},
-			"hello-then-junk": append(mustEncode(t, frame.Hello{Proto: frame.ProtocolVersion, Kind: frame.KindClient}),
-				0, 0, 0, 9, 0, 99, 1, 2, 3, 4, 5, 6, 7),
-			"other-cluster": mustEncode(t, frame.Hello{Proto: frame.ProtocolVersion, Cluster: "0BADC0FFEE", Kind: frame.KindChunkserver, ID: 1}),
+			"garbage":         []byte("GET / HTTP/1.0\r\n\r\n\x00\xff\xfe garbage"),
+			"oversized":       append(slices.Clone(hello), 0x7f, 0xff, 0xff, 0xff, 0, 1),
+			"hello-then-junk": append(slices.Clone(hello), 0, 0, 0, 9, 0, 99, 1, 2, 3, 4, 5, 6, 7),
+			"other-cluster":   mustEncode(t, frame.Hello{Proto: frame.ProtocolVersion, Cluster: "0BADC0FFEE", Kind: frame.KindChunkserver, ID: 1}),
+			"other-version":   mustEncode(t, frame.Hello{Proto: 99, Kind: frame.KindMaster}),
 		} {
 			nc, err := net.DialTimeout("tcp", addr, time.Second)
 			if err != nil {
@@ -290,6 +303,9 @@ func TestBadInput(t *testing.T) {
 	mustLog(t, c.Masters[lead].Log, `"reason":"auth"`)
 	mustLog(t, c.Masters[lead].Log, `"reason":"oversized"`)
 	mustLog(t, c.Masters[lead].Log, `"reason":"cluster"`)
+	mustLog(t, c.Masters[lead].Log, `"reason":"protocol"`)
+	mustLog(t, c.Masters[lead].Log, `"reason":"garbage"`)
+	mustLog(t, c.Masters[lead].Log, `"reason":"unknown_type"`)
 	mustLog(t, other.Log, "another cluster")
 }
 

@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
+	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -37,7 +39,6 @@ type conn struct {
 	out        chan []byte // nil frame: close once everything before it is written
 	once       sync.Once
 	done       chan struct{}
-	authed     bool // master side: the chunkserver proved AUTH_CODE (or none is set)
 	challenged bool // chunkserver side: the master asked for AUTH_CODE
 }
 
@@ -148,10 +149,16 @@ var helloOnly = frame.NewRegistry()
 // errNotHello: the first frame was something else.
 var errNotHello = errors.New("first frame is not a hello")
 
+// readHello reads the first frame. Anything but a well-formed hello (an
+// HTTP request, a port scanner, random bytes) is garbage: the reason names
+// what was read, not the frame limit it happened to hit.
 func readHello(nc net.Conn) (frame.Hello, error) {
 	m, err := helloOnly.ReadFrame(nc, maxHelloFrame)
 	if err != nil {
-		return frame.Hello{}, err
+		if errors.Is(err, io.EOF) || errors.Is(err, os.ErrDeadlineExceeded) {
+			return frame.Hello{}, err
+		}
+		return frame.Hello{}, fmt.Errorf("%w: %v", errNotHello, err)
 	}
 	h, ok := m.(*frame.Hello)
 	if !ok {

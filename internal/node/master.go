@@ -526,6 +526,11 @@ func (n *MasterNode) fromMaster(c *conn, msg wire.Message) error {
 func (n *MasterNode) fromClient(c *conn, msg wire.Message) error {
 	switch m := msg.(type) {
 	case StatusReq:
+		// Step first: a LEADER resumed from a freeze fences itself in
+		// the step and must not report the role it no longer holds.
+		if err := n.step(roles.Tick{}); err != nil {
+			return err
+		}
 		c.send(n.statusNow())
 		return nil
 	case AdminReq:
@@ -632,13 +637,11 @@ func (n *MasterNode) challenge(c *conn) error {
 	}
 	p, ok := m.(*AuthProof)
 	if ok && n.opt.AuthCode == "" {
-		c.authed = true
 		return nil
 	}
 	want := authMAC(n.opt.AuthCode, nonce, n.hello().Cluster, c.remote)
 	if !ok || !hmac.Equal(p.MAC, want) {
 		return errAuth
 	}
-	c.authed = true
 	return nil
 }
