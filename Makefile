@@ -14,7 +14,8 @@ build:
 # A real local cluster in the foreground on loopback: 3 masters on
 # 127.0.0.11-13, 6 chunkservers in 3 locations; Ctrl-C stops it.
 run: build
-	$(GO) run ./internal/cluster/localrun -dir run -bin bin
+	$(GO) build -o bin/ ./internal/cluster/localrun
+	bin/localrun -dir run -bin bin
 
 vet:
 	$(GO) vet ./...

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/cluster"
+	"github.com/mfs-election/mfs-election/pkg/roles"
 )
 
 func main() {
@@ -43,28 +44,31 @@ func run(dir, bin string) error {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	start := time.Now()
-	if i, st, err := c.WaitLeader(20*time.Second, 100*time.Millisecond); err == nil {
+	if _, st, err := c.WaitLeader(20*time.Second, 100*time.Millisecond); err == nil {
 		fmt.Printf("LEADER %s (epoch %d) after %.1f s\n", st.Addr, st.Epoch, time.Since(start).Seconds())
-		_ = i
 	} else {
 		fmt.Println(err)
 	}
-	lastLeader := ""
+	last := ""
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	shown := time.Time{}
 	for {
-		leader := "-"
-		if ls := c.Leaders(); len(ls) == 1 {
-			leader = c.Masters[ls[0]].Addr.String()
+		// Show the listing when who leads, or how many vote for it, changes.
+		state := "-"
+		st, errs := c.Statuses(500 * time.Millisecond)
+		for i := range st {
+			if errs[i] == nil && st[i].Role == roles.Leader {
+				state = fmt.Sprintf("%s %d/%d", st[i].Addr, st[i].Voters, st[i].Registered)
+			}
 		}
-		if leader != lastLeader || time.Since(shown) > 30*time.Second {
+		if state != last || time.Since(shown) > time.Minute {
 			cli := exec.Command(filepath.Join(bin, "mfscli"), "-H", s.MasterHost(), "-SIM")
 			cli.Stdout, cli.Stderr = os.Stdout, os.Stderr
 			fmt.Println(time.Now().Format("15:04:05"))
 			_ = cli.Run()
 			fmt.Println()
-			lastLeader, shown = leader, time.Now()
+			last, shown = state, time.Now()
 		}
 		select {
 		case <-sigs:
