@@ -295,9 +295,8 @@ func (n *ChunkserverNode) handle(in csInput) error {
 	if n.voter == nil {
 		return nil
 	}
-	if r, ok := in.ev.(roles.Refused); ok && !n.opt.TrustRefused {
-		_ = r
-		return nil
+	if _, ok := in.ev.(roles.Refused); ok && !n.opt.TrustRefused {
+		return nil // the fast path is off: a promise to a dead master lapses
 	}
 	return n.step(in.ev)
 }
