@@ -74,6 +74,9 @@ func start(t *testing.T, mutate func(*cluster.Spec)) (*cluster.Cluster, int) {
 	for k, v := range fastStart {
 		s.MasterCfg[k] = v
 	}
+	if os.Getenv("MFS_TEST_DIR") != "" {
+		s.CSCfg = map[string]string{"LOG_LEVEL": "debug"}
+	}
 	if mutate != nil {
 		mutate(&s)
 	}

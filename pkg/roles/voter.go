@@ -242,7 +242,8 @@ func (v *Voter) onRefused(e Refused) {
 // that a stale probe answer does not send the voter back to it.
 func (v *Voter) notVoting(m, leader wire.MasterID) {
 	if w := v.views[m]; w != nil && w.r.Role.TakesVotes() {
-		w.r.Role, w.r.Leader, w.r.LeaderFresh = Follower, leader, false
+		// The master said so itself, now.
+		w.r.Role, w.r.Leader, w.r.LeaderFresh, w.at = Follower, leader, false, v.now
 	}
 }
 
@@ -382,8 +383,13 @@ func (v *Voter) seen() (leader, elect wire.MasterID) {
 			if w == nil || !w.r.LeaderFresh || w.r.Leader == wire.NoMaster {
 				continue
 			}
-			// A hint loses to what the hinted master itself said last.
-			if own := v.views[w.r.Leader]; own == nil || own.dead || (own.seen && own.r.Role != Leader && own.at >= w.at) {
+			// A hint loses to what the hinted master itself said last, and
+			// to anything recent it said: a master knows its own role
+			// better than a follower that heard from it up to a peer
+			// timeout ago (a handover would be undone by the old
+			// LEADER's followers otherwise).
+			if own := v.views[w.r.Leader]; own == nil || own.dead ||
+				(own.seen && own.r.Role != Leader && (own.at >= w.at || v.freshView(w.r.Leader) != nil)) {
 				continue
 			}
 			{
