@@ -54,9 +54,10 @@ type MasterNode struct {
 	links   map[wire.MasterID]*link // outgoing, to every other master
 	cs      map[wire.CSID]*conn     // the current connection of each chunkserver
 	csInfo  map[wire.CSID]CSInfo
-	peersIn map[*conn]bool // incoming master connections
-	clients map[roles.ClientID]*conn
-	nextCl  roles.ClientID
+	peersIn map[*conn]bool           // incoming master connections
+	clConns map[*conn]bool           // every open client/mfscli connection
+	clients map[roles.ClientID]*conn // where each client session's replies go
+	nextCl  uint64
 	admins  map[uint64]adminWait
 	nextAdm uint64
 	hbSent  map[hbKey]time.Time
@@ -111,7 +112,7 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 		inbox: make(chan input, 4096), stopReq: make(chan struct{}), done: make(chan struct{}),
 		addrOf: map[wire.MasterID]netip.Addr{}, links: map[wire.MasterID]*link{},
 		cs: map[wire.CSID]*conn{}, csInfo: map[wire.CSID]CSInfo{}, peersIn: map[*conn]bool{},
-		clients: map[roles.ClientID]*conn{}, admins: map[uint64]adminWait{}, hbSent: map[hbKey]time.Time{},
+		clConns: map[*conn]bool{}, clients: map[roles.ClientID]*conn{}, admins: map[uint64]adminWait{}, hbSent: map[hbKey]time.Time{},
 	}
 	n.metrics = obs.NewMasterMetrics(opt.Metrics)
 	for _, m := range opt.Masters {
@@ -272,7 +273,7 @@ func (n *MasterNode) shutdown(err error) {
 	for c := range n.peersIn {
 		all = append(all, c)
 	}
-	for _, c := range n.clients {
+	for c := range n.clConns {
 		all = append(all, c)
 	}
 	for _, l := range n.links {
@@ -382,10 +383,11 @@ func (n *MasterNode) disconnect(class roles.ConnClass) {
 			delete(n.cs, id)
 		}
 	case roles.ConnClients:
-		for id, c := range n.clients {
+		for c := range n.clConns {
 			c.closeAfterFlush()
-			delete(n.clients, id)
 		}
+		clear(n.clConns)
+		clear(n.clients)
 	case roles.ConnSessions:
 		for c := range n.peersIn {
 			c.closeAfterFlush()
@@ -409,9 +411,7 @@ func (n *MasterNode) handle(in input) error {
 		case "matoml":
 			n.peersIn[in.c] = true
 		case "matocl":
-			n.nextCl++
-			n.clients[n.nextCl] = in.c
-			in.c.peer.ID = uint32(n.nextCl)
+			n.clConns[in.c] = true
 		}
 		return nil
 	case inClosed:
@@ -425,8 +425,11 @@ func (n *MasterNode) handle(in input) error {
 		case "matoml":
 			delete(n.peersIn, in.c)
 		case "matocl":
-			if c := n.clients[roles.ClientID(in.c.peer.ID)]; c == in.c {
-				delete(n.clients, roles.ClientID(in.c.peer.ID))
+			delete(n.clConns, in.c)
+			for id, c := range n.clients {
+				if c == in.c {
+					delete(n.clients, id)
+				}
 			}
 		}
 		return nil
@@ -543,13 +546,32 @@ func (n *MasterNode) fromClient(c *conn, msg wire.Message) error {
 		}
 		return err
 	case roles.ClientWrite:
-		m.Client = roles.ClientID(c.peer.ID)
+		m.Client = n.session(c, m.Client)
 		return n.step(m)
 	case roles.ClientRead:
-		m.Client = roles.ClientID(c.peer.ID)
+		m.Client = n.session(c, m.Client)
 		return n.step(m)
 	}
 	return nil
+}
+
+// anonymousClient marks the session ids the master makes up for requests
+// that carry none (mfscli): clients draw theirs with this bit clear.
+const anonymousClient = 1 << 63
+
+// session routes the replies of a client session to the connection its
+// newest request came on. A request without a session (mfscli) gets one of
+// its own, never retried, so never deduplicated.
+func (n *MasterNode) session(c *conn, id roles.ClientID) roles.ClientID {
+	if id == 0 || id&anonymousClient != 0 {
+		n.nextCl++
+		id = roles.ClientID(anonymousClient | n.nextCl)
+	}
+	if c.closed() {
+		return id
+	}
+	n.clients[id] = c
+	return id
 }
 
 // ---- accepting ---------------------------------------------------------------

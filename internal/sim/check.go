@@ -2,7 +2,7 @@ package sim
 
 import (
 	"fmt"
-	"math"
+	"github.com/mfs-election/mfs-election/internal/linearize"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -157,8 +157,8 @@ func (c *checker) after(w *world) {
 
 func (c *checker) completed(w *world, client int, op *clientOp, r roles.ClientReply) {
 	c.history = append(c.history, porcupine.Operation{
-		ClientId: client, Input: kvInput{write: op.write, key: op.key, val: op.val},
-		Call: op.call, Output: kvOutput{val: r.Value, found: r.Found}, Return: w.now,
+		ClientId: client, Input: linearize.Input{Write: op.write, Key: op.key, Val: op.val},
+		Call: op.call, Output: linearize.Output{Val: r.Value, Found: r.Found}, Return: w.now,
 	})
 	if op.write {
 		c.acked = append(c.acked, ackedWrite{client: client, seq: op.seq, version: r.Version})
@@ -188,11 +188,11 @@ func (c *checker) final(w *world, healAt, end int64) {
 	hist := append([]porcupine.Operation(nil), c.history...)
 	for _, cl := range w.clients {
 		if cl.op != nil && cl.op.write {
-			hist = append(hist, porcupine.Operation{ClientId: cl.idx, Input: kvInput{write: true, key: cl.op.key, val: cl.op.val},
-				Call: cl.op.call, Output: kvOutput{unknown: true}, Return: math.MaxInt64 / 2})
+			hist = append(hist, porcupine.Operation{ClientId: cl.idx, Input: linearize.Input{Write: true, Key: cl.op.key, Val: cl.op.val},
+				Call: cl.op.call, Output: linearize.Output{Unknown: true}, Return: linearize.Pending})
 		}
 	}
-	res, _ := porcupine.CheckOperationsVerbose(kvModel, hist, 20*time.Second)
+	res, _ := porcupine.CheckOperationsVerbose(linearize.KV, hist, 20*time.Second)
 	switch res {
 	case porcupine.Illegal:
 		w.violate("S2: the client history (%d operations) is not linearizable", len(hist))

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/anishathalye/porcupine"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
@@ -110,51 +109,4 @@ func (c *client) onReply(w *world, ev roles.Event) {
 	w.chk.completed(w, c.idx, op, r)
 	c.op = nil
 	c.schedule(w, w.now+int64(time.Millisecond)+w.rng.Int63n(int64(30*time.Millisecond)))
-}
-
-// ---- linearizability ---------------------------------------------------------------
-
-type kvInput struct {
-	write bool
-	key   string
-	val   string
-}
-
-type kvOutput struct {
-	val     string
-	found   bool
-	unknown bool // a write whose outcome the client never learned
-}
-
-// kvModel is a register per key; "" is "absent" (written values are never
-// empty).
-var kvModel = porcupine.Model{
-	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
-		byKey := map[string][]porcupine.Operation{}
-		var keys []string
-		for _, op := range history {
-			k := op.Input.(kvInput).key
-			if _, ok := byKey[k]; !ok {
-				keys = append(keys, k)
-			}
-			byKey[k] = append(byKey[k], op)
-		}
-		var out [][]porcupine.Operation
-		for _, k := range keys {
-			out = append(out, byKey[k])
-		}
-		return out
-	},
-	Init: func() any { return "" },
-	Step: func(state, input, output any) (bool, any) {
-		in, out, st := input.(kvInput), output.(kvOutput), state.(string)
-		if in.write {
-			return true, in.val
-		}
-		if out.found {
-			return out.val == st, st
-		}
-		return st == "", st
-	},
-	Equal: func(a, b any) bool { return a.(string) == b.(string) },
 }

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"flag"
+	"github.com/mfs-election/mfs-election/internal/linearize"
 
 	"github.com/anishathalye/porcupine"
 	"strings"
@@ -94,17 +95,17 @@ func TestChecksCatchLostChange(t *testing.T) {
 // rejects a read of a value that was overwritten before the read began.
 func TestLinearizabilityModel(t *testing.T) {
 	w := func(c int, v string, call, ret int64) porcupine.Operation {
-		return porcupine.Operation{ClientId: c, Input: kvInput{write: true, key: "a", val: v}, Call: call, Output: kvOutput{}, Return: ret}
+		return porcupine.Operation{ClientId: c, Input: linearize.Input{Write: true, Key: "a", Val: v}, Call: call, Output: linearize.Output{}, Return: ret}
 	}
 	r := func(c int, v string, call, ret int64) porcupine.Operation {
-		return porcupine.Operation{ClientId: c, Input: kvInput{key: "a"}, Call: call, Output: kvOutput{val: v, found: v != ""}, Return: ret}
+		return porcupine.Operation{ClientId: c, Input: linearize.Input{Key: "a"}, Call: call, Output: linearize.Output{Val: v, Found: v != ""}, Return: ret}
 	}
 	legal := []porcupine.Operation{w(0, "x", 0, 10), r(1, "x", 5, 15), w(0, "y", 20, 30), r(1, "y", 31, 40)}
-	if !porcupine.CheckOperations(kvModel, legal) {
+	if !porcupine.CheckOperations(linearize.KV, legal) {
 		t.Error("a legal history was rejected")
 	}
 	stale := []porcupine.Operation{w(0, "x", 0, 10), w(0, "y", 20, 30), r(1, "x", 31, 40)}
-	if porcupine.CheckOperations(kvModel, stale) {
+	if porcupine.CheckOperations(linearize.KV, stale) {
 		t.Error("a stale read after a completed overwrite was accepted")
 	}
 }

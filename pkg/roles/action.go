@@ -60,17 +60,17 @@ const (
 // Peer is the destination of a Send.
 type Peer struct {
 	Kind PeerKind
-	ID   uint32
+	ID   uint64 // a MasterID, CSID or ClientID
 }
 
 // ToMaster, ToCS and ToClient build Peers.
-func ToMaster(m wire.MasterID) Peer { return Peer{PeerMaster, uint32(m)} }
+func ToMaster(m wire.MasterID) Peer { return Peer{PeerMaster, uint64(m)} }
 
 // ToCS addresses a chunkserver.
-func ToCS(c wire.CSID) Peer { return Peer{PeerCS, uint32(c)} }
+func ToCS(c wire.CSID) Peer { return Peer{PeerCS, uint64(c)} }
 
 // ToClient addresses a client session.
-func ToClient(c ClientID) Peer { return Peer{PeerClient, uint32(c)} }
+func ToClient(c ClientID) Peer { return Peer{PeerClient, uint64(c)} }
 
 func (p Peer) String() string {
 	switch p.Kind {

@@ -30,8 +30,11 @@ func (p Pos) NewerThan(q Pos) bool {
 
 func (p Pos) String() string { return fmt.Sprintf("%d@%d", p.Version, p.Epoch) }
 
-// ClientID names a client session.
-type ClientID uint32
+// ClientID names a client session. Clients draw it at random from 64 bits,
+// so that ids never need to be handed out (and cannot collide in practice)
+// across failovers; with the sequence number it makes a retried change
+// apply once.
+type ClientID uint64
 
 // EntryKind says what a changelog entry does.
 type EntryKind uint8

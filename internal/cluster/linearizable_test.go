@@ -1,0 +1,153 @@
+package cluster_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/mfs-election/mfs-election/internal/cluster"
+	"github.com/mfs-election/mfs-election/internal/linearize"
+	"github.com/mfs-election/mfs-election/pkg/client"
+)
+
+// TestLinearizableAcrossFailovers: concurrent clients read and write
+// through pkg/client while the LEADER is killed (-9), frozen past its lease
+// (SIGSTOP, then SIGCONT), stepped down by an admin and handed over to a
+// USURPER. The whole history must be linearizable (porcupine): no
+// acknowledged change lost, no stale read, no change applied twice.
+func TestLinearizableAcrossFailovers(t *testing.T) {
+	c, _ := start(t, nil)
+	const clients = 4
+	var (
+		mu      sync.Mutex
+		history []porcupine.Operation
+		stop    atomic.Bool
+		wg      sync.WaitGroup
+		acked   atomic.Int64
+	)
+	for i := 0; i < clients; i++ {
+		cl, err := client.New(client.Config{MasterHost: c.Spec.MasterHost(), Attempt: 300 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer cl.Close()
+			rng := rand.New(rand.NewPCG(uint64(i), 7))
+			for n := 0; !stop.Load() && n < 100000; n++ {
+				key := []string{"a", "b", "c"}[rng.IntN(3)]
+				in := linearize.Input{Key: key, Write: rng.IntN(10) < 6}
+				if in.Write {
+					in.Val = fmt.Sprintf("c%d.%d", i, n)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+				call := time.Now().UnixNano()
+				var out linearize.Output
+				var err error
+				if in.Write {
+					_, err = cl.Put(ctx, key, in.Val)
+				} else {
+					out.Val, out.Found, err = cl.Get(ctx, key)
+				}
+				ret := time.Now().UnixNano()
+				cancel()
+				switch {
+				case err == nil:
+					acked.Add(1)
+				case in.Write && errors.Is(err, client.ErrUnknown):
+					out, ret = linearize.Output{Unknown: true}, linearize.Pending
+				default:
+					continue // never applied (or a read): no effect to check
+				}
+				mu.Lock()
+				history = append(history, porcupine.Operation{ClientId: i, Input: in, Call: call, Output: out, Return: ret})
+				mu.Unlock()
+			}
+		}()
+	}
+	faults := func() error {
+		time.Sleep(time.Second)
+		// kill -9.
+		lead := leaderNow(c)
+		c.Masters[lead].Kill()
+		next, _, err := c.WaitLeader(10*time.Second, 20*time.Millisecond, lead)
+		if err != nil {
+			return fmt.Errorf("after kill -9: %w", err)
+		}
+		if err := c.Masters[lead].Start(); err != nil {
+			return err
+		}
+		time.Sleep(2 * time.Second)
+		// SIGSTOP past the lease, then SIGCONT.
+		lead = next
+		_ = c.Masters[lead].Signal(sigStop)
+		next, _, err = c.WaitLeader(10*time.Second, 20*time.Millisecond, lead)
+		_ = c.Masters[lead].Signal(sigCont)
+		if err != nil {
+			return fmt.Errorf("after SIGSTOP: %w", err)
+		}
+		time.Sleep(2 * time.Second)
+		// An admin step-down, then a USURPER.
+		if out, err := mfscli(t, c, "-CLS"); err != nil {
+			return fmt.Errorf("-CLS: %v: %s", err, out)
+		}
+		if _, _, err := c.WaitLeader(10*time.Second, 20*time.Millisecond, next); err != nil {
+			return fmt.Errorf("after step-down: %w", err)
+		}
+		time.Sleep(time.Second)
+		lead = leaderNow(c)
+		u := (lead + 1) % len(c.Masters)
+		for end := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			out, err := mfscli(t, c, "-CLU/"+c.Masters[u].Addr.String())
+			if err == nil {
+				break
+			}
+			if time.Now().After(end) {
+				return fmt.Errorf("-CLU: %v: %s", err, out)
+			}
+		}
+		if _, _, err := c.WaitLeader(10*time.Second, 20*time.Millisecond, lead); err != nil {
+			return fmt.Errorf("after USURPER: %w", err)
+		}
+		time.Sleep(time.Second)
+		return nil
+	}
+	ferr := faults()
+	stop.Store(true)
+	wg.Wait()
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	t.Logf("%d operations, %d acknowledged", len(history), acked.Load())
+	if acked.Load() < 100 {
+		t.Fatalf("only %d operations completed: the clients made no progress", acked.Load())
+	}
+	res, info := porcupine.CheckOperationsVerbose(linearize.KV, history, 60*time.Second)
+	switch res {
+	case porcupine.Illegal:
+		if f, err := os.CreateTemp("", "mfs-history-*.html"); err == nil {
+			_ = porcupine.Visualize(linearize.KV, info, f)
+			f.Close()
+			t.Logf("visualisation: %s", f.Name())
+		}
+		t.Fatal("the client history is not linearizable")
+	case porcupine.Unknown:
+		t.Fatal("the linearizability check timed out")
+	}
+}
+
+func leaderNow(c *cluster.Cluster) int {
+	i, _, err := c.WaitLeader(10*time.Second, 20*time.Millisecond)
+	if err != nil {
+		return 0
+	}
+	return i
+}

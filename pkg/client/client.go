@@ -1,0 +1,258 @@
+// Package client talks to the masters' client port (9421) the way a
+// MooseFS client would: it finds the masters through MASTER_HOST, follows
+// redirects to the LEADER, waits and retries with back-off and jitter when
+// there is none, and retries a change under the same session id and
+// sequence number, so a change retried across a failover is applied once.
+//
+// A Client runs one operation at a time; use one per goroutine.
+package client
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/wire"
+	"github.com/mfs-election/mfs-election/pkg/wire/frame"
+)
+
+// Config says where the masters are and how patient to be.
+type Config struct {
+	MasterHost string        // MASTER_HOST: a DNS name or a comma-separated address list
+	Port       uint16        // the masters' client port; 0 = 9421
+	Attempt    time.Duration // how long one attempt at one master may take; 0 = 1 s
+	MinBackoff time.Duration // first wait between rounds; 0 = 10 ms
+	MaxBackoff time.Duration // longest wait; 0 = 500 ms
+}
+
+// ErrNoLeader: the context ended while no master would serve the request.
+var ErrNoLeader = errors.New("no leading master")
+
+// ErrUnknown wraps the end of a change whose outcome the client never
+// learned: it may or may not have been applied (a retry with the same
+// sequence number would be applied at most once).
+var ErrUnknown = errors.New("outcome unknown")
+
+// Client is one client session.
+type Client struct {
+	cfg     Config
+	masters []node.MasterAddr
+	id      roles.ClientID
+	seq     uint64
+	target  int
+	conns   map[netip.AddrPort]net.Conn
+	rng     *mrand.Rand
+	leader  netip.Addr
+}
+
+var replies = func() *frame.Registry {
+	r := frame.NewRegistry()
+	r.Register(roles.TypeClientReply, func() wire.Message { return &roles.ClientReply{} })
+	return r
+}()
+
+// New resolves the masters and draws a session id.
+func New(cfg Config) (*Client, error) {
+	if cfg.Port == 0 {
+		cfg.Port = 9421
+	}
+	if cfg.Attempt == 0 {
+		cfg.Attempt = time.Second
+	}
+	if cfg.MinBackoff == 0 {
+		cfg.MinBackoff = 10 * time.Millisecond
+	}
+	if cfg.MaxBackoff == 0 {
+		cfg.MaxBackoff = 500 * time.Millisecond
+	}
+	ms, err := node.ResolveMasters(cfg.MasterHost, cfg.Port)
+	if err != nil {
+		return nil, err
+	}
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, err
+	}
+	// The top bit is the masters' mark for sessions they make up.
+	id := roles.ClientID(binary.BigEndian.Uint64(b[:8]) &^ (1 << 63))
+	if id == 0 {
+		id = 1
+	}
+	return &Client{cfg: cfg, masters: ms, id: id, conns: map[netip.AddrPort]net.Conn{},
+		rng: mrand.New(mrand.NewPCG(binary.BigEndian.Uint64(b[8:]), uint64(id)))}, nil
+}
+
+// Session is this client's session id.
+func (c *Client) Session() roles.ClientID { return c.id }
+
+// Leader is the master that last served a request (invalid before any).
+func (c *Client) Leader() netip.Addr { return c.leader }
+
+// Close drops the connections.
+func (c *Client) Close() error {
+	for a, nc := range c.conns {
+		_ = nc.Close()
+		delete(c.conns, a)
+	}
+	return nil
+}
+
+// Put sets key to value (value must not be empty) and returns the
+// changelog version that did it.
+func (c *Client) Put(ctx context.Context, key, value string) (uint64, error) {
+	if value == "" {
+		return 0, errors.New("client: an empty value is not a value; use Delete")
+	}
+	c.seq++
+	r, err := c.do(ctx, roles.ClientWrite{Client: c.id, Seq: c.seq, Key: key, Value: value})
+	return r.Version, err
+}
+
+// Delete removes key.
+func (c *Client) Delete(ctx context.Context, key string) (uint64, error) {
+	c.seq++
+	r, err := c.do(ctx, roles.ClientWrite{Client: c.id, Seq: c.seq, Key: key, Delete: true})
+	return r.Version, err
+}
+
+// Get reads key at the LEADER: linearizable.
+func (c *Client) Get(ctx context.Context, key string) (value string, found bool, err error) {
+	c.seq++
+	r, err := c.do(ctx, roles.ClientRead{Client: c.id, Seq: c.seq, Key: key})
+	return r.Value, r.Found, err
+}
+
+// do sends req until a LEADER answers it or ctx ends.
+func (c *Client) do(ctx context.Context, req wire.Message) (roles.ClientReply, error) {
+	_, write := req.(roles.ClientWrite)
+	var last error = ErrNoLeader
+	sent := false
+	for round := 0; ; round++ {
+		to := c.masters[c.target].Addr
+		r, err := c.attempt(ctx, to, req)
+		switch {
+		case err == nil && r.OK && !r.Stale:
+			c.leader = to.Addr()
+			return r, nil
+		case err == nil:
+			last = fmt.Errorf("%s: %s", to.Addr(), r.Err)
+			c.follow(r.Redirect)
+		default:
+			if !errors.Is(err, errNotSent) {
+				sent = true
+			}
+			last = err
+			c.drop(to)
+			c.target = (c.target + 1) % len(c.masters)
+		}
+		if err == nil {
+			sent = true
+		}
+		wait := min(c.cfg.MaxBackoff, c.cfg.MinBackoff<<min(round, 16))
+		wait = wait/2 + time.Duration(c.rng.Int64N(int64(wait/2)+1))
+		select {
+		case <-ctx.Done():
+			if write && sent {
+				return roles.ClientReply{}, fmt.Errorf("%w: %v (last: %v)", ErrUnknown, ctx.Err(), last)
+			}
+			return roles.ClientReply{}, fmt.Errorf("%w: %v (last: %v)", ErrNoLeader, ctx.Err(), last)
+		case <-time.After(wait):
+		}
+	}
+}
+
+// follow moves to the master a refusal named, or to the next one.
+func (c *Client) follow(to wire.MasterID) {
+	for i, m := range c.masters {
+		if to != wire.NoMaster && m.ID == to {
+			c.target = i
+			return
+		}
+	}
+	c.target = (c.target + 1) % len(c.masters)
+}
+
+var errNotSent = errors.New("not sent")
+
+func (c *Client) attempt(ctx context.Context, to netip.AddrPort, req wire.Message) (roles.ClientReply, error) {
+	deadline := time.Now().Add(c.cfg.Attempt)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	nc, err := c.conn(to, deadline)
+	if err != nil {
+		return roles.ClientReply{}, fmt.Errorf("%w: %v", errNotSent, err)
+	}
+	_ = nc.SetDeadline(deadline)
+	if err := frame.WriteFrame(nc, req); err != nil {
+		return roles.ClientReply{}, err
+	}
+	seq := seqOf(req)
+	for {
+		m, err := replies.ReadFrame(nc, frame.DefaultMaxFrame)
+		if err != nil {
+			return roles.ClientReply{}, err
+		}
+		if r, ok := m.(*roles.ClientReply); ok && r.Seq == seq {
+			return *r, nil
+		}
+		// An answer to an earlier attempt: skip it.
+	}
+}
+
+func seqOf(m wire.Message) uint64 {
+	switch r := m.(type) {
+	case roles.ClientWrite:
+		return r.Seq
+	case roles.ClientRead:
+		return r.Seq
+	}
+	return 0
+}
+
+func (c *Client) conn(to netip.AddrPort, deadline time.Time) (net.Conn, error) {
+	if nc := c.conns[to]; nc != nil {
+		return nc, nil
+	}
+	d := net.Dialer{Deadline: deadline}
+	nc, err := d.Dial("tcp", to.String())
+	if err != nil {
+		return nil, err
+	}
+	_ = nc.SetDeadline(deadline)
+	if err := frame.WriteFrame(nc, frame.Hello{Proto: frame.ProtocolVersion, Kind: frame.KindClient}); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	m, err := replies.ReadFrame(nc, 4096)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	h, ok := m.(*frame.Hello)
+	if !ok {
+		nc.Close()
+		return nil, fmt.Errorf("%s answered %T, not a hello", to, m)
+	}
+	if err := h.Check("", frame.KindMaster); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	c.conns[to] = nc
+	return nc, nil
+}
+
+func (c *Client) drop(to netip.AddrPort) {
+	if nc := c.conns[to]; nc != nil {
+		_ = nc.Close()
+		delete(c.conns, to)
+	}
+}
