@@ -21,10 +21,11 @@ import (
 
 func main() {
 	app := &cli.App{
-		Name:      "mfscli",
-		Usage:     "MooseFS-style listings and admin commands",
-		UsageText: "mfscli [-H HOST] [-P PORT] -SIM|-SCS|-CRC/ip/port|-CLU/ip|-CLC/ip|-CLS|-CMS/ip",
-		Version:   node.Version,
+		Name:  "mfscli",
+		Usage: "MooseFS-style listings and admin commands",
+		UsageText: "mfscli [-H HOST] [-P PORT] -SIM|-SCS|-CRC/ip/port|-CLU/ip|-CLC/ip|-CLS|-CMS/ip\n" +
+			"   mfscli [-H HOST] get KEY | set KEY VALUE | cas KEY VALUE VERSION | delete KEY | list [PREFIX]",
+		Version: node.Version,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "H", Value: "mfsmaster", Usage: "masters: a DNS name or a comma-separated address list"},
 			&cli.IntFlag{Name: "P", Value: 9421, Usage: "the masters' client port"},
@@ -32,6 +33,7 @@ func main() {
 			&cli.BoolFlag{Name: "SCS", Usage: "list the chunkservers"},
 			&cli.DurationFlag{Name: "timeout", Value: time.Second, Usage: "how long to wait for each master"},
 			&cli.StringFlag{Name: "admin", Hidden: true},
+			&cli.DurationFlag{Name: "wait", Value: waitDefault, Usage: "get/set/cas/delete/list: how long to keep trying to reach a LEADER"},
 		},
 		HideHelpCommand: true,
 		Action:          run,
@@ -68,6 +70,12 @@ func ask(c *cli.Context) ([]answer, error) {
 }
 
 func run(c *cli.Context) error {
+	if args := c.Args().Slice(); len(args) > 0 {
+		if _, ok := kvUsage[args[0]]; ok {
+			return namespace(c, args[0], args[1:])
+		}
+		return cli.Exit(fmt.Sprintf("unknown command %q (get, set, cas, delete, list; or -SIM, -SCS, -C...)", args[0]), exitError)
+	}
 	answers, err := ask(c)
 	if err != nil {
 		return err

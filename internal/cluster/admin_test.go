@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -37,6 +38,8 @@ func TestAdmin(t *testing.T) {
 	if out, err := mfscli(t, c, "-SIM"); err != nil || !strings.Contains(out, "LEADER") {
 		t.Fatalf("mfscli -SIM: %v\n%s", err, out)
 	}
+
+	namespaceCommands(t, c)
 
 	// USURPER: a planned handover to a chosen FOLLOWER.
 	u := (lead + 1) % 3
@@ -110,4 +113,45 @@ func scrape(t *testing.T, url string) string {
 	defer r.Body.Close()
 	b, _ := io.ReadAll(r.Body)
 	return string(b)
+}
+
+// namespaceCommands: mfscli get/set/cas/delete/list with their exit codes.
+func namespaceCommands(t *testing.T, c *cluster.Cluster) {
+	t.Helper()
+	code := func(err error) int {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		if err != nil {
+			return -1
+		}
+		return 0
+	}
+	step := func(want int, args ...string) string {
+		t.Helper()
+		out, err := mfscli(t, c, args...)
+		if got := code(err); got != want {
+			t.Fatalf("mfscli %v: exit %d, want %d\n%s", args, got, want, out)
+		}
+		return strings.TrimSpace(out)
+	}
+	ver := step(0, "set", "dir/a", "one")
+	step(2, "get", "dir/nothing")
+	if out := step(0, "get", "dir/a"); out != "one\t"+ver {
+		t.Fatalf("get dir/a = %q, want one at version %s", out, ver)
+	}
+	step(3, "cas", "dir/a", "two", "1")
+	step(0, "cas", "dir/a", "two", ver)
+	step(3, "cas", "dir/a", "three", ver)
+	step(0, "cas", "dir/b", "bee", "0")
+	step(3, "cas", "dir/b", "again", "0")
+	out := step(0, "list", "dir/")
+	if lines := strings.Split(out, "\n"); len(lines) != 2 || !strings.HasPrefix(lines[0], "dir/a\ttwo\t") || !strings.HasPrefix(lines[1], "dir/b\tbee\t") {
+		t.Fatalf("list dir/ =\n%s", out)
+	}
+	step(0, "delete", "dir/b")
+	step(2, "get", "dir/b")
+	step(1, "cas", "dir/a", "x", "notanumber")
+	step(1, "frobnicate")
 }

@@ -123,6 +123,43 @@ func (c *Client) Delete(ctx context.Context, key string) (uint64, error) {
 	return r.Version, err
 }
 
+// ErrConflict: a compare-and-set found the key at another version.
+var ErrConflict = errors.New("version conflict")
+
+// CAS sets key to value only if key is at version expect (0: only if it is
+// absent). On a conflict the error wraps ErrConflict and the returned
+// version is the key's current one.
+func (c *Client) CAS(ctx context.Context, key, value string, expect uint64) (uint64, error) {
+	if value == "" {
+		return 0, errors.New("client: an empty value is not a value; use Delete")
+	}
+	c.seq++
+	r, err := c.do(ctx, roles.ClientWrite{Client: c.id, Seq: c.seq, Key: key, Value: value, CAS: true, Expect: expect})
+	if err != nil {
+		return 0, err
+	}
+	if r.Conflict {
+		return r.KeyVersion, fmt.Errorf("%w: %s is at version %d, not %d", ErrConflict, key, r.KeyVersion, expect)
+	}
+	return r.Version, nil
+}
+
+// List returns the keys that start with prefix, in key order (at most
+// roles.ListMax), read at the LEADER.
+func (c *Client) List(ctx context.Context, prefix string) ([]roles.KVEntry, error) {
+	c.seq++
+	r, err := c.do(ctx, roles.ClientRead{Client: c.id, Seq: c.seq, Key: prefix, Prefix: true})
+	return r.Entries, err
+}
+
+// GetVersion reads key and the version of the change that wrote it (for a
+// later CAS).
+func (c *Client) GetVersion(ctx context.Context, key string) (value string, version uint64, found bool, err error) {
+	c.seq++
+	r, err := c.do(ctx, roles.ClientRead{Client: c.id, Seq: c.seq, Key: key})
+	return r.Value, r.KeyVersion, r.Found, err
+}
+
 // Get reads key at the LEADER: linearizable.
 func (c *Client) Get(ctx context.Context, key string) (value string, found bool, err error) {
 	c.seq++

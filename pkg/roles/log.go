@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 
 	"github.com/mfs-election/mfs-election/pkg/locations"
 	"github.com/mfs-election/mfs-election/pkg/quorum"
@@ -45,6 +46,7 @@ const (
 	EntryPut                         // Key = Value
 	EntryDelete                      // remove Key
 	EntryConfig                      // Config replaces the registry and location map
+	EntryCAS                         // Key = Value if Key is at version Expect (0: absent)
 )
 
 // Entry is one metadata change.
@@ -55,6 +57,7 @@ type Entry struct {
 	Seq    uint64
 	Key    string
 	Value  string
+	Expect uint64         `msgpack:",omitempty"` // EntryCAS: the version Key must be at
 	Config *ClusterConfig `msgpack:",omitempty"`
 }
 
@@ -250,13 +253,22 @@ func (l *Log) findClientSeq(c ClientID, seq uint64) uint64 {
 // KV is the namespace the changelog produces, applied up to Applied.
 type KV struct {
 	Applied uint64
-	Data    map[string]string
+	Data    map[string]Item
+	// Failed holds the versions of the compare-and-set entries that did not
+	// apply, so that the answer to one (or to its retry) says so.
+	Failed map[uint64]bool
+}
+
+// Item is one key's value and the version of the entry that wrote it.
+type Item struct {
+	Value   string
+	Version uint64
 }
 
 // applyUpTo applies entries of l up to version v.
 func (kv *KV) applyUpTo(l *Log, v uint64) {
 	if kv.Data == nil {
-		kv.Data = map[string]string{}
+		kv.Data, kv.Failed = map[string]Item{}, map[uint64]bool{}
 	}
 	for kv.Applied < v {
 		e, ok := l.At(kv.Applied + 1)
@@ -265,10 +277,31 @@ func (kv *KV) applyUpTo(l *Log, v uint64) {
 		}
 		switch e.Kind {
 		case EntryPut:
-			kv.Data[e.Key] = e.Value
+			kv.Data[e.Key] = Item{e.Value, e.Version}
 		case EntryDelete:
 			delete(kv.Data, e.Key)
+		case EntryCAS:
+			if kv.Data[e.Key].Version == e.Expect {
+				kv.Data[e.Key] = Item{e.Value, e.Version}
+			} else {
+				kv.Failed[e.Version] = true
+			}
 		}
 		kv.Applied++
 	}
+}
+
+// List returns the entries whose keys start with prefix, sorted by key.
+func (kv *KV) List(prefix string, max int) []KVEntry {
+	var out []KVEntry
+	for k, it := range kv.Data {
+		if strings.HasPrefix(k, prefix) {
+			out = append(out, KVEntry{Key: k, Value: it.Value, Version: it.Version})
+		}
+	}
+	slices.SortFunc(out, func(a, b KVEntry) int { return strings.Compare(a.Key, b.Key) })
+	if max > 0 && len(out) > max {
+		out = out[:max]
+	}
+	return out
 }

@@ -59,6 +59,7 @@ type pendingOp struct {
 	ver    uint64 // write: the entry; read: the read index
 	key    string
 	read   bool
+	prefix bool
 }
 
 // Master is the role machine of one mfsmaster. The zero value is not
@@ -95,6 +96,9 @@ type Master struct {
 	pending    []pendingOp
 	toRegister map[wire.CSID]Chunkserver
 	assigned   map[netip.AddrPort]wire.CSID // ids handed out by AssignID
+
+	yieldFrom  wire.MasterID // the LEADER an ELECT first heard from (leaderPersists)
+	yieldFirst Instant
 
 	handover       wire.MasterID
 	handoverSince  Instant

@@ -45,10 +45,13 @@ func (m *Master) onClientWrite(w ClientWrite) {
 		return
 	}
 	kind := EntryPut
-	if w.Delete {
+	switch {
+	case w.Delete:
 		kind = EntryDelete
+	case w.CAS:
+		kind = EntryCAS
 	}
-	e := Entry{Pos: Pos{Version: m.log.Len() + 1, Epoch: m.hard.Epoch}, Kind: kind, Client: w.Client, Seq: w.Seq, Key: w.Key, Value: w.Value}
+	e := Entry{Pos: Pos{Version: m.log.Len() + 1, Epoch: m.hard.Epoch}, Kind: kind, Client: w.Client, Seq: w.Seq, Key: w.Key, Value: w.Value, Expect: w.Expect}
 	m.log.append(e)
 	m.emit(Persist{Append: []Entry{e}})
 	m.pending = append(m.pending, pendingOp{client: w.Client, seq: w.Seq, ver: e.Version})
@@ -61,11 +64,12 @@ func (m *Master) onClientRead(r ClientRead) {
 	case Leader:
 		// Linearizable: answered once everything in the log at arrival is
 		// acknowledged, and only while the quorum lease holds.
-		m.pending = append(m.pending, pendingOp{client: r.Client, seq: r.Seq, ver: m.log.Len(), key: r.Key, read: true})
+		m.pending = append(m.pending, pendingOp{client: r.Client, seq: r.Seq, ver: m.log.Len(), key: r.Key, read: true, prefix: r.Prefix})
 		m.answerPending()
 	case Deputy:
-		v, ok := m.kv.Data[r.Key]
-		m.reply(r.Client, r.Seq, ClientReply{OK: true, Value: v, Found: ok, Version: m.kv.Applied, Stale: true})
+		rep := m.readReply(r.Key, r.Prefix)
+		rep.Version, rep.Stale = m.kv.Applied, true
+		m.reply(r.Client, r.Seq, rep)
 	default:
 		m.reply(r.Client, r.Seq, ClientReply{Err: ErrNotLeader, Redirect: m.Leader()})
 	}
@@ -84,13 +88,26 @@ func (m *Master) answerPending() {
 			continue
 		}
 		if op.read {
-			v, ok := m.kv.Data[op.key]
-			m.reply(op.client, op.seq, ClientReply{OK: true, Value: v, Found: ok, Version: m.acked.Version})
+			r := m.readReply(op.key, op.prefix)
+			r.Version = m.acked.Version
+			m.reply(op.client, op.seq, r)
 		} else {
-			m.reply(op.client, op.seq, ClientReply{OK: true, Version: op.ver})
+			e, _ := m.log.At(op.ver)
+			m.reply(op.client, op.seq, ClientReply{OK: true, Version: op.ver, Conflict: m.kv.Failed[op.ver],
+				KeyVersion: m.kv.Data[e.Key].Version})
 		}
 	}
 	m.pending = keep
+}
+
+// readReply answers a read of key (or of every key under it) from the
+// applied namespace.
+func (m *Master) readReply(key string, prefix bool) ClientReply {
+	if prefix {
+		return ClientReply{OK: true, Entries: m.kv.List(key, ListMax)}
+	}
+	it, ok := m.kv.Data[key]
+	return ClientReply{OK: true, Value: it.Value, Found: ok, KeyVersion: it.Version}
 }
 
 // ---- admin -------------------------------------------------------------------------

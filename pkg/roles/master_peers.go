@@ -69,6 +69,9 @@ func (m *Master) onPeerStatus(st PeerStatus) {
 		m.stepDown(ReasonHigherEpoch)
 		return
 	case (m.role == Elect || m.role == Deputy) && st.Role == Leader && st.Epoch >= m.hard.LeaderEpoch:
+		if !m.leaderPersists(st.From) {
+			return
+		}
 		m.stepDown(ReasonLeaderSeen)
 		return
 	}
@@ -112,6 +115,23 @@ func (m *Master) appendTo(id wire.MasterID, resend bool) {
 	m.send(ToMaster(id), Append{From: m.cfg.ID, Epoch: m.hard.Epoch, Prev: prev, Entries: es, Commit: m.acked, InForce: m.hard.InForce})
 }
 
+// leaderPersists: an ELECT (or DEPUTY) yields to a LEADER only on a second
+// sign of it, at least half a PeerInterval after the first one since the
+// candidacy began. A live LEADER sends one every PeerInterval; a single
+// status or append sent just before that LEADER stepped down (a handover
+// to this very master, read after the nomination because the disk or the
+// loop was busy) must not undo the handover. Yielding is for liveness
+// only: a candidate that stays wins nothing while the LEADER holds the
+// votes.
+func (m *Master) leaderPersists(from wire.MasterID) bool {
+	if m.yieldFrom != from || m.yieldFirst < m.electSince {
+		m.yieldFrom, m.yieldFirst = from, m.now
+		m.ignore("leader-seen-once")
+		return false
+	}
+	return m.now.Sub(m.yieldFirst) >= m.cfg.PeerInterval/2
+}
+
 func (m *Master) onAppend(a Append) {
 	if a.Epoch < m.hard.LeaderEpoch || (m.role == Leader && a.Epoch <= m.hard.Epoch) {
 		// From a LEADER older than one already followed (or than this one):
@@ -128,6 +148,9 @@ func (m *Master) onAppend(a Append) {
 	case Leader:
 		m.stepDown(ReasonHigherEpoch)
 	case Elect, Deputy:
+		if !m.leaderPersists(a.From) {
+			return
+		}
 		m.stepDown(ReasonLeaderSeen)
 	}
 	if a.Epoch > m.hard.MaxEpoch || a.Epoch > m.hard.LeaderEpoch {

@@ -180,19 +180,35 @@ type FetchResp struct {
 }
 
 // ClientWrite asks for a change (Value empty and Delete set removes Key).
+// With CAS set, Key becomes Value only if it is at version Expect (0: only
+// if absent).
 type ClientWrite struct {
 	Client ClientID
 	Seq    uint64
 	Key    string
 	Value  string
 	Delete bool
+	CAS    bool   `msgpack:",omitempty"`
+	Expect uint64 `msgpack:",omitempty"`
 }
 
-// ClientRead asks for a linearizable read of Key.
+// ClientRead asks for a linearizable read of Key, or with Prefix set of
+// every key that starts with Key (at most ListMax).
 type ClientRead struct {
 	Client ClientID
 	Seq    uint64
 	Key    string
+	Prefix bool `msgpack:",omitempty"`
+}
+
+// ListMax bounds the entries one list answer carries.
+const ListMax = 10000
+
+// KVEntry is one key of a list answer.
+type KVEntry struct {
+	Key     string
+	Value   string
+	Version uint64
 }
 
 // ClientReply answers a client. Redirect names the LEADER to try when this
@@ -208,6 +224,11 @@ type ClientReply struct {
 	Redirect wire.MasterID
 	Stale    bool // served by a DEPUTY from its own copy: not linearizable
 	Err      string
+	// KeyVersion: a read's key, or a write's key after it, is at this
+	// version (0: absent). Conflict: a compare-and-set found another.
+	KeyVersion uint64    `msgpack:",omitempty"`
+	Conflict   bool      `msgpack:",omitempty"`
+	Entries    []KVEntry `msgpack:",omitempty"`
 }
 
 func (Probe) MsgType() wire.Type        { return TypeProbe }
