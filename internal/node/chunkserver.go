@@ -133,7 +133,7 @@ func (n *ChunkserverNode) Stop(timeout time.Duration) error {
 	case <-n.done:
 	case <-time.After(timeout):
 	}
-	return n.err
+	return n.Err()
 }
 
 // Done is closed when the loop has ended.

@@ -64,7 +64,6 @@ type MasterNode struct {
 
 	// What observe() last saw, to log and count changes once.
 	lastLeader wire.MasterID
-	lastRole   roles.Role
 	syncedAt   time.Time
 
 	helloMu sync.Mutex
@@ -135,7 +134,6 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 	}
 	core, acts := roles.NewMaster(opt.Core, st, n.now())
 	n.core = core
-	n.lastRole = core.Role()
 	n.setHello()
 	if err := n.persist(acts); err != nil {
 		n.closeListeners()
@@ -168,7 +166,7 @@ func (n *MasterNode) Stop(timeout time.Duration) error {
 	case <-n.done:
 	case <-time.After(timeout):
 	}
-	return n.err
+	return n.Err()
 }
 
 // Done is closed when the loop has ended; Err then says why (nil: stopped).
