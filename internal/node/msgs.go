@@ -3,6 +3,7 @@ package node
 import (
 	"net/netip"
 	"reflect"
+	"time"
 
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
@@ -75,7 +76,9 @@ type StatusResp struct {
 	Commit       uint64
 	ClusterID    string
 	WallUnixMs   int64
-	Connected    int // chunkserver vote connections open to it
+	Behind       uint64        // versions behind the LEADER (FOLLOWER, USURPER)
+	Delay        time.Duration // how long since it was last in sync (0: in sync)
+	Connected    int           // chunkserver vote connections open to it
 	Registered   int
 	Voters       int // votes it counts now
 	Chunkservers []CSStatus

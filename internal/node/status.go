@@ -17,7 +17,12 @@ func (n *MasterNode) statusNow() StatusResp {
 		Epoch: n.core.Epoch(), Leader: n.addrOf[n.core.Leader()], HoldsQuorum: n.core.HoldsQuorum(now),
 		MetaVersion: n.core.Log().Last().Version, Commit: n.core.Hard().Commit.Version,
 		ClusterID: n.store.ClusterID(), WallUnixMs: time.Now().UnixMilli(),
-		Connected: len(n.cs),
+		Connected: len(n.cs), Behind: n.core.Behind(),
+	}
+	if st.Sync == roles.Synced {
+		n.syncedAt = time.Now()
+	} else if !n.syncedAt.IsZero() {
+		st.Delay = time.Since(n.syncedAt)
 	}
 	counted := map[wire.CSID]bool{}
 	for _, id := range n.core.CountedVoters() {
@@ -56,17 +61,10 @@ func (n *MasterNode) observe() {
 			byLoc[c.Location]++
 		}
 	}
-	if st.Sync == roles.Synced {
-		n.syncedAt = time.Now()
-	}
-	var delay time.Duration
-	if st.Sync != roles.Synced && !n.syncedAt.IsZero() {
-		delay = time.Since(n.syncedAt)
-	}
 	n.metrics.Set(obs.MasterSnapshot{
 		Role: st.Role, Epoch: st.Epoch, QuorumHeld: st.HoldsQuorum, VotesByLocation: byLoc,
 		Registered: st.Registered, Connected: st.Connected, MetadataVersion: st.MetaVersion,
-		FollowerDelay: delay, Sync: st.Sync,
+		FollowerDelay: st.Delay, Sync: st.Sync,
 	})
 	leader := n.core.Leader()
 	if leader != n.lastLeader {

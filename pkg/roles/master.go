@@ -941,3 +941,16 @@ func (m *Master) CountedVoters() []wire.CSID {
 	}
 	return out
 }
+
+// Behind is how many versions this master's changelog is behind the newest
+// version its recorded LEADER reported (0 on the LEADER, or when no LEADER
+// is fresh): the gap the listings show beside the sync state.
+func (m *Master) Behind() uint64 {
+	if m.role == Leader || !m.leaderFresh() {
+		return 0
+	}
+	if p := m.peers[m.leader]; p != nil && p.seen && p.st.Last.Version > m.log.Len() {
+		return p.st.Last.Version - m.log.Len()
+	}
+	return 0
+}
