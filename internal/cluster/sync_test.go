@@ -1,0 +1,75 @@
+package cluster_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/mfs-election/mfs-election/pkg/client"
+	"github.com/mfs-election/mfs-election/pkg/roles"
+)
+
+// TestEmptyFollowerSyncs: a master whose data directory is wiped and which
+// is started with -e is FOLLOWER (INIT), syncs from the LEADER, becomes
+// eligible, and once made LEADER (USURPER) serves every acknowledged change.
+func TestEmptyFollowerSyncs(t *testing.T) {
+	c, lead := start(t, nil)
+	cl, err := client.New(client.Config{MasterHost: c.Spec.MasterHost()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	want := map[string]string{}
+	for i := 0; i < 50; i++ {
+		k, v := "k"+string(rune('a'+i%26))+string(rune('0'+i/26)), "v"+string(rune('0'+i%10))
+		if _, err := cl.Put(ctx, k, v); err != nil {
+			t.Fatal(err)
+		}
+		want[k] = v
+	}
+	f := (lead + 2) % 3
+	p := c.Masters[f]
+	p.Term(5 * time.Second)
+	if err := os.Remove(filepath.Join(filepath.Dir(p.Cfg), "metadata.mfs")); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil { // its args carry -e
+		t.Fatal(err)
+	}
+	sawInit := false
+	for end := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		st, errs := c.Statuses(time.Second)
+		if errs[f] == nil {
+			if st[f].Sync == roles.Init {
+				sawInit = true
+			}
+			if st[f].Role == roles.Follower && st[f].Sync == roles.Synced && st[f].MetaVersion == st[lead].MetaVersion && st[f].ClusterID == st[lead].ClusterID {
+				break
+			}
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the emptied master did not sync: %+v %v", st[f], errs[f])
+		}
+	}
+	t.Logf("emptied master %s synced (seen in INIT first: %v)", p.Addr, sawInit)
+	if out, err := mfscli(t, c, "-CLU/"+p.Addr.String()); err != nil {
+		t.Fatalf("-CLU: %v\n%s", err, out)
+	}
+	next, _, err := c.WaitLeader(10*time.Second, 50*time.Millisecond, lead)
+	if err != nil || next != f {
+		t.Fatalf("the synced master did not become LEADER: %d %v", next, err)
+	}
+	for k, v := range want {
+		got, found, err := cl.Get(ctx, k)
+		if err != nil || !found || got != v {
+			t.Fatalf("after the handover %s = %q (found %v, %v), want %q", k, got, found, err, v)
+		}
+	}
+	if cl.Leader() != p.Addr {
+		t.Fatalf("reads were served by %s, not the new LEADER %s", cl.Leader(), p.Addr)
+	}
+}
