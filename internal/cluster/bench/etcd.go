@@ -92,9 +92,11 @@ func lastLines(b []byte, n int) string {
 	return strings.Join(l, "\n")
 }
 
-func etcdBench(work string, base uint8, trials int, out *series) (string, error) {
+// etcdStart starts a 3-member etcd cluster with its default settings on
+// 127.B.0.21-23 and waits for a leader.
+func etcdStart(work string, base uint8) ([]*etcdMember, string, error) {
 	if err := ensureEtcd(); err != nil {
-		return "", err
+		return nil, "", err
 	}
 	ver, _ := exec.Command("etcd", "--version").Output()
 	version := strings.TrimPrefix(strings.SplitN(string(ver), "\n", 2)[0], "etcd Version: ")
@@ -107,7 +109,7 @@ func etcdBench(work string, base uint8, trials int, out *series) (string, error)
 		ms = append(ms, &etcdMember{name: name, addr: addr, dir: filepath.Join(work, "etcd", name), log: filepath.Join(work, "etcd", name+".log")})
 	}
 	if err := os.MkdirAll(filepath.Join(work, "etcd"), 0o755); err != nil {
-		return version, err
+		return nil, version, err
 	}
 	for _, m := range ms {
 		m.args = []string{"--name", m.name, "--data-dir", m.dir, "--logger", "zap",
@@ -115,37 +117,51 @@ func etcdBench(work string, base uint8, trials int, out *series) (string, error)
 			"--listen-client-urls", "http://" + m.addr + ":2379", "--advertise-client-urls", "http://" + m.addr + ":2379",
 			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new", "--initial-cluster-token", "mfs-bench"}
 		if err := m.start(); err != nil {
-			return version, err
+			etcdStop(ms)
+			return nil, version, err
 		}
 	}
-	defer func() {
-		for _, m := range ms {
+	if _, err := etcdLeader(ms, -1, 30*time.Second); err != nil {
+		etcdStop(ms)
+		return nil, version, err
+	}
+	return ms, version, nil
+}
+
+func etcdStop(ms []*etcdMember) {
+	for _, m := range ms {
+		if m.cmd != nil {
 			m.kill()
 		}
-	}()
+	}
+}
+
+// etcdKillTrials: kill -9 of the leader -> a survivor logs `became leader`.
+func etcdKillTrials(ms []*etcdMember, trials int, out *series) error {
 	for i := 0; i < trials; i++ {
 		lead, err := etcdLeader(ms, -1, 30*time.Second)
 		if err != nil {
-			return version, err
+			return err
 		}
 		time.Sleep(time.Second) // let the restarted member catch up
 		t0 := time.Now()
 		ms[lead].kill()
 		next, err := etcdLeader(ms, lead, 30*time.Second)
 		if err != nil {
-			return version, err
+			return err
 		}
 		at := becameLeaderEtcd(ms[next].log, t0)
 		if at.IsZero() {
-			return version, fmt.Errorf("no `became leader` line in %s", ms[next].log)
+			return fmt.Errorf("no `became leader` line in %s", ms[next].log)
 		}
 		out.d = append(out.d, at.Sub(t0))
 		fmt.Printf("etcd kill -9 #%d: %v\n", i+1, at.Sub(t0).Round(time.Millisecond))
 		if err := ms[lead].start(); err != nil {
-			return version, err
+			return err
 		}
 	}
-	return version, nil
+	_, err := etcdLeader(ms, -1, 30*time.Second)
+	return err
 }
 
 // etcdLeader polls until every running member but not agrees on a leader

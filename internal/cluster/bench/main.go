@@ -24,7 +24,7 @@ func main() {
 	doc := flag.String("doc", "docs/benchmarks.md", "where to write the results")
 	base := flag.Int("base", 60, "second octet of the loopback addresses used (127.B.x.y)")
 	keep := flag.String("keep", "", "keep configs, data and logs in this directory")
-	only := flag.String("only", "", "run one kind only: kill, freeze or etcd (for a look; the doc is not written)")
+	only := flag.String("only", "", "run one kind only: kill, freeze, writes or etcd (for a look; the doc is not written)")
 	flag.Parse()
 	if err := run(*trials, *doc, uint8(*base), *keep, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -35,6 +35,16 @@ func main() {
 type series struct {
 	name string
 	d    []time.Duration
+}
+
+// pct is the p-quantile (0 when empty).
+func (s series) pct(p float64) time.Duration {
+	d := append([]time.Duration(nil), s.d...)
+	if len(d) == 0 {
+		return 0
+	}
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	return d[min(len(d)-1, int(p*float64(len(d)-1)+0.5))]
 }
 
 func (s series) stats() (med, p90, max time.Duration) {
@@ -76,15 +86,15 @@ func run(trials int, doc string, base uint8, keep, only string) error {
 	if err := settle(c, -1); err != nil {
 		return err
 	}
-	kill := series{name: "kill -9 of the LEADER -> new LEADER"}
-	freeze := series{name: "SIGSTOP of the LEADER -> new LEADER"}
-	deposed, doubles := 0, 0
+	res := results{trials: trials}
+	res.kill = series{name: "kill -9 of the LEADER -> new LEADER"}
+	res.freeze = series{name: "SIGSTOP of the LEADER -> new LEADER"}
 	for i := 0; i < trials && (only == "" || only == "kill"); i++ {
 		d, err := trial(c, false)
 		if err != nil {
 			return fmt.Errorf("kill trial %d: %w", i+1, err)
 		}
-		kill.d = append(kill.d, d)
+		res.kill.d = append(res.kill.d, d)
 		fmt.Printf("kill -9 #%d: %v\n", i+1, d.Round(time.Millisecond))
 	}
 	for i := 0; i < trials && (only == "" || only == "freeze"); i++ {
@@ -92,7 +102,7 @@ func run(trials int, doc string, base uint8, keep, only string) error {
 		if err != nil {
 			return fmt.Errorf("freeze trial %d: %w", i+1, err)
 		}
-		freeze.d = append(freeze.d, d)
+		res.freeze.d = append(res.freeze.d, d)
 		fmt.Printf("SIGSTOP #%d: %v\n", i+1, d.Round(time.Millisecond))
 	}
 	for i := 0; i < trials && only == ""; i++ {
@@ -100,24 +110,79 @@ func run(trials int, doc string, base uint8, keep, only string) error {
 		if err != nil {
 			return fmt.Errorf("stall trial %d: %w", i+1, err)
 		}
-		deposed += dep
-		doubles += dbl
+		res.deposed += dep
+		res.doubles += dbl
 	}
-	fmt.Printf("200 ms stalls: %d of %d deposed the LEADER; %d polls saw two LEADERs holding quorum\n", deposed, trials, doubles)
+	if only == "" || only == "writes" {
+		fmt.Printf("200 ms stalls: %d of %d deposed the LEADER; %d polls saw two LEADERs holding quorum\n", res.deposed, trials, res.doubles)
+		for _, n := range []int{1, 16, 64} {
+			l, err := runLoad(n, writeFor, oursPut(c))
+			if err != nil {
+				return fmt.Errorf("writes, %d clients: %w", n, err)
+			}
+			res.ours = append(res.ours, l)
+			fmt.Printf("ours, %d clients: %.0f changes/s\n", n, l.rate())
+		}
+		first, err := firstWrite(max(trials/2, 1), oursPut(c), killOurs(c), func() error { return settle(c, -1) })
+		if err != nil {
+			return fmt.Errorf("first change after kill: %w", err)
+		}
+		res.oursFirst = first
+	}
 	c.Stop()
 
-	if only != "" && only != "etcd" {
+	if only != "" && only != "etcd" && only != "writes" {
 		return nil
 	}
-	etcdKill := series{name: "etcd (3 members, default settings): kill -9 of the leader -> new leader"}
-	etcdVersion, etcdErr := etcdBench(work, base, trials, &etcdKill)
-	if etcdErr != nil {
-		fmt.Println("etcd:", etcdErr)
+	res.etcdKill = series{name: "etcd (3 members, default settings): kill -9 of the leader -> new leader"}
+	ms, version, err := etcdStart(work, base)
+	res.etcdVersion, res.etcdErr = version, err
+	if err == nil {
+		res.etcdErr = etcdPhases(ms, trials, &res)
+		etcdStop(ms)
+	}
+	if res.etcdErr != nil {
+		fmt.Println("etcd:", res.etcdErr)
 	}
 	if only != "" {
-		return etcdErr
+		return res.etcdErr
 	}
-	return write(doc, trials, kill, freeze, etcdKill, etcdVersion, etcdErr, deposed, doubles)
+	return write(doc, res)
+}
+
+// writeFor is how long each throughput run lasts.
+const writeFor = 3 * time.Second
+
+// results is everything one bench run measured.
+type results struct {
+	trials                 int
+	kill, freeze, etcdKill series
+	deposed, doubles       int
+	ours, etcd             []load
+	oursFirst, etcdFirst   series
+	etcdVersion            string
+	etcdErr                error
+}
+
+func etcdPhases(ms []*etcdMember, trials int, res *results) error {
+	if err := etcdKillTrials(ms, trials, &res.etcdKill); err != nil {
+		return err
+	}
+	for _, n := range []int{1, 16, 64} {
+		l, err := runLoad(n, writeFor, etcdPut(ms))
+		if err != nil {
+			return fmt.Errorf("etcd writes, %d clients: %w", n, err)
+		}
+		res.etcd = append(res.etcd, l)
+		fmt.Printf("etcd, %d clients: %.0f changes/s\n", n, l.rate())
+	}
+	first, err := firstWrite(max(trials/2, 1), etcdPut(ms), killEtcd(ms), func() error {
+		time.Sleep(time.Second)
+		_, err := etcdLeader(ms, -1, 30*time.Second)
+		return err
+	})
+	res.etcdFirst = first
+	return err
 }
 
 // settle waits until a LEADER counts every chunkserver and every master
@@ -225,7 +290,7 @@ func stall(c *cluster.Cluster, d time.Duration) (deposed, doubles int, err error
 	return deposed, doubles, nil
 }
 
-func write(doc string, trials int, kill, freeze, etcdKill series, etcdVersion string, etcdErr error, deposed, doubles int) error {
+func write(doc string, r results) error {
 	var b strings.Builder
 	now := time.Now().UTC().Format("2006-01-02 15:04 UTC")
 	fmt.Fprintf(&b, "# Benchmarks\n\nWritten by `make bench` (internal/cluster/bench) on %s, %d cores, %s/%s. ", now, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
@@ -240,25 +305,52 @@ func write(doc string, trials int, kill, freeze, etcdKill series, etcdVersion st
 		med, p90, mx := s.stats()
 		fmt.Fprintf(&b, "| %s | %d | %v | %v | %v |\n", s.name, len(s.d), ms(med), ms(p90), ms(mx))
 	}
-	row(kill)
-	row(freeze)
-	if etcdErr == nil {
-		row(etcdKill)
+	row(r.kill)
+	row(r.freeze)
+	if r.etcdErr == nil {
+		row(r.etcdKill)
 	}
 	b.WriteString("\n")
-	if etcdErr == nil {
-		km, _, _ := kill.stats()
-		em, _, _ := etcdKill.stats()
-		fm, _, _ := freeze.stats()
+	if r.etcdErr == nil {
+		km, _, _ := r.kill.stats()
+		em, _, _ := r.etcdKill.stats()
+		fm, _, _ := r.freeze.stats()
 		fmt.Fprintf(&b, "Ratios of medians: etcd kill -9 / ours kill -9 = %.1fx; etcd kill -9 / ours SIGSTOP = %.2fx. ", float64(em)/float64(km), float64(em)/float64(fm))
-		fmt.Fprintf(&b, "etcd %s, 3 members on loopback with its default settings (heartbeat 100 ms, election timeout 1000 ms), measured from the kill to the `became leader` line in a survivor's log.\n\n", etcdVersion)
+		fmt.Fprintf(&b, "etcd %s, 3 members on loopback with its default settings (heartbeat 100 ms, election timeout 1000 ms), measured from the kill to the `became leader` line in a survivor's log.\n\n", r.etcdVersion)
 	} else {
-		fmt.Fprintf(&b, "etcd was not measured in this run: %v\n\n", etcdErr)
+		fmt.Fprintf(&b, "etcd was not measured in this run: %v\n\n", r.etcdErr)
 	}
-	fmt.Fprintf(&b, "Stability: %d trials of a 200 ms SIGSTOP of the LEADER (two heartbeats lost): %d deposed it. ", trials, deposed)
-	fmt.Fprintf(&b, "Polls every 50 ms during and after them that saw two masters report LEADER holding quorum: %d.\n\n", doubles)
+	fmt.Fprintf(&b, "Stability: %d trials of a 200 ms SIGSTOP of the LEADER (two heartbeats lost): %d deposed it. ", r.trials, r.deposed)
+	fmt.Fprintf(&b, "Polls every 50 ms during and after them that saw two masters report LEADER holding quorum: %d.\n\n", r.doubles)
 	b.WriteString("Why the figures are what they are: a killed LEADER's port refuses the chunkservers' next dial at once, which releases their promises (the kill -9 fast path, docs/architecture.md); ")
 	b.WriteString("a frozen one keeps its connections open and says nothing, so its voters wait out the promise (VOTE_LEASE from the last heartbeat they received) before they nominate and vote again.\n")
+	if len(r.ours) > 0 {
+		b.WriteString("\n## Changes\n\n")
+		fmt.Fprintf(&b, "Each client writes its own keys, one change at a time, for %v; every change is acknowledged only once it is durable (fsync) where the system's rule says. ", writeFor)
+		b.WriteString("Ours: through `pkg/client` to the LEADER; a change is acknowledged once it is durable on the LEADER and on ACK_REPLICAS (1) other master, and a quorum of chunkservers has been told it is committed (docs/architecture.md §7). ")
+		b.WriteString("etcd: `/v3/kv/put` through its JSON gateway on kept-alive HTTP connections spread over the members; a put is acknowledged once a majority has it in its fsynced WAL.\n\n")
+		b.WriteString("| clients | ours changes/s | ours median | ours p99 | etcd changes/s | etcd median | etcd p99 | throughput ours/etcd |\n|---|---|---|---|---|---|---|---|\n")
+		for i, l := range r.ours {
+			om, _, _ := l.lat.stats()
+			op := l.lat.pct(0.99)
+			if i < len(r.etcd) {
+				e := r.etcd[i]
+				em, _, _ := e.lat.stats()
+				fmt.Fprintf(&b, "| %d | %.0f | %s | %s | %.0f | %s | %s | %.2f |\n", l.conc, l.rate(), ms(om), ms(op), e.rate(), ms(em), ms(e.lat.pct(0.99)), l.rate()/e.rate())
+			} else {
+				fmt.Fprintf(&b, "| %d | %.0f | %s | %s | - | - | - | - |\n", l.conc, l.rate(), ms(om), ms(op))
+			}
+		}
+		b.WriteString("\nkill -9 of the LEADER -> first change acknowledged after it (one writer changing one key in a loop):\n\n")
+		b.WriteString("| system | trials | median | p90 | max |\n|---|---|---|---|---|\n")
+		r.oursFirst.name = "ours"
+		row(r.oursFirst)
+		if len(r.etcdFirst.d) > 0 {
+			r.etcdFirst.name = "etcd"
+			row(r.etcdFirst)
+		}
+		b.WriteString("\nOur change latency is set by the heartbeat: the LEADER tells the chunkservers the commit point on its heartbeats (every 100 ms), and a change is acknowledged when a quorum of them has heard it; concurrent changes share that round, so throughput grows with the number of clients while a single client waits about one heartbeat per change.\n")
+	}
 	if err := os.MkdirAll(filepath.Dir(doc), 0o755); err != nil {
 		return err
 	}

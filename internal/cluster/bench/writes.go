@@ -1,0 +1,209 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mfs-election/mfs-election/internal/cluster"
+	"github.com/mfs-election/mfs-election/pkg/client"
+)
+
+// load is one throughput/latency run: conc clients, each writing its own
+// keys one change at a time for d.
+type load struct {
+	conc int
+	ops  int
+	d    time.Duration
+	lat  series
+}
+
+func (l load) rate() float64 { return float64(l.ops) / l.d.Seconds() }
+
+// putFunc makes one acknowledged change or fails.
+type putFunc func(ctx context.Context, key, val string) error
+
+func runLoad(conc int, d time.Duration, mk func(i int) (putFunc, func(), error)) (load, error) {
+	out := load{conc: conc, d: d}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var firstErr error
+	end := time.Now().Add(d)
+	for i := 0; i < conc; i++ {
+		put, done, err := mk(i)
+		if err != nil {
+			return out, err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer done()
+			var lat []time.Duration
+			for n := 0; time.Now().Before(end); n++ {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				t := time.Now()
+				err := put(ctx, fmt.Sprintf("bench/%d/%d", i, n%1000), fmt.Sprintf("v%d", n))
+				cancel()
+				if err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					return
+				}
+				lat = append(lat, time.Since(t))
+			}
+			mu.Lock()
+			out.ops += len(lat)
+			out.lat.d = append(out.lat.d, lat...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out, firstErr
+}
+
+// oursPut: one pkg/client session per writer.
+func oursPut(c *cluster.Cluster) func(int) (putFunc, func(), error) {
+	return func(int) (putFunc, func(), error) {
+		cl, err := client.New(client.Config{MasterHost: c.Spec.MasterHost()})
+		if err != nil {
+			return nil, nil, err
+		}
+		return func(ctx context.Context, k, v string) error {
+			_, err := cl.Put(ctx, k, v)
+			return err
+		}, func() { cl.Close() }, nil
+	}
+}
+
+// etcdPut: etcd's JSON gateway (/v3/kv/put) over kept-alive HTTP
+// connections, writers spread over the members as etcd's own benchmark
+// does; a member that is not the leader forwards to it.
+func etcdPut(ms []*etcdMember) func(int) (putFunc, func(), error) {
+	return func(i int) (putFunc, func(), error) {
+		hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+		order := []int{i % len(ms), (i + 1) % len(ms), (i + 2) % len(ms)}
+		return func(ctx context.Context, k, v string) error {
+			body, _ := json.Marshal(map[string]string{
+				"key": base64.StdEncoding.EncodeToString([]byte(k)), "value": base64.StdEncoding.EncodeToString([]byte(v))})
+			var last error
+			for round := 0; ctx.Err() == nil; round++ {
+				m := ms[order[round%len(order)]]
+				req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+m.addr+":2379/v3/kv/put", bytes.NewReader(body))
+				r, err := hc.Do(req)
+				if err == nil {
+					ok := r.StatusCode == http.StatusOK
+					r.Body.Close()
+					if ok {
+						return nil
+					}
+					err = fmt.Errorf("%s: %s", m.addr, r.Status)
+				}
+				last = err
+				time.Sleep(5 * time.Millisecond)
+			}
+			return fmt.Errorf("%v (last: %v)", ctx.Err(), last)
+		}, func() { hc.CloseIdleConnections() }, nil
+	}
+}
+
+// firstWrite: a writer keeps changing one key; the LEADER is killed; the
+// figure is the time from the kill to the first change acknowledged after
+// it. kill and restart act on the system under test.
+func firstWrite(trials int, mk func(int) (putFunc, func(), error), kill func() (restart func() error, err error), settle func() error) (series, error) {
+	var out series
+	put, done, err := mk(0)
+	if err != nil {
+		return out, err
+	}
+	defer done()
+	for i := 0; i < trials; i++ {
+		stop := make(chan struct{})
+		acked := make(chan time.Time, 1)
+		var t0 time.Time
+		var mu sync.Mutex
+		go func() {
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				err := put(ctx, "bench/first", fmt.Sprintf("v%d", n))
+				cancel()
+				mu.Lock()
+				started := !t0.IsZero()
+				mu.Unlock()
+				if err == nil && started {
+					select {
+					case acked <- time.Now():
+					default:
+					}
+					return
+				}
+			}
+		}()
+		time.Sleep(300 * time.Millisecond)
+		mu.Lock()
+		t0 = time.Now()
+		mu.Unlock()
+		restart, err := kill()
+		if err != nil {
+			close(stop)
+			return out, err
+		}
+		// Changes acknowledged before the kill landed do not count: the
+		// writer only reports one that returned after t0, and the one in
+		// flight at the kill may return from the old LEADER just before it
+		// died; that one is bounded by the writer's next change, so the
+		// figure is at most one change late.
+		select {
+		case at := <-acked:
+			out.d = append(out.d, at.Sub(t0))
+			fmt.Printf("first change after kill -9 #%d: %v\n", i+1, at.Sub(t0).Round(time.Millisecond))
+		case <-time.After(20 * time.Second):
+			close(stop)
+			return out, fmt.Errorf("no change acknowledged within 20 s of the kill")
+		}
+		close(stop)
+		if err := restart(); err != nil {
+			return out, err
+		}
+		if err := settle(); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+func killOurs(c *cluster.Cluster) func() (func() error, error) {
+	return func() (func() error, error) {
+		ls := c.Leaders()
+		if len(ls) != 1 {
+			return nil, fmt.Errorf("%d LEADERs", len(ls))
+		}
+		p := c.Masters[ls[0]]
+		_ = p.Signal(syscall.SIGKILL)
+		return func() error { p.Wait(5 * time.Second); return p.Start() }, nil
+	}
+}
+
+func killEtcd(ms []*etcdMember) func() (func() error, error) {
+	return func() (func() error, error) {
+		lead, err := etcdLeader(ms, -1, 30*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		ms[lead].kill()
+		return ms[lead].start, nil
+	}
+}
