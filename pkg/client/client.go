@@ -31,6 +31,10 @@ type Config struct {
 	Attempt    time.Duration // how long one attempt at one master may take; 0 = 1 s
 	MinBackoff time.Duration // first wait between rounds; 0 = 10 ms
 	MaxBackoff time.Duration // longest wait; 0 = 500 ms
+	// StaleReads accepts reads answered by a DEPUTY from its own copy
+	// while there is no LEADER: possibly stale, not linearizable. Changes
+	// always need the LEADER.
+	StaleReads bool
 }
 
 // ErrNoLeader: the context ended while no master would serve the request.
@@ -176,7 +180,7 @@ func (c *Client) do(ctx context.Context, req wire.Message) (roles.ClientReply, e
 		to := c.masters[c.target].Addr
 		r, err := c.attempt(ctx, to, req)
 		switch {
-		case err == nil && r.OK && !r.Stale:
+		case err == nil && r.OK && (!r.Stale || c.cfg.StaleReads):
 			c.leader = to.Addr()
 			return r, nil
 		case err == nil:
