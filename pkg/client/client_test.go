@@ -1,0 +1,147 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/wire"
+	"github.com/mfs-election/mfs-election/pkg/wire/frame"
+)
+
+// fakeMaster answers the client port with a script: each connection's
+// requests go to answer, which returns the reply (ok=false: close the
+// connection without one, as a master killed mid-request would).
+type fakeMaster struct {
+	ln     net.Listener
+	mu     sync.Mutex
+	seen   []roles.ClientWrite
+	answer func(w roles.ClientWrite) (roles.ClientReply, bool)
+}
+
+var requests = func() *frame.Registry {
+	r := frame.NewRegistry()
+	r.Register(roles.TypeClientWrite, func() wire.Message { return &roles.ClientWrite{} })
+	r.Register(roles.TypeClientRead, func() wire.Message { return &roles.ClientRead{} })
+	return r
+}()
+
+func newFake(t *testing.T, addr string) *fakeMaster {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("cannot listen on %s: %v", addr, err)
+	}
+	f := &fakeMaster{ln: ln}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go f.serve(nc)
+		}
+	}()
+	return f
+}
+
+func (f *fakeMaster) serve(nc net.Conn) {
+	defer nc.Close()
+	if _, err := requests.ReadFrame(nc, 4096); err != nil {
+		return
+	}
+	if frame.WriteFrame(nc, frame.Hello{Proto: frame.ProtocolVersion, Kind: frame.KindMaster, ID: 1}) != nil {
+		return
+	}
+	for {
+		m, err := requests.ReadFrame(nc, frame.DefaultMaxFrame)
+		if err != nil {
+			return
+		}
+		w, ok := m.(*roles.ClientWrite)
+		if !ok {
+			return
+		}
+		f.mu.Lock()
+		f.seen = append(f.seen, *w)
+		r, ok := f.answer(*w)
+		f.mu.Unlock()
+		if !ok {
+			return
+		}
+		r.Seq = w.Seq
+		if frame.WriteFrame(nc, r) != nil {
+			return
+		}
+	}
+}
+
+// TestRedirectAndRetrySameSequence: a FOLLOWER's redirect is followed to
+// the LEADER it names; a LEADER that drops the connection mid-change is
+// asked again with the same session and sequence (so the change applies
+// once); the answer then completes the call.
+func TestRedirectAndRetrySameSequence(t *testing.T) {
+	a, b := "127.77.0.1:19421", "127.77.0.2:19421"
+	follower, leader := newFake(t, a), newFake(t, b)
+	leaderID := node.MasterIDOf(netip.MustParseAddr("127.77.0.2"))
+	follower.answer = func(roles.ClientWrite) (roles.ClientReply, bool) {
+		return roles.ClientReply{Err: roles.ErrNotLeader, Redirect: leaderID}, true
+	}
+	calls := 0
+	leader.answer = func(w roles.ClientWrite) (roles.ClientReply, bool) {
+		calls++ // under leader.mu (serve calls answer after taking it)
+		if calls == 1 {
+			return roles.ClientReply{}, false // dies before it answers
+		}
+		return roles.ClientReply{OK: true, Version: 42}, true
+	}
+	cl, err := New(Config{MasterHost: "127.77.0.1,127.77.0.2", Port: 19421, Attempt: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	v, err := cl.Put(ctx, "k", "v")
+	if err != nil || v != 42 {
+		t.Fatalf("Put = %d, %v; want 42", v, err)
+	}
+	leader.mu.Lock()
+	seen := append([]roles.ClientWrite(nil), leader.seen...)
+	leader.mu.Unlock()
+	if len(seen) != 2 || seen[0].Seq != seen[1].Seq || seen[0].Client != seen[1].Client {
+		t.Fatalf("the retry did not repeat session and sequence: %+v", seen)
+	}
+	if cl.Leader().String() != "127.77.0.2" {
+		t.Fatalf("served by %v", cl.Leader())
+	}
+}
+
+// TestNoLeaderEndsWithContext: with every master refusing, the call ends
+// when its context does, and says whether a change may have been applied.
+func TestNoLeaderEndsWithContext(t *testing.T) {
+	f := newFake(t, "127.77.0.3:19421")
+	f.answer = func(roles.ClientWrite) (roles.ClientReply, bool) {
+		return roles.ClientReply{Err: roles.ErrNotLeader}, true
+	}
+	cl, err := New(Config{MasterHost: "127.77.0.3", Port: 19421})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err = cl.Put(ctx, "k", "v")
+	if !errors.Is(err, ErrUnknown) {
+		t.Fatalf("Put with no LEADER = %v, want ErrUnknown (the change was sent)", err)
+	}
+	if _, err := cl.Put(context.Background(), "k", ""); err == nil {
+		t.Fatal("an empty value was accepted")
+	}
+}
