@@ -62,6 +62,11 @@ type MasterNode struct {
 	nextAdm uint64
 	hbSent  map[hbKey]time.Time
 
+	// The group being built: actions of the steps since the last flush,
+	// and the driver's own replies that must follow them.
+	group []roles.Action
+	after []func()
+
 	// What observe() last saw, to log and count changes once.
 	lastLeader wire.MasterID
 	syncedAt   time.Time
@@ -232,8 +237,9 @@ func (n *MasterNode) loop() {
 		select {
 		case in := <-n.inbox:
 			err = n.handle(in)
-			// Drain what is already queued before sleeping again.
-			for i := 0; i < 64 && err == nil; i++ {
+			// Group commit: take what is already queued, then make the
+			// whole group durable with one fsync before anything leaves.
+			for i := 0; i < groupMax && err == nil; i++ {
 				select {
 				case in := <-n.inbox:
 					err = n.handle(in)
@@ -243,12 +249,15 @@ func (n *MasterNode) loop() {
 				break
 			}
 		case <-timer.C:
-			err = n.step(roles.Tick{})
+			n.step(roles.Tick{})
 		case <-n.stopReq:
-			err = n.step(roles.Admin{Kind: roles.AdminShutdown})
-			if err == nil && n.core.Role() != roles.Dummy {
+			n.step(roles.Admin{Kind: roles.AdminShutdown})
+			if n.core.Role() != roles.Dummy {
 				err = errors.New("the role machine did not reach DUMMY on shutdown")
 			}
+		}
+		if err == nil {
+			err = n.flush()
 		}
 		if err != nil || n.core.Role() == roles.Dummy {
 			n.shutdown(err)
@@ -256,6 +265,11 @@ func (n *MasterNode) loop() {
 		}
 	}
 }
+
+// groupMax bounds how many inputs share one fsync: enough to batch a burst
+// of client changes and acknowledgements, few enough that a tick is never
+// held back long.
+const groupMax = 256
 
 // shutdown closes everything; goodbyes already queued get a moment to leave.
 func (n *MasterNode) shutdown(err error) {
@@ -290,9 +304,30 @@ func (n *MasterNode) shutdown(err error) {
 	n.log.Info().Msg("master stopped")
 }
 
-func (n *MasterNode) step(ev roles.Event) error {
-	acts := n.core.Step(n.now(), ev)
-	return n.carry(acts)
+// step runs one event through the machine; its actions wait in the group
+// until flush.
+func (n *MasterNode) step(ev roles.Event) {
+	n.group = append(n.group, n.core.Step(n.now(), ev)...)
+}
+
+// later queues a reply of the driver's own (status, registration) to leave
+// after the group's actions: never before the disk has what it reports.
+func (n *MasterNode) later(f func()) { n.after = append(n.after, f) }
+
+// flush carries out the group: one fsync, then the effects in order, then
+// the driver's own replies.
+func (n *MasterNode) flush() error {
+	acts, after := n.group, n.after
+	n.group, n.after = nil, nil
+	if len(acts) > 0 {
+		if err := n.carry(acts); err != nil {
+			return err
+		}
+	}
+	for _, f := range after {
+		f()
+	}
+	return nil
 }
 
 // carry executes one batch: persist (fsync) first, then everything else in
@@ -334,15 +369,17 @@ func (n *MasterNode) carry(acts []roles.Action) error {
 }
 
 func (n *MasterNode) persist(acts []roles.Action) error {
+	var ps []roles.Persist
 	for _, a := range acts {
 		if p, ok := a.(roles.Persist); ok {
-			if err := n.store.Apply(p); err != nil {
-				// Never run ahead of the disk: the process ends.
-				return err
-			}
+			ps = append(ps, p)
 		}
 	}
-	return nil
+	if len(ps) == 0 {
+		return nil
+	}
+	// Never run ahead of the disk: a failure ends the process.
+	return n.store.ApplyAll(ps)
 }
 
 func (n *MasterNode) route(to roles.Peer, msg wire.Message) {
@@ -418,7 +455,7 @@ func (n *MasterNode) handle(in input) error {
 			id := wire.CSID(in.c.peer.ID)
 			if n.cs[id] == in.c {
 				delete(n.cs, id)
-				return n.step(roles.ConnLost{CS: id})
+				n.step(roles.ConnLost{CS: id})
 			}
 		case "matoml":
 			delete(n.peersIn, in.c)
@@ -454,7 +491,7 @@ func (n *MasterNode) fromCS(c *conn, msg wire.Message) error {
 		} else {
 			n.log.Info().Str(obs.FieldCS, netip.AddrPortFrom(c.remote, m.Port).String()).Uint32("id", uint32(got)).Msg("chunkserver id assigned")
 		}
-		c.send(reply)
+		n.later(func() { c.send(reply) })
 		return nil
 	case CSInfo:
 		if id != wire.NoCS && m.ID == id {
@@ -487,7 +524,8 @@ func (n *MasterNode) fromCS(c *conn, msg wire.Message) error {
 	default:
 		return nil
 	}
-	return n.step(ev)
+	n.step(ev)
+	return nil
 }
 
 func (n *MasterNode) fromMaster(c *conn, msg wire.Message) error {
@@ -521,7 +559,8 @@ func (n *MasterNode) fromMaster(c *conn, msg wire.Message) error {
 	default:
 		return nil
 	}
-	return n.step(ev)
+	n.step(ev)
+	return nil
 }
 
 func (n *MasterNode) fromClient(c *conn, msg wire.Message) error {
@@ -529,26 +568,20 @@ func (n *MasterNode) fromClient(c *conn, msg wire.Message) error {
 	case StatusReq:
 		// Step first: a LEADER resumed from a freeze fences itself in
 		// the step and must not report the role it no longer holds.
-		if err := n.step(roles.Tick{}); err != nil {
-			return err
-		}
-		c.send(n.statusNow())
+		n.step(roles.Tick{})
+		n.later(func() { c.send(n.statusNow()) })
 		return nil
 	case AdminReq:
 		n.nextAdm++
 		id := n.nextAdm
 		n.admins[id] = adminWait{c: c, id: m.ID}
-		err := n.step(roles.Admin{ID: id, Kind: m.Kind, Change: m.Change})
-		if _, open := n.admins[id]; open && n.core.Role() == roles.Dummy {
-			c.send(AdminResp{ID: m.ID, OK: true, Text: "shutting down"})
-		}
-		return err
+		n.step(roles.Admin{ID: id, Kind: m.Kind, Change: m.Change})
 	case roles.ClientWrite:
 		m.Client = n.session(c, m.Client)
-		return n.step(m)
+		n.step(m)
 	case roles.ClientRead:
 		m.Client = n.session(c, m.Client)
-		return n.step(m)
+		n.step(m)
 	}
 	return nil
 }

@@ -119,22 +119,36 @@ func (s *MasterStore) Load() (st roles.Stored, err error) {
 // entry does not continue the log exactly, nothing is written. p.Voter is
 // a chunkserver's and is ignored.
 func (s *MasterStore) Apply(p roles.Persist) error {
+	return s.ApplyAll([]roles.Persist{p})
+}
+
+// ApplyAll carries out several Persists, in order, in one transaction: one
+// fsync for a group of steps (the driver's group commit). Either all of
+// them are durable or none is.
+func (s *MasterStore) ApplyAll(ps []roles.Persist) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
-		if p.Hard != nil {
-			if err := put(tx, keyHard, p.Hard); err != nil {
+		var hard *roles.HardState
+		for _, p := range ps {
+			if p.Hard != nil {
+				hard = p.Hard // the newest record wins
+			}
+			if p.TruncateAfter != nil {
+				// The log is contiguous: the keys past the cut are exactly
+				// TruncateAfter+1 .. last.
+				for v := lastVersion(tx); v > *p.TruncateAfter; v-- {
+					if err := tx.Bucket(bucketLog).Delete(u64key(v)); err != nil {
+						return err
+					}
+				}
+			}
+			if err := s.appendEntries(tx, p.Append); err != nil {
 				return err
 			}
 		}
-		if p.TruncateAfter != nil {
-			// The log is contiguous: the keys past the cut are exactly
-			// TruncateAfter+1 .. last.
-			for v := lastVersion(tx); v > *p.TruncateAfter; v-- {
-				if err := tx.Bucket(bucketLog).Delete(u64key(v)); err != nil {
-					return err
-				}
-			}
+		if hard != nil {
+			return put(tx, keyHard, hard)
 		}
-		return s.appendEntries(tx, p.Append)
+		return nil
 	})
 }
 

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/cluster"
@@ -116,8 +115,10 @@ func etcdPut(ms []*etcdMember) func(int) (putFunc, func(), error) {
 }
 
 // firstWrite: a writer keeps changing one key; the LEADER is killed; the
-// figure is the time from the kill to the first change acknowledged after
-// it. kill and restart act on the system under test.
+// figure is the time from the moment its process is gone to the first
+// change sent after that and acknowledged (by the new LEADER, necessarily).
+// A change in flight at the kill does not count. kill and its restart act
+// on the system under test.
 func firstWrite(trials int, mk func(int) (putFunc, func(), error), kill func() (restart func() error, err error), settle func() error) (series, error) {
 	var out series
 	put, done, err := mk(0)
@@ -137,13 +138,13 @@ func firstWrite(trials int, mk func(int) (putFunc, func(), error), kill func() (
 					return
 				default:
 				}
+				mu.Lock()
+				after := !t0.IsZero() // the old LEADER is gone: this change can only land at the new one
+				mu.Unlock()
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				err := put(ctx, "bench/first", fmt.Sprintf("v%d", n))
 				cancel()
-				mu.Lock()
-				started := !t0.IsZero()
-				mu.Unlock()
-				if err == nil && started {
+				if err == nil && after {
 					select {
 					case acked <- time.Now():
 					default:
@@ -153,19 +154,16 @@ func firstWrite(trials int, mk func(int) (putFunc, func(), error), kill func() (
 			}
 		}()
 		time.Sleep(300 * time.Millisecond)
-		mu.Lock()
-		t0 = time.Now()
-		mu.Unlock()
 		restart, err := kill()
 		if err != nil {
 			close(stop)
 			return out, err
 		}
-		// Changes acknowledged before the kill landed do not count: the
-		// writer only reports one that returned after t0, and the one in
-		// flight at the kill may return from the old LEADER just before it
-		// died; that one is bounded by the writer's next change, so the
-		// figure is at most one change late.
+		// The process is gone (kill waits for it): the clock starts now,
+		// and only a change sent from now on counts.
+		mu.Lock()
+		t0 = time.Now()
+		mu.Unlock()
 		select {
 		case at := <-acked:
 			out.d = append(out.d, at.Sub(t0))
@@ -192,8 +190,8 @@ func killOurs(c *cluster.Cluster) func() (func() error, error) {
 			return nil, fmt.Errorf("%d LEADERs", len(ls))
 		}
 		p := c.Masters[ls[0]]
-		_ = p.Signal(syscall.SIGKILL)
-		return func() error { p.Wait(5 * time.Second); return p.Start() }, nil
+		p.Kill() // waits until the process is gone
+		return p.Start, nil
 	}
 }
 
