@@ -29,8 +29,8 @@ type Config struct {
 	MasterHost string        // MASTER_HOST: a DNS name or a comma-separated address list
 	Port       uint16        // the masters' client port; 0 = 9421
 	Attempt    time.Duration // how long one attempt at one master may take; 0 = 1 s
-	MinBackoff time.Duration // first wait between rounds; 0 = 10 ms
-	MaxBackoff time.Duration // longest wait; 0 = 500 ms
+	MinBackoff time.Duration // first wait after a round of every master; 0 = 10 ms
+	MaxBackoff time.Duration // longest wait; 0 = 200 ms (a failover takes 60 ms to 1 s)
 	// StaleReads accepts reads answered by a DEPUTY from its own copy
 	// while there is no LEADER: possibly stale, not linearizable. Changes
 	// always need the LEADER.
@@ -75,7 +75,7 @@ func New(cfg Config) (*Client, error) {
 		cfg.MinBackoff = 10 * time.Millisecond
 	}
 	if cfg.MaxBackoff == 0 {
-		cfg.MaxBackoff = 500 * time.Millisecond
+		cfg.MaxBackoff = 200 * time.Millisecond
 	}
 	ms, err := node.ResolveMasters(cfg.MasterHost, cfg.Port)
 	if err != nil {
@@ -197,7 +197,9 @@ func (c *Client) do(ctx context.Context, req wire.Message) (roles.ClientReply, e
 		if err == nil {
 			sent = true
 		}
-		wait := min(c.cfg.MaxBackoff, c.cfg.MinBackoff<<min(round, 16))
+		// The wait grows with every full round of the masters, not with
+		// every master tried: a dead master's refusal costs nothing.
+		wait := min(c.cfg.MaxBackoff, c.cfg.MinBackoff<<min(round/len(c.masters), 16))
 		wait = wait/2 + time.Duration(c.rng.Int64N(int64(wait/2)+1))
 		select {
 		case <-ctx.Done():

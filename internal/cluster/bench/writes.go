@@ -88,7 +88,8 @@ func oursPut(c *cluster.Cluster) func(int) (putFunc, func(), error) {
 // does; a member that is not the leader forwards to it.
 func etcdPut(ms []*etcdMember) func(int) (putFunc, func(), error) {
 	return func(i int) (putFunc, func(), error) {
-		hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+		// One second per attempt, as our client's default.
+		hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 		order := []int{i % len(ms), (i + 1) % len(ms), (i + 2) % len(ms)}
 		return func(ctx context.Context, k, v string) error {
 			body, _ := json.Marshal(map[string]string{
