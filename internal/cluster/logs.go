@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// BecameLeader returns the time of the newest "-> LEADER" role change in a
-// master's log at or after since (zero when none).
-func BecameLeader(logPath string, since time.Time) time.Time {
+// LastLogTime scans a JSON-lines log and returns the time of the newest
+// line at or after since for which stamp returns ok (zero when none).
+func LastLogTime(logPath string, since time.Time, stamp func(line []byte) (time.Time, bool)) time.Time {
 	f, err := os.Open(logPath)
 	if err != nil {
 		return time.Time{}
@@ -19,18 +19,26 @@ func BecameLeader(logPath string, since time.Time) time.Time {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
+		if t, ok := stamp(sc.Bytes()); ok && !t.Before(since) {
+			last = t
+		}
+	}
+	return last
+}
+
+// BecameLeader returns the time of the newest "-> LEADER" role change in a
+// master's log at or after since (zero when none).
+func BecameLeader(logPath string, since time.Time) time.Time {
+	return LastLogTime(logPath, since, func(line []byte) (time.Time, bool) {
 		var l struct {
 			To   string `json:"to"`
 			Msg  string `json:"message"`
 			Time string `json:"time"`
 		}
-		if json.Unmarshal(sc.Bytes(), &l) != nil || l.Msg != "role change" || l.To != "LEADER" {
-			continue
+		if json.Unmarshal(line, &l) != nil || l.Msg != "role change" || l.To != "LEADER" {
+			return time.Time{}, false
 		}
 		t, err := time.Parse(time.RFC3339Nano, l.Time)
-		if err == nil && !t.Before(since) {
-			last = t
-		}
-	}
-	return last
+		return t, err == nil
+	})
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/mfs-election/mfs-election/internal/cluster"
 )
 
 // etcdMember is one etcd process of the comparison cluster.
@@ -210,28 +211,17 @@ func allSame(xs []string) bool {
 
 // becameLeaderEtcd finds the newest "became leader" line at or after since.
 func becameLeaderEtcd(path string, since time.Time) time.Time {
-	f, err := os.Open(path)
-	if err != nil {
-		return time.Time{}
-	}
-	defer f.Close()
-	var last time.Time
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		if !bytes.Contains(sc.Bytes(), []byte("became leader")) {
-			continue
+	return cluster.LastLogTime(path, since, func(line []byte) (time.Time, bool) {
+		if !bytes.Contains(line, []byte("became leader")) {
+			return time.Time{}, false
 		}
 		var l struct {
 			TS string `json:"ts"`
 		}
-		if json.Unmarshal(sc.Bytes(), &l) != nil {
-			continue
+		if json.Unmarshal(line, &l) != nil {
+			return time.Time{}, false
 		}
 		t, err := time.Parse("2006-01-02T15:04:05.999999999Z07:00", l.TS)
-		if err == nil && !t.Before(since) {
-			last = t
-		}
-	}
-	return last
+		return t, err == nil
+	})
 }
