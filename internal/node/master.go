@@ -68,8 +68,10 @@ type MasterNode struct {
 	after []func()
 
 	// What observe() last saw, to log and count changes once.
-	lastLeader wire.MasterID
-	syncedAt   time.Time
+	lastLeader   wire.MasterID
+	syncedAt     time.Time
+	observedRole roles.Role
+	observedAt   time.Time
 
 	helloMu sync.Mutex
 	helloV  frame.Hello

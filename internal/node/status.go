@@ -44,9 +44,27 @@ func (n *MasterNode) statusNow() StatusResp {
 	return st
 }
 
+// observeEvery bounds how stale /healthz and the gauges may be.
+const observeEvery = 100 * time.Millisecond
+
 // observe updates metrics, the /healthz status, and logs a LEADER change
 // once; called after every batch.
 func (n *MasterNode) observe() {
+	// A LEADER change is logged and counted at once; the full snapshot
+	// (status for /healthz, gauges) is rebuilt at most every
+	// observeEvery, or when the role changes: it is not worth its cost on
+	// every batch of a busy LEADER.
+	role, leader := n.core.Role(), n.core.Leader()
+	if leader != n.lastLeader {
+		n.metrics.LeaderChange()
+		n.log.Info().Str("leader", n.addrOf[leader].String()).Str("previous", n.addrOf[n.lastLeader].String()).
+			Uint64(obs.FieldEpoch, n.core.Epoch()).Msg("leader changed")
+		n.lastLeader = leader
+	}
+	if role == n.observedRole && time.Since(n.observedAt) < observeEvery {
+		return
+	}
+	n.observedRole, n.observedAt = role, time.Now()
 	st := n.statusNow()
 	n.statusMu.Lock()
 	n.status = st
@@ -66,13 +84,6 @@ func (n *MasterNode) observe() {
 		Registered: st.Registered, Connected: st.Connected, MetadataVersion: st.MetaVersion,
 		FollowerDelay: st.Delay, Sync: st.Sync,
 	})
-	leader := n.core.Leader()
-	if leader != n.lastLeader {
-		n.metrics.LeaderChange()
-		n.log.Info().Str("leader", n.addrOf[leader].String()).Str("previous", n.addrOf[n.lastLeader].String()).
-			Uint64(obs.FieldEpoch, st.Epoch).Msg("leader changed")
-		n.lastLeader = leader
-	}
 	// Heartbeats whose answer never came are forgotten after a while.
 	if len(n.hbSent) > 4096 {
 		cut := time.Now().Add(-5 * time.Second)
