@@ -28,11 +28,21 @@ func mfscli(t *testing.T, c *cluster.Cluster, args ...string) (string, error) {
 func TestAdmin(t *testing.T) {
 	c, lead := start(t, nil)
 
-	body := scrape(t, fmt.Sprintf("http://%s:9425/metrics", c.Masters[lead].Addr))
-	for _, want := range []string{`mfs_master_role{role="LEADER"} 1`, `mfs_master_role{role="FOLLOWER"} 0`,
-		`mfs_master_quorum_held 1`, `mfs_master_chunkservers_registered 6`, `mfs_master_votes{location="dc1"} 2`} {
-		if !strings.Contains(body, want) {
-			t.Fatalf("LEADER metrics lack %q", want)
+	// Gauges are sampled (at most every 100 ms): give them a moment.
+	for end := time.Now().Add(3 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		body := scrape(t, fmt.Sprintf("http://%s:9425/metrics", c.Masters[lead].Addr))
+		missing := ""
+		for _, want := range []string{`mfs_master_role{role="LEADER"} 1`, `mfs_master_role{role="FOLLOWER"} 0`,
+			`mfs_master_quorum_held 1`, `mfs_master_chunkservers_registered 6`, `mfs_master_votes{location="dc1"} 2`} {
+			if !strings.Contains(body, want) {
+				missing = want
+			}
+		}
+		if missing == "" {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("LEADER metrics lack %q", missing)
 		}
 	}
 	if out, err := mfscli(t, c, "-SIM"); err != nil || !strings.Contains(out, "LEADER") {
