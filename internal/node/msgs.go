@@ -33,7 +33,9 @@ type AuthChallenge struct{ Nonce []byte }
 // address): it proves the code without sending it.
 type AuthProof struct{ MAC []byte }
 
-// RegisterReq: a chunkserver without an id asks for one.
+// RegisterReq: a chunkserver without an id asks for one. Addr is what it
+// believes its address is (for logs); the master registers the source
+// address of the connection, never a claim.
 type RegisterReq struct {
 	Addr      netip.Addr
 	Port      uint16
