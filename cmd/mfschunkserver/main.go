@@ -9,10 +9,8 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/node"
@@ -172,19 +170,5 @@ func foreground(c *cli.Context, v settings.Values, lockPath string) error {
 		return true, fmt.Sprintf("chunkserver %v id %d", id.Addr, id.CS)
 	}, log)
 	defer srv.Close()
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	for {
-		select {
-		case <-n.Done():
-			return n.Err()
-		case s := <-sigs:
-			if s == syscall.SIGHUP {
-				v = service.ReloadConfig(spec, c, log, v)
-				continue
-			}
-			log.Info().Str("signal", s.String()).Msg("stopping")
-			return n.Stop(5 * time.Second)
-		}
-	}
+	return service.Serve(n, spec, c, log, v, 5*time.Second)
 }

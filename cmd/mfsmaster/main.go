@@ -9,10 +9,8 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/node"
@@ -215,19 +213,5 @@ func foreground(c *cli.Context, v settings.Values, lockPath string, empty bool) 
 		return s.Role != roles.Dummy, fmt.Sprintf("%v epoch %d leader %v", s.Role, s.Epoch, s.Leader)
 	}, log)
 	defer srv.Close()
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	for {
-		select {
-		case <-n.Done():
-			return n.Err()
-		case s := <-sigs:
-			if s == syscall.SIGHUP {
-				v = service.ReloadConfig(spec, c, log, v)
-				continue
-			}
-			log.Info().Str("signal", s.String()).Msg("orderly shutdown through DUMMY")
-			return n.Stop(10 * time.Second)
-		}
-	}
+	return service.Serve(n, spec, c, log, v, 10*time.Second)
 }

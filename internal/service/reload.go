@@ -1,6 +1,11 @@
 package service
 
 import (
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
 	"github.com/mfs-election/mfs-election/internal/obs"
 	"github.com/mfs-election/mfs-election/internal/settings"
 	"github.com/rs/zerolog"
@@ -22,4 +27,33 @@ func ReloadConfig(spec settings.Spec, c *cli.Context, log zerolog.Logger, old se
 		log.Info().Str("level", v.String("LOG_LEVEL")).Msg("reload: config re-read")
 	}
 	return v
+}
+
+// Daemon is what Serve needs of a running daemon.
+type Daemon interface {
+	Done() <-chan struct{}
+	Err() error
+	Stop(timeout time.Duration) error
+}
+
+// Serve runs a daemon in the foreground until it ends or a signal stops
+// it: SIGHUP reloads the config (ReloadConfig), SIGTERM and SIGINT stop it
+// in order within stopWithin.
+func Serve(d Daemon, spec settings.Spec, c *cli.Context, log zerolog.Logger, v settings.Values, stopWithin time.Duration) error {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	for {
+		select {
+		case <-d.Done():
+			return d.Err()
+		case s := <-sigs:
+			if s == syscall.SIGHUP {
+				v = ReloadConfig(spec, c, log, v)
+				continue
+			}
+			log.Info().Str("signal", s.String()).Msg("orderly stop")
+			return d.Stop(stopWithin)
+		}
+	}
 }
