@@ -110,15 +110,28 @@ type VoterHardState struct {
 	CommitTag  uint64 // that LEADER's epoch: a newer LEADER's word supersedes
 }
 
-// Persist must be durable before any Send of the same batch. For a master:
-// when TruncateAfter is set the log loses every entry after that version,
-// then Append is added. Hard and Voter are whole records to write.
+// Persist must be durable before any Send of the same batch. For a master,
+// in this order: Snapshot replaces the stored snapshot (one received from
+// another master); Trim drops every stored entry at or below Trim.Pos and
+// records it as the log's base; TruncateAfter drops every entry after that
+// version; Append is added. Hard and Voter are whole records to write.
 type Persist struct {
 	Hard          *HardState
+	Snapshot      *Snapshot
+	Trim          *LogBase
 	TruncateAfter *uint64
 	Append        []Entry
 	Voter         *VoterHardState
 }
+
+// SaveSnapshot asks the driver to write a snapshot of this master's own
+// making, in the background (it may be large), and to step SnapshotSaved
+// once it is durable. Nothing waits for it: until then the entries it
+// covers are kept. A newer stored snapshot must not be replaced by it.
+type SaveSnapshot struct{ Snap *Snapshot }
+
+// SnapshotSaved: the snapshot at Pos asked for by SaveSnapshot is durable.
+type SnapshotSaved struct{ Pos Pos }
 
 // Send hands a message to the transport.
 type Send struct {

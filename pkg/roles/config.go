@@ -51,6 +51,13 @@ type Config struct {
 	// KeepLeadership: this master takes the role back whenever it is a
 	// synced FOLLOWER, unless leadership was moved away on purpose.
 	KeepLeadership bool
+	// SnapshotEvery: a master saves a snapshot of its namespace after this
+	// many applied changes (0 = never, and the changelog is never trimmed).
+	SnapshotEvery uint64
+	// LogRetain: the most entries below its own snapshot a master keeps for
+	// masters that have no snapshot past them (one that is down or far
+	// behind); such a master is sent a snapshot instead.
+	LogRetain uint64
 }
 
 // DefaultConfig returns the shipped defaults, each with its reason.
@@ -84,6 +91,13 @@ func DefaultConfig(id wire.MasterID, masters []wire.MasterID) Config {
 		HandoverTimeout: 3 * time.Second,
 		// One other copy survives the loss of the LEADER's disk.
 		AckReplicas: 1,
+		// A snapshot costs a copy of the namespace; every 10000 changes
+		// keeps that a small share of the work and a restart replays at
+		// most that many entries.
+		SnapshotEvery: 10000,
+		// A follower restarted after a few minutes of heavy writing still
+		// catches up from entries.
+		LogRetain: 100000,
 	}
 }
 

@@ -6,13 +6,14 @@ import (
 
 // TestKVCompareAndSetAndList: the namespace the changelog produces keeps a
 // version per key; a compare-and-set applies only at the expected version
-// (0: absent), and its failure is remembered for its answer; List returns
-// a prefix in key order.
+// (0: absent), and its failure is remembered in the session table for its
+// answer; List returns a prefix in key order.
 func TestKVCompareAndSetAndList(t *testing.T) {
 	var l Log
 	l.append(Genesis(1)...)
 	add := func(e Entry) uint64 {
 		e.Pos = Pos{Version: l.Len() + 1, Epoch: 1}
+		e.Client, e.Seq = ClientID(e.Version), 1 // a session per change
 		l.append(e)
 		return e.Version
 	}
@@ -29,8 +30,8 @@ func TestKVCompareAndSetAndList(t *testing.T) {
 		t.Fatalf("dir/a = %+v, want 2 at version %d", it, casOK)
 	}
 	for v, failed := range map[uint64]bool{casOK: false, casStale: true, casNew: false, casExists: true} {
-		if kv.Failed[v] != failed {
-			t.Errorf("entry %d: failed=%v, want %v", v, kv.Failed[v], failed)
+		if s := kv.Sessions[ClientID(v)]; s.Failed != failed || s.Version != v {
+			t.Errorf("entry %d: session %+v, want failed=%v", v, s, failed)
 		}
 	}
 	got := kv.List("dir/", 0)

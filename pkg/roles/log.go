@@ -141,65 +141,126 @@ func Genesis(founder wire.MasterID) []Entry {
 	}}
 }
 
-// Log is a master's changelog: versions 1..len, contiguous.
-// Invariant: entries[i].Version == i+1 and epochs never decrease.
+// Log is a master's changelog: the entries after Base, contiguous.
+//
+// Everything at or below Base has been trimmed: it is committed history,
+// held by the master's snapshot (base <= snapshot <= commit, always). A
+// position below Base that a live peer names is taken to be on that history
+// (Has): a LEADER holds every committed entry (the catch-up rule), and the
+// only positions below a master's commit that reach it come from LEADERs
+// of its own or a newer epoch, or from voters reporting what a LEADER
+// committed.
+// Invariant: entries[i].Version == base.Version+i+1 and epochs never
+// decrease.
 type Log struct {
+	base    Pos
+	baseCfg [2]*ClusterConfig // the newest config and the one before it, as of base
 	entries []Entry
-	configs []uint64 // versions of the config entries, ascending
+	configs []uint64 // versions of the config entries held, ascending
 }
 
-// Last is the position of the newest entry (zero when empty).
+// LogBase is where a trimmed log starts: the position of the last entry
+// dropped, and the two configs as of it (which the dropped entries held).
+type LogBase struct {
+	Pos      Pos
+	Latest   *ClusterConfig `msgpack:",omitempty"`
+	Previous *ClusterConfig `msgpack:",omitempty"`
+}
+
+// Base is the position just before the first entry held.
+func (l *Log) Base() LogBase {
+	return LogBase{Pos: l.base, Latest: l.baseCfg[0], Previous: l.baseCfg[1]}
+}
+
+// Last is the position of the newest entry (Base when none is held).
 func (l *Log) Last() Pos {
 	if len(l.entries) == 0 {
-		return Pos{}
+		return l.base
 	}
 	return l.entries[len(l.entries)-1].Pos
 }
 
-// Len is the number of entries.
-func (l *Log) Len() uint64 { return uint64(len(l.entries)) }
+// Len is the newest version (trimmed entries included).
+func (l *Log) Len() uint64 { return l.base.Version + uint64(len(l.entries)) }
 
-// At returns the entry at version v.
+// Held is the number of entries held (not trimmed).
+func (l *Log) Held() int { return len(l.entries) }
+
+// At returns the entry at version v, if it is held.
 func (l *Log) At(v uint64) (Entry, bool) {
-	if v == 0 || v > uint64(len(l.entries)) {
+	if v <= l.base.Version || v > l.Len() {
 		return Entry{}, false
 	}
-	return l.entries[v-1], true
+	return l.entries[v-l.base.Version-1], true
 }
 
-// Has reports whether the log holds exactly this position.
+// Has reports whether the log holds exactly this position; a position
+// below Base is committed history the log has trimmed (see Log).
 func (l *Log) Has(p Pos) bool {
-	if p.Version == 0 {
+	switch {
+	case p.Version == 0 || p.Version < l.base.Version:
 		return true
+	case p.Version == l.base.Version:
+		return p == l.base
 	}
 	e, ok := l.At(p.Version)
 	return ok && e.Epoch == p.Epoch
 }
 
-// PosAt returns the position of version v (zero Pos for 0).
+// PosAt returns the position of version v (zero Pos for 0 and for a
+// version trimmed below Base).
 func (l *Log) PosAt(v uint64) Pos {
+	if v == l.base.Version {
+		return l.base
+	}
 	e, _ := l.At(v)
 	return e.Pos
 }
 
-// From returns a copy of the entries after version v, at most max of them.
-func (l *Log) From(v uint64, max int) []Entry {
-	if v >= uint64(len(l.entries)) {
+// From returns a copy of the entries after version v, at most max of them
+// and (past the first) at most maxBytes of keys and values. Nothing when v
+// is below Base: those entries are only in the snapshot.
+func (l *Log) From(v uint64, max, maxBytes int) []Entry {
+	if v < l.base.Version || v >= l.Len() {
 		return nil
 	}
-	out := l.entries[v:]
+	out := l.entries[v-l.base.Version:]
 	if max > 0 && len(out) > max {
 		out = out[:max]
+	}
+	if maxBytes > 0 {
+		size := 0
+		for i, e := range out {
+			size += e.size()
+			if i > 0 && size > maxBytes {
+				out = out[:i]
+				break
+			}
+		}
 	}
 	return slices.Clone(out)
 }
 
-// truncate drops every entry after version v.
+// size approximates an entry's encoded size, for bounding batches.
+func (e *Entry) size() int { return 64 + len(e.Key) + len(e.Value) + 64*entryConfigMembers(e) }
+
+func entryConfigMembers(e *Entry) int {
+	if e.Config == nil {
+		return 0
+	}
+	return len(e.Config.Members) + 1
+}
+
+// truncate drops every entry after version v. v is never below Base: the
+// base is committed, and committed entries are never dropped.
 func (l *Log) truncate(v uint64) {
-	if v < uint64(len(l.entries)) {
+	if v < l.base.Version {
+		panic(fmt.Sprintf("invariant log-base: truncating after %d, below the trimmed base %v", v, l.base))
+	}
+	if v < l.Len() {
 		// Clip so that a later append cannot write into an array a caller
 		// still holds (From returns copies, the simulator's store does not).
-		l.entries = slices.Clip(l.entries[:v])
+		l.entries = slices.Clip(l.entries[:v-l.base.Version])
 		for len(l.configs) > 0 && l.configs[len(l.configs)-1] > v {
 			l.configs = l.configs[:len(l.configs)-1]
 		}
@@ -220,43 +281,97 @@ func (l *Log) append(es ...Entry) {
 	}
 }
 
+// trim drops the entries up to version v (held, at most Len) and returns
+// the new base.
+func (l *Log) trim(v uint64) LogBase {
+	if v <= l.base.Version {
+		return l.Base()
+	}
+	if v > l.Len() {
+		panic(fmt.Sprintf("invariant log-trim: trimming to %d past the newest version %d", v, l.Len()))
+	}
+	latest, prev := l.Configs(v)
+	drop := v - l.base.Version
+	l.base, l.baseCfg = l.PosAt(v), [2]*ClusterConfig{latest, prev}
+	// A fresh array, so the trimmed entries can be collected.
+	l.entries = slices.Clone(l.entries[drop:])
+	i := 0
+	for i < len(l.configs) && l.configs[i] <= v {
+		i++
+	}
+	l.configs = slices.Clone(l.configs[i:])
+	return l.Base()
+}
+
+// reset makes the log start after b, holding nothing.
+func (l *Log) reset(b LogBase) {
+	l.base, l.baseCfg = b.Pos, [2]*ClusterConfig{b.Latest, b.Previous}
+	l.entries, l.configs = nil, nil
+}
+
 // Configs returns the newest config entry and the one before it (nil when
-// absent), looking no further than version upto.
+// absent), looking no further than version upto (at or above Base).
 func (l *Log) Configs(upto uint64) (latest, previous *ClusterConfig) {
 	i, found := slices.BinarySearch(l.configs, upto)
 	if found {
 		i++
 	}
-	// l.configs[:i] are the config entries at or below upto.
-	if i >= 1 {
-		latest = l.entries[l.configs[i-1]-1].Config
+	// l.configs[:i] are the config entries held at or below upto; the
+	// base's two come before them.
+	var two [2]*ClusterConfig
+	n := 0
+	for j := i - 1; j >= 0 && n < 2; j-- {
+		two[n] = l.entries[l.configs[j]-l.base.Version-1].Config
+		n++
 	}
-	if i >= 2 {
-		previous = l.entries[l.configs[i-2]-1].Config
+	for _, c := range l.baseCfg {
+		if n < 2 && c != nil {
+			two[n] = c
+			n++
+		}
 	}
-	return latest, previous
+	return two[0], two[1]
 }
 
-// findClientSeq returns the version of the entry written for (client, seq).
-func (l *Log) findClientSeq(c ClientID, seq uint64) uint64 {
+// findClientSeq returns the version of the entry written for (client,
+// seq): from the session table for applied entries, by a scan of the
+// entries not yet applied (a few, bounded by what is in flight) for the
+// rest.
+func (l *Log) findClientSeq(kv *KV, c ClientID, seq uint64) uint64 {
 	if c == 0 {
 		return 0
 	}
-	for i := len(l.entries) - 1; i >= 0; i-- {
-		if l.entries[i].Client == c && l.entries[i].Seq == seq {
-			return l.entries[i].Version
+	for v := l.Len(); v > kv.Applied && v > l.base.Version; v-- {
+		if e, _ := l.At(v); e.Client == c && e.Seq == seq {
+			return v
 		}
+	}
+	if s, ok := kv.Sessions[c]; ok && s.Seq == seq {
+		return s.Version
 	}
 	return 0
 }
 
+// MaxSessions bounds the session table. Past it the sessions whose last
+// change is oldest are forgotten (a quarter at a time, the same way on
+// every master since they apply the same entries); a client that retries a
+// change after that many other sessions have written since may see it
+// applied twice.
+const MaxSessions = 100_000
+
+// Session is what the namespace remembers of one client session: its
+// newest change, so that a retry of it is answered, not applied again.
+type Session struct {
+	Seq     uint64
+	Version uint64
+	Failed  bool `msgpack:",omitempty"` // a compare-and-set that did not apply
+}
+
 // KV is the namespace the changelog produces, applied up to Applied.
 type KV struct {
-	Applied uint64
-	Data    map[string]Item
-	// Failed holds the versions of the compare-and-set entries that did not
-	// apply, so that the answer to one (or to its retry) says so.
-	Failed map[uint64]bool
+	Applied  uint64
+	Data     map[string]Item
+	Sessions map[ClientID]Session
 }
 
 // Item is one key's value and the version of the entry that wrote it.
@@ -268,13 +383,17 @@ type Item struct {
 // applyUpTo applies entries of l up to version v.
 func (kv *KV) applyUpTo(l *Log, v uint64) {
 	if kv.Data == nil {
-		kv.Data, kv.Failed = map[string]Item{}, map[uint64]bool{}
+		kv.Data = map[string]Item{}
+	}
+	if kv.Sessions == nil {
+		kv.Sessions = map[ClientID]Session{}
 	}
 	for kv.Applied < v {
 		e, ok := l.At(kv.Applied + 1)
 		if !ok {
 			return
 		}
+		failed := false
 		switch e.Kind {
 		case EntryPut:
 			kv.Data[e.Key] = Item{e.Value, e.Version}
@@ -284,10 +403,32 @@ func (kv *KV) applyUpTo(l *Log, v uint64) {
 			if kv.Data[e.Key].Version == e.Expect {
 				kv.Data[e.Key] = Item{e.Value, e.Version}
 			} else {
-				kv.Failed[e.Version] = true
+				failed = true
+			}
+		}
+		if e.Client != 0 {
+			kv.Sessions[e.Client] = Session{Seq: e.Seq, Version: e.Version, Failed: failed}
+			if len(kv.Sessions) > MaxSessions {
+				kv.forgetOldSessions()
 			}
 		}
 		kv.Applied++
+	}
+}
+
+// forgetOldSessions drops the quarter of the sessions whose last change is
+// oldest.
+func (kv *KV) forgetOldSessions() {
+	vs := make([]uint64, 0, len(kv.Sessions))
+	for _, s := range kv.Sessions {
+		vs = append(vs, s.Version)
+	}
+	slices.Sort(vs)
+	cut := vs[len(vs)/4]
+	for c, s := range kv.Sessions {
+		if s.Version < cut {
+			delete(kv.Sessions, c)
+		}
 	}
 }
 

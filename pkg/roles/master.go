@@ -10,10 +10,14 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
-// Stored is what a master finds on its disk at start.
+// Stored is what a master finds on its disk at start: its newest durable
+// snapshot (nil if none), the base its log was trimmed to, and the entries
+// after that base.
 type Stored struct {
-	Hard    HardState
-	Entries []Entry
+	Hard     HardState
+	Snapshot *Snapshot
+	Base     LogBase
+	Entries  []Entry
 }
 
 // voterRec is one open vote session at this master.
@@ -46,6 +50,11 @@ type progress struct {
 	match Pos    // newest position the follower holds durably
 	heard Instant
 	seen  bool
+	// A follower behind the log's base is sent the snapshot in chunks:
+	// snapNext is the first record it has not acknowledged.
+	snapPos  Pos
+	snapNext uint64
+	snapSent Instant
 }
 
 type sentHB struct {
@@ -73,6 +82,10 @@ type Master struct {
 	log  Log
 	kv   KV
 	out  []Action
+
+	snap       *Snapshot  // the newest durable snapshot (nil: none)
+	snapSaving *Snapshot  // asked of the driver, not yet durable
+	incoming   *snapBuild // a snapshot being received
 
 	leader      wire.MasterID // the LEADER recorded (last heard)
 	leaderHeard Instant
@@ -129,7 +142,26 @@ func NewMaster(cfg Config, st Stored, now Instant) (*Master, []Action) {
 		quietSince: now,
 		nextPeer:   now,
 	}
+	m.log.reset(st.Base)
 	m.log.append(st.Entries...)
+	if s := st.Snapshot; s != nil {
+		// A snapshot is committed history. One received from another master
+		// is written before the log it replaces (Persist order), so a crash
+		// between the two leaves a snapshot the log may not agree with:
+		// the log then restarts after it.
+		if s.Pos.Version < m.log.base.Version {
+			panic(fmt.Sprintf("invariant log-base: stored snapshot %v below the log base %v", s.Pos, m.log.base))
+		}
+		if s.Pos.Version > m.log.Len() || !m.log.Has(s.Pos) {
+			m.log.reset(s.base())
+		}
+		if s.Pos.Version > m.hard.Commit.Version {
+			m.hard.Commit = s.Pos
+		}
+		m.snap, m.kv = s, s.kv()
+	} else if m.log.base.Version > 0 {
+		panic(fmt.Sprintf("invariant log-base: log trimmed to %v without a snapshot", m.log.base))
+	}
 	if m.hard.Commit.Version > m.log.Len() || !m.log.Has(m.hard.Commit) {
 		panic(fmt.Sprintf("invariant stored-commit: commit %v not in stored log (last %v)", m.hard.Commit, m.log.Last()))
 	}
@@ -321,6 +353,10 @@ func (m *Master) Step(now Instant, ev Event) []Action {
 		m.onFetchReq(e)
 	case FetchResp:
 		m.onFetchResp(e)
+	case SnapshotChunk:
+		m.onSnapshotChunk(e)
+	case SnapshotSaved:
+		m.onSnapshotSaved(e)
 	case ClientWrite:
 		m.onClientWrite(e)
 	case ClientRead:
@@ -331,6 +367,7 @@ func (m *Master) Step(now Instant, ev Event) []Action {
 		m.ignore("unknown-event")
 	}
 	m.timers()
+	m.maybeSnapshot()
 	return m.flush()
 }
 

@@ -16,7 +16,31 @@ const (
 	ErrNotLeader = "not the leading master"
 	ErrHandover  = "leadership handover in progress, retry"
 	ErrReadOnly  = "DEPUTY is read-only"
+	ErrNoSession = "a change needs a session id"
+	ErrStaleSeq  = "sequence number below the session's last change (an old retry); not applied"
 )
+
+// Limits on what one change may hold: entries, snapshot chunks and list
+// answers are built to fit a frame.
+const (
+	MaxKey   = 4096
+	MaxValue = 256 << 10
+)
+
+// CheckWrite names what is wrong with a change, or returns "".
+func CheckWrite(w ClientWrite) string {
+	switch {
+	case w.Client == 0:
+		return ErrNoSession
+	case w.Key == "":
+		return "empty key"
+	case len(w.Key) > MaxKey:
+		return fmt.Sprintf("key of %d bytes, at most %d", len(w.Key), MaxKey)
+	case len(w.Value) > MaxValue:
+		return fmt.Sprintf("value of %d bytes, at most %d", len(w.Value), MaxValue)
+	}
+	return ""
+}
 
 func (m *Master) reply(c ClientID, seq uint64, r ClientReply) {
 	r.From, r.Client, r.Seq = m.cfg.ID, c, seq
@@ -38,10 +62,18 @@ func (m *Master) onClientWrite(w ClientWrite) {
 	if !m.Accepting(m.now) {
 		panic("invariant fence: a LEADER without quorum reached a client write")
 	}
+	if bad := CheckWrite(w); bad != "" {
+		m.reply(w.Client, w.Seq, ClientReply{Err: bad})
+		return
+	}
 	// A retried change (same session and sequence) is applied once.
-	if v := m.log.findClientSeq(w.Client, w.Seq); v > 0 {
-		m.pending = append(m.pending, pendingOp{client: w.Client, seq: w.Seq, ver: v})
+	if v := m.log.findClientSeq(&m.kv, w.Client, w.Seq); v > 0 {
+		m.pending = append(m.pending, pendingOp{client: w.Client, seq: w.Seq, ver: v, key: w.Key})
 		m.answerPending()
+		return
+	}
+	if s, ok := m.kv.Sessions[w.Client]; ok && w.Seq < s.Seq {
+		m.reply(w.Client, w.Seq, ClientReply{Err: ErrStaleSeq})
 		return
 	}
 	kind := EntryPut
@@ -54,7 +86,7 @@ func (m *Master) onClientWrite(w ClientWrite) {
 	e := Entry{Pos: Pos{Version: m.log.Len() + 1, Epoch: m.hard.Epoch}, Kind: kind, Client: w.Client, Seq: w.Seq, Key: w.Key, Value: w.Value, Expect: w.Expect}
 	m.log.append(e)
 	m.emit(Persist{Append: []Entry{e}})
-	m.pending = append(m.pending, pendingOp{client: w.Client, seq: w.Seq, ver: e.Version})
+	m.pending = append(m.pending, pendingOp{client: w.Client, seq: w.Seq, ver: e.Version, key: w.Key})
 	m.replicate()
 	m.advanceReplicated()
 }
@@ -92,9 +124,11 @@ func (m *Master) answerPending() {
 			r.Version = m.acked.Version
 			m.reply(op.client, op.seq, r)
 		} else {
-			e, _ := m.log.At(op.ver)
-			m.reply(op.client, op.seq, ClientReply{OK: true, Version: op.ver, Conflict: m.kv.Failed[op.ver],
-				KeyVersion: m.kv.Data[e.Key].Version})
+			// The session table holds the outcome of the client's newest
+			// change (one in flight per session: pkg/client).
+			s := m.kv.Sessions[op.client]
+			m.reply(op.client, op.seq, ClientReply{OK: true, Version: op.ver, Conflict: s.Version == op.ver && s.Failed,
+				KeyVersion: m.kv.Data[op.key].Version})
 		}
 	}
 	m.pending = keep

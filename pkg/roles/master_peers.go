@@ -7,14 +7,19 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
-// maxBatch bounds the entries one Append or FetchResp carries.
-const maxBatch = 256
+// maxBatch and maxBatchBytes bound what one Append or FetchResp carries
+// (a frame holds 4 MiB).
+const (
+	maxBatch      = 256
+	maxBatchBytes = 1 << 20
+)
 
 func (m *Master) sendStatus() {
 	st := PeerStatus{
 		From: m.cfg.ID, Incarnation: m.hard.Incarnation, Role: m.role, Epoch: m.Epoch(), MaxEpoch: m.hard.MaxEpoch,
 		Last: m.log.Last(), Commit: m.hard.Commit, Eligible: m.Eligible(), Sync: m.Sync(),
 		Usurper: m.role == Usurper, Keep: m.cfg.KeepLeadership && !m.hard.Yielded, Leader: m.Leader(),
+		Snap: m.SnapshotAt().Version,
 	}
 	for _, id := range m.cfg.Masters {
 		if id != m.cfg.ID {
@@ -61,6 +66,7 @@ func (m *Master) onPeerStatus(st PeerStatus) {
 		m.hard.MaxEpoch = st.MaxEpoch
 		m.persistHard()
 	}
+	m.maybeTrim()
 	// A LEADER that still sends its status held quorum when it did (it
 	// fences itself before anything else). A LEADER of a higher epoch ends
 	// this one's term; any LEADER ends a candidacy or a DEPUTY.
@@ -102,6 +108,12 @@ func (m *Master) replicate() {
 // appendTo sends one follower what it lacks (or an empty Append as a sign
 // of life). Sends are optimistic; a refusal or a lapse rolls next back.
 func (m *Master) appendTo(id wire.MasterID, resend bool) {
+	m.appendOrChunk(id, resend, false)
+}
+
+// appendOrChunk is appendTo; snapAcked says a SnapshotChunk was just
+// acknowledged, so the next one may leave at once.
+func (m *Master) appendOrChunk(id wire.MasterID, resend, snapAcked bool) {
 	p := m.progress[id]
 	if p == nil {
 		return
@@ -109,8 +121,12 @@ func (m *Master) appendTo(id wire.MasterID, resend bool) {
 	if resend || p.next <= p.match.Version || p.next > m.log.Len()+1 {
 		p.next = p.match.Version + 1
 	}
+	if p.next-1 < m.log.base.Version {
+		m.sendSnapshot(id, p, snapAcked)
+		return
+	}
 	prev := m.log.PosAt(p.next - 1)
-	es := m.log.From(p.next-1, maxBatch)
+	es := m.log.From(p.next-1, maxBatch, maxBatchBytes)
 	p.next += uint64(len(es))
 	m.send(ToMaster(id), Append{From: m.cfg.ID, Epoch: m.hard.Epoch, Prev: prev, Entries: es, Commit: m.acked, InForce: m.hard.InForce})
 }
@@ -132,32 +148,40 @@ func (m *Master) leaderPersists(from wire.MasterID) bool {
 	return m.now.Sub(m.yieldFirst) >= m.cfg.PeerInterval/2
 }
 
-func (m *Master) onAppend(a Append) {
-	if a.Epoch < m.hard.LeaderEpoch || (m.role == Leader && a.Epoch <= m.hard.Epoch) {
-		// From a LEADER older than one already followed (or than this one):
-		// refused, and the answer tells it so.
+// acceptLeader takes an Append or a SnapshotChunk from a LEADER of this
+// epoch as a sign of it, or refuses one from an older LEADER (the answer
+// tells it so).
+func (m *Master) acceptLeader(from wire.MasterID, epoch uint64) bool {
+	if epoch < m.hard.LeaderEpoch || (m.role == Leader && epoch <= m.hard.Epoch) {
 		newer := m.hard.LeaderEpoch
 		if m.role == Leader {
 			newer = m.hard.Epoch
 		}
-		m.send(ToMaster(a.From), AppendAck{From: m.cfg.ID, Epoch: newer, Last: m.log.Len()})
+		m.send(ToMaster(from), AppendAck{From: m.cfg.ID, Epoch: newer, Last: m.log.Len()})
 		m.ignore("stale-epoch")
-		return
+		return false
 	}
 	switch m.role {
 	case Leader:
 		m.stepDown(ReasonHigherEpoch)
 	case Elect, Deputy:
-		if !m.leaderPersists(a.From) {
-			return
+		if !m.leaderPersists(from) {
+			return false
 		}
 		m.stepDown(ReasonLeaderSeen)
 	}
-	if a.Epoch > m.hard.MaxEpoch || a.Epoch > m.hard.LeaderEpoch {
-		m.hard.MaxEpoch, m.hard.LeaderEpoch = max(m.hard.MaxEpoch, a.Epoch), max(m.hard.LeaderEpoch, a.Epoch)
+	if epoch > m.hard.MaxEpoch || epoch > m.hard.LeaderEpoch {
+		m.hard.MaxEpoch, m.hard.LeaderEpoch = max(m.hard.MaxEpoch, epoch), max(m.hard.LeaderEpoch, epoch)
 		m.persistHard()
 	}
-	m.leader, m.leaderHeard, m.leaderSeen, m.quietSince = a.From, m.now, true, m.now
+	m.leader, m.leaderHeard, m.leaderSeen, m.quietSince = from, m.now, true, m.now
+	return true
+}
+
+func (m *Master) onAppend(a Append) {
+	if !m.acceptLeader(a.From, a.Epoch) {
+		return
+	}
 	if !m.log.Has(a.Prev) {
 		m.send(ToMaster(a.From), AppendAck{From: m.cfg.ID, Epoch: a.Epoch, Last: min(m.log.Len(), a.Prev.Version-1)})
 		return
@@ -169,7 +193,8 @@ func (m *Master) onAppend(a Append) {
 	if trunc != nil || len(app) > 0 {
 		m.emit(Persist{TruncateAfter: trunc, Append: app})
 	}
-	match := m.log.PosAt(a.Prev.Version + uint64(len(a.Entries)))
+	// Entries at or below the base are committed history already held.
+	match := m.log.PosAt(max(a.Prev.Version+uint64(len(a.Entries)), m.log.base.Version))
 	if a.Commit.Version > m.hard.Commit.Version && m.log.Has(a.Commit) {
 		m.hard.Commit = a.Commit
 		m.persistHard()
@@ -187,6 +212,9 @@ func (m *Master) onAppend(a Append) {
 // asks for that is refused (and the simulator counts it as a violation).
 func (m *Master) merge(es []Entry) (trunc *uint64, app []Entry, ok bool) {
 	for _, e := range es {
+		if e.Version <= m.log.base.Version {
+			continue // committed history, trimmed here (see Log)
+		}
 		if cur, has := m.log.At(e.Version); has {
 			if cur.Epoch == e.Epoch {
 				continue
@@ -231,11 +259,15 @@ func (m *Master) onAppendAck(a AppendAck) {
 		m.appendTo(a.From, false)
 		return
 	}
+	snapAcked := a.SnapPos != (Pos{}) && a.SnapPos == p.snapPos
+	if snapAcked {
+		p.snapNext = a.SnapNext
+	}
 	if a.Match.Version > p.match.Version && m.log.Has(a.Match) {
 		p.match = a.Match
 	}
-	if p.next <= m.log.Len() {
-		m.appendTo(a.From, false)
+	if p.next <= m.log.Len() || snapAcked {
+		m.appendOrChunk(a.From, false, snapAcked)
 	}
 	m.advanceReplicated()
 	m.tryHandover()
@@ -315,10 +347,26 @@ func (m *Master) onFetchReq(f FetchReq) {
 		m.ignore("no-metadata")
 		return
 	}
+	if f.After < m.log.base.Version || f.SnapPos != (Pos{}) {
+		// The asker lacks entries trimmed here: it gets the snapshot, one
+		// chunk per request.
+		off := f.SnapNext
+		if m.snap == nil || f.SnapPos != m.snap.Pos {
+			off = 0
+		}
+		if m.snap == nil || off > m.snap.records() {
+			m.ignore("no-snapshot")
+			return
+		}
+		c := m.snap.chunk(m.cfg.ID, 0, off, snapChunkBytes)
+		c.Commit = m.hard.Commit
+		m.send(ToMaster(f.From), c)
+		return
+	}
 	resp := FetchResp{From: m.cfg.ID, Commit: m.hard.Commit}
 	if f.After <= m.log.Len() {
 		resp.Base = m.log.PosAt(f.After)
-		resp.Entries = m.log.From(f.After, 0)
+		resp.Entries = m.log.From(f.After, 16*maxBatch, maxBatchBytes)
 	}
 	m.send(ToMaster(f.From), resp)
 }

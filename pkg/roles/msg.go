@@ -9,22 +9,23 @@ import (
 
 // Message type numbers (append-only; docs/wire.md lists them).
 const (
-	TypeProbe        wire.Type = 10
-	TypeProbeReply   wire.Type = 11
-	TypeVoteHello    wire.Type = 12
-	TypeVoteBye      wire.Type = 13
-	TypeHeartbeat    wire.Type = 14
-	TypeHeartbeatAck wire.Type = 15
-	TypeVoteRelease  wire.Type = 16
-	TypeRedirect     wire.Type = 17
-	TypePeerStatus   wire.Type = 20
-	TypeAppend       wire.Type = 21
-	TypeAppendAck    wire.Type = 22
-	TypeFetchReq     wire.Type = 23
-	TypeFetchResp    wire.Type = 24
-	TypeClientWrite  wire.Type = 30
-	TypeClientRead   wire.Type = 31
-	TypeClientReply  wire.Type = 32
+	TypeProbe         wire.Type = 10
+	TypeProbeReply    wire.Type = 11
+	TypeVoteHello     wire.Type = 12
+	TypeVoteBye       wire.Type = 13
+	TypeHeartbeat     wire.Type = 14
+	TypeHeartbeatAck  wire.Type = 15
+	TypeVoteRelease   wire.Type = 16
+	TypeRedirect      wire.Type = 17
+	TypePeerStatus    wire.Type = 20
+	TypeAppend        wire.Type = 21
+	TypeAppendAck     wire.Type = 22
+	TypeFetchReq      wire.Type = 23
+	TypeFetchResp     wire.Type = 24
+	TypeSnapshotChunk wire.Type = 25
+	TypeClientWrite   wire.Type = 30
+	TypeClientRead    wire.Type = 31
+	TypeClientReply   wire.Type = 32
 )
 
 // Probe asks a master for its role (any connection, never a vote).
@@ -140,6 +141,7 @@ type PeerStatus struct {
 	Keep        bool
 	Leader      wire.MasterID
 	WallUnixMs  int64
+	Snap        uint64 `msgpack:",omitempty"` // the version of its durable snapshot (trimming waits for every master's)
 }
 
 // Append carries changelog entries from the LEADER to one follower; an empty
@@ -161,6 +163,10 @@ type AppendAck struct {
 	OK    bool
 	Match Pos
 	Last  uint64
+	// SnapPos and SnapNext acknowledge a SnapshotChunk: the records of
+	// the snapshot at SnapPos received so far.
+	SnapPos  Pos    `msgpack:",omitempty"`
+	SnapNext uint64 `msgpack:",omitempty"`
 }
 
 // FetchReq asks any master for its entries after version After (an ELECT
@@ -168,6 +174,10 @@ type AppendAck struct {
 type FetchReq struct {
 	From  wire.MasterID
 	After uint64
+	// SnapPos and SnapNext ask for the next chunk of a snapshot (when the
+	// responder has trimmed the entries after After).
+	SnapPos  Pos    `msgpack:",omitempty"`
+	SnapNext uint64 `msgpack:",omitempty"`
 }
 
 // FetchResp answers FetchReq. Base is the responder's entry at After, so the

@@ -1,0 +1,319 @@
+package roles
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/mfs-election/mfs-election/pkg/wire"
+)
+
+// Snapshot is the namespace the changelog produced up to one committed
+// position, with what else a master needs to go on from there without the
+// entries: the two newest configs and the session table.
+//
+// Invariants: Pos is committed (a snapshot is taken only of applied state,
+// and only committed entries are applied); a master's log base is never
+// above its durable snapshot, so the entries after the snapshot are always
+// held.
+type Snapshot struct {
+	Pos      Pos
+	Latest   *ClusterConfig
+	Previous *ClusterConfig `msgpack:",omitempty"`
+	Data     map[string]Item
+	Sessions map[ClientID]Session
+
+	// keys and ids order the records for transfer in chunks (built on
+	// first use; a snapshot is never edited after it is made).
+	keys []string
+	ids  []ClientID
+}
+
+// base is the log base of a log that starts right after the snapshot.
+func (s *Snapshot) base() LogBase { return LogBase{Pos: s.Pos, Latest: s.Latest, Previous: s.Previous} }
+
+// kv is a namespace to go on from, sharing nothing with the snapshot.
+func (s *Snapshot) kv() KV {
+	return KV{Applied: s.Pos.Version, Data: maps.Clone(s.Data), Sessions: maps.Clone(s.Sessions)}
+}
+
+// records is the number of records a transfer carries: items, then
+// sessions.
+func (s *Snapshot) records() uint64 { return uint64(len(s.Data) + len(s.Sessions)) }
+
+func (s *Snapshot) order() {
+	if s.keys == nil && len(s.Data) > 0 {
+		s.keys = slices.Sorted(maps.Keys(s.Data))
+	}
+	if s.ids == nil && len(s.Sessions) > 0 {
+		s.ids = slices.Sorted(maps.Keys(s.Sessions))
+	}
+}
+
+// chunk returns the records from offset on, at most maxBytes of them (at
+// least one).
+func (s *Snapshot) chunk(from wire.MasterID, epoch uint64, offset uint64, maxBytes int) SnapshotChunk {
+	s.order()
+	c := SnapshotChunk{From: from, Epoch: epoch, Pos: s.Pos, Total: s.records(), Offset: offset}
+	if offset == 0 {
+		c.Latest, c.Previous = s.Latest, s.Previous
+	}
+	size := 0
+	for i := offset; i < c.Total && (size < maxBytes || i == offset); i++ {
+		if i < uint64(len(s.keys)) {
+			k := s.keys[i]
+			it := s.Data[k]
+			c.Items = append(c.Items, KVEntry{Key: k, Value: it.Value, Version: it.Version})
+			size += 32 + len(k) + len(it.Value)
+		} else {
+			id := s.ids[i-uint64(len(s.keys))]
+			c.Sessions = append(c.Sessions, SessionEntry{Client: id, Session: s.Sessions[id]})
+			size += 32
+		}
+	}
+	return c
+}
+
+// snapshotOf copies the namespace as applied, with the configs as of it.
+func snapshotOf(kv *KV, l *Log) *Snapshot {
+	latest, prev := l.Configs(kv.Applied)
+	return &Snapshot{
+		Pos: l.PosAt(kv.Applied), Latest: latest, Previous: prev,
+		Data: maps.Clone(kv.Data), Sessions: maps.Clone(kv.Sessions),
+	}
+}
+
+// snapBuild is a snapshot being received in chunks.
+type snapBuild struct {
+	from  wire.MasterID
+	total uint64
+	next  uint64
+	snap  *Snapshot
+}
+
+// snapChunkBytes bounds one SnapshotChunk (a frame holds 4 MiB).
+const snapChunkBytes = 1 << 20
+
+// ---- taking snapshots and trimming --------------------------------------------------
+
+// maybeSnapshot asks the driver to save a snapshot once SnapshotEvery
+// changes have been applied since the last one.
+func (m *Master) maybeSnapshot() {
+	if m.cfg.SnapshotEvery == 0 || m.snapSaving != nil {
+		return
+	}
+	var at uint64
+	if m.snap != nil {
+		at = m.snap.Pos.Version
+	}
+	if m.kv.Applied < at+m.cfg.SnapshotEvery || m.kv.Applied <= m.log.base.Version {
+		return
+	}
+	m.snapSaving = snapshotOf(&m.kv, &m.log)
+	m.emit(SaveSnapshot{Snap: m.snapSaving})
+}
+
+func (m *Master) onSnapshotSaved(e SnapshotSaved) {
+	s := m.snapSaving
+	if s == nil || s.Pos != e.Pos {
+		m.ignore("stale-snapshot-saved")
+		return
+	}
+	m.snapSaving = nil
+	if m.snap != nil && m.snap.Pos.Version >= s.Pos.Version {
+		return // a newer one was installed meanwhile
+	}
+	m.snap = s
+	m.maybeTrim()
+}
+
+// SnapshotAt is the position of this master's durable snapshot (zero when
+// it has none).
+func (m *Master) SnapshotAt() Pos {
+	if m.snap == nil {
+		return Pos{}
+	}
+	return m.snap.Pos
+}
+
+// maybeTrim drops the entries every master has a snapshot past (as their
+// statuses say); a master not heard from, or far behind, holds back at
+// most LogRetain entries below this master's snapshot. Trimming is never
+// a question of safety (the snapshot holds what the entries made), only of
+// how a lagging master catches up: from entries, or from a snapshot.
+func (m *Master) maybeTrim() {
+	if m.snap == nil {
+		return
+	}
+	top := m.snap.Pos.Version
+	floor := top
+	for _, id := range m.cfg.Masters {
+		if id == m.cfg.ID {
+			continue
+		}
+		if p := m.peers[id]; p != nil && p.seen {
+			floor = min(floor, p.st.Snap)
+		} else {
+			floor = 0
+		}
+	}
+	if top > m.cfg.LogRetain {
+		floor = max(floor, top-m.cfg.LogRetain)
+	}
+	if floor <= m.log.base.Version {
+		return
+	}
+	b := m.log.trim(floor)
+	m.emit(Persist{Trim: &b})
+}
+
+// ---- sending snapshots ---------------------------------------------------------------
+
+// sendSnapshot sends a follower that lacks trimmed entries the next chunk
+// of this master's snapshot: on its acknowledgement of the last one, or
+// again after a PeerInterval without one.
+func (m *Master) sendSnapshot(id wire.MasterID, p *progress, acked bool) {
+	s := m.snap
+	if s == nil {
+		panic("invariant log-base: entries trimmed without a snapshot")
+	}
+	if p.snapPos != s.Pos {
+		p.snapPos, p.snapNext, acked = s.Pos, 0, true
+	}
+	if !acked && m.now.Sub(p.snapSent) < m.cfg.PeerInterval {
+		return
+	}
+	p.snapSent = m.now
+	c := s.chunk(m.cfg.ID, m.hard.Epoch, p.snapNext, snapChunkBytes)
+	c.Commit, c.InForce = m.acked, m.hard.InForce
+	m.send(ToMaster(id), c)
+}
+
+// ---- receiving snapshots -------------------------------------------------------------
+
+func (m *Master) onSnapshotChunk(c SnapshotChunk) {
+	fromLeader := c.Epoch > 0
+	if fromLeader {
+		if !m.acceptLeader(c.From, c.Epoch) {
+			return
+		}
+	} else if m.role != Elect {
+		m.ignore("not-elect")
+		return
+	}
+	ack := func(next uint64, match Pos) {
+		if fromLeader {
+			m.send(ToMaster(c.From), AppendAck{From: m.cfg.ID, Epoch: c.Epoch, OK: true, Match: match,
+				Last: m.log.Len(), SnapPos: c.Pos, SnapNext: next})
+		} else if next < c.Total {
+			m.send(ToMaster(c.From), FetchReq{From: m.cfg.ID, After: m.hard.Commit.Version, SnapPos: c.Pos, SnapNext: next})
+		}
+	}
+	if c.Pos.Version <= m.hard.Commit.Version {
+		// Already past it: what is committed here is in agreement.
+		if fromLeader {
+			ack(c.Total, m.hard.Commit)
+		}
+		m.ignore("snapshot-not-needed")
+		return
+	}
+	b := m.incoming
+	if b == nil || b.snap.Pos != c.Pos || b.from != c.From || c.Offset == 0 {
+		if c.Offset != 0 {
+			ack(0, Pos{})
+			return
+		}
+		b = &snapBuild{from: c.From, total: c.Total, snap: &Snapshot{
+			Pos: c.Pos, Latest: c.Latest, Previous: c.Previous,
+			Data: map[string]Item{}, Sessions: map[ClientID]Session{},
+		}}
+		m.incoming = b
+	}
+	if c.Offset != b.next || c.Total != b.total {
+		ack(b.next, Pos{})
+		return
+	}
+	for _, it := range c.Items {
+		b.snap.Data[it.Key] = Item{Value: it.Value, Version: it.Version}
+	}
+	for _, se := range c.Sessions {
+		b.snap.Sessions[se.Client] = se.Session
+	}
+	b.next += uint64(len(c.Items) + len(c.Sessions))
+	if b.next < b.total {
+		ack(b.next, Pos{})
+		return
+	}
+	if b.snap.Latest == nil || b.next != b.snap.records() {
+		m.incoming = nil
+		m.ignore("snapshot-malformed")
+		return
+	}
+	m.incoming = nil
+	m.install(b.snap, c.Commit)
+	if fromLeader {
+		if c.InForce > m.hard.InForce && c.InForce <= m.Config().Version {
+			m.hard.InForce = c.InForce
+			m.persistHard()
+		}
+		ack(b.total, c.Pos)
+		return
+	}
+	m.fetchAt = m.now
+	m.tryWin()
+}
+
+// install makes a received snapshot this master's state. Entries after it
+// are kept if the log agrees with it there; otherwise the log restarts
+// right after it.
+func (m *Master) install(s *Snapshot, commit Pos) {
+	var p Persist
+	if s.Pos.Version > m.log.base.Version && s.Pos.Version <= m.log.Len() && m.log.Has(s.Pos) {
+		b := m.log.trim(s.Pos.Version)
+		p.Trim = &b
+	} else {
+		b, v := s.base(), s.Pos.Version
+		m.log.reset(b)
+		p.Trim, p.TruncateAfter = &b, &v
+	}
+	p.Snapshot = s
+	m.emit(p)
+	m.snap = s
+	m.kv = s.kv()
+	if s.Pos.Version > m.hard.Commit.Version {
+		m.hard.Commit = s.Pos
+		m.persistHard()
+	}
+	if commit.Version > m.hard.Commit.Version && m.log.Has(commit) && commit.Version <= m.log.Len() {
+		m.hard.Commit = commit
+		m.persistHard()
+	}
+	m.kv.applyUpTo(&m.log, m.hard.Commit.Version)
+}
+
+// SessionEntry is one session of a snapshot in transfer.
+type SessionEntry struct {
+	Client ClientID
+	Session
+}
+
+// SnapshotChunk carries part of a snapshot: to a follower that lacks
+// entries the LEADER has trimmed (Epoch is the LEADER's; the follower acks
+// with AppendAck.SnapNext), or to an ELECT that asked with FetchReq (Epoch
+// 0). Records are the items sorted by key, then the sessions sorted by id;
+// Offset is the first record's place, Total their number.
+type SnapshotChunk struct {
+	From     wire.MasterID
+	Epoch    uint64
+	Pos      Pos
+	Total    uint64
+	Offset   uint64
+	Latest   *ClusterConfig `msgpack:",omitempty"` // in the first chunk
+	Previous *ClusterConfig `msgpack:",omitempty"`
+	Items    []KVEntry      `msgpack:",omitempty"`
+	Sessions []SessionEntry `msgpack:",omitempty"`
+	Commit   Pos            // as in Append
+	InForce  uint64
+}
+
+// MsgType implements wire.Message.
+func (SnapshotChunk) MsgType() wire.Type { return TypeSnapshotChunk }
