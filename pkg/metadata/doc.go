@@ -1,16 +1,23 @@
-// Package metadata is the daemons' durable state, one bbolt file per data
-// directory: a master's DATA_PATH/metadata.mfs (cluster id, HardState,
-// changelog) and a chunkserver's DATA_PATH/chunkserver.mfs (registered
-// identity, VoterHardState).
+// Package metadata is the daemons' durable state: a master's
+// DATA_PATH/metadata.mfs (bbolt: cluster id, HardState, the log base and
+// the changelog after it) with its DATA_PATH/snapshot.mfs (the namespace up
+// to a committed position, in a file of its own), and a chunkserver's
+// DATA_PATH/chunkserver.mfs (bbolt: registered identity, VoterHardState).
 //
 // The contract:
 //   - Every write is one bbolt Update, fsynced before it returns (NoSync
 //     stays false), so a roles.Persist is durable, whole or not at all,
-//     before the driver sends anything of the same batch.
+//     before the driver sends anything of the same batch. A snapshot a
+//     Persist carries is durable before that Update begins.
+//   - A snapshot file is written under a temporary name, fsynced, renamed
+//     over snapshot.mfs only if it is newer than the one there, and the
+//     directory fsynced: a crash leaves the old file or the new one, and an
+//     older snapshot never replaces a newer one.
 //   - A file that cannot be read (not bbolt, another schema version or kind
-//     of store, missing buckets, a value that does not decode) is an error
-//     naming the file and the fault, and the file is left byte for byte as
-//     it was: a daemon never "repairs" metadata by starting afresh.
+//     of store, missing buckets, a value that does not decode; a snapshot
+//     with a bad magic, schema, checksum or cluster id) is an error naming
+//     the file and the fault, and the file is left byte for byte as it was:
+//     a daemon never "repairs" metadata by starting afresh.
 //   - An open file is held under bbolt's exclusive lock, so a second daemon
 //     on the same data directory fails at once.
 //   - Values use the frame codec; keys are big-endian uint64 so that bbolt's

@@ -2,9 +2,13 @@ package metadata
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
 
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
@@ -15,22 +19,44 @@ import (
 const MasterFile = "metadata.mfs"
 
 var masterSpec = spec{kind: "master", daemon: "mfsmaster", buckets: [][]byte{bucketLog},
-	records: func(tx *bolt.Tx) error { _, err := get(tx, keyHard, &roles.HardState{}); return err }}
+	records: func(tx *bolt.Tx) error {
+		if _, err := get(tx, keyHard, &roles.HardState{}); err != nil {
+			return err
+		}
+		_, err := get(tx, keyBase, &roles.LogBase{})
+		return err
+	}}
 
-// MasterStore is an open metadata.mfs: cluster id, HardState and changelog.
-// Its methods are safe for concurrent use (bbolt serialises them).
-type MasterStore struct{ store }
+// MasterStore is an open metadata.mfs (cluster id, HardState, log base and
+// the changelog after it) and the snapshot.mfs beside it. Its methods are
+// safe for concurrent use (bbolt serialises its transactions; a mutex the
+// snapshot's compare-and-rename).
+type MasterStore struct {
+	store
+	dir      string
+	snapPath string
+
+	snapMu    sync.Mutex
+	snapKnown bool   // the snapshot file has been read (or found absent)
+	snapHave  bool   // there is one
+	snapVer   uint64 // its version
+}
 
 // OpenMaster opens DATA_PATH/metadata.mfs, creating it empty when absent:
 // a master without metadata is one started with -e, which learns the
-// changelog from the LEADER.
+// changelog from the LEADER. Temporary files of a snapshot write cut short
+// are removed; snapshot.mfs itself is read by Load.
 func OpenMaster(dir string) (*MasterStore, error) {
 	st, err := open(dir, MasterFile, masterSpec)
 	if err != nil {
 		return nil, err
 	}
-	return &MasterStore{st}, nil
+	removeSnapshotTemps(dir)
+	return &MasterStore{store: st, dir: dir, snapPath: filepath.Join(dir, SnapshotFile)}, nil
 }
+
+// SnapshotPath is the snapshot file's path, for messages.
+func (s *MasterStore) SnapshotPath() string { return s.snapPath }
 
 // ClusterID is the id of the cluster this metadata belongs to, "" when the
 // master has not learnt one yet.
@@ -39,9 +65,18 @@ func (s *MasterStore) ClusterID() (id string) {
 	return id
 }
 
-// HasMetadata reports whether the changelog holds at least one entry.
+// HasMetadata reports whether the master holds any metadata: a changelog
+// entry, a trimmed log's base, or a snapshot file (even one that cannot be
+// read: Load says what is wrong with it).
 func (s *MasterStore) HasMetadata() (has bool) {
-	_ = s.db.View(func(tx *bolt.Tx) error { has = lastVersion(tx) > 0; return nil })
+	_ = s.db.View(func(tx *bolt.Tx) error {
+		end, err := logEnd(tx)
+		has = end > 0 || err != nil
+		return nil
+	})
+	if _, err := os.Lstat(s.snapPath); err == nil || !errors.Is(err, os.ErrNotExist) {
+		has = true
+	}
 	return has
 }
 
@@ -52,14 +87,17 @@ func (s *MasterStore) Init(clusterID string, genesis []roles.Entry) error {
 	if clusterID == "" || len(genesis) == 0 {
 		return fmt.Errorf("metadata file %s: init needs a cluster id and genesis entries", s.path)
 	}
+	if _, err := os.Lstat(s.snapPath); !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("snapshot file %s exists: DATA_PATH holds metadata, refusing to init", s.snapPath)
+	}
 	return s.db.Update(func(tx *bolt.Tx) error {
-		if old := clusterIDOf(tx); old != "" || lastVersion(tx) > 0 {
+		if old, end := clusterIDOf(tx), lastKey(tx); old != "" || end > 0 || tx.Bucket(bucketMeta).Get(keyBase) != nil {
 			return fmt.Errorf("metadata file %s already holds metadata (cluster id %q): refusing to init", s.path, old)
 		}
 		if err := tx.Bucket(bucketMeta).Put(keyCluster, []byte(clusterID)); err != nil {
 			return err
 		}
-		return s.appendEntries(tx, genesis)
+		return appendEntries(tx, genesis)
 	})
 }
 
@@ -86,62 +124,117 @@ func (s *MasterStore) AdoptCluster(clusterID string) error {
 	return err
 }
 
-// Load returns the hard state (zero if never written) and every entry in
-// version order, checking that they run contiguously from version 1.
+// Load returns what the master's disk holds: the hard state (zero if never
+// written), the snapshot (nil if none), the log base and the entries after
+// it, checking that they fit together: the entries run contiguously from
+// the base with epochs that never fall, a trimmed log has a snapshot at or
+// above its base, and the snapshot is of this cluster. Any fault is an
+// error naming the file; nothing is changed.
 func (s *MasterStore) Load() (st roles.Stored, err error) {
+	cluster := ""
 	err = s.db.View(func(tx *bolt.Tx) error {
+		cluster = clusterIDOf(tx)
 		if _, err := get(tx, keyHard, &st.Hard); err != nil {
 			return err
 		}
+		if _, err := get(tx, keyBase, &st.Base); err != nil {
+			return err
+		}
+		last := st.Base.Pos
 		c := tx.Bucket(bucketLog).Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
-			want := uint64(len(st.Entries)) + 1
+			want := last.Version + 1
 			var e roles.Entry
 			if len(k) != 8 || binary.BigEndian.Uint64(k) != want {
-				return fmt.Errorf("changelog key %x where version %d was expected", k, want)
+				return fmt.Errorf("changelog key %x where version %d was expected (log base %v)", k, want, st.Base.Pos)
 			} else if err := frame.Unmarshal(bytes.Clone(v), &e); err != nil {
 				return fmt.Errorf("changelog entry %d does not decode: %w", want, err)
 			} else if e.Version != want {
 				return fmt.Errorf("changelog entry under key %d says version %d", want, e.Version)
+			} else if e.Epoch < last.Epoch {
+				return fmt.Errorf("changelog entry %v follows %v: epochs never fall", e.Pos, last)
 			}
 			st.Entries = append(st.Entries, e)
+			last = e.Pos
 		}
 		return nil
 	})
 	if err != nil {
 		return roles.Stored{}, fmt.Errorf("metadata file %s: %w", s.path, err)
 	}
+	s.snapMu.Lock()
+	defer s.snapMu.Unlock()
+	snap, err := readSnapshot(s.snapPath, cluster)
+	if err != nil {
+		return roles.Stored{}, err
+	}
+	s.snapKnown, s.snapHave = true, snap != nil
+	switch {
+	case snap == nil && st.Base.Pos.Version > 0:
+		return roles.Stored{}, fmt.Errorf("metadata file %s: the changelog is trimmed to %v but there is no snapshot file %s holding what was trimmed",
+			s.path, st.Base.Pos, s.snapPath)
+	case snap != nil && snap.Pos.Version < st.Base.Pos.Version:
+		return roles.Stored{}, fmt.Errorf("snapshot file %s is at %v, below the changelog's base %v in %s: entries between are missing",
+			s.snapPath, snap.Pos, st.Base.Pos, s.path)
+	case snap != nil:
+		s.snapVer = snap.Pos.Version
+	}
+	st.Snapshot = snap
 	return st, nil
 }
 
-// Apply makes a master's Persist durable in one transaction: the hard
-// state, then the truncation, then the appended entries. If any appended
-// entry does not continue the log exactly, nothing is written. p.Voter is
-// a chunkserver's and is ignored.
+// Apply makes a master's Persist durable: see ApplyAll. p.Voter is a
+// chunkserver's and is ignored.
 func (s *MasterStore) Apply(p roles.Persist) error {
 	return s.ApplyAll([]roles.Persist{p})
 }
 
 // ApplyAll carries out several Persists, in order, in one transaction: one
-// fsync for a group of steps (the driver's group commit). Either all of
-// them are durable or none is.
+// fsync for a group of steps (the driver's group commit). The newest
+// Snapshot among them is written first, durably (SaveSnapshot: never over
+// a newer one); then, in one bbolt transaction, each Persist's Trim,
+// TruncateAfter and Append in turn, and the newest Hard. Either the whole
+// transaction is durable or none of it: anything inconsistent (an entry
+// that does not continue the log, a cut below the base) rolls it back and
+// is returned.
 func (s *MasterStore) ApplyAll(ps []roles.Persist) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	var snap *roles.Snapshot
+	for _, p := range ps {
+		if p.Snapshot != nil && (snap == nil || p.Snapshot.Pos.Version > snap.Pos.Version) {
+			snap = p.Snapshot
+		}
+	}
+	if snap != nil {
+		// Durable before the log that relies on it: a crash between the
+		// two leaves a snapshot the log may not continue, which the core
+		// handles at start (the log restarts after it).
+		if _, err := s.SaveSnapshot(context.Background(), snap); err != nil {
+			return err
+		}
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
 		var hard *roles.HardState
 		for _, p := range ps {
 			if p.Hard != nil {
 				hard = p.Hard // the newest record wins
 			}
-			if p.TruncateAfter != nil {
-				// The log is contiguous: the keys past the cut are exactly
-				// TruncateAfter+1 .. last.
-				for v := lastVersion(tx); v > *p.TruncateAfter; v-- {
-					if err := tx.Bucket(bucketLog).Delete(u64key(v)); err != nil {
-						return err
-					}
+			conflict := false
+			if p.Trim != nil {
+				var err error
+				if conflict, err = trim(tx, *p.Trim); err != nil {
+					return err
 				}
 			}
-			if err := s.appendEntries(tx, p.Append); err != nil {
+			if p.TruncateAfter != nil {
+				if err := truncateAfter(tx, *p.TruncateAfter); err != nil {
+					return err
+				}
+			}
+			if k := lastKey(tx); conflict && k > 0 {
+				return fmt.Errorf("the log held another entry than the new base %v at its version, and kept entries up to %d after it",
+					p.Trim.Pos, k)
+			}
+			if err := appendEntries(tx, p.Append); err != nil {
 				return err
 			}
 		}
@@ -150,15 +243,81 @@ func (s *MasterStore) ApplyAll(ps []roles.Persist) error {
 		}
 		return nil
 	})
+	if err != nil {
+		return fmt.Errorf("metadata file %s: %w", s.path, err)
+	}
+	return nil
 }
 
-// appendEntries adds es after the last entry; each must be exactly the
-// next version, so that Load's contiguity holds by construction.
-func (s *MasterStore) appendEntries(tx *bolt.Tx, es []roles.Entry) error {
-	last := lastVersion(tx)
+// trim drops every entry at or below b.Pos and makes b the log's base.
+// conflict: an entry at b.Pos's version was held with another epoch, so the
+// entries after it do not continue the new base; the same Persist must drop
+// them (TruncateAfter), which ApplyAll checks.
+func trim(tx *bolt.Tx, b roles.LogBase) (conflict bool, err error) {
+	cur, err := base(tx)
+	if err != nil {
+		return false, err
+	}
+	if b.Pos.Version < cur.Pos.Version {
+		return false, fmt.Errorf("trimming to %v, below the log base %v", b.Pos, cur.Pos)
+	}
+	bucket := tx.Bucket(bucketLog)
+	if raw := bucket.Get(u64key(b.Pos.Version)); raw != nil && b.Pos.Version > cur.Pos.Version {
+		var e roles.Entry
+		if err := frame.Unmarshal(bytes.Clone(raw), &e); err != nil {
+			return false, fmt.Errorf("changelog entry %d does not decode: %w", b.Pos.Version, err)
+		}
+		conflict = e.Pos != b.Pos
+	}
+	last := lastKey(tx)
+	for v := cur.Pos.Version + 1; v <= min(b.Pos.Version, last); v++ {
+		if err := bucket.Delete(u64key(v)); err != nil {
+			return false, err
+		}
+	}
+	return conflict, put(tx, keyBase, &b)
+}
+
+// truncateAfter drops every entry after version v; v is never below the
+// base (the base is committed, and committed entries are never dropped).
+func truncateAfter(tx *bolt.Tx, v uint64) error {
+	end, err := logEnd(tx)
+	if err != nil {
+		return err
+	}
+	if first := firstKey(tx); first > 0 && v+1 < first {
+		return fmt.Errorf("truncating after %d, below the log base %d", v, first-1)
+	} else if first == 0 && v < end {
+		return fmt.Errorf("truncating after %d, below the log base %d", v, end)
+	}
+	// The log is contiguous: the keys past the cut are exactly v+1 .. end.
+	for k := end; k > v; k-- {
+		if err := tx.Bucket(bucketLog).Delete(u64key(k)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// appendEntries adds es after the last entry (or the base); each must be
+// exactly the next version, with an epoch that does not fall, so that
+// Load's checks hold by construction. (The epoch of an entry already held
+// is not decoded to compare: the hot path appends on every batch.)
+func appendEntries(tx *bolt.Tx, es []roles.Entry) error {
+	if len(es) == 0 {
+		return nil
+	}
+	last := roles.Pos{Version: lastKey(tx)}
+	if last.Version == 0 {
+		b, err := base(tx)
+		if err != nil {
+			return err
+		}
+		last = b.Pos
+	}
 	for _, e := range es {
-		if e.Version != last+1 {
-			return fmt.Errorf("metadata file %s: appending version %d after %d", s.path, e.Version, last)
+		if e.Version != last.Version+1 || e.Epoch < last.Epoch {
+			return fmt.Errorf("appending %v after %v", e.Pos, last)
 		}
 		v, err := frame.Marshal(&e)
 		if err != nil {
@@ -167,14 +326,38 @@ func (s *MasterStore) appendEntries(tx *bolt.Tx, es []roles.Entry) error {
 		if err := tx.Bucket(bucketLog).Put(u64key(e.Version), v); err != nil {
 			return err
 		}
-		last = e.Version
+		last = e.Pos
 	}
 	return nil
 }
 
-// lastVersion is the newest version in the changelog, 0 when empty.
-func lastVersion(tx *bolt.Tx) uint64 {
+// base is the stored log base (zero when the log was never trimmed).
+func base(tx *bolt.Tx) (b roles.LogBase, err error) {
+	_, err = get(tx, keyBase, &b)
+	return b, err
+}
+
+// logEnd is the newest version: the last key, or the base when the log is
+// empty (the base is decoded only then).
+func logEnd(tx *bolt.Tx) (uint64, error) {
+	if v := lastKey(tx); v > 0 {
+		return v, nil
+	}
+	b, err := base(tx)
+	return b.Pos.Version, err
+}
+
+// lastKey and firstKey are the newest and oldest versions held, 0 when the
+// log bucket is empty.
+func lastKey(tx *bolt.Tx) uint64 {
 	if k, _ := tx.Bucket(bucketLog).Cursor().Last(); len(k) == 8 {
+		return binary.BigEndian.Uint64(k)
+	}
+	return 0
+}
+
+func firstKey(tx *bolt.Tx) uint64 {
+	if k, _ := tx.Bucket(bucketLog).Cursor().First(); len(k) == 8 {
 		return binary.BigEndian.Uint64(k)
 	}
 	return 0

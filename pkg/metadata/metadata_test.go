@@ -138,6 +138,8 @@ func TestUnreadableStores(t *testing.T) {
 	unreadable(t, storeWith(t, func(tx *bolt.Tx) error { return tx.DeleteBucket(bucketLog) }), `missing its "log" bucket`)
 	unreadable(t, storeWith(t, func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyHard, []byte{0xc1}) }),
 		`record "hard" does not decode`)
+	unreadable(t, storeWith(t, func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyBase, []byte{0xc1}) }),
+		`record "base" does not decode`)
 
 	// A damaged changelog entry is found by Load, which names its version.
 	s := openMaster(t, t.TempDir())

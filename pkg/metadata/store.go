@@ -27,6 +27,7 @@ var (
 	keyKind     = []byte("kind")
 	keyCluster  = []byte("cluster")  // master: the cluster id, raw string
 	keyHard     = []byte("hard")     // master: roles.HardState
+	keyBase     = []byte("base")     // master: roles.LogBase, the log's trim point (absent: never trimmed)
 	keyIdentity = []byte("identity") // chunkserver: Identity
 	keyVoter    = []byte("voter")    // chunkserver: roles.VoterHardState
 )

@@ -186,3 +186,54 @@ func Unmarshal(b []byte, v any) (err error) {
 	}
 	return nil
 }
+
+// Encoder writes values one after another to a stream in the frame codec,
+// without headers: for files that hold a sequence of values (a snapshot is
+// a header and then one value per record), written without building the
+// whole file in memory.
+type Encoder struct {
+	w   io.Writer
+	buf []byte
+	enc *codec.Encoder
+}
+
+// NewEncoder returns an Encoder writing to w (buffer w: every value is one
+// Write).
+func NewEncoder(w io.Writer) *Encoder {
+	e := &Encoder{w: w}
+	e.enc = codec.NewEncoderBytes(&e.buf, handle)
+	return e
+}
+
+// Encode writes v.
+func (e *Encoder) Encode(v any) error {
+	e.buf = e.buf[:0]
+	e.enc.ResetBytes(&e.buf)
+	if err := e.enc.Encode(v); err != nil {
+		return fmt.Errorf("wire: encoding %T: %w", v, err)
+	}
+	_, err := e.w.Write(e.buf)
+	return err
+}
+
+// Decoder reads the values an Encoder wrote, one per Decode. It reads no
+// further than the value it decodes when r is an io.ByteScanner (a
+// bufio.Reader), so what follows the values can be read from r after.
+type Decoder struct{ dec *codec.Decoder }
+
+// NewDecoder returns a Decoder reading from r.
+func NewDecoder(r io.Reader) *Decoder { return &Decoder{codec.NewDecoder(r, handle)} }
+
+// Decode reads the next value into v (a pointer). A value that does not
+// decode is an error, never a panic.
+func (d *Decoder) Decode(v any) (err error) {
+	defer func() {
+		if x := recover(); x != nil {
+			err = fmt.Errorf("%w: %T: %v", ErrBadBody, v, x)
+		}
+	}()
+	if err := d.dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: %T: %v", ErrBadBody, v, err)
+	}
+	return nil
+}

@@ -1,6 +1,7 @@
 package frame
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -137,4 +138,34 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("re-encoding changed %+v into %+v (%v)", m, m2, err)
 		}
 	})
+}
+
+// TestStream: values written one after another by an Encoder come back in
+// order from a Decoder, which reads no further than the last one, so what
+// follows them is still there to read.
+func TestStream(t *testing.T) {
+	var buf bytes.Buffer
+	enc := NewEncoder(&buf)
+	in := []Hello{{Proto: 1, Cluster: "a"}, {Proto: 2, Cluster: strings.Repeat("b", 5000)}, {ID: 3}}
+	for i := range in {
+		if err := enc.Encode(&in[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	buf.WriteString("trailer")
+	br := bufio.NewReader(&buf)
+	dec := NewDecoder(br)
+	for i := range in {
+		var got Hello
+		if err := dec.Decode(&got); err != nil || got != in[i] {
+			t.Fatalf("value %d: %+v %v, want %+v", i, got, err, in[i])
+		}
+	}
+	if rest, _ := io.ReadAll(br); string(rest) != "trailer" {
+		t.Fatalf("after the values: %q", rest)
+	}
+	var h Hello
+	if err := NewDecoder(bytes.NewReader([]byte{0xc1})).Decode(&h); !errors.Is(err, ErrBadBody) {
+		t.Fatalf("a bad value: %v", err)
+	}
 }
