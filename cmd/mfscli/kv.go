@@ -81,12 +81,15 @@ func namespace(c *cli.Context, verb string, args []string) error {
 		if len(args) == 1 {
 			prefix = args[0]
 		}
-		es, err := cl.List(ctx, prefix)
+		es, more, err := cl.List(ctx, prefix)
 		if err != nil {
 			return fail(err)
 		}
 		for _, e := range es {
 			fmt.Fprintf(out, "%s\t%s\t%d\n", e.Key, e.Value, e.Version)
+		}
+		if more {
+			fmt.Fprintf(os.Stderr, "list: only the first %d keys under %q were sent; list a longer prefix for the rest\n", len(es), prefix)
 		}
 	}
 	return nil

@@ -89,6 +89,10 @@ func drawProfile(r *rand.Rand) profile {
 		c.DeputyElectionTime = time.Duration(1500+r.Intn(3000)) * time.Millisecond
 	}
 	c.AckReplicas = []int{0, 1, 1, 2}[r.Intn(4)]
+	// Snapshots small and often, so that trimming, snapshot transfer and
+	// catching up from a snapshot happen in most runs.
+	c.SnapshotEvery = []uint64{0, 3, 10, 40}[r.Intn(4)]
+	c.LogRetain = []uint64{0, 5, 50}[r.Intn(3)]
 	p.masterCfg = c
 	p.maxPromise = 2 * c.VoteLease
 	if r.Intn(5) == 0 {
@@ -112,10 +116,10 @@ func (p profile) String() string {
 	for _, f := range p.faults {
 		fs = append(fs, faultNames[f])
 	}
-	return fmt.Sprintf("masters=%d cs=%d+%d spare locations=%d clients=%d delay=%v+%v loss=%.2f dup=%.2f disk<=%v lease=%v hb=%v drift<=%.2f deputy=%v ack_replicas=%d keep=M%d gap~%v extreme_clocks=%v faults=[%s]",
+	return fmt.Sprintf("masters=%d cs=%d+%d spare locations=%d clients=%d delay=%v+%v loss=%.2f dup=%.2f disk<=%v lease=%v hb=%v drift<=%.2f deputy=%v ack_replicas=%d snapshot_every=%d log_retain=%d keep=M%d gap~%v extreme_clocks=%v faults=[%s]",
 		p.masters, p.css, p.spares, p.locs, p.clients, p.delayBase, p.delayJitter, p.loss, p.dup, p.diskMax,
 		p.masterCfg.VoteLease, p.masterCfg.HeartbeatInterval, p.masterCfg.MaxClockDrift, p.masterCfg.DeputyElectionTime,
-		p.masterCfg.AckReplicas, p.keep, p.meanGap, p.extremeClocks, strings.Join(fs, ","))
+		p.masterCfg.AckReplicas, p.masterCfg.SnapshotEvery, p.masterCfg.LogRetain, p.keep, p.meanGap, p.extremeClocks, strings.Join(fs, ","))
 }
 
 var locNames = []string{"default", "b", "c"}

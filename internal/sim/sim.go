@@ -54,6 +54,7 @@ type Result struct {
 	Bound      time.Duration
 	Leaders    int
 	Acked      int
+	Snapshots  Snapshots
 }
 
 // Failed reports whether the run broke an invariant or liveness.
@@ -166,6 +167,38 @@ type masterNode struct {
 	cfg   roles.Config
 	m     *roles.Master
 	store roles.Stored
+}
+
+// applyPersist is what the daemon's store does with a Persist, in its
+// order (roles.Persist). The whole batch is durable at once, or (killed
+// before it completed) none of it.
+func applyPersist(st *roles.Stored, pa roles.Persist) {
+	if pa.Snapshot != nil {
+		saveSnapshot(st, pa.Snapshot)
+	}
+	if t := pa.Trim; t != nil {
+		drop := min(int(t.Pos.Version-min(t.Pos.Version, st.Base.Pos.Version)), len(st.Entries))
+		st.Entries = slices.Clone(st.Entries[drop:])
+		st.Base = *t
+	}
+	if pa.TruncateAfter != nil {
+		keep := int(*pa.TruncateAfter - st.Base.Pos.Version)
+		if keep < len(st.Entries) {
+			st.Entries = slices.Clip(st.Entries[:keep])
+		}
+	}
+	st.Entries = append(st.Entries, pa.Append...)
+	if pa.Hard != nil {
+		st.Hard = *pa.Hard
+	}
+}
+
+// saveSnapshot keeps the newer of the stored snapshot and s (a background
+// save of an older one may finish after a newer one was installed).
+func saveSnapshot(st *roles.Stored, s *roles.Snapshot) {
+	if st.Snapshot == nil || s.Pos.Version > st.Snapshot.Pos.Version {
+		st.Snapshot = s
+	}
 }
 
 type csNode struct {
@@ -439,14 +472,7 @@ func (w *world) batchDone(e *event) {
 			continue
 		}
 		if e.to.k == kMaster {
-			st := &w.masters[e.to.i].store
-			if pa.Hard != nil {
-				st.Hard = *pa.Hard
-			}
-			if pa.TruncateAfter != nil && *pa.TruncateAfter < uint64(len(st.Entries)) {
-				st.Entries = slices.Clip(st.Entries[:*pa.TruncateAfter])
-			}
-			st.Entries = append(st.Entries, pa.Append...)
+			applyPersist(&w.masters[e.to.i].store, pa)
 		} else if pa.Voter != nil {
 			w.css[e.to.i].hard = *pa.Voter
 		}
@@ -486,6 +512,19 @@ func (w *world) effects(r ref, acts []roles.Action) {
 			w.tracef("%v %v -> %v epoch %d (%s %s)", r, a.From, a.To, a.Epoch, a.Reason, a.Section)
 		case roles.AdminReply:
 			w.tracef("%v admin #%d ok=%v: %s", r, a.ID, a.OK, a.Text)
+		case roles.SaveSnapshot:
+			// Written in the background: durable after a disk delay
+			// (longer than a batch's), unless the process dies first.
+			inc, s := p.inc, a.Snap
+			d := 2*w.diskMax + w.rng.Int63n(4*w.diskMax+1)
+			w.at(w.now+d, func() {
+				if p.inc != inc || !p.up {
+					return
+				}
+				saveSnapshot(&w.masters[r.i].store, s)
+				w.tracef("%v snapshot %v durable", r, s.Pos)
+				w.enqueue(r, roles.SnapshotSaved{Pos: s.Pos})
+			})
 		}
 	}
 }
@@ -533,7 +572,8 @@ func (w *world) tick(e *event) {
 func (w *world) startMaster(i int) {
 	n := w.masters[i]
 	n.setUp(true)
-	st := roles.Stored{Hard: n.store.Hard, Entries: slices.Clone(n.store.Entries)}
+	st := n.store
+	st.Entries = slices.Clone(st.Entries)
 	var acts []roles.Action
 	func() {
 		defer func() {
@@ -740,6 +780,7 @@ func (w *world) run() Result {
 	res.HealToLead = w.chk.healToLead
 	res.Leaders = w.chk.leaderTerms
 	res.Acked = len(w.chk.acked)
+	res.Snapshots = w.chk.snaps
 	res.TraceHash = w.hash
 	res.Trace = w.tail()
 	return res

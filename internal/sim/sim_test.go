@@ -24,7 +24,10 @@ func TestSeeds(t *testing.T) {
 		n = min(n, 50)
 	}
 	failed := 0
+	var snaps Snapshots
 	RunSeeds(*firstFlag, n, func(r Result) {
+		snaps.Installed += r.Snapshots.Installed
+		snaps.Trims += r.Snapshots.Trims
 		if r.Failed() {
 			failed++
 			if failed <= 3 {
@@ -35,6 +38,12 @@ func TestSeeds(t *testing.T) {
 	if failed > 0 {
 		t.Fatalf("%d of %d seeds failed", failed, n)
 	}
+	// The seeds must keep reaching the snapshot paths, or they test
+	// nothing there.
+	if n >= 50 && (snaps.Trims == 0 || snaps.Installed == 0) {
+		t.Fatalf("%d seeds trimmed %d times and installed %d snapshots; the snapshot paths went untested", n, snaps.Trims, snaps.Installed)
+	}
+	t.Logf("%d seeds: %d trims, %d snapshots installed", n, snaps.Trims, snaps.Installed)
 }
 
 // TestReplay plays one seed with the full trace: the command a failure

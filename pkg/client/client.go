@@ -40,6 +40,10 @@ type Config struct {
 // ErrNoLeader: the context ended while no master would serve the request.
 var ErrNoLeader = errors.New("no leading master")
 
+// ErrRefused: the LEADER (or the client itself, before sending) refused the
+// request for good (a key or value too long, say); retrying cannot help.
+var ErrRefused = errors.New("refused")
+
 // ErrUnknown wraps the end of a change whose outcome the client never
 // learned: it may or may not have been applied (a retry with the same
 // sequence number would be applied at most once).
@@ -148,12 +152,13 @@ func (c *Client) CAS(ctx context.Context, key, value string, expect uint64) (uin
 	return r.Version, nil
 }
 
-// List returns the keys that start with prefix, in key order (at most
-// roles.ListMax), read at the LEADER.
-func (c *Client) List(ctx context.Context, prefix string) ([]roles.KVEntry, error) {
+// List returns the keys that start with prefix, in key order, read at the
+// LEADER; more says the answer was cut (roles.ListMax entries or
+// roles.ListMaxBytes of keys and values).
+func (c *Client) List(ctx context.Context, prefix string) (es []roles.KVEntry, more bool, err error) {
 	c.seq++
 	r, err := c.do(ctx, roles.ClientRead{Client: c.id, Seq: c.seq, Key: prefix, Prefix: true})
-	return r.Entries, err
+	return r.Entries, r.More, err
 }
 
 // GetVersion reads key and the version of the change that wrote it (for a
@@ -173,7 +178,12 @@ func (c *Client) Get(ctx context.Context, key string) (value string, found bool,
 
 // do sends req until a LEADER answers it or ctx ends.
 func (c *Client) do(ctx context.Context, req wire.Message) (roles.ClientReply, error) {
-	_, write := req.(roles.ClientWrite)
+	w, write := req.(roles.ClientWrite)
+	if write {
+		if bad := roles.CheckWrite(w); bad != "" {
+			return roles.ClientReply{}, fmt.Errorf("%w: %s", ErrRefused, bad)
+		}
+	}
 	var last error = ErrNoLeader
 	sent := false
 	for round := 0; ; round++ {
@@ -183,6 +193,8 @@ func (c *Client) do(ctx context.Context, req wire.Message) (roles.ClientReply, e
 		case err == nil && r.OK && (!r.Stale || c.cfg.StaleReads):
 			c.leader = to.Addr()
 			return r, nil
+		case err == nil && !transient(r.Err):
+			return roles.ClientReply{}, fmt.Errorf("%w by %s: %s", ErrRefused, to.Addr(), r.Err)
 		case err == nil:
 			last = fmt.Errorf("%s: %s", to.Addr(), r.Err)
 			c.follow(r.Redirect)
@@ -210,6 +222,16 @@ func (c *Client) do(ctx context.Context, req wire.Message) (roles.ClientReply, e
 		case <-time.After(wait):
 		}
 	}
+}
+
+// transient says whether a refusal is about who serves (try elsewhere or
+// later) rather than about the request.
+func transient(e string) bool {
+	switch e {
+	case roles.ErrNotLeader, roles.ErrHandover, roles.ErrReadOnly, "":
+		return true
+	}
+	return false
 }
 
 // follow moves to the master a refusal named, or to the next one.

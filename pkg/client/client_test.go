@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -143,5 +144,34 @@ func TestNoLeaderEndsWithContext(t *testing.T) {
 	}
 	if _, err := cl.Put(context.Background(), "k", ""); err == nil {
 		t.Fatal("an empty value was accepted")
+	}
+}
+
+// TestRefusalIsFinal: a request the LEADER refuses for what it is (not for
+// who serves it) ends at once with ErrRefused, without retries; one the
+// client can tell is bad never leaves it.
+func TestRefusalIsFinal(t *testing.T) {
+	f := newFake(t, "127.77.0.4:19421")
+	f.answer = func(roles.ClientWrite) (roles.ClientReply, bool) {
+		return roles.ClientReply{Err: roles.ErrStaleSeq}, true
+	}
+	cl, err := New(Config{MasterHost: "127.77.0.4", Port: 19421})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := cl.Put(ctx, "k", "v"); !errors.Is(err, ErrRefused) || ctx.Err() != nil {
+		t.Fatalf("Put refused by the LEADER = %v (context %v), want ErrRefused at once", err, ctx.Err())
+	}
+	if _, err := cl.Put(ctx, "k", strings.Repeat("v", roles.MaxValue+1)); !errors.Is(err, ErrRefused) {
+		t.Fatalf("Put of an oversized value = %v, want ErrRefused", err)
+	}
+	f.mu.Lock()
+	n := len(f.seen)
+	f.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("the fake master saw %d requests, want 1 (no retry, nothing oversized sent)", n)
 	}
 }

@@ -34,15 +34,15 @@ func TestKVCompareAndSetAndList(t *testing.T) {
 			t.Errorf("entry %d: session %+v, want failed=%v", v, s, failed)
 		}
 	}
-	got := kv.List("dir/", 0)
+	got, _ := kv.List("dir/", 0, 0)
 	if len(got) != 2 || got[0].Key != "dir/a" || got[1].Key != "dir/b" || got[1].Version != casNew {
 		t.Fatalf("List(dir/) = %+v", got)
 	}
-	if got := kv.List("dir/", 1); len(got) != 1 {
+	if got, more := kv.List("dir/", 1, 0); len(got) != 1 || !more {
 		t.Fatalf("List with max 1 returned %d entries", len(got))
 	}
 	kv.applyUpTo(&l, del)
-	if got := kv.List("", 0); len(got) != 2 || got[1].Key != "other" {
+	if got, more := kv.List("", 0, 0); more || len(got) != 2 || got[1].Key != "other" {
 		t.Fatalf("after the delete: %+v", got)
 	}
 }

@@ -432,17 +432,26 @@ func (kv *KV) forgetOldSessions() {
 	}
 }
 
-// List returns the entries whose keys start with prefix, sorted by key.
-func (kv *KV) List(prefix string, max int) []KVEntry {
-	var out []KVEntry
+// List returns the first entries whose keys start with prefix, sorted by
+// key: at most max of them and (past the first) at most maxBytes of keys
+// and values; more says some were left out.
+func (kv *KV) List(prefix string, max, maxBytes int) (out []KVEntry, more bool) {
 	for k, it := range kv.Data {
 		if strings.HasPrefix(k, prefix) {
 			out = append(out, KVEntry{Key: k, Value: it.Value, Version: it.Version})
 		}
 	}
 	slices.SortFunc(out, func(a, b KVEntry) int { return strings.Compare(a.Key, b.Key) })
-	if max > 0 && len(out) > max {
-		out = out[:max]
+	n := len(out)
+	if max > 0 && n > max {
+		n = max
 	}
-	return out
+	size := 0
+	for i := 0; i < n && maxBytes > 0; i++ {
+		size += len(out[i].Key) + len(out[i].Value)
+		if i > 0 && size > maxBytes {
+			n = i
+		}
+	}
+	return out[:n], n < len(out)
 }

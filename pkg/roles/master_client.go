@@ -138,7 +138,8 @@ func (m *Master) answerPending() {
 // applied namespace.
 func (m *Master) readReply(key string, prefix bool) ClientReply {
 	if prefix {
-		return ClientReply{OK: true, Entries: m.kv.List(key, ListMax)}
+		es, more := m.kv.List(key, ListMax, ListMaxBytes)
+		return ClientReply{OK: true, Entries: es, More: more}
 	}
 	it, ok := m.kv.Data[key]
 	return ClientReply{OK: true, Value: it.Value, Found: ok, KeyVersion: it.Version}

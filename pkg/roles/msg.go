@@ -211,8 +211,12 @@ type ClientRead struct {
 	Prefix bool `msgpack:",omitempty"`
 }
 
-// ListMax bounds the entries one list answer carries.
-const ListMax = 10000
+// ListMax and ListMaxBytes bound the entries one list answer carries (a
+// frame holds 4 MiB).
+const (
+	ListMax      = 10000
+	ListMaxBytes = 2 << 20
+)
 
 // KVEntry is one key of a list answer.
 type KVEntry struct {
@@ -239,6 +243,7 @@ type ClientReply struct {
 	KeyVersion uint64    `msgpack:",omitempty"`
 	Conflict   bool      `msgpack:",omitempty"`
 	Entries    []KVEntry `msgpack:",omitempty"`
+	More       bool      `msgpack:",omitempty"` // a list answer left keys out (ListMax, ListMaxBytes)
 }
 
 func (Probe) MsgType() wire.Type        { return TypeProbe }

@@ -25,6 +25,7 @@ func main() {
 	fail := map[string][]time.Duration{}
 	var heal []time.Duration
 	var failed []sim.Result
+	var snaps sim.Snapshots
 	sim.RunSeeds(*first, *seeds, func(r sim.Result) {
 		violations += len(r.Violations)
 		if r.Liveness != "" {
@@ -36,6 +37,10 @@ func main() {
 		events += r.Events
 		terms += r.Leaders
 		acked += r.Acked
+		snaps.Saved += r.Snapshots.Saved
+		snaps.Trims += r.Snapshots.Trims
+		snaps.Installed += r.Snapshots.Installed
+		snaps.ElectInstall += r.Snapshots.ElectInstall
 		for k, v := range r.Failovers {
 			fail[k] = append(fail[k], v...)
 		}
@@ -46,12 +51,13 @@ func main() {
 		fmt.Fprint(os.Stderr, r.Report())
 	}
 	if *doc != "" {
-		if err := writeDoc(*doc, *seeds, violations, liveness, elapsed, events, terms, acked, fail, heal); err != nil {
+		if err := writeDoc(*doc, *seeds, violations, liveness, elapsed, events, terms, acked, snaps, fail, heal); err != nil {
 			fmt.Fprintln(os.Stderr, "chaos:", err)
 			os.Exit(2)
 		}
 	}
 	fmt.Printf("sim: seeds=%d violations=%d liveness_failures=%d elapsed=%.0fs\n", *seeds, violations, liveness, elapsed.Seconds())
+	fmt.Printf("snapshots: saved=%d trims=%d installed=%d (by an ELECT %d)\n", snaps.Saved, snaps.Trims, snaps.Installed, snaps.ElectInstall)
 	if violations > 0 || liveness > 0 {
 		os.Exit(1)
 	}
@@ -67,7 +73,7 @@ func pct(ds []time.Duration, p float64) time.Duration {
 	return s[i].Round(time.Millisecond)
 }
 
-func writeDoc(path string, seeds, violations, liveness int, elapsed time.Duration, events, terms, acked int, fail map[string][]time.Duration, heal []time.Duration) error {
+func writeDoc(path string, seeds, violations, liveness int, elapsed time.Duration, events, terms, acked int, snaps sim.Snapshots, fail map[string][]time.Duration, heal []time.Duration) error {
 	old, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -84,7 +90,9 @@ func writeDoc(path string, seeds, violations, liveness int, elapsed time.Duratio
 	fmt.Fprintf(&b, "| seeds per second | %.1f |\n", float64(seeds)/elapsed.Seconds())
 	fmt.Fprintf(&b, "| simulated events | %d (%.0f per seed) |\n", events, float64(events)/float64(seeds))
 	fmt.Fprintf(&b, "| LEADER terms | %d |\n", terms)
-	fmt.Fprintf(&b, "| acknowledged client writes | %d |\n\n", acked)
+	fmt.Fprintf(&b, "| acknowledged client writes | %d |\n", acked)
+	fmt.Fprintf(&b, "| snapshots saved / log trims | %d / %d |\n", snaps.Saved, snaps.Trims)
+	fmt.Fprintf(&b, "| snapshots sent to a lagging master (to an ELECT) | %d (%d) |\n\n", snaps.Installed, snaps.ElectInstall)
 	fmt.Fprintf(&b, "Virtual time from the fault to the next LEADER (only faults that hit the sitting LEADER):\n\n")
 	fmt.Fprintf(&b, "| fault | samples | median | p90 | p99 | max |\n|---|---|---|---|---|---|\n")
 	kinds := []string{"kill", "pause", "partition", "step-down", "usurper"}
