@@ -316,8 +316,11 @@ func (m *Master) advanceAcked() {
 		return
 	}
 	m.acked = m.log.PosAt(best)
+	// Not persisted on its own: the answers below would wait for one more
+	// disk write, and nothing needs the LEADER to remember this figure (a
+	// quorum of voters holds it, and a later LEADER holds every entry it
+	// covers). It reaches the disk with the next record that must.
 	m.hard.Commit = m.acked
-	m.persistHard()
 	m.kv.applyUpTo(&m.log, best)
 	m.answerPending()
 }
