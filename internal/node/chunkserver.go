@@ -45,6 +45,7 @@ type ChunkserverNode struct {
 	log     zerolog.Logger
 	store   *metadata.ChunkserverStore
 	voter   *roles.Voter
+	pending []roles.Action // the group being stepped (flush carries it out)
 	metrics *obs.ChunkserverMetrics
 	start   time.Time
 	ln      net.Listener
@@ -176,6 +177,19 @@ func (n *ChunkserverNode) loop() {
 		select {
 		case in := <-n.inbox:
 			err = n.handle(in)
+			// Group commit, as in the master: what is already queued is
+			// stepped too, and one write makes the group's record durable
+			// before any of its answers leave (a LEADER's heartbeats come
+			// in bursts when changes are acknowledged).
+			for i := 0; i < groupMax && err == nil; i++ {
+				select {
+				case in := <-n.inbox:
+					err = n.handle(in)
+					continue
+				default:
+				}
+				break
+			}
 		case <-timer.C:
 			if n.voter != nil {
 				err = n.step(roles.Tick{})
@@ -185,6 +199,9 @@ func (n *ChunkserverNode) loop() {
 		case <-n.stopReq:
 			n.goodbye()
 			return
+		}
+		if err == nil {
+			err = n.flush()
 		}
 		if err != nil {
 			n.fail(err)
@@ -253,6 +270,9 @@ func (n *ChunkserverNode) startVoter(local netip.Addr) error {
 	if err != nil {
 		return err
 	}
+	if err := n.flush(); err != nil {
+		return err
+	}
 	v, acts := roles.NewVoter(cfg, hard, n.now())
 	n.voter = v
 	n.log.Info().Str(obs.FieldCS, id.Addr.String()).Uint32("id", uint32(id.CS)).Str("cluster", id.ClusterID).
@@ -301,16 +321,31 @@ func (n *ChunkserverNode) handle(in csInput) error {
 	return n.step(in.ev)
 }
 
+// step runs one event through the voter; its actions wait for flush.
 func (n *ChunkserverNode) step(ev roles.Event) error {
-	return n.carry(n.voter.Step(n.now(), ev))
+	n.pending = append(n.pending, n.voter.Step(n.now(), ev)...)
+	return nil
 }
 
+// flush carries out what the steps since the last flush asked for.
+func (n *ChunkserverNode) flush() error {
+	acts := n.pending
+	n.pending = nil
+	return n.carry(acts)
+}
+
+// carry makes the newest voter record durable (each is a whole record, so
+// the last one of a group stands for all), then sends.
 func (n *ChunkserverNode) carry(acts []roles.Action) error {
+	var last *roles.Persist
 	for _, a := range acts {
 		if p, ok := a.(roles.Persist); ok && p.Voter != nil {
-			if err := n.store.Apply(p); err != nil {
-				return err
-			}
+			last = &p
+		}
+	}
+	if last != nil {
+		if err := n.store.Apply(*last); err != nil {
+			return err
 		}
 	}
 	for _, a := range acts {
