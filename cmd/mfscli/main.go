@@ -121,10 +121,10 @@ func listMasters(answers []answer) {
 		}
 	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "ip\tversion\tstate\tepoch\tlocal time\toffset\tmetadata version\tbehind\tdelay\tmetadata id\tchunkservers\tquorum")
+	fmt.Fprintln(w, "ip\tversion\tstate\tepoch\tlocal time\toffset\tmetadata version\tbehind\tdelay\tmetadata id\tchunkservers\tquorum\tsnapshot\tchangelog")
 	for _, a := range answers {
 		if a.err != nil {
-			fmt.Fprintf(w, "%s\t-\t%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\n", a.addr.Addr(), state(a))
+			fmt.Fprintf(w, "%s\t-\t%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\n", a.addr.Addr(), state(a))
 			continue
 		}
 		off := "-"
@@ -135,9 +135,13 @@ func listMasters(answers []answer) {
 		if a.st.HoldsQuorum {
 			q = "yes"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%d\t%d\t%.1f s\t%s\t%d/%d\t%s\n", a.addr.Addr(), a.st.Version, state(a), a.st.Epoch,
+		snap := "-"
+		if a.st.SnapshotVersion > 0 {
+			snap = fmt.Sprint(a.st.SnapshotVersion)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%d\t%d\t%.1f s\t%s\t%d/%d\t%s\t%s\t%d\n", a.addr.Addr(), a.st.Version, state(a), a.st.Epoch,
 			time.UnixMilli(a.st.WallUnixMs).Format("15:04:05.000"), off, a.st.MetaVersion, a.st.Behind, a.st.Delay.Seconds(),
-			a.st.ClusterID, a.st.Voters, a.st.Registered, q)
+			a.st.ClusterID, a.st.Voters, a.st.Registered, q, snap, a.st.ChangelogEntries)
 	}
 	w.Flush()
 }

@@ -3,7 +3,10 @@ package main
 import (
 	"flag"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/mfs-election/mfs-election/internal/settings"
@@ -20,7 +23,8 @@ func TestShippedExample(t *testing.T) {
 	}
 }
 
-// TestDefaultsMatchCore: the shipped timing defaults are the core's.
+// TestDefaultsMatchCore: the shipped defaults (timings, snapshot interval,
+// changelog retention) are the core's.
 func TestDefaultsMatchCore(t *testing.T) {
 	v, err := spec.Resolve("", false, nil)
 	if err != nil {
@@ -31,6 +35,29 @@ func TestDefaultsMatchCore(t *testing.T) {
 	got.Masters, want.Masters = nil, nil
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("mfsmaster.cfg defaults %+v differ from roles.DefaultConfig %+v", got, want)
+	}
+}
+
+// TestSnapshotKeys: SNAPSHOT_CHANGES and CHANGELOG_RETAIN reach the core
+// (0 included: no snapshots), and out-of-range values are refused.
+func TestSnapshotKeys(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "mfsmaster.cfg")
+	if err := os.WriteFile(cfg, []byte("SNAPSHOT_CHANGES = 0\nCHANGELOG_RETAIN = 25\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	v, err := spec.Resolve(cfg, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := coreConfig(v, nil, netip.MustParseAddr("10.0.0.1")); got.SnapshotEvery != 0 || got.LogRetain != 25 {
+		t.Fatalf("SnapshotEvery %d, LogRetain %d", got.SnapshotEvery, got.LogRetain)
+	}
+	if err := os.WriteFile(cfg, []byte("SNAPSHOT_CHANGES = -1\nCHANGELOG_RETAIN = lots\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := spec.Resolve(cfg, true, nil); err == nil || !strings.Contains(err.Error(), "SNAPSHOT_CHANGES") || !strings.Contains(err.Error(), "CHANGELOG_RETAIN") {
+		t.Fatalf("bad values: %v", err)
 	}
 }
 

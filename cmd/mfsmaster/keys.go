@@ -6,7 +6,7 @@ import "github.com/mfs-election/mfs-election/internal/settings"
 // long flags and docs/operations.md are all made from it.
 var spec = settings.Spec{Daemon: "mfsmaster", Keys: []settings.Key{
 	{Name: "DATA_PATH", Kind: settings.String, Default: "/var/lib/mfs",
-		Usage: "Where the metadata (metadata.mfs), the lock file and the log of a background start live."},
+		Usage: "Where the metadata (metadata.mfs: changelog and state; snapshot.mfs: the newest snapshot), the lock file and the log of a background start live."},
 	{Name: "MASTER_HOST", Kind: settings.String, Default: "mfsmaster",
 		Usage: "Every master of the cluster: a DNS name whose A records are all the masters, or a comma-separated list of addresses, each with an optional :port (the MATOML port). Identical on every master and chunkserver."},
 	{Name: "BIND_HOST", Kind: settings.String, Default: "",
@@ -43,6 +43,10 @@ var spec = settings.Spec{Daemon: "mfsmaster", Keys: []settings.Key{
 		Usage: "An ELECT that has held no vote this long goes back to FOLLOWER so the next nomination turn can pick another. At least VOTE_LEASE."},
 	{Name: "HANDOVER_TIMEOUT", Kind: settings.Duration, Default: "3s", Min: "1ms", Max: "10m",
 		Usage: "How long a LEADER pauses writes for a USURPER (or a step-down target) to catch up before it resumes."},
+	{Name: "SNAPSHOT_CHANGES", Kind: settings.Int, Default: "10000", Min: "0", Max: "1000000000",
+		Usage: "After this many applied changes the master writes its namespace to DATA_PATH/snapshot.mfs, in the background, and may then trim the changelog below it (MooseFS saves metadata by time: METADATA_SAVE_FREQ). A restart replays at most this many entries. 0 = never: no snapshot, the changelog is never trimmed."},
+	{Name: "CHANGELOG_RETAIN", Kind: settings.Int, Default: "100000", Min: "0", Max: "1000000000",
+		Usage: "At most this many changelog entries are kept below the snapshot for a master that is down or far behind (MooseFS keeps BACK_LOGS changelog files); entries every master has a snapshot past are trimmed sooner. A master further behind is sent the LEADER's snapshot instead of entries."},
 	{Name: "ACK_REPLICAS", Kind: settings.Int, Default: "1", Min: "0", Max: "8",
 		Usage: "How many other eligible masters must hold a change durably before it is acknowledged (fewer when fewer are connected)."},
 }}

@@ -1,9 +1,11 @@
 package node
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"sync"
@@ -76,6 +78,13 @@ type MasterNode struct {
 	helloMu sync.Mutex
 	helloV  frame.Hello
 
+	// The snapshot being written in the background (SaveSnapshot): its
+	// result comes back through snapDone; shutdown cancels and waits.
+	snapCtx    context.Context
+	snapCancel context.CancelFunc
+	snapWG     sync.WaitGroup
+	snapDone   chan snapResult
+
 	statusMu sync.Mutex
 	status   StatusResp // the newest status, for /healthz
 }
@@ -89,6 +98,14 @@ type adminWait struct {
 type hbKey struct {
 	cs  wire.CSID
 	seq uint64
+}
+
+// snapResult is how a background snapshot write ended.
+type snapResult struct {
+	snap *roles.Snapshot
+	w    metadata.SnapshotWrite
+	took time.Duration
+	err  error
 }
 
 type inKind uint8
@@ -119,7 +136,9 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 		addrOf: map[wire.MasterID]netip.Addr{}, links: map[wire.MasterID]*link{},
 		cs: map[wire.CSID]*conn{}, csInfo: map[wire.CSID]CSInfo{}, peersIn: map[*conn]bool{},
 		clConns: map[*conn]bool{}, clients: map[roles.ClientID]*conn{}, admins: map[uint64]adminWait{}, hbSent: map[hbKey]time.Time{},
+		snapDone: make(chan snapResult, 1),
 	}
+	n.snapCtx, n.snapCancel = context.WithCancel(context.Background())
 	n.metrics = obs.NewMasterMetrics(opt.Metrics)
 	for _, m := range opt.Masters {
 		n.addrOf[m.ID] = m.Addr.Addr()
@@ -146,6 +165,11 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 		n.closeListeners()
 		return nil, err
 	}
+	for _, a := range acts {
+		if s, ok := a.(roles.SaveSnapshot); ok {
+			n.saveSnapshot(s.Snap)
+		}
+	}
 	for _, m := range opt.Masters {
 		if m.ID != opt.Core.ID {
 			n.links[m.ID] = startLink(n, m)
@@ -155,7 +179,8 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 	go n.accept(n.lnCS, "matocs", matocsIn, frame.KindChunkserver)
 	go n.accept(n.lnCL, "matocl", matoclIn, frame.KindClient, frame.KindAdmin)
 	n.log.Info().Str(obs.FieldMaster, opt.Self.String()).Uint64("incarnation", core.Hard().Incarnation).
-		Str("cluster", store.ClusterID()).Bool("metadata", core.HasMetadata()).Msg("master started as FOLLOWER")
+		Str("cluster", store.ClusterID()).Bool("metadata", core.HasMetadata()).Uint64("snapshot", core.SnapshotAt().Version).
+		Int("changelog_entries", core.Log().Held()).Uint64("version", core.Log().Last().Version).Msg("master started as FOLLOWER")
 	go n.loop()
 	return n, nil
 }
@@ -252,6 +277,8 @@ func (n *MasterNode) loop() {
 			}
 		case <-timer.C:
 			n.step(roles.Tick{})
+		case r := <-n.snapDone:
+			err = n.snapshotSaved(r)
 		case <-n.stopReq:
 			n.step(roles.Admin{Kind: roles.AdminShutdown})
 			if n.core.Role() != roles.Dummy {
@@ -279,6 +306,10 @@ func (n *MasterNode) shutdown(err error) {
 	if err != nil {
 		n.log.Error().Err(err).Msg("master stops")
 	}
+	// A snapshot still being written is abandoned (its temporary file
+	// removed); the entries it covers are all still in the changelog.
+	n.snapCancel()
+	n.snapWG.Wait()
 	n.closeListeners()
 	all := []*conn{}
 	for _, c := range n.cs {
@@ -364,6 +395,8 @@ func (n *MasterNode) carry(acts []roles.Action) error {
 		case roles.Ignored:
 			n.metrics.Ignored(a.Reason)
 			n.log.Debug().Str(obs.FieldReason, a.Reason).Msg("ignored")
+		case roles.SaveSnapshot:
+			n.saveSnapshot(a.Snap)
 		}
 	}
 	n.observe()
@@ -382,6 +415,41 @@ func (n *MasterNode) persist(acts []roles.Action) error {
 	}
 	// Never run ahead of the disk: a failure ends the process.
 	return n.store.ApplyAll(ps)
+}
+
+// saveSnapshot writes a snapshot of the core's making in the background:
+// it may be large, and the loop must go on renewing votes meanwhile. The
+// core asks for one at a time and keeps every entry it covers until
+// snapshotSaved tells it the file is durable.
+func (n *MasterNode) saveSnapshot(s *roles.Snapshot) {
+	n.snapWG.Add(1)
+	go func() {
+		defer n.snapWG.Done()
+		start := time.Now()
+		w, err := n.store.SaveSnapshot(n.snapCtx, s)
+		select {
+		case n.snapDone <- snapResult{snap: s, w: w, took: time.Since(start), err: err}:
+		case <-n.snapCtx.Done():
+		}
+	}()
+}
+
+// snapshotSaved hands the core a finished background write. A failed
+// write ends the daemon like any failed write.
+func (n *MasterNode) snapshotSaved(r snapResult) error {
+	if r.err != nil {
+		return fmt.Errorf("saving the snapshot at %v: %w", r.snap.Pos, r.err)
+	}
+	n.metrics.SnapshotWritten(r.took)
+	lvl := zerolog.InfoLevel
+	if !r.w.Replaced {
+		lvl = zerolog.DebugLevel // a newer snapshot had been installed meanwhile
+	}
+	n.log.WithLevel(lvl).Uint64("version", r.snap.Pos.Version).Uint64(obs.FieldEpoch, r.snap.Pos.Epoch).Int("items", len(r.snap.Data)).
+		Int("sessions", len(r.snap.Sessions)).Int64("bytes", r.w.Bytes).Bool("replaced", r.w.Replaced).
+		Dur("took", r.took).Str("file", n.store.SnapshotPath()).Msg("snapshot saved")
+	n.step(roles.SnapshotSaved{Pos: r.snap.Pos})
+	return nil
 }
 
 func (n *MasterNode) route(to roles.Peer, msg wire.Message) {
@@ -539,14 +607,16 @@ func (n *MasterNode) fromMaster(c *conn, msg wire.Message) error {
 		ev = m
 	case roles.Append:
 		m.From = from
-		if n.store.ClusterID() == "" && c.peer.Cluster != "" && len(m.Entries) > 0 {
-			// A master started with -e takes its cluster id from the
-			// first LEADER that sends it metadata.
-			if err := n.store.AdoptCluster(c.peer.Cluster); err != nil {
+		if len(m.Entries) > 0 {
+			if err := n.adoptCluster(c); err != nil {
 				return err
 			}
-			n.setHello()
-			n.log.Info().Str("cluster", c.peer.Cluster).Msg("joined cluster")
+		}
+		ev = m
+	case roles.SnapshotChunk:
+		m.From = from
+		if err := n.adoptCluster(c); err != nil {
+			return err
 		}
 		ev = m
 	case roles.AppendAck:
@@ -562,6 +632,21 @@ func (n *MasterNode) fromMaster(c *conn, msg wire.Message) error {
 		return nil
 	}
 	n.step(ev)
+	return nil
+}
+
+// adoptCluster: a master started with -e takes its cluster id from the
+// first master that sends it metadata (entries or a snapshot), before the
+// core stores any of it.
+func (n *MasterNode) adoptCluster(c *conn) error {
+	if n.store.ClusterID() != "" || c.peer.Cluster == "" {
+		return nil
+	}
+	if err := n.store.AdoptCluster(c.peer.Cluster); err != nil {
+		return err
+	}
+	n.setHello()
+	n.log.Info().Str("cluster", c.peer.Cluster).Msg("joined cluster")
 	return nil
 }
 

@@ -84,6 +84,11 @@ type StatusResp struct {
 	Registered   int
 	Voters       int // votes it counts now
 	Chunkservers []CSStatus
+	// SnapshotVersion is the version of its durable snapshot (0: none);
+	// ChangelogEntries the entries it holds after its log base (the rest
+	// were trimmed: they are in the snapshot).
+	SnapshotVersion  uint64 `msgpack:",omitempty"`
+	ChangelogEntries int    `msgpack:",omitempty"`
 }
 
 // CSStatus is one registered chunkserver as a master sees it.
@@ -137,7 +142,7 @@ func registry(msgs ...wire.Message) *frame.Registry {
 // What each port and each side of it may receive.
 var (
 	// A master on 9419, from other masters.
-	matomlIn = registry(roles.PeerStatus{}, roles.Append{}, roles.AppendAck{}, roles.FetchReq{}, roles.FetchResp{})
+	matomlIn = registry(roles.PeerStatus{}, roles.Append{}, roles.AppendAck{}, roles.FetchReq{}, roles.FetchResp{}, roles.SnapshotChunk{})
 	// A master on 9420, from chunkservers.
 	matocsIn = registry(AuthProof{}, RegisterReq{}, CSInfo{}, roles.Probe{}, roles.VoteHello{}, roles.VoteBye{}, roles.HeartbeatAck{})
 	// A chunkserver, from a master.

@@ -18,6 +18,7 @@ func (n *MasterNode) statusNow() StatusResp {
 		MetaVersion: n.core.Log().Last().Version, Commit: n.core.Hard().Commit.Version,
 		ClusterID: n.store.ClusterID(), WallUnixMs: time.Now().UnixMilli(),
 		Connected: len(n.cs), Behind: n.core.Behind(),
+		SnapshotVersion: n.core.SnapshotAt().Version, ChangelogEntries: n.core.Log().Held(),
 	}
 	if st.Sync == roles.Synced {
 		n.syncedAt = time.Now()
@@ -83,6 +84,7 @@ func (n *MasterNode) observe() {
 		Role: st.Role, Epoch: st.Epoch, QuorumHeld: st.HoldsQuorum, VotesByLocation: byLoc,
 		Registered: st.Registered, Connected: st.Connected, MetadataVersion: st.MetaVersion,
 		FollowerDelay: st.Delay, Sync: st.Sync,
+		SnapshotVersion: st.SnapshotVersion, ChangelogEntries: st.ChangelogEntries,
 	})
 	// Heartbeats whose answer never came are forgotten after a while.
 	if len(n.hbSent) > 4096 {

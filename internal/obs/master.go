@@ -20,8 +20,9 @@ var (
 type MasterMetrics struct {
 	role, sync, votes                                    *prometheus.GaugeVec
 	epoch, quorum, registered, connected, version, delay prometheus.Gauge
+	snapVersion, changelog                               prometheus.Gauge
 	leaderChanges                                        prometheus.Counter
-	rtt                                                  prometheus.Histogram
+	rtt, snapWrite                                       prometheus.Histogram
 	ignored, refused                                     *prometheus.CounterVec
 	mu                                                   sync.Mutex
 	locs                                                 map[string]bool
@@ -29,15 +30,17 @@ type MasterMetrics struct {
 
 // MasterSnapshot is the master state exported as gauges.
 type MasterSnapshot struct {
-	Role            roles.Role
-	Epoch           uint64
-	QuorumHeld      bool
-	VotesByLocation map[string]int // location name -> votes this master counts now
-	Registered      int            // chunkservers in the registry
-	Connected       int            // chunkservers with an open connection to this master
-	MetadataVersion uint64
-	FollowerDelay   time.Duration // how far behind the LEADER (0 on the LEADER)
-	Sync            roles.SyncState
+	Role             roles.Role
+	Epoch            uint64
+	QuorumHeld       bool
+	VotesByLocation  map[string]int // location name -> votes this master counts now
+	Registered       int            // chunkservers in the registry
+	Connected        int            // chunkservers with an open connection to this master
+	MetadataVersion  uint64
+	FollowerDelay    time.Duration // how far behind the LEADER (0 on the LEADER)
+	Sync             roles.SyncState
+	SnapshotVersion  uint64 // of the durable snapshot (0: none)
+	ChangelogEntries int    // held after the log base
 }
 
 // NewMasterMetrics creates the master metrics and registers them on reg.
@@ -53,12 +56,18 @@ func NewMasterMetrics(reg prometheus.Registerer) *MasterMetrics {
 			Help: "Metadata sync state of this master relative to the LEADER: 1 on the current state (SYNCED, INIT, DESYNC, DELAYED), 0 on the others."}, []string{"state"}),
 		votes: f.NewGaugeVec(prometheus.GaugeOpts{Name: "mfs_master_votes",
 			Help: "Chunkserver votes this master currently counts, per location."}, []string{"location"}),
-		epoch:      g("mfs_master_epoch", "Election epoch this master is in."),
-		quorum:     g("mfs_master_quorum_held", "1 if this master currently holds a quorum of chunkserver votes, else 0."),
-		registered: g("mfs_master_chunkservers_registered", "Chunkservers known to this master's registry."),
-		connected:  g("mfs_master_chunkservers_connected", "Chunkservers with an open connection to this master."),
-		version:    g("mfs_master_metadata_version", "Metadata version this master has applied."),
-		delay:      g("mfs_master_follower_delay_seconds", "How far this master's metadata lags behind the LEADER, in seconds (0 on the LEADER)."),
+		epoch:       g("mfs_master_epoch", "Election epoch this master is in."),
+		quorum:      g("mfs_master_quorum_held", "1 if this master currently holds a quorum of chunkserver votes, else 0."),
+		registered:  g("mfs_master_chunkservers_registered", "Chunkservers known to this master's registry."),
+		connected:   g("mfs_master_chunkservers_connected", "Chunkservers with an open connection to this master."),
+		version:     g("mfs_master_metadata_version", "Metadata version this master has applied."),
+		delay:       g("mfs_master_follower_delay_seconds", "How far this master's metadata lags behind the LEADER, in seconds (0 on the LEADER)."),
+		snapVersion: g("mfs_master_snapshot_version", "Metadata version of this master's durable snapshot (snapshot.mfs); 0 when it has none."),
+		changelog: g("mfs_master_changelog_entries",
+			"Changelog entries this master holds after its log base (older ones were trimmed: they are in the snapshot)."),
+		snapWrite: f.NewHistogram(prometheus.HistogramOpts{Name: "mfs_master_snapshot_write_seconds",
+			Help:    "Time to write one snapshot of this master's own making to snapshot.mfs, in the background, in seconds.",
+			Buckets: prometheus.ExponentialBuckets(1e-3, 4, 10)}), // 1ms .. 262s
 		leaderChanges: f.NewCounter(prometheus.CounterOpts{Name: "mfs_master_leader_changes_total",
 			Help: "Times this master saw the LEADER change, including becoming or ceasing to be LEADER itself."}),
 		rtt: f.NewHistogram(prometheus.HistogramOpts{Name: "mfs_master_heartbeat_rtt_seconds",
@@ -110,7 +119,12 @@ func (m *MasterMetrics) Set(s MasterSnapshot) {
 	m.connected.Set(float64(s.Connected))
 	m.version.Set(float64(s.MetadataVersion))
 	m.delay.Set(s.FollowerDelay.Seconds())
+	m.snapVersion.Set(float64(s.SnapshotVersion))
+	m.changelog.Set(float64(s.ChangelogEntries))
 }
+
+// SnapshotWritten observes one background snapshot write.
+func (m *MasterMetrics) SnapshotWritten(d time.Duration) { m.snapWrite.Observe(d.Seconds()) }
 
 // LeaderChange counts one change of LEADER seen by this master.
 func (m *MasterMetrics) LeaderChange() { m.leaderChanges.Inc() }

@@ -350,7 +350,14 @@ func logEnd(tx *bolt.Tx) (uint64, error) {
 // lastKey and firstKey are the newest and oldest versions held, 0 when the
 // log bucket is empty.
 func lastKey(tx *bolt.Tx) uint64 {
-	if k, _ := tx.Bucket(bucketLog).Cursor().Last(); len(k) == 8 {
+	c := tx.Bucket(bucketLog).Cursor()
+	// First before Last: bbolt 1.5.0's Cursor.Last never returns on a
+	// bucket of several pages whose every key was deleted in this
+	// transaction (a trim of the whole log); First sees it is empty.
+	if k, _ := c.First(); k == nil {
+		return 0
+	}
+	if k, _ := c.Last(); len(k) == 8 {
 		return binary.BigEndian.Uint64(k)
 	}
 	return 0

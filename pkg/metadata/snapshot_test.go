@@ -348,6 +348,31 @@ func TestTrimTruncateAppend(t *testing.T) {
 	}
 }
 
+// TestTrimWholeLog: a trim that empties a changelog of many pages in one
+// transaction (an installed snapshot past the end), then appends after it.
+// bbolt's Cursor.Last does not return on such a bucket: the store must not
+// ask it.
+func TestTrimWholeLog(t *testing.T) {
+	s, _ := initStore(t)
+	var es []roles.Entry
+	for v := uint64(2); v <= 300; v++ {
+		e := entry(v, 2, fmt.Sprint("k", v))
+		e.Value = strings.Repeat("v", 200)
+		es = append(es, e)
+	}
+	must(t, s.Apply(roles.Persist{Append: es}))
+	latest, prev := configs(t)
+	snap := snapshotAt(t, 400, 3, 5, 1)
+	b := roles.LogBase{Pos: snap.Pos, Latest: latest, Previous: prev}
+	v := snap.Pos.Version
+	must(t, s.Apply(roles.Persist{Snapshot: snap, Trim: &b, TruncateAfter: &v, Append: []roles.Entry{entry(401, 3, "a")}}))
+	st, err := s.Load()
+	must(t, err)
+	if st.Base.Pos != snap.Pos || len(st.Entries) != 1 || st.Entries[0].Version != 401 {
+		t.Fatalf("after trimming the whole log: base %v, entries %v", st.Base.Pos, st.Entries)
+	}
+}
+
 // TestTrimInconsistent: a log trimmed without a snapshot, or past its
 // snapshot, is refused at load with both files named.
 func TestTrimInconsistent(t *testing.T) {

@@ -1,0 +1,172 @@
+package node
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mfs-election/mfs-election/pkg/metadata"
+	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/wire"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	"go.uber.org/goleak"
+)
+
+// storeWithChanges returns the data directory of a founder whose store
+// holds the genesis entry and changes 2..last, all committed.
+func storeWithChanges(t *testing.T, self netip.Addr, last uint64) string {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := metadata.OpenMaster(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.Init("C1", roles.Genesis(MasterIDOf(self))); err != nil {
+		t.Fatal(err)
+	}
+	var es []roles.Entry
+	for v := uint64(2); v <= last; v++ {
+		es = append(es, roles.Entry{Pos: roles.Pos{Version: v, Epoch: 1}, Kind: roles.EntryPut,
+			Client: roles.ClientID(v % 7), Seq: v, Key: fmt.Sprint("k", v%50), Value: fmt.Sprint("v", v)})
+	}
+	hard := roles.HardState{Epoch: 1, MaxEpoch: 1, LeaderEpoch: 1, Commit: roles.Pos{Version: last, Epoch: 1}, InForce: 1}
+	if err := st.Apply(roles.Persist{Append: es, Hard: &hard}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// startSolo starts a single master on loopback over dir with snapshots
+// every 20 changes and at most 10 entries kept below them.
+func startSolo(t *testing.T, dir string, self netip.Addr) (*MasterNode, *metadata.MasterStore, *prometheus.Registry) {
+	t.Helper()
+	st, err := metadata.OpenMaster(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := MasterIDOf(self)
+	core := roles.DefaultConfig(id, []wire.MasterID{id})
+	core.SnapshotEvery, core.LogRetain = 20, 10
+	core.SelfNominateAfter = 20 * time.Millisecond
+	reg := prometheus.NewRegistry()
+	n, err := StartMaster(MasterOptions{
+		Core: core, Self: self, Masters: []MasterAddr{{ID: id, Addr: netip.AddrPortFrom(self, 9419)}},
+		ListenML: "127.0.0.1:0", ListenCS: "127.0.0.1:0", ListenCL: "127.0.0.1:0",
+		Log: zerolog.New(zerolog.NewTestWriter(t)), Metrics: reg,
+	}, st)
+	if err != nil {
+		st.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Stop(5 * time.Second); st.Close() })
+	return n, st, reg
+}
+
+// status asks n on its client port, as mfscli does: a status built now,
+// not the one /healthz keeps (rebuilt at most every 100 ms, after a batch).
+func status(t *testing.T, n *MasterNode) StatusResp {
+	t.Helper()
+	_, _, cl := n.Addrs()
+	st, err := Status(netip.MustParseAddrPort(cl.String()), 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// noLeaks checks, after every other cleanup of the test, that no goroutine
+// of the driver (readers, writers, the background snapshot) is left.
+func noLeaks(t *testing.T) { t.Cleanup(func() { goleak.VerifyNone(t) }) }
+
+// TestMasterSavesSnapshot: a master with more committed changes than
+// SnapshotEvery writes a snapshot in the background, trims its changelog
+// once it is durable, and reports both in its status and metrics; after a
+// restart it starts from the snapshot with the same namespace. Nothing of
+// the background write outlives Stop.
+func TestMasterSavesSnapshot(t *testing.T) {
+	noLeaks(t)
+	self := netip.MustParseAddr("127.0.0.1")
+	dir := storeWithChanges(t, self, 100)
+	n, st, reg := startSolo(t, dir, self)
+	// Trimmed to the snapshot: only what came after it (the LEADER's
+	// first entry, uncommitted without chunkservers) is held.
+	var got StatusResp
+	for end := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if got = status(t, n); got.SnapshotVersion == 100 && uint64(got.ChangelogEntries) == got.MetaVersion-100 {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("no snapshot at 100 with the changelog trimmed to it: %+v", got)
+		}
+	}
+	if err := n.Stop(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if v := gauge(t, reg, "mfs_master_snapshot_version"); v != 100 {
+		t.Errorf("mfs_master_snapshot_version %v", v)
+	}
+	if v := gauge(t, reg, "mfs_master_changelog_entries"); v != float64(got.ChangelogEntries) {
+		t.Errorf("mfs_master_changelog_entries %v, status %d", v, got.ChangelogEntries)
+	}
+	before, err := st.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if before.Snapshot == nil || before.Snapshot.Pos.Version != 100 || before.Base.Pos.Version != 100 || len(before.Entries) > 1 {
+		t.Fatalf("stored: snapshot %v, base %v, %d entries", before.Snapshot, before.Base.Pos, len(before.Entries))
+	}
+	if len(before.Snapshot.Data) != 50 || before.Snapshot.Data["k7"].Value != "v57" {
+		t.Fatalf("the snapshot's namespace: %d keys, k7 = %+v", len(before.Snapshot.Data), before.Snapshot.Data["k7"])
+	}
+
+	n, _, _ = startSolo(t, dir, self)
+	if got = status(t, n); got.SnapshotVersion != 100 || got.MetaVersion < 100 {
+		t.Fatalf("after the restart: %+v", got)
+	}
+	if err := n.Stop(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMasterSnapshotFailureStops: a snapshot that cannot be written ends
+// the daemon with an error naming it, like any failed write.
+func TestMasterSnapshotFailureStops(t *testing.T) {
+	noLeaks(t)
+	self := netip.MustParseAddr("127.0.0.1")
+	dir := storeWithChanges(t, self, 30)
+	n, _, _ := startSolo(t, dir, self)
+	// The open bbolt file goes on working; a new file cannot be made.
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-n.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the master went on without its snapshot")
+	}
+	if err := n.Err(); err == nil || !strings.Contains(err.Error(), "saving the snapshot at 30@1") || !strings.Contains(err.Error(), "snapshot.mfs") {
+		t.Fatalf("the master ended with %v", err)
+	}
+}
+
+// gauge reads one unlabelled gauge from reg.
+func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}
