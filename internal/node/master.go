@@ -414,7 +414,19 @@ func (n *MasterNode) persist(acts []roles.Action) error {
 		return nil
 	}
 	// Never run ahead of the disk: a failure ends the process.
-	return n.store.ApplyAll(ps)
+	if err := n.store.ApplyAll(ps); err != nil {
+		return err
+	}
+	for _, p := range ps {
+		if s := p.Snapshot; s != nil {
+			// One received from another master: this one was behind its
+			// trimmed changelog (or had no metadata at all).
+			n.metrics.SnapshotInstalled()
+			n.log.Info().Uint64("version", s.Pos.Version).Uint64(obs.FieldEpoch, s.Pos.Epoch).Int("items", len(s.Data)).
+				Int("sessions", len(s.Sessions)).Str("file", n.store.SnapshotPath()).Msg("snapshot installed")
+		}
+	}
+	return nil
 }
 
 // saveSnapshot writes a snapshot of the core's making in the background:

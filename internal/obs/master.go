@@ -21,7 +21,7 @@ type MasterMetrics struct {
 	role, sync, votes                                    *prometheus.GaugeVec
 	epoch, quorum, registered, connected, version, delay prometheus.Gauge
 	snapVersion, changelog                               prometheus.Gauge
-	leaderChanges                                        prometheus.Counter
+	leaderChanges, snapInstalls                          prometheus.Counter
 	rtt, snapWrite                                       prometheus.Histogram
 	ignored, refused                                     *prometheus.CounterVec
 	mu                                                   sync.Mutex
@@ -68,6 +68,8 @@ func NewMasterMetrics(reg prometheus.Registerer) *MasterMetrics {
 		snapWrite: f.NewHistogram(prometheus.HistogramOpts{Name: "mfs_master_snapshot_write_seconds",
 			Help:    "Time to write one snapshot of this master's own making to snapshot.mfs, in the background, in seconds.",
 			Buckets: prometheus.ExponentialBuckets(1e-3, 4, 10)}), // 1ms .. 262s
+		snapInstalls: f.NewCounter(prometheus.CounterOpts{Name: "mfs_master_snapshots_installed_total",
+			Help: "Snapshots this master received from another master and installed (it was behind the trimmed changelog, or started with -e)."}),
 		leaderChanges: f.NewCounter(prometheus.CounterOpts{Name: "mfs_master_leader_changes_total",
 			Help: "Times this master saw the LEADER change, including becoming or ceasing to be LEADER itself."}),
 		rtt: f.NewHistogram(prometheus.HistogramOpts{Name: "mfs_master_heartbeat_rtt_seconds",
@@ -122,6 +124,9 @@ func (m *MasterMetrics) Set(s MasterSnapshot) {
 	m.snapVersion.Set(float64(s.SnapshotVersion))
 	m.changelog.Set(float64(s.ChangelogEntries))
 }
+
+// SnapshotInstalled counts one snapshot received from another master.
+func (m *MasterMetrics) SnapshotInstalled() { m.snapInstalls.Inc() }
 
 // SnapshotWritten observes one background snapshot write.
 func (m *MasterMetrics) SnapshotWritten(d time.Duration) { m.snapWrite.Observe(d.Seconds()) }
