@@ -67,9 +67,16 @@ func TestSnapshotSync(t *testing.T) {
 	t.Logf("LEADER %s: version %d, snapshot %d, %d entries held", st[lead].Addr, st[lead].MetaVersion,
 		st[lead].SnapshotVersion, st[lead].ChangelogEntries)
 
-	// A follower emptied and restarted with -e gets the snapshot.
+	// A follower emptied and restarted with -e gets the snapshot. It was
+	// restarted once before: its new incarnation must still be above the
+	// one its peers and voters last saw, or they would ignore it.
 	f := (lead + 1) % 3
 	p := c.Masters[f]
+	p.Term(5 * time.Second)
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitSynced(t, c, f, lead)
 	p.Term(5 * time.Second)
 	dir := filepath.Dir(p.Cfg)
 	for _, name := range []string{metadata.MasterFile, metadata.SnapshotFile} {

@@ -147,6 +147,14 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 	if err != nil {
 		return nil, err
 	}
+	if st.Hard == (roles.HardState{}) {
+		// A store that never held a hard state: a new master, or one whose
+		// data directory was emptied to start again with -e. Its
+		// incarnation must still rise above every one it had before, or
+		// its peers and the voters would ignore it as a stale process; the
+		// wall clock (ms) is above any count of restarts.
+		st.Hard.Incarnation = uint64(time.Now().UnixMilli())
+	}
 	for _, l := range []struct {
 		ln   *net.Listener
 		addr string
