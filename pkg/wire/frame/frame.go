@@ -48,6 +48,9 @@ var handle = func() *codec.MsgpackHandle {
 	// many elements up front and grow only as real bytes arrive.
 	h.MaxInitLen = 1024
 	h.MaxDepth = 32
+	// The messages' struct tags are `msgpack:...` (omitempty keeps rarely
+	// set fields off the wire; a missing field decodes as its zero value).
+	h.TypeInfos = codec.NewTypeInfos([]string{"msgpack", "codec", "json"})
 	return h
 }()
 
