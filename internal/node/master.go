@@ -70,10 +70,14 @@ type MasterNode struct {
 	after []func()
 
 	// What observe() last saw, to log and count changes once.
-	lastLeader   wire.MasterID
-	syncedAt     time.Time
-	observedRole roles.Role
-	observedAt   time.Time
+	lastLeader wire.MasterID
+	// leaderChangeMs: when the LEADER last changed (wall clock, for the
+	// listings); usage samples memory and CPU for them.
+	leaderChangeMs int64
+	usage          usage
+	syncedAt       time.Time
+	observedRole   roles.Role
+	observedAt     time.Time
 
 	helloMu sync.Mutex
 	helloV  frame.Hello

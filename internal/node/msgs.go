@@ -89,6 +89,59 @@ type StatusResp struct {
 	// were trimmed: they are in the snapshot).
 	SnapshotVersion  uint64 `msgpack:",omitempty"`
 	ChangelogEntries int    `msgpack:",omitempty"`
+	// Transition names a role change under way ("LEADER -> FOLLOWER"
+	// while handing over, "ELECT -> LEADER" while a winning ELECT catches
+	// up).
+	Transition string `msgpack:",omitempty"`
+	// RSS is the process's resident memory in bytes; CPU its use of one
+	// core over the last second or so, in percent.
+	RSS uint64  `msgpack:",omitempty"`
+	CPU float64 `msgpack:",omitempty"`
+	// ConfigVersion is its newest registry/location config, InForce the
+	// newest it knows to be in force (they differ while a change is put in
+	// force).
+	ConfigVersion uint64 `msgpack:",omitempty"`
+	InForce       uint64 `msgpack:",omitempty"`
+	// Locations is the location map of that config.
+	Locations []LocStatus `msgpack:",omitempty"`
+	// Tallies: a LEADER's or ELECT's count for itself, under the newest
+	// config and, while it is not in force, the previous one too.
+	Tallies []TallyStatus `msgpack:",omitempty"`
+	// LeaderChangeUnixMs: when this master last saw the LEADER change
+	// (its wall clock; 0: not since it started).
+	LeaderChangeUnixMs int64 `msgpack:",omitempty"`
+}
+
+// LocStatus is one location of the map.
+type LocStatus struct {
+	Name    string
+	Ranges  []netip.Prefix `msgpack:",omitempty"`
+	On      bool
+	Default bool
+}
+
+// TallyStatus is one count (quorum.Tally) for the listings. Votes are the
+// votes counted now, Reach the vote sessions open, per location.
+type TallyStatus struct {
+	Config        uint64
+	Outcome       string // WON, PENDING, LOST
+	Empty         bool   `msgpack:",omitempty"`
+	Divided       bool   `msgpack:",omitempty"`
+	Participating int
+	Carried       int
+	Needed        int
+	Locations     []LocTally
+}
+
+// LocTally is one participating location's count.
+type LocTally struct {
+	Name       string
+	Default    bool `msgpack:",omitempty"`
+	Registered int
+	Votes      int
+	Reach      int
+	Carried    bool `msgpack:",omitempty"`
+	CanCarry   bool `msgpack:",omitempty"` // could be carried if every chunkserver that reaches it voted
 }
 
 // CSStatus is one registered chunkserver as a master sees it.

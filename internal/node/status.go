@@ -1,6 +1,7 @@
 package node
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/obs"
@@ -19,6 +20,11 @@ func (n *MasterNode) statusNow() StatusResp {
 		ClusterID: n.store.ClusterID(), WallUnixMs: time.Now().UnixMilli(),
 		Connected: len(n.cs), Behind: n.core.Behind(),
 		SnapshotVersion: n.core.SnapshotAt().Version, ChangelogEntries: n.core.Log().Held(),
+		Transition: n.core.Transition(now), InForce: n.core.InForce(), LeaderChangeUnixMs: n.leaderChangeMs,
+	}
+	st.RSS, st.CPU = n.usage.sample()
+	for _, tv := range n.core.Tallies(now) {
+		st.Tallies = append(st.Tallies, tallyStatus(cfgAt(n.core, tv.Config), tv))
 	}
 	if st.Sync == roles.Synced {
 		n.syncedAt = time.Now()
@@ -31,6 +37,17 @@ func (n *MasterNode) statusNow() StatusResp {
 	}
 	st.Voters = len(counted)
 	if cfg != nil {
+		st.ConfigVersion = cfg.Version
+		def := cfg.Locations.Default()
+		for _, l := range cfg.Locations.Locations() {
+			ls := LocStatus{Name: l.Name, On: !l.Off, Default: l.ID == def}
+			for _, r := range cfg.Locations.Ranges() {
+				if r.Loc == l.ID {
+					ls.Ranges = append(ls.Ranges, r.Prefix)
+				}
+			}
+			st.Locations = append(st.Locations, ls)
+		}
 		st.Registered = len(cfg.Members)
 		for _, m := range cfg.Members {
 			loc, _ := cfg.Locations.Location(cfg.Locations.Locate(m.Addr))
@@ -61,6 +78,7 @@ func (n *MasterNode) observe() {
 		n.log.Info().Str("leader", n.addrOf[leader].String()).Str("previous", n.addrOf[n.lastLeader].String()).
 			Uint64(obs.FieldEpoch, n.core.Epoch()).Msg("leader changed")
 		n.lastLeader = leader
+		n.leaderChangeMs = time.Now().UnixMilli()
 	}
 	if role == n.observedRole && time.Since(n.observedAt) < observeEvery {
 		return
@@ -95,4 +113,35 @@ func (n *MasterNode) observe() {
 			}
 		}
 	}
+}
+
+// cfgAt returns the newest config or the one before it, whichever has
+// version v.
+func cfgAt(core *roles.Master, v uint64) *roles.ClusterConfig {
+	latest, prev := core.Log().Configs(core.Log().Len())
+	if prev != nil && prev.Version == v {
+		return prev
+	}
+	return latest
+}
+
+// tallyStatus turns a core count into its listing form, naming locations.
+func tallyStatus(cfg *roles.ClusterConfig, tv roles.TallyView) TallyStatus {
+	t := TallyStatus{Config: tv.Config, Outcome: tv.Votes.Outcome.String(), Empty: tv.Votes.Empty, Divided: tv.Votes.Divided,
+		Participating: tv.Votes.Participating, Carried: tv.Votes.Carried, Needed: tv.Votes.Needed}
+	for i, lt := range tv.Votes.Locations {
+		name := fmt.Sprint(lt.Loc)
+		if cfg != nil {
+			if l, ok := cfg.Locations.Location(lt.Loc); ok {
+				name = l.Name
+			}
+		}
+		reach := 0
+		if i < len(tv.Reach.Locations) {
+			reach = tv.Reach.Locations[i].For
+		}
+		t.Locations = append(t.Locations, LocTally{Name: name, Default: lt.Default, Registered: lt.Registered,
+			Votes: lt.For, Reach: reach, Carried: lt.Carried, CanCarry: 2*reach > lt.Registered})
+	}
+	return t
 }

@@ -991,3 +991,50 @@ func (m *Master) Behind() uint64 {
 	}
 	return 0
 }
+
+// TallyView is one count for this master, for the listings: Votes counts
+// the votes it may count now (what decides), Reach the vote sessions open
+// to it (who reaches it), both under the config of version Config.
+type TallyView struct {
+	Config uint64
+	Votes  quorum.Tally
+	Reach  quorum.Tally
+}
+
+// Tallies counts for this master at now, under its newest config and,
+// while that is not in force yet, under the one before it too (both must
+// be won). Nil for a master that takes no votes.
+func (m *Master) Tallies(now Instant) []TallyView {
+	if !m.role.TakesVotes() {
+		return nil
+	}
+	latest, prev := m.log.Configs(m.log.Len())
+	if latest == nil {
+		return nil
+	}
+	view := func(c *ClusterConfig) TallyView {
+		return TallyView{Config: c.Version, Votes: m.tally(c, m.countable(now, nil)),
+			Reach: m.tally(c, func(*voterRec) bool { return true })}
+	}
+	out := []TallyView{view(latest)}
+	if prev != nil && latest.Version > m.hard.InForce {
+		out = append(out, view(prev))
+	}
+	return out
+}
+
+// Transition names a role change under way, for the listings: a LEADER
+// handing over ("LEADER -> FOLLOWER"), an ELECT that has won the count but
+// is still catching up before it may lead ("ELECT -> LEADER"); "" if none.
+func (m *Master) Transition(now Instant) string {
+	switch {
+	case m.role == Leader && m.handover != wire.NoMaster:
+		return "LEADER -> FOLLOWER"
+	case m.role == Elect && m.quorumAt(now, nil) == quorum.Won:
+		return "ELECT -> LEADER"
+	}
+	return ""
+}
+
+// InForce is the newest config version this master knows to be in force.
+func (m *Master) InForce() uint64 { return m.hard.InForce }
