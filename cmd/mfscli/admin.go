@@ -31,11 +31,18 @@ func rewriteAdmin(args []string) []string {
 
 // admin carries out one command; the reply names what was done.
 //
-//	RC/ip/port   remove a disconnected chunkserver from the registry
-//	LU/ip        set USURPER on the master at ip (a planned handover to it)
-//	LC/ip        cancel USURPER on the master at ip
-//	LS           step the LEADER down (it hands over to the best synced FOLLOWER)
-//	MS/ip        shut the master at ip down (through DUMMY)
+//	RC/ip/port        remove a disconnected chunkserver from the registry
+//	CM1/ip/port       maintenance on for a chunkserver (its absence is planned)
+//	CM0/ip/port       maintenance off
+//	MAP/cidr/name     map an address range to a location (creating it)
+//	UNMAP/cidr        unmap a range (its addresses fall to the default location)
+//	REN/old/new       rename a location
+//	DEF/name          move the default mark to a location
+//	ON/name, OFF/name let a location take part in the quorum count, or not
+//	LU/ip             set USURPER on the master at ip (a planned handover to it)
+//	LC/ip             cancel USURPER on the master at ip
+//	LS                step the LEADER down (it hands over to the best synced FOLLOWER)
+//	MS/ip             shut the master at ip down (through DUMMY)
 func admin(answers []answer, cmd string, port uint16, timeout time.Duration) error {
 	parts := strings.Split(cmd, "/")
 	var leader *answer
@@ -44,50 +51,42 @@ func admin(answers []answer, cmd string, port uint16, timeout time.Duration) err
 			leader = &answers[i]
 		}
 	}
-	at := func(i int) (netip.AddrPort, error) {
-		if len(parts) <= i {
-			return netip.AddrPort{}, fmt.Errorf("-C%s: a master's address is missing (-C%s/ip)", cmd, parts[0])
-		}
-		a, err := netip.ParseAddr(parts[i])
-		if err != nil {
-			return netip.AddrPort{}, fmt.Errorf("-C%s: %q is not an address", cmd, parts[i])
-		}
-		return netip.AddrPortFrom(a, port), nil
-	}
 	noLeader := fmt.Errorf("Can't perform any operation because there is no leading master")
+	req := node.AdminReq{ID: uint64(time.Now().UnixNano())}
 	var to netip.AddrPort
 	what := ""
-	req := node.AdminReq{ID: uint64(time.Now().UnixNano())}
 	switch parts[0] {
-	case "RC":
+	case "RC", "CM1", "CM0":
 		if leader == nil {
 			return noLeader
 		}
-		if len(parts) != 3 {
-			return fmt.Errorf("-CRC/ip/port: give the chunkserver's address and port, as -SCS lists them")
-		}
-		a, err := netip.ParseAddr(parts[1])
-		p, perr := strconv.ParseUint(parts[2], 10, 16)
-		if err != nil || perr != nil {
-			return fmt.Errorf("-C%s: want -CRC/ip/port", cmd)
-		}
-		id := uint32(0)
-		for _, c := range leader.st.Chunkservers {
-			if c.Addr == a && c.Port == uint16(p) {
-				id = uint32(c.ID)
-			}
-		}
-		if id == 0 {
-			return fmt.Errorf("no registered chunkserver %s:%d", a, p)
-		}
-		to, what = leader.addr, fmt.Sprintf("chunkserver %s:%d (id %d): ", a, p, id)
-		req.Kind, req.Change = roles.AdminChange, roles.Change{Kind: roles.ChangeRemove, ID: id}
-	case "LU", "LC", "MS":
-		a, err := at(1)
+		cs, err := registered(leader, cmd, parts)
 		if err != nil {
 			return err
 		}
-		to = a
+		to, what = leader.addr, fmt.Sprintf("chunkserver %s:%d (id %d): ", cs.Addr, cs.Port, cs.ID)
+		req.Kind, req.Change = roles.AdminChange, roles.Change{Kind: roles.ChangeRemove, ID: uint32(cs.ID)}
+		if parts[0] != "RC" {
+			req.Change = roles.Change{Kind: roles.ChangeMaintenance, ID: uint32(cs.ID), On: parts[0] == "CM1"}
+		}
+	case "MAP", "UNMAP", "REN", "DEF", "ON", "OFF":
+		if leader == nil {
+			return noLeader
+		}
+		c, err := locationChange(cmd, parts)
+		if err != nil {
+			return err
+		}
+		to, req.Kind, req.Change = leader.addr, roles.AdminChange, c
+	case "LU", "LC", "MS":
+		if len(parts) != 2 {
+			return fmt.Errorf("-C%s: give the master's address (-C%s/ip)", cmd, parts[0])
+		}
+		a, err := netip.ParseAddr(parts[1])
+		if err != nil {
+			return fmt.Errorf("-C%s: %q is not an address", cmd, parts[1])
+		}
+		to = netip.AddrPortFrom(a, port)
 		req.Kind = map[string]roles.AdminKind{"LU": roles.AdminSetUsurper, "LC": roles.AdminCancelUsurper, "MS": roles.AdminShutdown}[parts[0]]
 	case "LS":
 		if leader == nil {
@@ -95,19 +94,84 @@ func admin(answers []answer, cmd string, port uint16, timeout time.Duration) err
 		}
 		to, req.Kind = leader.addr, roles.AdminStepDown
 	default:
-		return fmt.Errorf("unknown admin command -C%s (RC/ip/port, LU/ip, LC/ip, LS, MS/ip)", cmd)
+		return fmt.Errorf("unknown admin command -C%s (RC/ip/port, CM1/ip/port, CM0/ip/port, MAP/cidr/name, UNMAP/cidr, REN/old/new, DEF/name, ON/name, OFF/name, LU/ip, LC/ip, LS, MS/ip)", cmd)
 	}
-	m, err := node.Query(to, req, timeout+2*time.Second)
+	r, err := send(to, req, timeout)
 	if err != nil {
-		return fmt.Errorf("%s: %w", to.Addr(), err)
-	}
-	r, ok := m.(node.AdminResp)
-	if !ok {
-		return fmt.Errorf("%s answered %T", to.Addr(), m)
+		return err
 	}
 	fmt.Fprintf(os.Stdout, "%s: %s%s\n", to.Addr(), what, r.Text)
 	if !r.OK {
 		return fmt.Errorf("refused")
 	}
 	return nil
+}
+
+// send delivers one admin request. A registry change refused because the
+// previous one is still being put in force (a heartbeat or two) is asked
+// again for a few seconds, so commands can follow each other in a script.
+func send(to netip.AddrPort, req node.AdminReq, timeout time.Duration) (node.AdminResp, error) {
+	for end := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		m, err := node.Query(to, req, timeout+2*time.Second)
+		if err != nil {
+			return node.AdminResp{}, fmt.Errorf("%s: %w", to.Addr(), err)
+		}
+		r, ok := m.(node.AdminResp)
+		if !ok {
+			return node.AdminResp{}, fmt.Errorf("%s answered %T", to.Addr(), m)
+		}
+		if r.OK || req.Kind != roles.AdminChange || !strings.Contains(r.Text, roles.ErrChangePending) || time.Now().After(end) {
+			return r, nil
+		}
+		req.ID++
+	}
+}
+
+// registered finds the chunkserver -CXX/ip/port names in the LEADER's
+// registry.
+func registered(leader *answer, cmd string, parts []string) (node.CSStatus, error) {
+	if len(parts) != 3 {
+		return node.CSStatus{}, fmt.Errorf("-C%s: give the chunkserver's address and port, as -SCS lists them (-C%s/ip/port)", cmd, parts[0])
+	}
+	a, err := netip.ParseAddr(parts[1])
+	p, perr := strconv.ParseUint(parts[2], 10, 16)
+	if err != nil || perr != nil {
+		return node.CSStatus{}, fmt.Errorf("-C%s: want -C%s/ip/port", cmd, parts[0])
+	}
+	for _, c := range leader.st.Chunkservers {
+		if c.Addr == a && c.Port == uint16(p) {
+			return c, nil
+		}
+	}
+	return node.CSStatus{}, fmt.Errorf("no registered chunkserver %s:%d", a, p)
+}
+
+// locationChange parses the location commands. A range is written as CIDR,
+// so its own slash splits it: MAP/10.1.0.0/16/west.
+func locationChange(cmd string, parts []string) (roles.Change, error) {
+	prefix := func(addr, bits string) (netip.Prefix, error) {
+		p, err := netip.ParsePrefix(addr + "/" + bits)
+		if err != nil {
+			return netip.Prefix{}, fmt.Errorf("-C%s: %s/%s is not an address range (CIDR, e.g. 10.1.0.0/16)", cmd, addr, bits)
+		}
+		return p, nil
+	}
+	usage := map[string]string{"MAP": "MAP/cidr/name", "UNMAP": "UNMAP/cidr", "REN": "REN/old/new", "DEF": "DEF/name", "ON": "ON/name", "OFF": "OFF/name"}
+	want := map[string]int{"MAP": 4, "UNMAP": 3, "REN": 3, "DEF": 2, "ON": 2, "OFF": 2}
+	if len(parts) != want[parts[0]] {
+		return roles.Change{}, fmt.Errorf("-C%s: want -C%s", cmd, usage[parts[0]])
+	}
+	switch parts[0] {
+	case "MAP":
+		p, err := prefix(parts[1], parts[2])
+		return roles.Change{Kind: roles.ChangeMapRange, Prefix: p, Name: parts[3]}, err
+	case "UNMAP":
+		p, err := prefix(parts[1], parts[2])
+		return roles.Change{Kind: roles.ChangeUnmapRange, Prefix: p}, err
+	case "REN":
+		return roles.Change{Kind: roles.ChangeRename, Name: parts[1], NewName: parts[2]}, nil
+	case "DEF":
+		return roles.Change{Kind: roles.ChangeSetDefault, Name: parts[1]}, nil
+	}
+	return roles.Change{Kind: roles.ChangeSetOn, Name: parts[1], On: parts[0] == "ON"}, nil
 }

@@ -156,6 +156,9 @@ type CSStatus struct {
 	Labels    string
 	Total     uint64
 	Used      uint64
+	// Maintenance: the operator marked it (mfscli -CM1): its absence is
+	// planned. It still counts towards quorum.
+	Maintenance bool `msgpack:",omitempty"`
 }
 
 // AdminReq carries an operator command to a master.

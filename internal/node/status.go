@@ -56,6 +56,7 @@ func (n *MasterNode) statusNow() StatusResp {
 			st.Chunkservers = append(st.Chunkservers, CSStatus{
 				ID: m.ID, Addr: m.Addr, Port: m.Port, Location: loc.Name, VoterOnly: m.VoterOnly,
 				Connected: connected, Voting: counted[m.ID], Labels: info.Labels, Total: info.Total, Used: info.Used,
+				Maintenance: m.Maintenance,
 			})
 		}
 	}

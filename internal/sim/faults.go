@@ -31,12 +31,13 @@ const (
 	fOnOff
 	fUsurper
 	fStepDown
+	fMaintenance
 	numFaults
 )
 
 var faultNames = [numFaults]string{"kill-master", "kill-cs", "pause-master", "pause-cs", "partition-master",
 	"partition-location", "cut-cs", "drift", "wall-jump", "register", "remove", "remap", "default", "on-off",
-	"usurper", "step-down"}
+	"usurper", "step-down", "maintenance"}
 
 // profile is everything drawn from the seed before the run starts: sizes,
 // network quality, config within its documented ranges, and which faults
@@ -347,6 +348,12 @@ func (w *world) fault(f faultKind, dur int64, pick int, leaderFirst bool, mode i
 	case fDefault:
 		loc := pick % w.prof.locs
 		w.admin(-1, roles.Admin{ID: next(), Kind: roles.AdminChange, Change: roles.Change{Kind: roles.ChangeSetDefault, Name: locNames[loc]}}, 3)
+	case fMaintenance:
+		id := uint32(w.css[pick%len(w.css)].cfg.ID)
+		w.admin(-1, roles.Admin{ID: next(), Kind: roles.AdminChange, Change: roles.Change{Kind: roles.ChangeMaintenance, ID: id, On: true}}, 3)
+		w.at(w.now+dur, func() {
+			w.admin(-1, roles.Admin{ID: next(), Kind: roles.AdminChange, Change: roles.Change{Kind: roles.ChangeMaintenance, ID: id, On: false}}, 20)
+		})
 	case fOnOff:
 		loc := pick % w.prof.locs
 		w.admin(-1, roles.Admin{ID: next(), Kind: roles.AdminChange, Change: roles.Change{Kind: roles.ChangeSetOn, Name: locNames[loc], On: false}}, 3)

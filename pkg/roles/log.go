@@ -67,6 +67,10 @@ type Chunkserver struct {
 	Addr      netip.Addr
 	Port      uint16 `msgpack:",omitempty"` // CSSERV port: ip:port is the identity an operator sees
 	VoterOnly bool
+	// Maintenance: the operator expects it to go away for a while (MooseFS's
+	// maintenance mode). It still counts towards quorum like any member;
+	// the listings say its absence is planned.
+	Maintenance bool `msgpack:",omitempty"`
 }
 
 // Is reports whether a vote session opened from addr:port comes from this

@@ -17,7 +17,10 @@ const (
 	ErrHandover  = "leadership handover in progress, retry"
 	ErrReadOnly  = "DEPUTY is read-only"
 	ErrNoSession = "a change needs a session id"
-	ErrStaleSeq  = "sequence number below the session's last change (an old retry); not applied"
+	// ErrChangePending: a registry or location change waits for the one
+	// before it to be in force (a heartbeat or two).
+	ErrChangePending = "another registry change is still being put in force"
+	ErrStaleSeq      = "sequence number below the session's last change (an old retry); not applied"
 )
 
 // Limits on what one change may hold: entries, snapshot chunks and list
@@ -202,7 +205,7 @@ func (m *Master) admin(a Admin) (bool, string) {
 			return false, "Can't perform any operation because there is no leading master"
 		}
 		if m.configPending() {
-			return false, "another registry change is still being put in force; retry shortly"
+			return false, ErrChangePending + "; retry shortly"
 		}
 		if a.Change.Kind == ChangeRemove {
 			if v := m.voters[wire.CSID(a.Change.ID)]; v != nil {

@@ -99,6 +99,7 @@ const (
 	ChangeRename
 	ChangeSetDefault
 	ChangeSetOn
+	ChangeMaintenance
 )
 
 // Change is one registry or location change, made by the LEADER as a
@@ -106,11 +107,11 @@ const (
 type Change struct {
 	Kind    ChangeKind
 	CS      Chunkserver  // Register
-	ID      uint32       // Remove: the chunkserver id
+	ID      uint32       // Remove, Maintenance: the chunkserver id
 	Prefix  netip.Prefix // MapRange, UnmapRange
 	Name    string       // the location
 	NewName string       // Rename
-	On      bool         // SetOn
+	On      bool         // SetOn, Maintenance
 }
 
 func (c Change) String() string {
@@ -129,6 +130,8 @@ func (c Change) String() string {
 		return fmt.Sprintf("default %s", c.Name)
 	case ChangeSetOn:
 		return fmt.Sprintf("location %s on=%v", c.Name, c.On)
+	case ChangeMaintenance:
+		return fmt.Sprintf("maintenance CS%d on=%v", c.ID, c.On)
 	}
 	return "change?"
 }
@@ -169,6 +172,15 @@ func (c Change) apply(cur *ClusterConfig) (*ClusterConfig, error) {
 		n.Locations, err = cur.Locations.SetDefault(c.Name)
 	case ChangeSetOn:
 		n.Locations, err = cur.Locations.SetOn(c.Name, c.On)
+	case ChangeMaintenance:
+		i := slices.IndexFunc(n.Members, func(m Chunkserver) bool { return uint32(m.ID) == c.ID })
+		if i < 0 {
+			return nil, fmt.Errorf("chunkserver CS%d is not registered", c.ID)
+		}
+		if n.Members[i].Maintenance == c.On {
+			return nil, fmt.Errorf("chunkserver CS%d is already %s maintenance", c.ID, map[bool]string{true: "in", false: "out of"}[c.On])
+		}
+		n.Members[i].Maintenance = c.On
 	default:
 		return nil, fmt.Errorf("unknown change kind %d", c.Kind)
 	}
