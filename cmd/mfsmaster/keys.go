@@ -21,6 +21,8 @@ var spec = settings.Spec{Daemon: "mfsmaster", Keys: []settings.Key{
 	{Name: "HTTP_LISTEN_PORT", Kind: settings.Int, Default: "9425", Min: "0", Max: "65535", Usage: "Port of the HTTP endpoint (MooseFS GUI port: 9425)."},
 	{Name: "AUTH_CODE", Kind: settings.String, Default: "",
 		Usage: "When set, a chunkserver's connection counts as a vote only after it proves it knows this code (challenge-response; the code never crosses the wire)."},
+	{Name: "ADMIN_PASSWORD", Kind: settings.String, Default: "",
+		Usage: "When set, mfscli admin commands (-C...) are refused unless mfscli proves it knows this password (-a or MFSCLI_PASSWORD; challenge-response, never sent in clear). Listings stay open."},
 	{Name: "DEPUTY_ELECTION_TIME", Kind: settings.Duration, Default: "0", Min: "0", Max: "1h",
 		Usage: "An ELECT that cannot gather quorum this long becomes DEPUTY and serves reads. 0 = never (MooseFS's default)."},
 	{Name: "KEEP_LEADERSHIP", Kind: settings.Bool, Default: "0",

@@ -198,7 +198,7 @@ func foreground(c *cli.Context, v settings.Values, lockPath string, empty bool) 
 		ListenML: node.ListenAddr(v.String("MATOML_LISTEN_HOST"), v.Int("MATOML_LISTEN_PORT")),
 		ListenCS: node.ListenAddr(v.String("MATOCS_LISTEN_HOST"), v.Int("MATOCS_LISTEN_PORT")),
 		ListenCL: node.ListenAddr(v.String("MATOCL_LISTEN_HOST"), v.Int("MATOCL_LISTEN_PORT")),
-		Bind:     bind, AuthCode: v.String("AUTH_CODE"), Version: node.Version,
+		Bind:     bind, AuthCode: v.String("AUTH_CODE"), AdminPassword: v.String("ADMIN_PASSWORD"), Version: node.Version,
 		Log: log, Metrics: reg,
 	}
 	httpLn, err := net.Listen("tcp", node.ListenAddr(v.String("HTTP_LISTEN_HOST"), v.Int("HTTP_LISTEN_PORT")))

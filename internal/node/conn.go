@@ -40,6 +40,10 @@ type conn struct {
 	once       sync.Once
 	done       chan struct{}
 	challenged bool // chunkserver side: the master asked for AUTH_CODE
+	// nonce: master side, the one its hello gave this (client port)
+	// connection; it proves one admin command, then it is spent.
+	nonce      []byte
+	nonceSpent bool
 }
 
 func newConn(nc net.Conn, peer frame.Hello) *conn {
@@ -241,3 +245,22 @@ var (
 	errAuth     = errors.New("chunkserver did not prove AUTH_CODE")
 	errIdentity = errors.New("peer claims an identity its address does not have")
 )
+
+// AdminProof is what mfscli proves ADMIN_PASSWORD with: an HMAC keyed by
+// the password over the nonce of the master's hello on this connection,
+// the cluster id and the request itself (its Proof empty). The password
+// never crosses the wire, a proof is good for one request on one
+// connection, and it cannot be moved to another request.
+func AdminProof(password string, nonce []byte, cluster string, req AdminReq) []byte {
+	req.Proof = nil
+	body, err := frame.Marshal(req)
+	if err != nil {
+		return nil
+	}
+	h := hmac.New(sha256.New, []byte(password))
+	h.Write([]byte("mfs-admin\x00"))
+	h.Write(nonce)
+	h.Write([]byte(cluster))
+	h.Write(body)
+	return h.Sum(nil)
+}

@@ -29,6 +29,7 @@ type MasterOptions struct {
 	ListenML, ListenCS, ListenCL string
 	Bind                         netip.Addr // outgoing connections leave from here (invalid: kernel's choice)
 	AuthCode                     string
+	AdminPassword                string // ADMIN_PASSWORD: admin commands must prove it (AdminProof)
 	Version                      string
 	Log                          zerolog.Logger
 	Metrics                      prometheus.Registerer
@@ -683,6 +684,9 @@ func (n *MasterNode) fromClient(c *conn, msg wire.Message) error {
 		n.later(func() { c.send(n.statusNow()) })
 		return nil
 	case AdminReq:
+		if !n.adminAllowed(c, m) {
+			return nil
+		}
 		n.nextAdm++
 		id := n.nextAdm
 		n.admins[id] = adminWait{c: c, id: m.ID}
@@ -744,12 +748,17 @@ func (n *MasterNode) serveConn(nc net.Conn, port string, reg *frame.Registry, ki
 		_ = nc.Close()
 	}
 	ours := n.hello()
+	if port == "matocl" {
+		ours.Nonce = make([]byte, 16)
+		_, _ = rand.Read(ours.Nonce)
+	}
 	peer, err := acceptHello(nc, ours, ours.Cluster, kinds...)
 	if err != nil {
 		refuse(err)
 		return
 	}
 	c := newConn(nc, peer)
+	c.nonce = ours.Nonce
 	if port == "matoml" {
 		if a, ok := n.addrOf[wire.MasterID(peer.ID)]; !ok || a != c.remote || MasterIDOf(c.remote) != wire.MasterID(peer.ID) {
 			c.close()
@@ -808,4 +817,26 @@ func (n *MasterNode) challenge(c *conn) error {
 		return errAuth
 	}
 	return nil
+}
+
+// adminAllowed checks an admin command against ADMIN_PASSWORD (listings
+// stay open) and answers a refusal itself.
+func (n *MasterNode) adminAllowed(c *conn, m AdminReq) bool {
+	if n.opt.AdminPassword == "" {
+		return true
+	}
+	ok := len(m.Proof) > 0 && !c.nonceSpent && len(c.nonce) > 0 &&
+		hmac.Equal(m.Proof, AdminProof(n.opt.AdminPassword, c.nonce, n.store.ClusterID(), m))
+	c.nonceSpent = true
+	if ok {
+		return true
+	}
+	reason := "admin-password-wrong"
+	if len(m.Proof) == 0 {
+		reason = "admin-password-missing"
+	}
+	n.metrics.ConnRefused("matocl", reason)
+	n.log.Warn().Str(obs.FieldPeer, c.remote.String()).Str(obs.FieldReason, reason).Msg("admin command refused")
+	c.send(AdminResp{ID: m.ID, Text: "admin commands on this master need ADMIN_PASSWORD: give it with mfscli -a PASSWORD or in MFSCLI_PASSWORD"})
+	return false
 }

@@ -166,6 +166,8 @@ type AdminReq struct {
 	ID     uint64
 	Kind   roles.AdminKind
 	Change roles.Change
+	// Proof: AdminProof, when the master has an ADMIN_PASSWORD.
+	Proof []byte `msgpack:",omitempty"`
 }
 
 // AdminResp answers AdminReq.

@@ -46,6 +46,9 @@ type Hello struct {
 	Kind        Kind
 	ID          uint32 // MasterID, CSID or client session; 0 when not assigned yet
 	Incarnation uint64
+	// Nonce: a master's answer on its client port carries a fresh one, for
+	// an admin command on that connection to prove ADMIN_PASSWORD with.
+	Nonce []byte `msgpack:",omitempty"`
 }
 
 // MsgType implements wire.Message.
