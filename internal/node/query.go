@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"time"
@@ -9,28 +10,38 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 )
 
+// What Query's errors wrap, for errors.Is: mfscli shows the first as
+// UNREACHABLE, the second as BUSY. The text of the error still starts with
+// "unreachable: " or "busy: ".
+var (
+	// ErrUnreachable: no connection (refused, no route, dial timeout).
+	ErrUnreachable = errors.New("unreachable")
+	// ErrBusy: connected, but no answer in time, or not the answer asked for.
+	ErrBusy = errors.New("busy")
+)
+
 // Query sends one request to a master's client port (9421) and returns its
 // answer: what mfscli and the tests use. A master that does not connect
-// gives refused or a dial error (UNREACHABLE); one that connects but does
-// not answer in time, a timeout (BUSY).
+// gives an error wrapping ErrUnreachable (and the dial error); one that
+// connects but does not answer in time, one wrapping ErrBusy.
 func Query(addr netip.AddrPort, req wire.Message, timeout time.Duration) (wire.Message, error) {
 	nc, _, err := dial(netip.Addr{}, addr, timeout)
 	if err != nil {
-		return nil, fmt.Errorf("unreachable: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrUnreachable, err)
 	}
 	defer nc.Close()
 	end := time.Now().Add(timeout)
 	h := frame.Hello{Proto: frame.ProtocolVersion, Kind: frame.KindAdmin}
 	if _, err := dialHello(nc, h, "", frame.KindMaster, timeout); err != nil {
-		return nil, fmt.Errorf("busy: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrBusy, err)
 	}
 	_ = nc.SetDeadline(end)
 	if err := frame.WriteFrame(nc, req); err != nil {
-		return nil, fmt.Errorf("busy: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrBusy, err)
 	}
 	m, err := cltomaIn.ReadFrame(nc, frame.DefaultMaxFrame)
 	if err != nil {
-		return nil, fmt.Errorf("busy: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrBusy, err)
 	}
 	return deref(m), nil
 }
@@ -43,7 +54,7 @@ func Status(addr netip.AddrPort, timeout time.Duration) (StatusResp, error) {
 	}
 	st, ok := m.(StatusResp)
 	if !ok {
-		return StatusResp{}, fmt.Errorf("busy: answered %T", m)
+		return StatusResp{}, fmt.Errorf("%w: answered %T", ErrBusy, m)
 	}
 	return st, nil
 }
