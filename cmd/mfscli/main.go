@@ -1,36 +1,52 @@
-// Command mfscli shows and steers the masters. This first version lists the
-// masters (-SIM) and chunkservers (-SCS) and carries the admin commands the
-// daemons take (see admin.go); the full MooseFS listings and output modes
-// come with the mfscli issue.
+// Command mfscli shows and steers the masters: the MooseFS listings
+// (-SIM masters, -SCS chunkservers, -SIG summary, -SLQ locations and quorum;
+// see listings.go), the admin commands (admin.go) and the namespace
+// commands (kv.go). docs/mfscli.md describes them.
 package main
 
 import (
 	"fmt"
-	"net/netip"
 	"os"
-	"sort"
 	"strings"
-	"sync"
-	"text/tabwriter"
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/node"
-	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/urfave/cli/v2"
 )
 
+// Frozen by the golden tests.
+var (
+	cliVersion = node.Version
+	clock      = time.Now
+)
+
 func main() {
-	app := &cli.App{
+	if err := newApp().Run(rewriteAdmin(os.Args)); err != nil {
+		fmt.Fprintln(os.Stderr, "mfscli:", err)
+		os.Exit(1)
+	}
+}
+
+// newApp is mfscli's command line.
+func newApp() *cli.App {
+	return &cli.App{
 		Name:  "mfscli",
 		Usage: "MooseFS-style listings and admin commands",
-		UsageText: "mfscli [-H HOST] [-P PORT] -SIM|-SCS|-CRC/ip/port|-CLU/ip|-CLC/ip|-CLS|-CMS/ip\n" +
+		UsageText: "mfscli [-H HOST] [-P PORT] [-SIM] [-SCS] [-SIG] [-SLQ] [-p|-j] [-o N] [-r]\n" +
+			"   mfscli [-H HOST] [-P PORT] -CRC/ip/port | -CLU/ip | -CLC/ip | -CLS | -CMS/ip | ... (docs/mfscli.md)\n" +
 			"   mfscli [-H HOST] get KEY | set KEY VALUE | cas KEY VALUE VERSION | delete KEY | list [PREFIX]",
 		Version: node.Version,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "H", Value: "mfsmaster", Usage: "masters: a DNS name or a comma-separated address list"},
+			&cli.StringFlag{Name: "H", Value: "mfsmaster", Usage: "masters: DNS names (every A/AAAA record) or addresses, separated by commas or spaces"},
 			&cli.IntFlag{Name: "P", Value: 9421, Usage: "the masters' client port"},
-			&cli.BoolFlag{Name: "SIM", Usage: "list the masters"},
-			&cli.BoolFlag{Name: "SCS", Usage: "list the chunkservers"},
+			&cli.BoolFlag{Name: "SIM", Usage: "list the masters (the default listing)"},
+			&cli.BoolFlag{Name: "SCS", Usage: "list the chunkservers, then the disconnected ones with their removal commands"},
+			&cli.BoolFlag{Name: "SIG", Usage: "cluster summary"},
+			&cli.BoolFlag{Name: "SLQ", Usage: "locations and the quorum verdict"},
+			&cli.BoolFlag{Name: "p", Usage: "plain lines (title:<TAB>fields), raw numbers; the default when stdout is not a terminal"},
+			&cli.BoolFlag{Name: "j", Usage: "one JSON object"},
+			&cli.IntFlag{Name: "o", Usage: "sort tables by column `N` (counted from 1)"},
+			&cli.BoolFlag{Name: "r", Usage: "reverse the order"},
 			&cli.DurationFlag{Name: "timeout", Value: time.Second, Usage: "how long to wait for each master"},
 			&cli.StringFlag{Name: "admin", Hidden: true},
 			&cli.DurationFlag{Name: "wait", Value: waitDefault, Usage: "get/set/cas/delete/list: how long to keep trying to reach a LEADER"},
@@ -38,136 +54,115 @@ func main() {
 		HideHelpCommand: true,
 		Action:          run,
 	}
-	if err := app.Run(rewriteAdmin(os.Args)); err != nil {
-		fmt.Fprintln(os.Stderr, "mfscli:", err)
-		os.Exit(1)
-	}
-}
-
-type answer struct {
-	addr netip.AddrPort
-	st   node.StatusResp
-	err  error
-}
-
-func ask(c *cli.Context) ([]answer, error) {
-	list, err := node.ResolveMasters(c.String("H"), uint16(c.Int("P")))
-	if err != nil {
-		return nil, err
-	}
-	out := make([]answer, len(list))
-	var wg sync.WaitGroup
-	for i, m := range list {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			st, err := node.Status(m.Addr, c.Duration("timeout"))
-			out[i] = answer{m.Addr, st, err}
-		}()
-	}
-	wg.Wait()
-	return out, nil
 }
 
 func run(c *cli.Context) error {
 	if args := c.Args().Slice(); len(args) > 0 {
-		if _, ok := kvUsage[args[0]]; ok {
-			return namespace(c, args[0], args[1:])
+		if _, ok := kvUsage[args[0]]; !ok {
+			return cli.Exit(fmt.Sprintf("unknown command %q (get, set, cas, delete, list; or -SIM, -SCS, -SIG, -SLQ, -C...)", args[0]), exitError)
 		}
-		return cli.Exit(fmt.Sprintf("unknown command %q (get, set, cas, delete, list; or -SIM, -SCS, -C...)", args[0]), exitError)
+		if set := listingFlagsSet(c); len(set) > 0 {
+			return cli.Exit(fmt.Sprintf("%s: the namespace commands take no listing flags (%s)", args[0], strings.Join(set, " ")), exitError)
+		}
+		return namespace(c, args[0], args[1:])
 	}
-	answers, err := ask(c)
+	if cmd := c.String("admin"); cmd != "" {
+		if set := listingFlagsSet(c); len(set) > 0 {
+			return fmt.Errorf("-C%s is an admin command: it cannot be combined with %s", cmd, strings.Join(set, " "))
+		}
+		answers, errs := find(c)
+		if !reachedAny(answers) {
+			return noMaster(answers, errs)
+		}
+		return admin(answers, cmd, uint16(c.Int("P")), c.Duration("timeout"))
+	}
+	o, err := listingOptions(c)
 	if err != nil {
 		return err
 	}
-	reached := 0
-	for _, a := range answers {
-		if a.err == nil {
-			reached++
+	return listings(c, o)
+}
+
+// listingFlagsSet names the listing flags given on the command line.
+func listingFlagsSet(c *cli.Context) []string {
+	var set []string
+	for _, f := range []string{"SIM", "SCS", "SIG", "SLQ", "p", "j", "o", "r"} {
+		if c.IsSet(f) {
+			set = append(set, "-"+f)
 		}
 	}
-	if reached == 0 {
-		listMasters(answers)
-		return fmt.Errorf("no master reachable")
+	return set
+}
+
+// listingOptions reads the listing flags and checks they go together.
+func listingOptions(c *cli.Context) (options, error) {
+	o := options{show: map[listing]bool{}, sortCol: c.Int("o"), reverse: c.Bool("r"), zone: time.Local}
+	for l, f := range listingFlag {
+		o.show[l] = c.Bool(f[1:])
 	}
+	if !o.show[listMasters] && !o.show[listChunkservers] && !o.show[listSummary] && !o.show[listLocations] {
+		o.show[listMasters] = true
+	}
+	tty := isTerminal(os.Stdout.Fd())
 	switch {
-	case c.String("admin") != "":
-		return admin(answers, c.String("admin"), uint16(c.Int("P")), c.Duration("timeout"))
-	case c.Bool("SCS"):
-		listCS(answers)
+	case c.Bool("j") && c.Bool("p"):
+		return o, fmt.Errorf("-j and -p are two output modes: give one")
+	case c.Bool("j"):
+		o.mode = modeJSON
+	case c.Bool("p") || !tty:
+		o.mode = modePlain
 	default:
-		listMasters(answers)
+		o.mode, o.colour = modeTable, os.Getenv("NO_COLOR") == ""
 	}
-	return nil
+	return o, checkSort(o)
 }
 
-func state(a answer) string {
-	switch {
-	case a.err != nil && strings.HasPrefix(a.err.Error(), "unreachable"):
-		return "UNREACHABLE"
-	case a.err != nil:
-		return "BUSY"
-	case a.st.Role == roles.Follower:
-		return a.st.Role.String() + a.st.Sync.Suffix()
+// find resolves -H and asks every master; errs are the names that did not
+// resolve and the masters that did not answer.
+func find(c *cli.Context) ([]answer, []string) {
+	addrs, rerrs := resolve(c.String("H"), uint16(c.Int("P")))
+	var errs []string
+	for _, e := range rerrs {
+		errs = append(errs, e.Error())
 	}
-	return a.st.Role.String()
+	answers := askAll(addrs, c.Duration("timeout"))
+	return answers, append(errs, answerErrors(answers)...)
 }
 
-func listMasters(answers []answer) {
-	var leaderMs int64
-	for _, a := range answers {
-		if a.err == nil && a.st.Role == roles.Leader {
-			leaderMs = a.st.WallUnixMs
-		}
-	}
-	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "ip\tversion\tstate\tepoch\tlocal time\toffset\tmetadata version\tbehind\tdelay\tmetadata id\tchunkservers\tquorum\tsnapshot\tchangelog")
+// answerErrors: one line for each master that did not answer.
+func answerErrors(answers []answer) []string {
+	var errs []string
 	for _, a := range answers {
 		if a.err != nil {
-			fmt.Fprintf(w, "%s\t-\t%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\n", a.addr.Addr(), state(a))
-			continue
+			errs = append(errs, fmt.Sprintf("%s: %v", a.addr, a.err))
 		}
-		off := "-"
-		if leaderMs != 0 {
-			off = fmt.Sprintf("%+.3fs", float64(a.st.WallUnixMs-leaderMs)/1000)
-		}
-		q := "no"
-		if a.st.HoldsQuorum {
-			q = "yes"
-		}
-		snap := "-"
-		if a.st.SnapshotVersion > 0 {
-			snap = fmt.Sprint(a.st.SnapshotVersion)
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%d\t%d\t%.1f s\t%s\t%d/%d\t%s\t%s\t%d\n", a.addr.Addr(), a.st.Version, state(a), a.st.Epoch,
-			time.UnixMilli(a.st.WallUnixMs).Format("15:04:05.000"), off, a.st.MetaVersion, a.st.Behind, a.st.Delay.Seconds(),
-			a.st.ClusterID, a.st.Voters, a.st.Registered, q, snap, a.st.ChangelogEntries)
 	}
-	w.Flush()
+	return errs
 }
 
-func listCS(answers []answer) {
-	var best *answer
-	for i := range answers {
-		a := &answers[i]
-		if a.err == nil && (best == nil || a.st.Role == roles.Leader) {
-			best = a
+func noMaster(answers []answer, errs []string) error {
+	if len(answers) == 0 {
+		return fmt.Errorf("no master to ask: %s", strings.Join(errs, "; "))
+	}
+	return fmt.Errorf("no master reachable: %s", strings.Join(errs, "; "))
+}
+
+// listings prints what o asks for. It fails (exit 1) only when no master
+// answered; the listings are printed even then.
+func listings(c *cli.Context, o options) error {
+	answers, errs := find(c)
+	now := clock()
+	ds := build(answers, c.String("H"), now)
+	if err := writeListings(os.Stdout, ds, errs, o, now); err != nil {
+		return err
+	}
+	if !reachedAny(answers) {
+		return noMaster(answers, errs)
+	}
+	if o.mode != modeJSON {
+		for _, e := range errs {
+			fmt.Fprintln(os.Stderr, "mfscli:", e)
 		}
 	}
-	if best == nil {
-		return
-	}
-	cs := best.st.Chunkservers
-	sort.Slice(cs, func(i, j int) bool { return cs[i].ID < cs[j].ID })
-	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(w, "chunkservers as %s (%s) sees them\n", best.addr.Addr(), state(*best))
-	fmt.Fprintln(w, "ip\tport\tid\tlocation\tlabels\tspace\tconnected\tvote")
-	for _, c := range cs {
-		space := "voter only"
-		if !c.VoterOnly {
-			space = fmt.Sprintf("%d/%d", c.Used, c.Total)
-		}
-		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%s\t%v\t%v\n", c.Addr, c.Port, c.ID, c.Location, c.Labels, space, c.Connected, c.Voting)
-	}
-	w.Flush()
+	return nil
 }

@@ -1,0 +1,367 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// column is one column of a listing over rows of type T: its cell on a
+// terminal, its raw field in plain mode, and its order for -o.
+type column[T any] struct {
+	head  string
+	right bool
+	cell  func(T) cell
+	raw   func(T) string
+	cmp   func(a, b T) int
+}
+
+// tableOf renders rows through cols.
+func tableOf[T any](title string, cols []column[T], rows []T) table {
+	t := table{title: title}
+	for _, c := range cols {
+		t.heads = append(t.heads, c.head)
+		t.right = append(t.right, c.right)
+	}
+	for _, r := range rows {
+		cells, raw := make([]cell, len(cols)), make([]string, len(cols))
+		for i, c := range cols {
+			cells[i], raw[i] = c.cell(r), c.raw(r)
+		}
+		t.rows, t.raw = append(t.rows, cells), append(t.raw, raw)
+	}
+	return t
+}
+
+// sortRows orders rows by column o (1-based; 0 keeps the default order),
+// reversed with reverse. The caller has checked o against len(cols).
+func sortRows[T any](rows []T, cols []column[T], o int, reverse bool) {
+	if o > 0 {
+		by := cols[o-1].cmp
+		sortStable(rows, by)
+	}
+	if reverse {
+		for i, j := 0, len(rows)-1; i < j; i, j = i+1, j-1 {
+			rows[i], rows[j] = rows[j], rows[i]
+		}
+	}
+}
+
+func sortStable[T any](rows []T, by func(a, b T) int) {
+	// Insertion sort keeps equal rows in their default order; listings
+	// are short.
+	for i := 1; i < len(rows); i++ {
+		for j := i; j > 0 && by(rows[j-1], rows[j]) > 0; j-- {
+			rows[j-1], rows[j] = rows[j], rows[j-1]
+		}
+	}
+}
+
+// Column builders.
+
+func textCol[T any](head string, get func(T) string) column[T] {
+	return column[T]{head: head, cell: func(r T) cell { return cell{text: orDash(get(r))} },
+		raw: func(r T) string { return orDash(get(r)) }, cmp: func(a, b T) int { return strings.Compare(get(a), get(b)) }}
+}
+
+func numCol[T any, N int | int64 | uint16 | uint32 | uint64](head string, get func(T) N) column[T] {
+	return column[T]{head: head, right: true,
+		cell: func(r T) cell { return cell{text: fmt.Sprint(get(r))} },
+		raw:  func(r T) string { return fmt.Sprint(get(r)) },
+		cmp:  func(a, b T) int { return cmp.Compare(get(a), get(b)) }}
+}
+
+func addrCol[T any](head string, get func(T) netip.Addr) column[T] {
+	return column[T]{head: head, cell: func(r T) cell { return cell{text: orDash(addrText(get(r)))} },
+		raw: func(r T) string { return orDash(addrText(get(r))) }, cmp: func(a, b T) int { return get(a).Compare(get(b)) }}
+}
+
+func addrText(a netip.Addr) string {
+	if !a.IsValid() {
+		return ""
+	}
+	return a.String()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func boolCmp(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
+// masterCols are -SIM's columns. A master that did not answer shows its
+// address and state and "-" elsewhere, and sorts first.
+func masterCols(zone *time.Location) []column[masterRow] {
+	return []column[masterRow]{
+		addrCol("ip", func(r masterRow) netip.Addr { return r.IP }),
+		infoText("version", false, func(in *masterInfo) string { return in.Version }),
+		{head: "state", cell: func(r masterRow) cell { return cell{text: r.State, tone: r.tone} },
+			raw: func(r masterRow) string { return r.State }, cmp: func(a, b masterRow) int { return strings.Compare(a.State, b.State) }},
+		infoNum("epoch", func(in *masterInfo) uint64 { return in.Epoch }, nil),
+		infoCol("local time", false,
+			func(in *masterInfo) cell {
+				return cell{text: time.UnixMilli(in.LocalTimeMs).In(zone).Format("15:04:05.000"), tone: levelTone(in.OffsetLevel)}
+			},
+			func(in *masterInfo) string { return strconv.FormatInt(in.LocalTimeMs, 10) },
+			func(in *masterInfo) float64 { return float64(in.LocalTimeMs) }),
+		infoCol("offset", true,
+			func(in *masterInfo) cell {
+				return cell{text: fmt.Sprintf("%+.3f s", float64(in.OffsetMs)/1000), tone: levelTone(in.OffsetLevel)}
+			},
+			func(in *masterInfo) string { return strconv.FormatInt(in.OffsetMs, 10) },
+			func(in *masterInfo) float64 { return float64(in.OffsetMs) }),
+		infoNum("metadata version", func(in *masterInfo) uint64 { return in.MetaVersion }, nil),
+		infoNum("behind", func(in *masterInfo) uint64 { return in.Behind }, nil),
+		infoCol("delay", true,
+			func(in *masterInfo) cell {
+				return cell{text: fmt.Sprintf("%.1f s", in.Delay), tone: levelTone(in.DelayLevel)}
+			},
+			func(in *masterInfo) string { return strconv.FormatFloat(in.Delay, 'f', 3, 64) },
+			func(in *masterInfo) float64 { return in.Delay }),
+		infoCol("metadata id", false,
+			func(in *masterInfo) cell {
+				if in.MetaIDDiffers {
+					return cell{text: in.MetaID, tone: toneBad}
+				}
+				return cell{text: orDash(in.MetaID)}
+			},
+			func(in *masterInfo) string { return orDash(in.MetaID) }, nil),
+		infoNum("cs connected", func(in *masterInfo) int { return in.Connected }, nil),
+		infoNum("votes", func(in *masterInfo) int { return in.Votes }, nil),
+		infoText("quorum", false, func(in *masterInfo) string { return yesNo(in.HoldsQuorum) }),
+		infoNum("snapshot", func(in *masterInfo) uint64 { return in.Snapshot },
+			func(in *masterInfo) string { return zeroDash(in.Snapshot) }),
+		infoNum("changelog", func(in *masterInfo) int { return in.Changelog }, nil),
+		infoCol("RAM", true,
+			func(in *masterInfo) cell { return cell{text: bytesOrDash(in.RSS)} },
+			func(in *masterInfo) string { return strconv.FormatUint(in.RSS, 10) },
+			func(in *masterInfo) float64 { return float64(in.RSS) }),
+		infoCol("CPU", true,
+			func(in *masterInfo) cell { return cell{text: fmt.Sprintf("%.1f%%", in.CPU)} },
+			func(in *masterInfo) string { return strconv.FormatFloat(in.CPU, 'f', 1, 64) },
+			func(in *masterInfo) float64 { return in.CPU }),
+	}
+}
+
+func zeroDash(v uint64) string {
+	if v == 0 {
+		return "-"
+	}
+	return strconv.FormatUint(v, 10)
+}
+
+func bytesOrDash(n uint64) string {
+	if n == 0 {
+		return "-"
+	}
+	return humanBytes(n)
+}
+
+// infoCol is a column of what an answering master reports; key nil sorts
+// by the raw text.
+func infoCol(head string, right bool, text func(*masterInfo) cell, raw func(*masterInfo) string, key func(*masterInfo) float64) column[masterRow] {
+	c := column[masterRow]{head: head, right: right,
+		cell: func(r masterRow) cell {
+			if r.masterInfo == nil {
+				return cell{text: "-"}
+			}
+			return text(r.masterInfo)
+		},
+		raw: func(r masterRow) string {
+			if r.masterInfo == nil {
+				return "-"
+			}
+			return raw(r.masterInfo)
+		},
+	}
+	c.cmp = func(a, b masterRow) int {
+		switch {
+		case a.masterInfo == nil || b.masterInfo == nil:
+			return boolCmp(a.masterInfo != nil, b.masterInfo != nil)
+		case key != nil:
+			return cmp.Compare(key(a.masterInfo), key(b.masterInfo))
+		}
+		return strings.Compare(raw(a.masterInfo), raw(b.masterInfo))
+	}
+	return c
+}
+
+func infoText(head string, right bool, get func(*masterInfo) string) column[masterRow] {
+	return infoCol(head, right, func(in *masterInfo) cell { return cell{text: get(in)} }, get, nil)
+}
+
+// infoNum is a numeric column; text, when given, replaces the number on a
+// terminal.
+func infoNum[N int | uint64](head string, get func(*masterInfo) N, text func(*masterInfo) string) column[masterRow] {
+	raw := func(in *masterInfo) string { return fmt.Sprint(get(in)) }
+	shown := raw
+	if text != nil {
+		shown = text
+	}
+	c := infoCol(head, true, func(in *masterInfo) cell { return cell{text: shown(in)} }, raw, nil)
+	c.cmp = func(a, b masterRow) int {
+		if a.masterInfo == nil || b.masterInfo == nil {
+			return boolCmp(a.masterInfo != nil, b.masterInfo != nil)
+		}
+		return cmp.Compare(get(a.masterInfo), get(b.masterInfo))
+	}
+	return c
+}
+
+// csCols are -SCS's columns. (A maintenance column will join them when the
+// masters report it.)
+func csCols() []column[csRow] {
+	space := func(head string, get func(csRow) uint64) column[csRow] {
+		c := numCol(head, get)
+		c.cell = func(r csRow) cell {
+			if r.VoterOnly {
+				return cell{text: "-"}
+			}
+			return cell{text: humanBytes(get(r))}
+		}
+		return c
+	}
+	return []column[csRow]{
+		addrCol("ip", func(r csRow) netip.Addr { return r.IP }),
+		numCol("port", func(r csRow) uint16 { return r.Port }),
+		numCol("id", func(r csRow) uint32 { return uint32(r.ID) }),
+		textCol("location", func(r csRow) string { return r.Location }),
+		textCol("labels", func(r csRow) string { return r.Labels }),
+		textCol("voter only", func(r csRow) string { return yesNo(r.VoterOnly) }),
+		space("used", func(r csRow) uint64 { return r.Used }),
+		space("total", func(r csRow) uint64 { return r.Total }),
+		textCol("connected to", func(r csRow) string { return joinAddrs(r.ConnectedTo) }),
+		textCol("vote counted by", func(r csRow) string { return joinRefs(r.VoteWith, false) }),
+		{head: "counter state", cell: func(r csRow) cell {
+			if len(r.VoteWith) == 0 {
+				return cell{text: "-"}
+			}
+			return cell{text: joinRefs(r.VoteWith, true), tone: r.VoteWith[0].tone}
+		}, raw: func(r csRow) string { return orDash(joinRefs(r.VoteWith, true)) },
+			cmp: func(a, b csRow) int { return strings.Compare(joinRefs(a.VoteWith, true), joinRefs(b.VoteWith, true)) }},
+	}
+}
+
+func joinAddrs(list []netip.Addr) string {
+	s := make([]string, len(list))
+	for i, a := range list {
+		s[i] = a.String()
+	}
+	return strings.Join(s, ",")
+}
+
+// joinRefs lists masters' addresses, or their states with states.
+func joinRefs(list []masterRef, states bool) string {
+	s := make([]string, len(list))
+	for i, m := range list {
+		s[i] = m.IP.String()
+		if states {
+			s[i] = m.State
+		}
+	}
+	return strings.Join(s, ",")
+}
+
+// discCols are the columns of the disconnected chunkservers' block.
+func discCols() []column[csRow] {
+	return []column[csRow]{
+		addrCol("ip", func(r csRow) netip.Addr { return r.IP }),
+		numCol("port", func(r csRow) uint16 { return r.Port }),
+		numCol("id", func(r csRow) uint32 { return uint32(r.ID) }),
+		textCol("location", func(r csRow) string { return r.Location }),
+		textCol("remove it with", func(r csRow) string { return r.Removal }),
+	}
+}
+
+// locCols are -SLQ's columns. Reach, votes and carried are "-" for a
+// location that takes no part in the count, or when no master counts.
+func locCols() []column[locRow] {
+	count := func(head string, get func(*locCount) int) column[locRow] {
+		c := column[locRow]{head: head, right: true}
+		text := func(r locRow) string {
+			if r.locCount == nil {
+				return "-"
+			}
+			return strconv.Itoa(get(r.locCount))
+		}
+		c.cell = func(r locRow) cell { return cell{text: text(r)} }
+		c.raw = text
+		c.cmp = func(a, b locRow) int {
+			if a.locCount == nil || b.locCount == nil {
+				return boolCmp(a.locCount != nil, b.locCount != nil)
+			}
+			return cmp.Compare(get(a.locCount), get(b.locCount))
+		}
+		return c
+	}
+	return []column[locRow]{
+		numCol("config", func(r locRow) uint64 { return r.Config }),
+		textCol("location", func(r locRow) string { return r.Name }),
+		textCol("ranges", rangesText),
+		{head: "state", cell: func(r locRow) cell {
+			if r.On {
+				return cell{text: "ON"}
+			}
+			return cell{text: "OFF", tone: toneDummy}
+		}, raw: func(r locRow) string { return onOff(r.On) }, cmp: func(a, b locRow) int { return boolCmp(a.On, b.On) }},
+		textCol("default", func(r locRow) string { return yesNo(r.Default) }),
+		numCol("registered", func(r locRow) int { return r.Registered }),
+		count("reach", func(c *locCount) int { return c.Reach }),
+		count("votes", func(c *locCount) int { return c.Votes }),
+		{head: "carried", cell: func(r locRow) cell {
+			switch {
+			case r.locCount == nil:
+				return cell{text: "-"}
+			case r.Carried:
+				return cell{text: "yes", tone: toneGood}
+			}
+			return cell{text: "no", tone: toneBad}
+		}, raw: carriedText, cmp: func(a, b locRow) int { return strings.Compare(carriedText(a), carriedText(b)) }},
+	}
+}
+
+func rangesText(r locRow) string {
+	if r.Ranges == nil {
+		return "?" // an older config's ranges are not reported
+	}
+	s := make([]string, len(r.Ranges))
+	for i, p := range r.Ranges {
+		s[i] = p.String()
+	}
+	return strings.Join(s, ",")
+}
+
+func onOff(on bool) string {
+	if on {
+		return "ON"
+	}
+	return "OFF"
+}
+
+func carriedText(r locRow) string {
+	if r.locCount == nil {
+		return "-"
+	}
+	return yesNo(r.Carried)
+}

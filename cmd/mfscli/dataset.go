@@ -1,0 +1,398 @@
+package main
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/wire"
+)
+
+// dataset is everything the listings show, built by build from the
+// masters' answers alone. The rows' JSON names follow MooseFS's mfscli -j
+// (snake_case, ip, strver, state, metadata_version, csid, ...); -j prints
+// the parts asked for (jsonDataset).
+type dataset struct {
+	// View is the master whose registry and location map are shown
+	// (chooseView); TimeRef the one whose clock the offsets are from
+	// (the LEADER, else View).
+	View         masterRef
+	TimeRef      netip.Addr
+	Masters      []masterRow
+	Chunkservers []csRow
+	Locations    []locRow
+	Quorum       quorumView
+	Summary      summary
+}
+
+// masterRef names a master and its state word.
+type masterRef struct {
+	IP    netip.Addr `json:"ip"`
+	State string     `json:"state"`
+	tone  tone
+}
+
+// masterRow is one master of -SIM. Info is nil for a master that did not
+// answer (UNREACHABLE, BUSY); Error then says why.
+type masterRow struct {
+	IP    netip.Addr `json:"ip"`
+	Port  uint16     `json:"port"`
+	State string     `json:"state"`
+	Error string     `json:"error,omitempty"`
+	*masterInfo
+	tone tone
+}
+
+// masterInfo is what an answering master reports, plus the comparisons
+// with the others (clock offset, metadata id).
+type masterInfo struct {
+	Version       string     `json:"strver"`
+	Role          string     `json:"role"`
+	RoleID        int        `json:"role_id"` // MooseFS's state id
+	Sync          string     `json:"sync"`
+	Transition    string     `json:"transition,omitempty"`
+	Epoch         uint64     `json:"epoch"`
+	Leader        netip.Addr `json:"leader"` // the LEADER it records ("" none)
+	LocalTimeMs   int64      `json:"local_time_ms"`
+	OffsetMs      int64      `json:"time_offset_ms"`
+	OffsetLevel   level      `json:"time_offset_level"`
+	MetaVersion   uint64     `json:"metadata_version"`
+	Commit        uint64     `json:"commit_version"`
+	Behind        uint64     `json:"versions_behind"`
+	Delay         float64    `json:"metadata_delay"` // seconds
+	DelayLevel    level      `json:"metadata_delay_level"`
+	MetaID        string     `json:"metadata_id"`
+	MetaIDDiffers bool       `json:"metadata_id_differs"` // not the LEADER's (or majority's); a master without one is not flagged
+	Connected     int        `json:"chunkservers_connected"`
+	Votes         int        `json:"votes_counted"`
+	Registered    int        `json:"chunkservers_registered"`
+	HoldsQuorum   bool       `json:"holds_quorum"`
+	ConfigVersion uint64     `json:"config_version"`
+	InForce       uint64     `json:"config_in_force"`
+	Snapshot      uint64     `json:"snapshot_version"`
+	Changelog     int        `json:"changelog_entries"`
+	RSS           uint64     `json:"memory_rss"`
+	CPU           float64    `json:"cpu_percent"`
+}
+
+// csRow is one registered chunkserver: its identity from the View
+// master's registry, connections and vote from every master that answered.
+type csRow struct {
+	ID          wire.CSID    `json:"csid"`
+	IP          netip.Addr   `json:"ip"`
+	Port        uint16       `json:"port"`
+	Location    string       `json:"location"`
+	Labels      string       `json:"labels"`
+	VoterOnly   bool         `json:"voter_only"`
+	Total       uint64       `json:"total_space"`
+	Used        uint64       `json:"used_space"`
+	Connected   bool         `json:"connected"`
+	ConnectedTo []netip.Addr `json:"connected_to"`
+	VoteWith    []masterRef  `json:"vote_counted_by"`
+	Removal     string       `json:"removal_command,omitempty"` // disconnected only
+}
+
+// locRow is one location under one config. Count is nil when no master
+// counts votes for itself or the location does not take part.
+type locRow struct {
+	Config        uint64         `json:"config"`
+	Name          string         `json:"name"`
+	Ranges        []netip.Prefix `json:"ranges"` // null: not known (an older config)
+	On            bool           `json:"on"`
+	Default       bool           `json:"default"`
+	Registered    int            `json:"registered"`
+	Participating bool           `json:"participating"`
+	*locCount
+}
+
+// locCount is one location's count for the master the quorum view is of.
+type locCount struct {
+	Reach    int  `json:"reach"` // vote sessions open to it
+	Votes    int  `json:"votes"` // votes it counts now
+	Carried  bool `json:"carried"`
+	CanCarry bool `json:"can_carry"` // would be carried if every one that reaches it voted
+}
+
+// quorumView is the count of the LEADER (else ELECT, else DEPUTY) and the
+// verdict line that explains it.
+type quorumView struct {
+	Master        masterRef  `json:"master"` // ip "" when there is no such master
+	Held          bool       `json:"held"`
+	Verdict       string     `json:"verdict"`
+	ConfigVersion uint64     `json:"config_version"`
+	InForce       uint64     `json:"config_in_force"`
+	Tallies       []tallyRow `json:"tallies"`
+}
+
+// tallyRow is one count: under the newest config, and while a change is
+// in flight under the previous one too (both must be won).
+type tallyRow struct {
+	Config         uint64 `json:"config"`
+	Outcome        string `json:"outcome"`
+	Participating  int    `json:"participating"`
+	Carried        int    `json:"carried"`
+	Needed         int    `json:"needed"`
+	DefaultCarried bool   `json:"default_carried"`
+}
+
+// summary is -SIG.
+type summary struct {
+	Leader          netip.Addr     `json:"leader"` // "" none
+	Epoch           uint64         `json:"epoch"`  // the LEADER's, else the highest reported
+	Masters         int            `json:"masters"`
+	States          map[string]int `json:"states"`
+	Registered      int            `json:"chunkservers_registered"`
+	Connected       int            `json:"chunkservers_connected"`
+	LocationsOn     int            `json:"locations_on"`
+	Locations       int            `json:"locations"`
+	QuorumHeld      bool           `json:"quorum_held"`
+	LeaderChangeMs  int64          `json:"last_leader_change_ms"`  // 0: unknown
+	LeaderChangeAgo float64        `json:"last_leader_change_ago"` // seconds; 0: unknown
+}
+
+// level grades a clock offset or a delay.
+type level uint8
+
+const (
+	levelOK level = iota
+	levelWarn
+	levelFlag
+)
+
+// MarshalText prints the level in JSON: ok, warn, flag.
+func (l level) MarshalText() ([]byte, error) {
+	return []byte([...]string{"ok", "warn", "flag"}[l]), nil
+}
+
+// Thresholds of MooseFS's mfscli: a master's clock more than 1 s off the
+// LEADER's is worth a look, more than 2 s is wrong; metadata more than 1 s
+// behind is worth a look, more than 6 s is trouble.
+const (
+	offsetWarn = time.Second
+	offsetFlag = 2 * time.Second
+	delayWarn  = time.Second
+	delayFlag  = 6 * time.Second
+)
+
+func grade(d, warn, flag time.Duration) level {
+	if d < 0 {
+		d = -d
+	}
+	switch {
+	case d > flag:
+		return levelFlag
+	case d > warn:
+		return levelWarn
+	}
+	return levelOK
+}
+
+// build turns the answers into the dataset. host is -H as given (for the
+// removal commands), now the reading used for "ago". Pure.
+func build(answers []answer, host string, now time.Time) dataset {
+	var ds dataset
+	view := chooseView(answers)
+	leader := firstWithRole(answers, roles.Leader)
+	timeRef := leader
+	if timeRef == nil {
+		timeRef = view
+	}
+	if view != nil {
+		ds.View = refOf(*view)
+	}
+	if timeRef != nil {
+		ds.TimeRef = timeRef.addr.Addr()
+	}
+	ds.Masters = masterRows(answers, timeRef, referenceID(answers, leader, view))
+	ds.Chunkservers = csRows(answers, view, host)
+	counter := voteCounter(answers)
+	ds.Locations = locRows(view, counter)
+	ds.Quorum = quorumOf(answers, counter)
+	ds.Summary = summarize(answers, leader, view, ds, now)
+	return ds
+}
+
+func refOf(a answer) masterRef {
+	return masterRef{IP: a.addr.Addr(), State: stateWord(a), tone: toneOf(a)}
+}
+
+// referenceID is the metadata id a master should have: the LEADER's, else
+// the one most answering masters report (ties: the View master's).
+func referenceID(answers []answer, leader, view *answer) string {
+	if leader != nil {
+		return leader.st.ClusterID
+	}
+	if view == nil {
+		return ""
+	}
+	count := map[string]int{}
+	for _, a := range answers {
+		if a.err == nil && a.st.ClusterID != "" { // "": none yet (-e)
+			count[a.st.ClusterID]++
+		}
+	}
+	ids := make([]string, 0, len(count))
+	for id := range count {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	best := view.st.ClusterID
+	for _, id := range ids {
+		if count[id] > count[best] {
+			best = id
+		}
+	}
+	return best
+}
+
+func masterRows(answers []answer, timeRef *answer, refID string) []masterRow {
+	rows := make([]masterRow, 0, len(answers))
+	for _, a := range answers {
+		r := masterRow{IP: a.addr.Addr(), Port: a.addr.Port(), State: stateWord(a), tone: toneOf(a)}
+		if a.err != nil {
+			r.Error = a.err.Error()
+			rows = append(rows, r)
+			continue
+		}
+		r.masterInfo = infoOf(a.st, timeRef, refID)
+		rows = append(rows, r)
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].IP.Less(rows[j].IP) })
+	return rows
+}
+
+func infoOf(st node.StatusResp, timeRef *answer, refID string) *masterInfo {
+	in := &masterInfo{
+		Version: st.Version, Role: st.Role.String(), RoleID: int(st.Role), Sync: st.Sync.String(),
+		Transition: st.Transition, Epoch: st.Epoch, Leader: st.Leader,
+		LocalTimeMs: st.WallUnixMs, MetaVersion: st.MetaVersion, Commit: st.Commit, Behind: st.Behind,
+		Delay: st.Delay.Seconds(), DelayLevel: grade(st.Delay, delayWarn, delayFlag),
+		MetaID: st.ClusterID, MetaIDDiffers: refID != "" && st.ClusterID != "" && st.ClusterID != refID,
+		Connected: st.Connected, Votes: st.Voters, Registered: st.Registered, HoldsQuorum: st.HoldsQuorum,
+		ConfigVersion: st.ConfigVersion, InForce: st.InForce,
+		Snapshot: st.SnapshotVersion, Changelog: st.ChangelogEntries, RSS: st.RSS, CPU: st.CPU,
+	}
+	if timeRef != nil {
+		in.OffsetMs = st.WallUnixMs - timeRef.st.WallUnixMs
+		in.OffsetLevel = grade(time.Duration(in.OffsetMs)*time.Millisecond, offsetWarn, offsetFlag)
+	}
+	return in
+}
+
+// csRows lists the View master's registry, each chunkserver with the
+// masters it is connected to and the master(s) counting its vote, as every
+// answering master reports them.
+func csRows(answers []answer, view *answer, host string) []csRow {
+	if view == nil {
+		return []csRow{}
+	}
+	rows := make([]csRow, 0, len(view.st.Chunkservers))
+	for _, c := range view.st.Chunkservers {
+		r := csRow{ID: c.ID, IP: c.Addr, Port: c.Port, Location: c.Location, VoterOnly: c.VoterOnly,
+			ConnectedTo: []netip.Addr{}, VoteWith: []masterRef{}}
+		info := c
+		for _, a := range answersByAddr(answers, view) {
+			seen, ok := findCS(a.st.Chunkservers, c.ID)
+			if !ok {
+				continue
+			}
+			if seen.Connected {
+				if !r.Connected {
+					info = seen // the first master it is connected to has its latest labels and space
+				}
+				r.Connected = true
+				r.ConnectedTo = append(r.ConnectedTo, a.addr.Addr())
+			}
+			if seen.Voting {
+				r.VoteWith = append(r.VoteWith, refOf(a))
+			}
+		}
+		r.Labels, r.Total, r.Used = info.Labels, info.Total, info.Used
+		if !r.Connected {
+			r.Removal = removalCommand(host, c.Addr, c.Port)
+		}
+		rows = append(rows, r)
+	}
+	sort.SliceStable(rows, func(i, j int) bool {
+		if rows[i].IP != rows[j].IP {
+			return rows[i].IP.Less(rows[j].IP)
+		}
+		return rows[i].Port < rows[j].Port
+	})
+	return rows
+}
+
+// answersByAddr is the answering masters, the View master first, then by
+// address.
+func answersByAddr(answers []answer, view *answer) []answer {
+	out := []answer{*view}
+	for _, a := range answers {
+		if a.err == nil && a.addr != view.addr {
+			out = append(out, a)
+		}
+	}
+	sort.SliceStable(out[1:], func(i, j int) bool { return out[1+i].addr.Compare(out[1+j].addr) < 0 })
+	return out
+}
+
+func findCS(list []node.CSStatus, id wire.CSID) (node.CSStatus, bool) {
+	for _, c := range list {
+		if c.ID == id {
+			return c, true
+		}
+	}
+	return node.CSStatus{}, false
+}
+
+// removalCommand is the ready-to-run command that removes a disconnected
+// chunkserver (-CRC), with -H as the operator gave it.
+func removalCommand(host string, ip netip.Addr, port uint16) string {
+	return fmt.Sprintf("mfscli -H %s -CRC/%s/%d", shellQuote(host), ip, port)
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.,:/[]", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// summarize builds -SIG from the rest of the dataset.
+func summarize(answers []answer, leader, view *answer, ds dataset, now time.Time) summary {
+	s := summary{Masters: len(answers), States: map[string]int{}, QuorumHeld: ds.Quorum.Held}
+	for _, a := range answers {
+		s.States[stateWord(a)]++
+		if a.err == nil && a.st.Epoch > s.Epoch {
+			s.Epoch = a.st.Epoch
+		}
+	}
+	if leader != nil {
+		s.Leader, s.Epoch = leader.addr.Addr(), leader.st.Epoch
+	}
+	s.Registered = len(ds.Chunkservers)
+	for _, c := range ds.Chunkservers {
+		if c.Connected {
+			s.Connected++
+		}
+	}
+	if view != nil {
+		for _, l := range view.st.Locations {
+			s.Locations++
+			if l.On {
+				s.LocationsOn++
+			}
+		}
+		if ms := view.st.LeaderChangeUnixMs; ms > 0 {
+			s.LeaderChangeMs = ms
+			s.LeaderChangeAgo = now.Sub(time.UnixMilli(ms)).Seconds()
+		}
+	}
+	return s
+}

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/pkg/roles"
+)
+
+// answer is one master's reply to the status request (or why there is
+// none).
+type answer struct {
+	addr netip.AddrPort
+	st   node.StatusResp
+	err  error
+}
+
+// hostItems splits -H into the names or addresses it lists: separated by
+// commas, spaces or both (MooseFS accepts a space-separated list, the
+// daemons' MASTER_HOST a comma-separated one).
+func hostItems(spec string) []string {
+	return strings.FieldsFunc(spec, func(r rune) bool {
+		return r == ',' || r == ' ' || r == '\t' || r == '\n'
+	})
+}
+
+// resolve turns -H into the masters' client addresses: every A/AAAA record
+// of every name, without duplicates, sorted. A name that does not resolve
+// is reported and the others are still used.
+func resolve(spec string, port uint16) ([]netip.AddrPort, []error) {
+	seen := map[netip.AddrPort]bool{}
+	var out []netip.AddrPort
+	var errs []error
+	items := hostItems(spec)
+	if len(items) == 0 {
+		return nil, []error{fmt.Errorf("-H %q names no master", spec)}
+	}
+	for _, item := range items {
+		list, err := node.ResolveMasters(item, port)
+		if err != nil {
+			if inner := errors.Unwrap(err); inner != nil {
+				err = inner // the lookup's own words; ResolveMasters adds MASTER_HOST
+			}
+			errs = append(errs, fmt.Errorf("-H %s: %w", item, err))
+			continue
+		}
+		for _, m := range list {
+			if !seen[m.Addr] {
+				seen[m.Addr] = true
+				out = append(out, m.Addr)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Compare(out[j]) < 0 })
+	return out, errs
+}
+
+// askAll asks every master at once; each answer waits at most timeout.
+func askAll(addrs []netip.AddrPort, timeout time.Duration) []answer {
+	out := make([]answer, len(addrs))
+	var wg sync.WaitGroup
+	for i, a := range addrs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st, err := node.Status(a, timeout)
+			out[i] = answer{addr: a, st: st, err: err}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// reachedAny reports whether at least one master answered.
+func reachedAny(answers []answer) bool {
+	for _, a := range answers {
+		if a.err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// stateWord is the state as mfscli prints it: the role (FOLLOWER with its
+// sync suffix), "transition A -> B" while a role change is under way,
+// UNREACHABLE (no connection) or BUSY (connected, no answer).
+func stateWord(a answer) string {
+	switch {
+	case errors.Is(a.err, node.ErrUnreachable):
+		return "UNREACHABLE"
+	case a.err != nil:
+		return "BUSY"
+	case a.st.Transition != "":
+		return "transition " + a.st.Transition
+	case a.st.Role == roles.Follower:
+		return a.st.Role.String() + a.st.Sync.Suffix()
+	}
+	return a.st.Role.String()
+}
+
+// viewRank orders roles for choosing whose registry and quorum view to
+// show, as MooseFS's mfscli does: LEADER or DEPUTY, then ELECT, then
+// USURPER, then a FOLLOWER; DUMMY (shutting down) last.
+func viewRank(r roles.Role) int {
+	switch r {
+	case roles.Leader, roles.Deputy:
+		return 0
+	case roles.Elect:
+		return 1
+	case roles.Usurper:
+		return 2
+	case roles.Follower:
+		return 3
+	}
+	return 4
+}
+
+// better reports whether a should be preferred to b (both answered): by
+// viewRank, then the higher epoch, the higher metadata version, the lower
+// address.
+func better(a, b answer) bool {
+	if ra, rb := viewRank(a.st.Role), viewRank(b.st.Role); ra != rb {
+		return ra < rb
+	}
+	if a.st.Epoch != b.st.Epoch {
+		return a.st.Epoch > b.st.Epoch
+	}
+	if a.st.MetaVersion != b.st.MetaVersion {
+		return a.st.MetaVersion > b.st.MetaVersion
+	}
+	return a.addr.Compare(b.addr) < 0
+}
+
+// chooseView picks the master whose registry and quorum view is shown;
+// nil if none answered.
+func chooseView(answers []answer) *answer {
+	var best *answer
+	for i := range answers {
+		a := &answers[i]
+		if a.err == nil && (best == nil || better(*a, *best)) {
+			best = a
+		}
+	}
+	return best
+}
+
+// firstWithRole is the answered master in role r with the highest epoch
+// (ties: the lower address); nil if none.
+func firstWithRole(answers []answer, r roles.Role) *answer {
+	var best *answer
+	for i := range answers {
+		a := &answers[i]
+		if a.err == nil && a.st.Role == r && (best == nil || better(*a, *best)) {
+			best = a
+		}
+	}
+	return best
+}
+
+// voteCounter is the master whose count the quorum listing explains: the
+// LEADER, else the ELECT, else a DEPUTY (an ELECT that gave up waiting and
+// still counts votes); nil if there is none.
+func voteCounter(answers []answer) *answer {
+	for _, r := range []roles.Role{roles.Leader, roles.Elect, roles.Deputy} {
+		if a := firstWithRole(answers, r); a != nil {
+			return a
+		}
+	}
+	return nil
+}

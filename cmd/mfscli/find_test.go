@@ -1,0 +1,277 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/urfave/cli/v2"
+)
+
+var errUnreachable = fmt.Errorf("%w: connection refused", node.ErrUnreachable)
+
+// TestResolve: -H lists names or addresses separated by commas and spaces;
+// duplicates are asked once; a name that does not resolve is reported and
+// the rest still used.
+func TestResolve(t *testing.T) {
+	if got := hostItems(" a,b  c,,\td "); !reflect.DeepEqual(got, []string{"a", "b", "c", "d"}) {
+		t.Errorf("hostItems: %q", got)
+	}
+	got, errs := resolve("127.0.0.12, 127.0.0.11 127.0.0.12,127.0.0.11:9500 name.invalid", 9421)
+	want := []netip.AddrPort{at("127.0.0.11"), netip.MustParseAddrPort("127.0.0.11:9500"), at("127.0.0.12")}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("resolve: %v, want %v", got, want)
+	}
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "-H name.invalid") || strings.Contains(errs[0].Error(), "MASTER_HOST") {
+		t.Errorf("errors: %v", errs)
+	}
+	if _, errs := resolve(" , ", 9421); len(errs) != 1 {
+		t.Errorf("an empty -H: %v", errs)
+	}
+}
+
+// TestUnreachableOrBusy: real loopback sockets. A closed port is
+// UNREACHABLE; a listener that accepts and never answers is BUSY.
+func TestUnreachableOrBusy(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // held open, silent
+		}
+	}()
+	busy := netip.MustParseAddrPort(ln.Addr().String())
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := netip.MustParseAddrPort(closed.Addr().String())
+	closed.Close()
+
+	answers := askAll([]netip.AddrPort{busy, dead}, 300*time.Millisecond)
+	if !errors.Is(answers[0].err, node.ErrBusy) || stateWord(answers[0]) != "BUSY" || toneOf(answers[0]) != toneBusy {
+		t.Errorf("silent listener: %v -> %s", answers[0].err, stateWord(answers[0]))
+	}
+	if !errors.Is(answers[1].err, node.ErrUnreachable) || stateWord(answers[1]) != "UNREACHABLE" || toneOf(answers[1]) != toneUnreachable {
+		t.Errorf("closed port: %v -> %s", answers[1].err, stateWord(answers[1]))
+	}
+	if reachedAny(answers) {
+		t.Error("reachedAny with no answer")
+	}
+}
+
+// TestStateWords: words and colours of MOOSEFS-FACTS.md.
+func TestStateWords(t *testing.T) {
+	st := func(r roles.Role, s roles.SyncState, tr string) answer {
+		x := master("127.0.0.1", r, 1, 1)
+		x.Sync, x.Transition = s, tr
+		return answer{st: x}
+	}
+	cases := []struct {
+		a    answer
+		word string
+		tone tone
+		code int
+	}{
+		{st(roles.Leader, roles.Synced, ""), "LEADER", toneLeader, 34},
+		{st(roles.Follower, roles.Synced, ""), "FOLLOWER", toneFollower, 30},
+		{st(roles.Follower, roles.Desync, ""), "FOLLOWER (DESYNC)", toneDesync, 19},
+		{st(roles.Follower, roles.Init, ""), "FOLLOWER (INIT)", toneDesync, 19},
+		{st(roles.Follower, roles.Delayed, ""), "FOLLOWER (DELAYED)", toneDesync, 19},
+		{st(roles.Usurper, roles.Synced, ""), "USURPER", toneFollower, 30},
+		{st(roles.Elect, roles.Desync, ""), "ELECT", toneElect, 226},
+		{st(roles.Elect, roles.Desync, "ELECT -> LEADER"), "transition ELECT -> LEADER", toneTransition, 244},
+		{st(roles.Deputy, roles.Desync, ""), "DEPUTY", toneDeputy, 208},
+		{st(roles.Dummy, roles.Synced, ""), "DUMMY", toneDummy, 244},
+		{answer{err: errUnreachable}, "UNREACHABLE", toneUnreachable, 196},
+		{answer{err: fmt.Errorf("%w: i/o timeout", node.ErrBusy)}, "BUSY", toneBusy, 55},
+	}
+	for _, c := range cases {
+		if w, tn := stateWord(c.a), toneOf(c.a); w != c.word || tn != c.tone || colours[tn] != c.code {
+			t.Errorf("%s: got %s tone %d (%d)", c.word, w, tn, colours[tn])
+		}
+	}
+	if got := paint("LEADER", toneLeader, true); got != "\x1b[38;5;34mLEADER\x1b[0m" {
+		t.Errorf("paint: %q", got)
+	}
+}
+
+// TestChooseView: LEADER or DEPUTY, then ELECT, then USURPER, then a
+// FOLLOWER; the higher epoch among equals.
+func TestChooseView(t *testing.T) {
+	mk := func(ip string, r roles.Role, epoch uint64) answer {
+		return answer{addr: at(ip), st: master(ip, r, epoch, 1)}
+	}
+	cases := []struct {
+		answers []answer
+		want    string
+	}{
+		{[]answer{mk("127.0.0.1", roles.Follower, 5), mk("127.0.0.2", roles.Usurper, 5), mk("127.0.0.3", roles.Elect, 6), mk("127.0.0.4", roles.Leader, 5)}, "127.0.0.4"},
+		{[]answer{mk("127.0.0.1", roles.Follower, 5), mk("127.0.0.2", roles.Deputy, 4), mk("127.0.0.3", roles.Elect, 6)}, "127.0.0.2"},
+		{[]answer{mk("127.0.0.1", roles.Follower, 5), mk("127.0.0.2", roles.Usurper, 5), mk("127.0.0.3", roles.Elect, 6)}, "127.0.0.3"},
+		{[]answer{mk("127.0.0.1", roles.Follower, 5), mk("127.0.0.2", roles.Usurper, 5)}, "127.0.0.2"},
+		{[]answer{mk("127.0.0.1", roles.Follower, 5), mk("127.0.0.2", roles.Follower, 7), {addr: at("127.0.0.3"), err: errUnreachable}}, "127.0.0.2"},
+		{[]answer{{addr: at("127.0.0.3"), err: errUnreachable}}, ""},
+	}
+	for i, c := range cases {
+		got := ""
+		if v := chooseView(c.answers); v != nil {
+			got = v.addr.Addr().String()
+		}
+		if got != c.want {
+			t.Errorf("case %d: %q, want %q", i, got, c.want)
+		}
+	}
+}
+
+// TestMetadataIDFlag: a master whose metadata id differs from the
+// LEADER's is flagged; without a LEADER, from the majority's. A master
+// without one yet (-e) is not.
+func TestMetadataIDFlag(t *testing.T) {
+	a := healthy()
+	a[2].st.ClusterID = "0000000000000001"
+	ds := build(a, "mfsmaster", t0)
+	flagged := map[string]bool{}
+	for _, m := range ds.Masters {
+		flagged[m.IP.String()] = m.MetaIDDiffers
+	}
+	if !flagged["127.0.0.13"] || flagged["127.0.0.11"] || flagged["127.0.0.12"] {
+		t.Errorf("with a LEADER: %v", flagged)
+	}
+	a[1].st.Role, a[0].st.ClusterID = roles.Follower, "0000000000000001" // no LEADER; two of three agree
+	ds = build(a, "mfsmaster", t0)
+	for _, m := range ds.Masters {
+		if want := m.IP.String() == "127.0.0.11"; m.MetaIDDiffers != want {
+			t.Errorf("majority: %s flagged %v", m.IP, m.MetaIDDiffers)
+		}
+	}
+	a = inFlight()
+	for _, m := range build(a, "mfsmaster", t0).Masters {
+		if m.MetaIDDiffers {
+			t.Errorf("%s flagged", m.IP)
+		}
+	}
+}
+
+// TestGrades: clock offsets and delays against MooseFS's thresholds.
+func TestGrades(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		off  level
+		wait level
+	}{
+		{0, levelOK, levelOK}, {time.Second, levelOK, levelOK}, {-1500 * time.Millisecond, levelWarn, levelWarn},
+		{2 * time.Second, levelWarn, levelWarn}, {-2001 * time.Millisecond, levelFlag, levelWarn}, {7 * time.Second, levelFlag, levelFlag},
+	} {
+		if o, w := grade(c.d, offsetWarn, offsetFlag), grade(c.d, delayWarn, delayFlag); o != c.off || w != c.wait {
+			t.Errorf("%v: offset %v delay %v", c.d, o, w)
+		}
+	}
+}
+
+// TestSorting: -o N orders by the Nth column (numbers as numbers, masters
+// that did not answer first), -r reverses.
+func TestSorting(t *testing.T) {
+	ds := build(election(), "mfsmaster", t0)
+	sortRows(ds.Masters, masterCols(time.UTC), 7, true) // metadata version, descending
+	var got []string
+	for _, m := range ds.Masters {
+		got = append(got, m.IP.String())
+	}
+	want := []string{"127.0.0.12", "127.0.0.14", "127.0.0.13", "127.0.0.11"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("-o 7 -r: %v, want %v", got, want)
+	}
+	ds = build(healthy(), "mfsmaster", t0)
+	sortRows(ds.Chunkservers, csCols(), 7, false) // used space; voter-only rows hold 0
+	if ds.Chunkservers[0].VoterOnly != true || ds.Chunkservers[5].IP.String() != "127.0.3.1" {
+		t.Errorf("-o 7 on chunkservers: %+v", ds.Chunkservers)
+	}
+}
+
+// TestCheckSort: a -o that fits no table is refused with the reason.
+func TestCheckSort(t *testing.T) {
+	show := func(ls ...listing) map[listing]bool {
+		m := map[listing]bool{}
+		for _, l := range ls {
+			m[l] = true
+		}
+		return m
+	}
+	cases := []struct {
+		o    options
+		want string
+	}{
+		{options{show: show(listMasters), sortCol: 17}, ""},
+		{options{show: show(listMasters), sortCol: 18}, `-o 18: the "Metadata Servers (masters)" table (-SIM) has 17 columns`},
+		{options{show: show(listMasters, listLocations), sortCol: 12}, `-o 12: the "Locations and quorum" table (-SLQ) has 9 columns`},
+		{options{show: show(listSummary), sortCol: 1}, "-SIG is a list of values"},
+		{options{show: show(listSummary, listChunkservers), sortCol: 2}, ""},
+		{options{show: show(listMasters), sortCol: -1}, "columns are counted from 1"},
+	}
+	for _, c := range cases {
+		err := checkSort(c.o)
+		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%+v: %v, want %q", c.o, err, c.want)
+		}
+	}
+}
+
+// TestFlagCombinations: what mfscli refuses before asking any master.
+func TestFlagCombinations(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-j", "-p"}, "-j and -p are two output modes"},
+		{[]string{"-SIG", "-o", "1"}, "-SIG is a list of values"},
+		{[]string{"-SCS", "-o", "12"}, `"Chunkservers" table (-SCS) has 11 columns`},
+		{[]string{"-CLS", "-SIM"}, "-CLS is an admin command: it cannot be combined with -SIM"},
+		{[]string{"-CRC/127.0.3.1/9422", "-j"}, "cannot be combined with -j"},
+		{[]string{"-SIM", "get", "k"}, "the namespace commands take no listing flags (-SIM)"},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+	}
+	for _, c := range cases {
+		app := newApp()
+		app.ExitErrHandler = func(*cli.Context, error) {} // keep the test process alive
+		app.Writer, app.ErrWriter = &strings.Builder{}, &strings.Builder{}
+		err := app.Run(rewriteAdmin(append([]string{"mfscli", "-H", "127.0.0.1", "-P", "1"}, c.args...)))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.args, err, c.want)
+		}
+	}
+}
+
+func TestHelpers(t *testing.T) {
+	for in, want := range map[string]string{"mfsmaster": "mfsmaster", "10.0.0.1,10.0.0.2": "10.0.0.1,10.0.0.2",
+		"a b": "'a b'", "it's": `'it'\''s'`, "": "''"} {
+		if got := shellQuote(in); got != want {
+			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
+		}
+	}
+	for d, want := range map[time.Duration]string{42 * time.Second: "42s", 200 * time.Second: "3m20s",
+		26 * time.Hour: "26h00m", 50 * time.Hour: "2d02h", -time.Minute: "in the future: clocks differ"} {
+		if got := ago(d); got != want {
+			t.Errorf("ago(%v) = %s, want %s", d, got, want)
+		}
+	}
+	for n, want := range map[uint64]string{0: "0 B", 1023: "1023 B", 1536: "1.5 KiB", 100 << 30: "100.0 GiB"} {
+		if got := humanBytes(n); got != want {
+			t.Errorf("humanBytes(%d) = %s, want %s", n, got, want)
+		}
+	}
+}

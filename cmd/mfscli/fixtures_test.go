@@ -1,0 +1,199 @@
+package main
+
+import (
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/wire"
+)
+
+// The fixtures are clusters shaped like `make run` (internal/cluster.Local):
+// masters on 127.0.0.11-14, chunkservers in dc1-dc3 (127.0.1-3.x), one with
+// a disk and one voter-only in each, and the default location empty.
+
+// t0 is the frozen clock of every golden test.
+var t0 = time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC)
+
+const (
+	clusterID = "5A1F0C3E9B7D2468"
+	gib       = 1 << 30
+)
+
+func ms(d time.Duration) int64 { return t0.Add(d).UnixMilli() }
+
+func addr(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+func at(s string) netip.AddrPort { return netip.AddrPortFrom(addr(s), 9421) }
+
+func locations() []node.LocStatus {
+	p := func(s string) []netip.Prefix { return []netip.Prefix{netip.MustParsePrefix(s)} }
+	return []node.LocStatus{
+		{Name: "default", On: true, Default: true},
+		{Name: "dc1", Ranges: p("127.0.1.0/24"), On: true},
+		{Name: "dc2", Ranges: p("127.0.2.0/24"), On: true},
+		{Name: "dc3", Ranges: p("127.0.3.0/24"), On: true},
+	}
+}
+
+// registry is the six chunkservers; connected and voting say which of them
+// have a connection to, and a vote counted by, the master whose view it is.
+func registry(connected, voting func(wire.CSID) bool) []node.CSStatus {
+	var out []node.CSStatus
+	labels := []string{"A", "B", "C"}
+	for loc := 1; loc <= 3; loc++ {
+		for k := 1; k <= 2; k++ {
+			id := wire.CSID(2*(loc-1) + k)
+			c := node.CSStatus{ID: id, Addr: addr(fmt.Sprintf("127.0.%d.%d", loc, k)), Port: 9422,
+				Location: fmt.Sprintf("dc%d", loc), VoterOnly: k == 2,
+				Connected: connected(id), Voting: voting(id)}
+			if k == 1 {
+				c.Labels, c.Total, c.Used = labels[loc-1], 100*gib, uint64(loc)*12*gib+512<<20
+			}
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func all(wire.CSID) bool  { return true }
+func none(wire.CSID) bool { return false }
+
+func ids(list ...wire.CSID) func(wire.CSID) bool {
+	return func(id wire.CSID) bool {
+		for _, x := range list {
+			if x == id {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// loc is one location of a count: registered, reach, votes.
+func loc(name string, reg, reach, votes int) node.LocTally {
+	return node.LocTally{Name: name, Registered: reg, Reach: reach, Votes: votes,
+		Carried: 2*votes > reg, CanCarry: 2*reach > reg}
+}
+
+// tally counts the locations: carried, and the outcome of the quorum rule
+// (none of the fixtures' counts has the default location taking part).
+func tally(config uint64, outcome string, locs ...node.LocTally) node.TallyStatus {
+	t := node.TallyStatus{Config: config, Outcome: outcome, Participating: len(locs), Locations: locs}
+	for _, l := range locs {
+		if l.Carried {
+			t.Carried++
+		}
+	}
+	t.Needed = t.Participating/2 + 1
+	return t
+}
+
+func master(ip string, role roles.Role, epoch, version uint64) node.StatusResp {
+	return node.StatusResp{Addr: addr(ip), Version: "0.3.0", Role: role, Sync: roles.Synced, Epoch: epoch,
+		MetaVersion: version, Commit: version, ClusterID: clusterID, WallUnixMs: ms(0),
+		ConfigVersion: 3, InForce: 3, Locations: locations(), RSS: 48 << 20, CPU: 1.5}
+}
+
+// healthy: a LEADER and two synced FOLLOWERs, every chunkserver connected
+// to all three and voting for the LEADER.
+func healthy() []answer {
+	l := master("127.0.0.11", roles.Leader, 7, 1532)
+	l.Leader, l.HoldsQuorum, l.Connected, l.Registered, l.Voters = addr("127.0.0.11"), true, 6, 6, 6
+	l.Chunkservers = registry(all, all)
+	l.Tallies = []node.TallyStatus{tally(3, "WON", loc("dc1", 2, 2, 2), loc("dc2", 2, 2, 2), loc("dc3", 2, 2, 2))}
+	l.SnapshotVersion, l.ChangelogEntries, l.LeaderChangeUnixMs, l.RSS, l.CPU = 1000, 532, ms(-200*time.Second), 61<<20, 4.2
+	f1 := follower("127.0.0.12", 7, 1532, 120*time.Millisecond)
+	f2 := follower("127.0.0.13", 7, 1531, -40*time.Millisecond)
+	f2.Behind = 1
+	return []answer{{addr: at("127.0.0.12"), st: f1}, {addr: at("127.0.0.11"), st: l}, {addr: at("127.0.0.13"), st: f2}}
+}
+
+func follower(ip string, epoch, version uint64, offset time.Duration) node.StatusResp {
+	f := master(ip, roles.Follower, epoch, version)
+	f.Leader, f.Connected, f.Registered, f.WallUnixMs = addr("127.0.0.11"), 6, 6, ms(offset)
+	f.Chunkservers = registry(all, none)
+	f.SnapshotVersion, f.ChangelogEntries, f.LeaderChangeUnixMs = 1000, 532, ms(-199*time.Second)
+	return f
+}
+
+// election: the LEADER 127.0.0.11 is gone (UNREACHABLE); 127.0.0.12 is
+// ELECT and carries dc1 only (dc2: one of two reaches it, 127.0.2.2 is
+// down; dc3: both reach it but their votes are still promised to the old
+// LEADER); 127.0.0.13 connects but does not answer (BUSY); 127.0.0.14 is
+// FOLLOWER (DESYNC), 7.5 s since it was last in sync, its clock 1.5 s ahead.
+func election() []answer {
+	e := master("127.0.0.12", roles.Elect, 8, 1540)
+	e.Sync, e.Connected, e.Registered, e.Voters = roles.Desync, 5, 6, 3
+	e.Chunkservers = registry(ids(1, 2, 3, 5, 6), ids(1, 2, 3))
+	e.Tallies = []node.TallyStatus{tally(3, "PENDING", loc("dc1", 2, 2, 2), loc("dc2", 2, 1, 1), loc("dc3", 2, 2, 0))}
+	e.SnapshotVersion, e.ChangelogEntries, e.LeaderChangeUnixMs, e.Delay = 1000, 540, ms(-12*time.Second), 12*time.Second
+	f := master("127.0.0.14", roles.Follower, 7, 1538)
+	f.Sync, f.Delay, f.WallUnixMs, f.Connected, f.Registered = roles.Desync, 7500*time.Millisecond, ms(1500*time.Millisecond), 5, 6
+	f.Chunkservers = registry(ids(1, 2, 3, 5, 6), none)
+	f.SnapshotVersion, f.ChangelogEntries, f.LeaderChangeUnixMs = 1000, 538, ms(-11*time.Second)
+	return []answer{
+		{addr: at("127.0.0.11"), err: fmt.Errorf("%w: dial tcp 127.0.0.11:9421: connect: connection refused", node.ErrUnreachable)},
+		{addr: at("127.0.0.12"), st: e},
+		{addr: at("127.0.0.13"), err: fmt.Errorf("%w: read tcp 127.0.0.1:40122->127.0.0.13:9421: i/o timeout", node.ErrBusy)},
+		{addr: at("127.0.0.14"), st: f},
+	}
+}
+
+// cutOff: dc3 is cut off from every master; the LEADER holds quorum with
+// dc1 and dc2 (2 of 3). 127.0.0.13 is FOLLOWER (DELAYED), 40 versions and
+// 1.8 s behind, its clock 2.4 s ahead.
+func cutOff() []answer {
+	up := ids(1, 2, 3, 4)
+	l := master("127.0.0.11", roles.Leader, 9, 2210)
+	l.Leader, l.HoldsQuorum, l.Connected, l.Registered, l.Voters = addr("127.0.0.11"), true, 4, 6, 4
+	l.Chunkservers = registry(up, up)
+	l.Tallies = []node.TallyStatus{tally(3, "WON", loc("dc1", 2, 2, 2), loc("dc2", 2, 2, 2), loc("dc3", 2, 0, 0))}
+	l.SnapshotVersion, l.ChangelogEntries, l.LeaderChangeUnixMs, l.RSS, l.CPU = 2000, 210, ms(-26*time.Hour), 75<<20, 7.9
+	f1 := follower("127.0.0.12", 9, 2210, 15*time.Millisecond)
+	f1.Chunkservers, f1.Connected, f1.LeaderChangeUnixMs = registry(up, none), 4, ms(-26*time.Hour)
+	f1.SnapshotVersion, f1.ChangelogEntries = 2000, 210
+	f2 := follower("127.0.0.13", 9, 2170, 2400*time.Millisecond)
+	f2.Sync, f2.Behind, f2.Delay = roles.Delayed, 40, 1800*time.Millisecond
+	f2.Chunkservers, f2.Connected, f2.LeaderChangeUnixMs = registry(up, none), 4, ms(-26*time.Hour)
+	f2.SnapshotVersion, f2.ChangelogEntries = 2000, 170
+	return []answer{{addr: at("127.0.0.11"), st: l}, {addr: at("127.0.0.12"), st: f1}, {addr: at("127.0.0.13"), st: f2}}
+}
+
+// inFlight: 127.0.1.3 has just registered in dc1; config 4 (seven
+// chunkservers) is in the LEADER's log but not in force yet, so it counts
+// under config 4 and config 3 and must win both. 127.0.0.13 was started
+// with -e and has no metadata yet: FOLLOWER (INIT).
+func inFlight() []answer {
+	l := master("127.0.0.11", roles.Leader, 7, 1601)
+	l.Leader, l.HoldsQuorum, l.Connected, l.Registered, l.Voters = addr("127.0.0.11"), true, 7, 7, 7
+	l.ConfigVersion, l.InForce = 4, 3
+	l.Chunkservers = append(registry(all, all), node.CSStatus{ID: 7, Addr: addr("127.0.1.3"), Port: 9422, Location: "dc1",
+		Connected: true, Voting: true, Labels: "A", Total: 200 * gib, Used: 0})
+	l.Tallies = []node.TallyStatus{
+		tally(4, "WON", loc("dc1", 3, 3, 3), loc("dc2", 2, 2, 2), loc("dc3", 2, 2, 2)),
+		tally(3, "WON", loc("dc1", 2, 2, 2), loc("dc2", 2, 2, 2), loc("dc3", 2, 2, 2)),
+	}
+	l.SnapshotVersion, l.ChangelogEntries, l.LeaderChangeUnixMs = 1000, 601, ms(-2*time.Hour-5*time.Minute)
+	f := follower("127.0.0.12", 7, 1601, 80*time.Millisecond)
+	f.ChangelogEntries = 601
+	f.ConfigVersion, f.InForce, f.Connected, f.Registered = 4, 3, 7, 7
+	f.Chunkservers = append(registry(all, none), node.CSStatus{ID: 7, Addr: addr("127.0.1.3"), Port: 9422, Location: "dc1", Connected: true})
+	i := master("127.0.0.13", roles.Follower, 0, 0)
+	i.Sync, i.Commit, i.ConfigVersion, i.InForce, i.Locations, i.Behind = roles.Init, 0, 0, 0, nil, 1601
+	i.ClusterID, i.WallUnixMs, i.RSS, i.CPU = "", ms(-300*time.Millisecond), 22<<20, 38.5
+	return []answer{{addr: at("127.0.0.11"), st: l}, {addr: at("127.0.0.12"), st: f}, {addr: at("127.0.0.13"), st: i}}
+}
+
+// scenarios are the golden tests' clusters, by file name.
+var scenarios = []struct {
+	name    string
+	answers func() []answer
+}{
+	{"healthy", healthy},
+	{"election", election},
+	{"cutoff", cutOff},
+	{"inflight", inFlight},
+}

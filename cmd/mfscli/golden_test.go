@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden")
+
+// every listing, in the order they print.
+var everyListing = map[listing]bool{listMasters: true, listChunkservers: true, listSummary: true, listLocations: true}
+
+// render prints a scenario's listings as mfscli does, with the clock,
+// version and time zone frozen.
+func render(t *testing.T, answers []answer, o options) string {
+	t.Helper()
+	cliVersion = "0.3.0"
+	if o.zone == nil {
+		o.zone = time.UTC
+	}
+	var b bytes.Buffer
+	ds := build(answers, "mfsmaster", t0)
+	if err := writeListings(&b, ds, answerErrors(answers), o, t0); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./cmd/mfscli -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from the output (go test ./cmd/mfscli -update rewrites it):\n--- got\n%s--- want\n%s", path, got, want)
+	}
+}
+
+// TestGolden prints every listing of every scenario in every mode: a
+// terminal with colours, plain lines, JSON.
+func TestGolden(t *testing.T) {
+	modes := []struct {
+		name string
+		o    options
+	}{
+		{"table", options{mode: modeTable, colour: true}},
+		{"plain", options{mode: modePlain}},
+		{"json", options{mode: modeJSON}},
+	}
+	for _, sc := range scenarios {
+		for _, m := range modes {
+			t.Run(sc.name+"."+m.name, func(t *testing.T) {
+				o := m.o
+				o.show = everyListing
+				golden(t, sc.name+"."+m.name, render(t, sc.answers(), o))
+			})
+		}
+	}
+}
+
+// TestGoldenSorted: -SCS -o 4 -r (by location, reversed) and -SIM -o 6
+// (by clock offset).
+func TestGoldenSorted(t *testing.T) {
+	o := options{mode: modePlain, show: map[listing]bool{listChunkservers: true}, sortCol: 4, reverse: true}
+	golden(t, "cutoff.scs-o4-r.plain", render(t, cutOff(), o))
+	o = options{mode: modeTable, show: map[listing]bool{listMasters: true}, sortCol: 6}
+	golden(t, "election.sim-o6.table", render(t, election(), o))
+}
+
+var escape = regexp.MustCompile("\x1b\\[[0-9;]*m")
+
+// TestColoursKeepAlignment: a coloured table, escape codes removed, is the
+// uncoloured table: widths are counted on visible text.
+func TestColoursKeepAlignment(t *testing.T) {
+	for _, sc := range scenarios {
+		on := render(t, sc.answers(), options{mode: modeTable, colour: true, show: everyListing})
+		off := render(t, sc.answers(), options{mode: modeTable, show: everyListing})
+		if !escape.MatchString(on) {
+			t.Errorf("%s: no colour in the coloured table", sc.name)
+		}
+		if escape.MatchString(off) {
+			t.Errorf("%s: colour in the uncoloured table", sc.name)
+		}
+		if stripped := escape.ReplaceAllString(on, ""); stripped != off {
+			t.Errorf("%s: colours change the layout:\n%s\n%s", sc.name, stripped, off)
+		}
+		// Every line of a box is as wide as its rule.
+		w := 0
+		for _, line := range strings.Split(off, "\n") {
+			switch {
+			case strings.HasPrefix(line, "+"):
+				w = len(line)
+			case strings.HasPrefix(line, "|") && len([]rune(line)) != w:
+				t.Errorf("%s: line %q is %d wide, its table %d", sc.name, line, len([]rune(line)), w)
+			}
+		}
+	}
+}
+
+// TestJSONParses: -j prints one object of MooseFS's shape, even with
+// masters that did not answer (they are in errors).
+func TestJSONParses(t *testing.T) {
+	for _, sc := range scenarios {
+		out := render(t, sc.answers(), options{mode: modeJSON, show: everyListing})
+		var v struct {
+			Version   string `json:"version"`
+			Timestamp int64  `json:"timestamp"`
+			Dataset   struct {
+				View         map[string]any   `json:"view"`
+				TimeRef      string           `json:"time_reference"`
+				Masters      []map[string]any `json:"masters"`
+				Chunkservers []map[string]any `json:"chunkservers"`
+				Locations    []map[string]any `json:"locations"`
+				Quorum       map[string]any   `json:"quorum"`
+				Summary      map[string]any   `json:"summary"`
+			} `json:"dataset"`
+			Errors []string `json:"errors"`
+		}
+		dec := json.NewDecoder(strings.NewReader(out))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&v); err != nil {
+			t.Fatalf("%s: %v\n%s", sc.name, err, out)
+		}
+		if dec.More() {
+			t.Errorf("%s: more than one JSON value", sc.name)
+		}
+		d := v.Dataset
+		if v.Version != "0.3.0" || v.Timestamp != t0.Unix() || len(d.Masters) == 0 || len(d.Chunkservers) == 0 ||
+			len(d.Locations) == 0 || d.Quorum["verdict"] == "" || d.Summary["masters"] == nil {
+			t.Errorf("%s: incomplete: %+v", sc.name, v)
+		}
+		for _, m := range d.Masters {
+			for _, k := range []string{"ip", "state"} {
+				if _, ok := m[k]; !ok {
+					t.Errorf("%s: master without %q: %v", sc.name, k, m)
+				}
+			}
+			if m["error"] == nil && (m["strver"] == nil || m["metadata_version"] == nil || m["metadata_delay"] == nil) {
+				t.Errorf("%s: an answering master lacks MooseFS's keys: %v", sc.name, m)
+			}
+		}
+		for _, c := range d.Chunkservers {
+			if c["csid"] == nil || c["ip"] == nil || c["port"] == nil || c["connected"] == nil {
+				t.Errorf("%s: chunkserver lacks MooseFS's keys: %v", sc.name, c)
+			}
+		}
+		if want := len(answerErrors(sc.answers())); len(v.Errors) != want {
+			t.Errorf("%s: %d errors, want %d: %v", sc.name, len(v.Errors), want, v.Errors)
+		}
+	}
+}
+
+// TestJSONOnlyAskedFor: -j -SIM carries masters only.
+func TestJSONOnlyAskedFor(t *testing.T) {
+	out := render(t, healthy(), options{mode: modeJSON, show: map[listing]bool{listMasters: true}})
+	var v struct {
+		Dataset map[string]json.RawMessage `json:"dataset"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatal(err)
+	}
+	for k := range v.Dataset {
+		if k != "masters" && k != "view" && k != "time_reference" {
+			t.Errorf("-j -SIM printed %q", k)
+		}
+	}
+}

@@ -1,0 +1,335 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Titles, as MooseFS's mfscli words them; plain lines start with them.
+const (
+	titleMasters      = "Metadata Servers (masters)"
+	titleChunkservers = "Chunkservers"
+	titleDisconnected = "Disconnected chunkservers"
+	titleLocations    = "Locations and quorum"
+	titleQuorum       = "Quorum"
+	titleSummary      = "Cluster summary"
+)
+
+// mode is how listings are printed.
+type mode uint8
+
+const (
+	modeTable mode = iota // a terminal: boxed, aligned, coloured
+	modePlain             // title:<TAB>field<TAB>field..., raw numbers
+	modeJSON              // one object, MooseFS's shape
+)
+
+// listing is one of -SIM, -SCS, -SIG, -SLQ.
+type listing uint8
+
+const (
+	listMasters listing = iota
+	listChunkservers
+	listSummary
+	listLocations
+)
+
+// order is the order listings are printed in, whatever the flags' order.
+var order = []listing{listMasters, listChunkservers, listSummary, listLocations}
+
+var listingFlag = map[listing]string{listMasters: "-SIM", listChunkservers: "-SCS", listSummary: "-SIG", listLocations: "-SLQ"}
+
+// options is what the flags ask of the listings.
+type options struct {
+	show    map[listing]bool
+	mode    mode
+	colour  bool
+	sortCol int // -o, 1-based; 0: default order
+	reverse bool
+	zone    *time.Location // local times are shown in it
+}
+
+// sortable: the listings -o applies to, with their tables' titles and
+// column counts.
+func sortable(l listing) (title string, columns int, ok bool) {
+	switch l {
+	case listMasters:
+		return titleMasters, len(masterCols(time.UTC)), true
+	case listChunkservers:
+		return titleChunkservers, len(csCols()), true
+	case listLocations:
+		return titleLocations, len(locCols()), true
+	}
+	return "", 0, false
+}
+
+// checkSort reports a -o that does not fit a listing to be printed.
+func checkSort(o options) error {
+	if o.sortCol == 0 {
+		return nil
+	}
+	if o.sortCol < 0 {
+		return fmt.Errorf("-o %d: columns are counted from 1", o.sortCol)
+	}
+	applies := false
+	for _, l := range order {
+		if !o.show[l] {
+			continue
+		}
+		title, n, ok := sortable(l)
+		if !ok {
+			continue
+		}
+		applies = true
+		if o.sortCol > n {
+			return fmt.Errorf("-o %d: the %q table (%s) has %d columns", o.sortCol, title, listingFlag[l], n)
+		}
+	}
+	if !applies {
+		return fmt.Errorf("-o sorts the tables of -SIM, -SCS and -SLQ; -SIG is a list of values and has no columns to sort")
+	}
+	return nil
+}
+
+// sortDataset applies -o and -r to every sortable list of ds.
+func sortDataset(ds *dataset, o options) {
+	if o.show[listMasters] {
+		sortRows(ds.Masters, masterCols(o.zone), o.sortCol, o.reverse)
+	}
+	if o.show[listChunkservers] {
+		sortRows(ds.Chunkservers, csCols(), o.sortCol, o.reverse)
+	}
+	if o.show[listLocations] {
+		sortRows(ds.Locations, locCols(), o.sortCol, o.reverse)
+	}
+}
+
+// writeListings writes the listings of ds that o asks for. errs are the problems
+// met on the way (names that did not resolve, masters that did not
+// answer): in JSON they go in "errors"; otherwise the caller prints them to
+// stderr.
+func writeListings(out io.Writer, ds dataset, errs []string, o options, now time.Time) error {
+	sortDataset(&ds, o)
+	if o.mode == modeJSON {
+		return writeJSON(out, ds, errs, o, now)
+	}
+	first := true
+	for _, l := range order {
+		if !o.show[l] {
+			continue
+		}
+		if !first && o.mode == modeTable {
+			fmt.Fprintln(out)
+		}
+		first = false
+		for i, t := range tablesOf(l, ds, o, now) {
+			if o.mode == modeTable {
+				if i > 0 {
+					fmt.Fprintln(out)
+				}
+				writeTable(out, t, o.colour)
+			} else {
+				writePlain(out, t)
+			}
+		}
+		if l == listLocations {
+			writeVerdict(out, ds.Quorum, o)
+		}
+	}
+	return nil
+}
+
+// tablesOf builds the table(s) of one listing.
+func tablesOf(l listing, ds dataset, o options, now time.Time) []table {
+	switch l {
+	case listMasters:
+		return []table{tableOf(titleMasters, masterCols(o.zone), ds.Masters)}
+	case listChunkservers:
+		title := titleChunkservers
+		if o.mode == modeTable && ds.View.IP.IsValid() {
+			title += fmt.Sprintf(" (registry of %s %s)", ds.View.State, ds.View.IP)
+		}
+		out := []table{tableOf(title, csCols(), ds.Chunkservers)}
+		if gone := disconnected(ds.Chunkservers); len(gone) > 0 {
+			out = append(out, tableOf(titleDisconnected, discCols(), gone))
+		}
+		return out
+	case listLocations:
+		return []table{tableOf(titleLocations, locCols(), ds.Locations)}
+	}
+	return []table{summaryTable(ds.Summary, o, now)}
+}
+
+func disconnected(rows []csRow) []csRow {
+	var out []csRow
+	for _, r := range rows {
+		if !r.Connected {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// writeVerdict prints the quorum verdict under the locations: coloured on
+// a terminal; in plain mode, "Quorum:<TAB>held<TAB>state<TAB>ip<TAB>text".
+func writeVerdict(out io.Writer, q quorumView, o options) {
+	if o.mode == modePlain {
+		fmt.Fprintf(out, "%s:\t%s\t%s\t%s\t%s\n", titleQuorum, yesNo(q.Held), orDash(q.Master.State), orDash(addrText(q.Master.IP)), q.Verdict)
+		return
+	}
+	t := toneBad
+	if q.Held {
+		t = toneGood
+	}
+	fmt.Fprintln(out, paint(q.Verdict, t, o.colour))
+}
+
+// summaryItem is one line of -SIG: its name, its text on a terminal and
+// its raw fields.
+type summaryItem struct {
+	name      string
+	text      cell
+	raw       []string
+	plainOnly bool // on a terminal it is part of another line
+}
+
+func summaryTable(s summary, o options, now time.Time) table {
+	t := table{title: titleSummary, heads: []string{"item", "value"}, right: []bool{false, false}}
+	for _, it := range summaryItems(s, o.zone, now) {
+		if !it.plainOnly {
+			t.rows = append(t.rows, []cell{{text: it.name}, it.text})
+		}
+		t.raw = append(t.raw, append([]string{it.name}, it.raw...))
+	}
+	return t
+}
+
+func summaryItems(s summary, zone *time.Location, now time.Time) []summaryItem {
+	leader := summaryItem{name: "leader", text: cell{text: "none", tone: toneBad}, raw: []string{"-"}}
+	if s.Leader.IsValid() {
+		leader = summaryItem{name: "leader", text: cell{text: s.Leader.String(), tone: toneLeader}, raw: []string{s.Leader.String()}}
+	}
+	states := stateNames(s.States)
+	counts := make([]string, len(states))
+	items := []summaryItem{
+		leader,
+		{name: "epoch", text: cell{text: fmt.Sprint(s.Epoch)}, raw: []string{fmt.Sprint(s.Epoch)}},
+		{name: "masters", text: cell{text: fmt.Sprint(s.Masters)}, raw: []string{fmt.Sprint(s.Masters)}},
+	}
+	for i, st := range states {
+		counts[i] = fmt.Sprintf("%s %d", st, s.States[st])
+		items = append(items, summaryItem{name: "masters " + st, raw: []string{fmt.Sprint(s.States[st])}, plainOnly: true})
+	}
+	// On a terminal the counts per state are on the masters line.
+	items[2].text.text += " (" + strings.Join(counts, ", ") + ")"
+	quorum := cell{text: "not held", tone: toneBad}
+	if s.QuorumHeld {
+		quorum = cell{text: "held", tone: toneGood}
+	}
+	items = append(items,
+		summaryItem{name: "chunkservers", text: cell{text: fmt.Sprintf("%d registered, %d connected", s.Registered, s.Connected)},
+			raw: []string{fmt.Sprint(s.Registered), fmt.Sprint(s.Connected)}},
+		summaryItem{name: "locations", text: cell{text: fmt.Sprintf("%d of %d ON", s.LocationsOn, s.Locations)},
+			raw: []string{fmt.Sprint(s.LocationsOn), fmt.Sprint(s.Locations)}},
+		summaryItem{name: "quorum", text: quorum, raw: []string{yesNo(s.QuorumHeld)}},
+		leaderChange(s, zone, now),
+	)
+	return items
+}
+
+func leaderChange(s summary, zone *time.Location, now time.Time) summaryItem {
+	it := summaryItem{name: "last leader change", text: cell{text: "not seen since the master started"}, raw: []string{"0", "-"}}
+	if s.LeaderChangeMs == 0 {
+		return it
+	}
+	at := time.UnixMilli(s.LeaderChangeMs)
+	it.text.text = fmt.Sprintf("%s (%s ago)", at.In(zone).Format("2006-01-02 15:04:05"), ago(now.Sub(at)))
+	it.raw = []string{strconv.FormatInt(s.LeaderChangeMs, 10), strconv.FormatFloat(s.LeaderChangeAgo, 'f', 0, 64)}
+	return it
+}
+
+// ago prints a duration as operators read it: 42s, 3m20s, 5h03m, 2d04h.
+func ago(d time.Duration) string {
+	s := int64(d.Round(time.Second) / time.Second)
+	switch {
+	case s < 0:
+		return "in the future: clocks differ"
+	case s < 60:
+		return fmt.Sprintf("%ds", s)
+	case s < 3600:
+		return fmt.Sprintf("%dm%02ds", s/60, s%60)
+	case s < 48*3600:
+		return fmt.Sprintf("%dh%02dm", s/3600, s%3600/60)
+	}
+	return fmt.Sprintf("%dd%02dh", s/86400, s%86400/3600)
+}
+
+// stateNames orders state words as an operator scans them: who leads,
+// who is running for it, who follows, then the troubles.
+func stateNames(m map[string]int) []string {
+	rank := func(s string) int {
+		for i, p := range []string{"LEADER", "DEPUTY", "ELECT", "USURPER", "transition", "FOLLOWER", "DUMMY", "UNREACHABLE", "BUSY"} {
+			if strings.HasPrefix(s, p) {
+				return i
+			}
+		}
+		return 99
+	}
+	out := make([]string, 0, len(m))
+	for s := range m {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if ri, rj := rank(out[i]), rank(out[j]); ri != rj {
+			return ri < rj
+		}
+		return out[i] < out[j]
+	})
+	return out
+}
+
+// jsonOut is -j's object, MooseFS's shape: the listings asked for under
+// "dataset", the problems under "errors", always printed.
+type jsonOut struct {
+	Version   string      `json:"version"`
+	Timestamp int64       `json:"timestamp"`
+	Dataset   jsonDataset `json:"dataset"`
+	Errors    []string    `json:"errors"`
+}
+
+type jsonDataset struct {
+	View         *masterRef   `json:"view,omitempty"` // absent when no master answered
+	TimeRef      string       `json:"time_reference,omitempty"`
+	Masters      *[]masterRow `json:"masters,omitempty"`
+	Chunkservers *[]csRow     `json:"chunkservers,omitempty"`
+	Locations    *[]locRow    `json:"locations,omitempty"`
+	Quorum       *quorumView  `json:"quorum,omitempty"`
+	Summary      *summary     `json:"summary,omitempty"`
+}
+
+func writeJSON(out io.Writer, ds dataset, errs []string, o options, now time.Time) error {
+	j := jsonOut{Version: cliVersion, Timestamp: now.Unix(), Errors: append([]string{}, errs...)}
+	if ds.View.IP.IsValid() {
+		j.Dataset.View = &ds.View
+	}
+	if o.show[listMasters] {
+		j.Dataset.Masters, j.Dataset.TimeRef = &ds.Masters, addrText(ds.TimeRef)
+	}
+	if o.show[listChunkservers] {
+		j.Dataset.Chunkservers = &ds.Chunkservers
+	}
+	if o.show[listLocations] {
+		j.Dataset.Locations, j.Dataset.Quorum = &ds.Locations, &ds.Quorum
+	}
+	if o.show[listSummary] {
+		j.Dataset.Summary = &ds.Summary
+	}
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(j)
+}

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/pkg/roles"
+)
+
+// tone is what a cell means, which decides its colour on a terminal.
+type tone uint8
+
+const (
+	toneNone tone = iota
+	toneDummy
+	toneLeader
+	toneElect
+	toneFollower // FOLLOWER or USURPER, synced
+	toneDesync   // FOLLOWER or USURPER, not synced (INIT, DESYNC, DELAYED)
+	toneDeputy
+	toneUnreachable
+	toneBusy
+	toneTransition
+	toneGood // quorum held, location carried
+	toneWarn // clock offset > 1 s, delay > 1 s
+	toneBad  // offset > 2 s, delay > 6 s, other metadata id, no quorum
+)
+
+// colours are MooseFS mfscli's 256-colour codes (MOOSEFS-FACTS.md).
+var colours = map[tone]int{
+	toneDummy: 244, toneLeader: 34, toneElect: 226, toneFollower: 30, toneDesync: 19, toneDeputy: 208,
+	toneUnreachable: 196, toneBusy: 55, toneTransition: 244,
+	toneGood: 34, toneWarn: 226, toneBad: 196,
+}
+
+// toneOf is the colour class of a master's state word.
+func toneOf(a answer) tone {
+	switch {
+	case errors.Is(a.err, node.ErrUnreachable):
+		return toneUnreachable
+	case a.err != nil:
+		return toneBusy
+	case a.st.Transition != "":
+		return toneTransition
+	}
+	return roleTone(a.st)
+}
+
+func roleTone(st node.StatusResp) tone {
+	switch st.Role {
+	case roles.Leader:
+		return toneLeader
+	case roles.Elect:
+		return toneElect
+	case roles.Deputy:
+		return toneDeputy
+	case roles.Follower, roles.Usurper:
+		if st.Sync == roles.Synced {
+			return toneFollower
+		}
+		return toneDesync
+	}
+	return toneDummy
+}
+
+func levelTone(l level) tone {
+	return [...]tone{toneNone, toneWarn, toneBad}[l]
+}
+
+// cell is one table cell: its text and what colours it.
+type cell struct {
+	text string
+	tone tone
+}
+
+// table is one listing ready to print: cells for a terminal, raw fields
+// for plain mode.
+type table struct {
+	title string
+	heads []string
+	right []bool // right-aligned (numbers)
+	rows  [][]cell
+	raw   [][]string
+}
+
+// paint wraps s in the tone's colour; padding stays outside the escape
+// codes so alignment is computed on visible width.
+func paint(s string, t tone, on bool) string {
+	c, ok := colours[t]
+	if !on || !ok {
+		return s
+	}
+	return fmt.Sprintf("\x1b[38;5;%dm%s\x1b[0m", c, s)
+}
+
+func width(s string) int { return utf8.RuneCountInString(s) }
+
+// pad aligns a visible text in w columns (align 'l', 'r' or 'c'), painted
+// in its tone; the padding stays outside the escape codes, so alignment is
+// computed on the visible width.
+func pad(c cell, w int, align byte, colour bool) string {
+	gap := max(w-width(c.text), 0)
+	left := 0
+	switch align {
+	case 'r':
+		left = gap
+	case 'c':
+		left = gap / 2
+	}
+	return strings.Repeat(" ", left) + paint(c.text, c.tone, colour) + strings.Repeat(" ", gap-left)
+}
+
+// widths is each column's visible width; the last grows so the title fits.
+func (t table) widths() []int {
+	w := make([]int, len(t.heads))
+	for i, h := range t.heads {
+		w[i] = width(h)
+	}
+	for _, r := range t.rows {
+		for i, c := range r {
+			w[i] = max(w[i], width(c.text))
+		}
+	}
+	inner := 3*len(w) - 3
+	for _, x := range w {
+		inner += x
+	}
+	if extra := width(t.title) - inner; extra > 0 {
+		w[len(w)-1] += extra
+	}
+	return w
+}
+
+// writeTable prints t boxed, as MooseFS's mfscli does on a terminal.
+func writeTable(out io.Writer, t table, colour bool) {
+	w := t.widths()
+	rule := "+"
+	for _, x := range w {
+		rule += strings.Repeat("-", x+2) + "+"
+	}
+	fmt.Fprintln(out, "+"+strings.Repeat("-", width(rule)-2)+"+")
+	fmt.Fprintln(out, "| "+pad(cell{text: t.title}, width(rule)-4, 'c', false)+" |")
+	fmt.Fprintln(out, rule)
+	line := func(cells []cell, head bool) {
+		var b strings.Builder
+		b.WriteString("|")
+		for i, c := range cells {
+			align := byte('l')
+			switch {
+			case head:
+				align = 'c'
+			case t.right[i]:
+				align = 'r'
+			}
+			b.WriteString(" " + pad(c, w[i], align, colour) + " |")
+		}
+		fmt.Fprintln(out, b.String())
+	}
+	heads := make([]cell, len(t.heads))
+	for i, h := range t.heads {
+		heads[i] = cell{text: h}
+	}
+	line(heads, true)
+	fmt.Fprintln(out, rule)
+	for _, r := range t.rows {
+		line(r, false)
+	}
+	fmt.Fprintln(out, rule)
+}
+
+// writePlain prints one line per row: title, then the raw fields, all
+// separated by tabs.
+func writePlain(out io.Writer, t table) {
+	for _, r := range t.raw {
+		fmt.Fprintln(out, t.title+":\t"+strings.Join(r, "\t"))
+	}
+}
+
+// humanBytes prints a byte count in binary units, as MooseFS does.
+func humanBytes(n uint64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, i := float64(n), -1
+	for v >= unit && i < 5 {
+		v /= unit
+		i++
+	}
+	return fmt.Sprintf("%.1f %ciB", v, "KMGTPE"[i])
+}

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/mfs-election/mfs-election/internal/node"
+)
+
+// locRows lists the location map of the master that counts votes (the
+// View master when none does), each location with that master's count
+// under its newest config; while a change is in flight, the locations of
+// the previous config's count follow.
+func locRows(view, counter *answer) []locRow {
+	src := counter
+	if src == nil {
+		src = view
+	}
+	if src == nil {
+		return []locRow{}
+	}
+	st := src.st
+	var newest *node.TallyStatus
+	cfg := st.ConfigVersion
+	if len(st.Tallies) > 0 {
+		newest, cfg = &st.Tallies[0], st.Tallies[0].Config
+	}
+	perLoc := registeredPerLocation(st.Chunkservers)
+	rows := make([]locRow, 0, len(st.Locations))
+	for _, l := range st.Locations {
+		r := locRow{Config: cfg, Name: l.Name, Ranges: append([]netip.Prefix{}, l.Ranges...), On: l.On,
+			Default: l.Default, Registered: perLoc[l.Name]}
+		r.Participating = r.On && r.Registered > 0
+		if newest != nil {
+			r.Participating = false
+			if lt, ok := findLoc(*newest, l.Name); ok {
+				r.Participating, r.Registered, r.locCount = true, lt.Registered, countOf(lt)
+			}
+		}
+		rows = append(rows, r)
+	}
+	for i, t := range st.Tallies {
+		for _, lt := range t.Locations {
+			if i == 0 && hasLocation(st.Locations, lt.Name) {
+				continue
+			}
+			// A location of an older config: its ranges are not reported.
+			rows = append(rows, locRow{Config: t.Config, Name: lt.Name, On: true, Default: lt.Default,
+				Registered: lt.Registered, Participating: true, locCount: countOf(lt)})
+		}
+	}
+	return rows
+}
+
+func registeredPerLocation(list []node.CSStatus) map[string]int {
+	out := map[string]int{}
+	for _, c := range list {
+		out[c.Location]++
+	}
+	return out
+}
+
+func findLoc(t node.TallyStatus, name string) (node.LocTally, bool) {
+	for _, lt := range t.Locations {
+		if lt.Name == name {
+			return lt, true
+		}
+	}
+	return node.LocTally{}, false
+}
+
+func hasLocation(list []node.LocStatus, name string) bool {
+	for _, l := range list {
+		if l.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func countOf(lt node.LocTally) *locCount {
+	return &locCount{Reach: lt.Reach, Votes: lt.Votes, Carried: lt.Carried, CanCarry: lt.CanCarry}
+}
+
+// quorumOf is the quorum view of the master that counts votes, with its
+// verdict line.
+func quorumOf(answers []answer, counter *answer) quorumView {
+	if counter == nil {
+		return quorumView{Tallies: []tallyRow{}, Verdict: noCounterVerdict(answers)}
+	}
+	st := counter.st
+	q := quorumView{Master: refOf(*counter), ConfigVersion: st.ConfigVersion, InForce: st.InForce,
+		Tallies: make([]tallyRow, 0, len(st.Tallies)), Held: len(st.Tallies) > 0}
+	for _, t := range st.Tallies {
+		q.Tallies = append(q.Tallies, tallyRow{Config: t.Config, Outcome: t.Outcome, Participating: t.Participating,
+			Carried: t.Carried, Needed: t.Needed, DefaultCarried: defaultCarried(t)})
+		q.Held = q.Held && won(t)
+	}
+	q.Verdict = verdict(*counter)
+	return q
+}
+
+func won(t node.TallyStatus) bool { return t.Outcome == "WON" }
+
+func defaultCarried(t node.TallyStatus) bool {
+	for _, lt := range t.Locations {
+		if lt.Default && lt.Carried {
+			return true
+		}
+	}
+	return false
+}
+
+// noCounterVerdict: nobody counts votes; say so and list every master's
+// state so the reason is at hand.
+func noCounterVerdict(answers []answer) string {
+	var states []string
+	for _, a := range answers {
+		states = append(states, fmt.Sprintf("%s %s", a.addr.Addr(), stateWord(a)))
+	}
+	return "no LEADER or ELECT counts votes: " + strings.Join(states, ", ")
+}
+
+// verdict explains the count of a LEADER, ELECT or DEPUTY in one line:
+// held, with the numbers; or not held, naming every location that is not
+// carried and why; and, while a registry change is in flight, both counts.
+func verdict(a answer) string {
+	who := fmt.Sprintf("%s %s", a.st.Role, a.addr.Addr())
+	ts := a.st.Tallies
+	all := len(ts) > 0
+	for _, t := range ts {
+		all = all && won(t)
+	}
+	switch {
+	case len(ts) == 0:
+		return fmt.Sprintf("no quorum for %s: it reports no count (it holds no registry config)", who)
+	case len(ts) == 1 && all:
+		return fmt.Sprintf("quorum held by %s (%s)", who, wonText(ts[0]))
+	case len(ts) == 1:
+		return fmt.Sprintf("no quorum for %s: %s", who, missingText(ts[0]))
+	}
+	head := "no quorum for " + who
+	if all {
+		head = "quorum held by " + who + " under both configs"
+	}
+	parts := []string{fmt.Sprintf("%s: config %d is being put in force (in force: %d), both counts must be won",
+		head, ts[0].Config, a.st.InForce)}
+	for _, t := range ts {
+		if won(t) {
+			parts = append(parts, fmt.Sprintf("Config %d: won (%s)", t.Config, wonText(t)))
+		} else {
+			parts = append(parts, fmt.Sprintf("Config %d: %s", t.Config, missingText(t)))
+		}
+	}
+	return strings.Join(parts, ". ")
+}
+
+// wonText: the numbers of a won count, and the locations it does without.
+func wonText(t node.TallyStatus) string {
+	if t.Participating == 1 {
+		l := t.Locations[0]
+		return fmt.Sprintf("%d of %d chunkservers vote for it, needs %d", l.Votes, l.Registered, l.Registered/2+1)
+	}
+	s := fmt.Sprintf("%d of %d locations carried, %s", t.Carried, t.Participating, needsText(t))
+	if missing := uncarried(t); len(missing) > 0 {
+		s += "; not carried: " + strings.Join(missing, "; ")
+	}
+	return s
+}
+
+// missingText: what a count that is not won lacks.
+func missingText(t node.TallyStatus) string {
+	switch {
+	case t.Empty || len(t.Locations) == 0:
+		return "no chunkserver is registered in a location that is ON"
+	case t.Participating == 1:
+		return strings.Join(uncarried(t), "; ")
+	}
+	return strings.Join(append(uncarried(t), fmt.Sprintf("%d of %d locations carried, %s", t.Carried, t.Participating, needsText(t))), "; ")
+}
+
+// uncarried names each location that is not carried, with its numbers.
+func uncarried(t node.TallyStatus) []string {
+	var out []string
+	for _, l := range t.Locations {
+		if !l.Carried {
+			out = append(out, fmt.Sprintf("location %s: %s", l.Name, locShort(l)))
+		}
+	}
+	return out
+}
+
+// locShort: why a location is not carried. A location is carried by
+// strictly more than half of its registered chunkservers; when enough
+// reach the master but their votes are not counted (yet), say so.
+func locShort(l node.LocTally) string {
+	need := l.Registered/2 + 1
+	if l.Reach < need {
+		return fmt.Sprintf("%d of %d chunkservers reach it, needs %d", l.Reach, l.Registered, need)
+	}
+	return fmt.Sprintf("%d of %d chunkservers reach it but %d of their votes are counted, needs %d", l.Reach, l.Registered, l.Votes, need)
+}
+
+// needsText: how many carried locations win. With an even number taking
+// part and the default location among them, exactly half wins when the
+// default is carried (the tie-break): say which way it goes.
+func needsText(t node.TallyStatus) string {
+	p := t.Participating
+	for _, l := range t.Locations {
+		if !l.Default || p%2 != 0 {
+			continue
+		}
+		if l.Carried {
+			return fmt.Sprintf("needs %d (half, with the default location %s)", p/2, l.Name)
+		}
+		return fmt.Sprintf("needs %d, or %d with the default location %s", p/2+1, p/2, l.Name)
+	}
+	return fmt.Sprintf("needs %d", t.Needed)
+}

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/pkg/roles"
+)
+
+func counting(role roles.Role, ts ...node.TallyStatus) answer {
+	st := master("127.0.0.12", role, 8, 100)
+	st.Tallies = ts
+	if len(ts) > 1 {
+		st.InForce = ts[len(ts)-1].Config
+	}
+	return answer{addr: at("127.0.0.12"), st: st}
+}
+
+func withDefault(l node.LocTally) node.LocTally { l.Default = true; return l }
+
+// TestVerdict: the quorum line for each shape of count.
+func TestVerdict(t *testing.T) {
+	cases := []struct {
+		name string
+		a    answer
+		want string
+	}{
+		{"held, divided", counting(roles.Leader, tally(3, "WON", loc("a", 3, 3, 3), loc("b", 3, 2, 2), loc("c", 3, 1, 1))),
+			"quorum held by LEADER 127.0.0.12 (2 of 3 locations carried, needs 2; not carried: location c: 1 of 3 chunkservers reach it, needs 2)"},
+		{"held, one location", counting(roles.Leader, tally(3, "WON", loc("default", 5, 4, 3))),
+			"quorum held by LEADER 127.0.0.12 (3 of 5 chunkservers vote for it, needs 3)"},
+		{"the brief's example", counting(roles.Elect, tally(3, "PENDING", loc("a", 3, 3, 2), loc("b", 3, 1, 1), loc("c", 3, 1, 0))),
+			"no quorum for ELECT 127.0.0.12: location b: 1 of 3 chunkservers reach it, needs 2; location c: 1 of 3 chunkservers reach it, needs 2; 1 of 3 locations carried, needs 2"},
+		{"reached, votes elsewhere", counting(roles.Elect, tally(3, "PENDING", loc("default", 4, 4, 1))),
+			"no quorum for ELECT 127.0.0.12: location default: 4 of 4 chunkservers reach it but 1 of their votes are counted, needs 3"},
+		{"tie-break available", counting(roles.Elect, tally(3, "PENDING", loc("a", 2, 2, 2), withDefault(loc("d", 2, 1, 1)), loc("b", 2, 0, 0), loc("c", 2, 0, 0))),
+			"no quorum for ELECT 127.0.0.12: location d: 1 of 2 chunkservers reach it, needs 2; location b: 0 of 2 chunkservers reach it, needs 2; location c: 0 of 2 chunkservers reach it, needs 2; 1 of 4 locations carried, needs 3, or 2 with the default location d"},
+		{"tie-break used", counting(roles.Leader, tally(3, "WON", loc("a", 2, 2, 2), withDefault(loc("d", 2, 2, 2)), loc("b", 2, 0, 0), loc("c", 2, 0, 0))),
+			"quorum held by LEADER 127.0.0.12 (2 of 4 locations carried, needs 2 (half, with the default location d); not carried: location b: 0 of 2 chunkservers reach it, needs 2; location c: 0 of 2 chunkservers reach it, needs 2)"},
+		{"empty", counting(roles.Elect, node.TallyStatus{Config: 3, Outcome: "LOST", Empty: true}),
+			"no quorum for ELECT 127.0.0.12: no chunkserver is registered in a location that is ON"},
+		{"no config", counting(roles.Deputy),
+			"no quorum for DEPUTY 127.0.0.12: it reports no count (it holds no registry config)"},
+		{"in flight, one lost", counting(roles.Leader, tally(5, "PENDING", loc("a", 3, 1, 1)), tally(4, "WON", loc("a", 2, 2, 2))),
+			"no quorum for LEADER 127.0.0.12: config 5 is being put in force (in force: 4), both counts must be won. Config 5: location a: 1 of 3 chunkservers reach it, needs 2. Config 4: won (2 of 2 chunkservers vote for it, needs 2)"},
+	}
+	for _, c := range cases {
+		if got := verdict(c.a); got != c.want {
+			t.Errorf("%s:\n got %s\nwant %s", c.name, got, c.want)
+		}
+	}
+}
+
+// TestNoCounter: without a LEADER, ELECT or DEPUTY the verdict lists every
+// master's state.
+func TestNoCounter(t *testing.T) {
+	f := follower("127.0.0.12", 7, 10, 0)
+	f.Sync = roles.Desync
+	answers := []answer{{addr: at("127.0.0.11"), err: errUnreachable}, {addr: at("127.0.0.12"), st: f}}
+	q := quorumOf(answers, voteCounter(answers))
+	want := "no LEADER or ELECT counts votes: 127.0.0.11 UNREACHABLE, 127.0.0.12 FOLLOWER (DESYNC)"
+	if q.Held || q.Verdict != want {
+		t.Errorf("got %v %q, want %q", q.Held, q.Verdict, want)
+	}
+	rows := locRows(chooseView(answers), nil)
+	if len(rows) != 4 || rows[1].locCount != nil || !rows[1].Participating || rows[0].Participating {
+		t.Errorf("locations without a count: %+v", rows)
+	}
+}
+
+// TestVoteCounter: the LEADER, else the ELECT, else a DEPUTY.
+func TestVoteCounter(t *testing.T) {
+	mk := func(ip string, r roles.Role, epoch uint64) answer {
+		return answer{addr: at(ip), st: master(ip, r, epoch, 1)}
+	}
+	cases := []struct {
+		answers []answer
+		want    string
+	}{
+		{[]answer{mk("127.0.0.1", roles.Deputy, 9), mk("127.0.0.2", roles.Elect, 3), mk("127.0.0.3", roles.Leader, 2)}, "127.0.0.3"},
+		{[]answer{mk("127.0.0.1", roles.Deputy, 9), mk("127.0.0.2", roles.Elect, 3)}, "127.0.0.2"},
+		{[]answer{mk("127.0.0.1", roles.Follower, 9), mk("127.0.0.2", roles.Deputy, 3)}, "127.0.0.2"},
+		{[]answer{mk("127.0.0.1", roles.Follower, 9), mk("127.0.0.2", roles.Usurper, 3)}, ""},
+	}
+	for i, c := range cases {
+		got := ""
+		if a := voteCounter(c.answers); a != nil {
+			got = a.addr.Addr().String()
+		}
+		if got != c.want {
+			t.Errorf("case %d: %q, want %q", i, got, c.want)
+		}
+	}
+}
+
+// TestOnlyOffLocation: an OFF location is listed, takes no part, and is
+// counted among the locations of the summary.
+func TestOnlyOffLocation(t *testing.T) {
+	a := healthy()
+	for i := range a {
+		a[i].st.Locations[3].On = false
+	}
+	lead := &a[1].st
+	lead.Tallies = []node.TallyStatus{tally(3, "WON", loc("dc1", 2, 2, 2), loc("dc2", 2, 2, 2))}
+	ds := build(a, "mfsmaster", t0)
+	if ds.Summary.LocationsOn != 3 || ds.Summary.Locations != 4 {
+		t.Errorf("summary locations %d of %d", ds.Summary.LocationsOn, ds.Summary.Locations)
+	}
+	out := render(t, a, options{mode: modePlain, show: map[listing]bool{listLocations: true}})
+	if !strings.Contains(out, "dc3\t127.0.3.0/24\tOFF\tno\t2\t-\t-\t-") {
+		t.Errorf("OFF location not shown:\n%s", out)
+	}
+}
