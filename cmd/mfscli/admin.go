@@ -15,7 +15,7 @@ import (
 
 // MooseFS writes admin commands as one word with slashes, -CRC/ip/port.
 // rewriteAdmin turns each into "--admin WORD" before flags are parsed.
-var adminArg = regexp.MustCompile(`^-C[A-Z]+(/.*)?$`)
+var adminArg = regexp.MustCompile(`^-C[A-Z][A-Z0-9]*(/.*)?$`)
 
 func rewriteAdmin(args []string) []string {
 	out := make([]string, 0, len(args))
@@ -32,8 +32,8 @@ func rewriteAdmin(args []string) []string {
 // admin carries out one command; the reply names what was done.
 //
 //	RC/ip/port        remove a disconnected chunkserver from the registry
-//	CM1/ip/port       maintenance on for a chunkserver (its absence is planned)
-//	CM0/ip/port       maintenance off
+//	M1/ip/port        maintenance on for a chunkserver (its absence is planned)
+//	M0/ip/port        maintenance off
 //	MAP/cidr/name     map an address range to a location (creating it)
 //	UNMAP/cidr        unmap a range (its addresses fall to the default location)
 //	REN/old/new       rename a location
@@ -43,7 +43,7 @@ func rewriteAdmin(args []string) []string {
 //	LC/ip             cancel USURPER on the master at ip
 //	LS                step the LEADER down (it hands over to the best synced FOLLOWER)
 //	MS/ip             shut the master at ip down (through DUMMY)
-func admin(answers []answer, cmd string, port uint16, timeout time.Duration) error {
+func admin(answers []answer, cmd string, port uint16, password string, timeout time.Duration) error {
 	parts := strings.Split(cmd, "/")
 	var leader *answer
 	for i := range answers {
@@ -56,7 +56,7 @@ func admin(answers []answer, cmd string, port uint16, timeout time.Duration) err
 	var to netip.AddrPort
 	what := ""
 	switch parts[0] {
-	case "RC", "CM1", "CM0":
+	case "RC", "M1", "M0":
 		if leader == nil {
 			return noLeader
 		}
@@ -67,7 +67,7 @@ func admin(answers []answer, cmd string, port uint16, timeout time.Duration) err
 		to, what = leader.addr, fmt.Sprintf("chunkserver %s:%d (id %d): ", cs.Addr, cs.Port, cs.ID)
 		req.Kind, req.Change = roles.AdminChange, roles.Change{Kind: roles.ChangeRemove, ID: uint32(cs.ID)}
 		if parts[0] != "RC" {
-			req.Change = roles.Change{Kind: roles.ChangeMaintenance, ID: uint32(cs.ID), On: parts[0] == "CM1"}
+			req.Change = roles.Change{Kind: roles.ChangeMaintenance, ID: uint32(cs.ID), On: parts[0] == "M1"}
 		}
 	case "MAP", "UNMAP", "REN", "DEF", "ON", "OFF":
 		if leader == nil {
@@ -94,9 +94,9 @@ func admin(answers []answer, cmd string, port uint16, timeout time.Duration) err
 		}
 		to, req.Kind = leader.addr, roles.AdminStepDown
 	default:
-		return fmt.Errorf("unknown admin command -C%s (RC/ip/port, CM1/ip/port, CM0/ip/port, MAP/cidr/name, UNMAP/cidr, REN/old/new, DEF/name, ON/name, OFF/name, LU/ip, LC/ip, LS, MS/ip)", cmd)
+		return fmt.Errorf("unknown admin command -C%s (RC/ip/port, M1/ip/port, M0/ip/port, MAP/cidr/name, UNMAP/cidr, REN/old/new, DEF/name, ON/name, OFF/name, LU/ip, LC/ip, LS, MS/ip)", cmd)
 	}
-	r, err := send(to, req, timeout)
+	r, err := send(to, req, password, timeout)
 	if err != nil {
 		return err
 	}
@@ -110,15 +110,11 @@ func admin(answers []answer, cmd string, port uint16, timeout time.Duration) err
 // send delivers one admin request. A registry change refused because the
 // previous one is still being put in force (a heartbeat or two) is asked
 // again for a few seconds, so commands can follow each other in a script.
-func send(to netip.AddrPort, req node.AdminReq, timeout time.Duration) (node.AdminResp, error) {
+func send(to netip.AddrPort, req node.AdminReq, password string, timeout time.Duration) (node.AdminResp, error) {
 	for end := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		m, err := node.Query(to, req, timeout+2*time.Second)
+		r, err := node.Admin(to, req, password, timeout+2*time.Second)
 		if err != nil {
 			return node.AdminResp{}, fmt.Errorf("%s: %w", to.Addr(), err)
-		}
-		r, ok := m.(node.AdminResp)
-		if !ok {
-			return node.AdminResp{}, fmt.Errorf("%s answered %T", to.Addr(), m)
 		}
 		if r.OK || req.Kind != roles.AdminChange || !strings.Contains(r.Text, roles.ErrChangePending) || time.Now().After(end) {
 			return r, nil

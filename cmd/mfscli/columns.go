@@ -251,6 +251,7 @@ func csCols() []column[csRow] {
 		textCol("voter only", func(r csRow) string { return yesNo(r.VoterOnly) }),
 		space("used", func(r csRow) uint64 { return r.Used }),
 		space("total", func(r csRow) uint64 { return r.Total }),
+		textCol("maintenance", func(r csRow) string { return onOff(r.Maintenance) }),
 		textCol("connected to", func(r csRow) string { return joinAddrs(r.ConnectedTo) }),
 		textCol("vote counted by", func(r csRow) string { return joinRefs(r.VoteWith, false) }),
 		{head: "counter state", cell: func(r csRow) cell {
@@ -290,6 +291,7 @@ func discCols() []column[csRow] {
 		numCol("port", func(r csRow) uint16 { return r.Port }),
 		numCol("id", func(r csRow) uint32 { return uint32(r.ID) }),
 		textCol("location", func(r csRow) string { return r.Location }),
+		textCol("maintenance", func(r csRow) string { return onOff(r.Maintenance) }),
 		textCol("remove it with", func(r csRow) string { return r.Removal }),
 	}
 }

@@ -93,6 +93,7 @@ type csRow struct {
 	Connected   bool         `json:"connected"`
 	ConnectedTo []netip.Addr `json:"connected_to"`
 	VoteWith    []masterRef  `json:"vote_counted_by"`
+	Maintenance bool         `json:"maintenance"`               // its absence is planned (-CM1)
 	Removal     string       `json:"removal_command,omitempty"` // disconnected only
 }
 
@@ -293,7 +294,7 @@ func csRows(answers []answer, view *answer, host string) []csRow {
 	rows := make([]csRow, 0, len(view.st.Chunkservers))
 	for _, c := range view.st.Chunkservers {
 		r := csRow{ID: c.ID, IP: c.Addr, Port: c.Port, Location: c.Location, VoterOnly: c.VoterOnly,
-			ConnectedTo: []netip.Addr{}, VoteWith: []masterRef{}}
+			Maintenance: c.Maintenance, ConnectedTo: []netip.Addr{}, VoteWith: []masterRef{}}
 		info := c
 		for _, a := range answersByAddr(answers, view) {
 			seen, ok := findCS(a.st.Chunkservers, c.ID)

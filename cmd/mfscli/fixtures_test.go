@@ -143,13 +143,14 @@ func election() []answer {
 }
 
 // cutOff: dc3 is cut off from every master; the LEADER holds quorum with
-// dc1 and dc2 (2 of 3). 127.0.0.13 is FOLLOWER (DELAYED), 40 versions and
+// dc1 and dc2 (2 of 3). 127.0.3.2 is in maintenance. 127.0.0.13 is FOLLOWER (DELAYED), 40 versions and
 // 1.8 s behind, its clock 2.4 s ahead.
 func cutOff() []answer {
 	up := ids(1, 2, 3, 4)
 	l := master("127.0.0.11", roles.Leader, 9, 2210)
 	l.Leader, l.HoldsQuorum, l.Connected, l.Registered, l.Voters = addr("127.0.0.11"), true, 4, 6, 4
 	l.Chunkservers = registry(up, up)
+	l.Chunkservers[5].Maintenance = true // 127.0.3.2 was taken down on purpose (-CM1)
 	l.Tallies = []node.TallyStatus{tally(3, "WON", loc("dc1", 2, 2, 2), loc("dc2", 2, 2, 2), loc("dc3", 2, 0, 0))}
 	l.SnapshotVersion, l.ChangelogEntries, l.LeaderChangeUnixMs, l.RSS, l.CPU = 2000, 210, ms(-26*time.Hour), 75<<20, 7.9
 	f1 := follower("127.0.0.12", 9, 2210, 15*time.Millisecond)

@@ -49,6 +49,7 @@ func newApp() *cli.App {
 			&cli.BoolFlag{Name: "r", Usage: "reverse the order"},
 			&cli.DurationFlag{Name: "timeout", Value: time.Second, Usage: "how long to wait for each master"},
 			&cli.StringFlag{Name: "admin", Hidden: true},
+			&cli.StringFlag{Name: "a", EnvVars: []string{"MFSCLI_PASSWORD"}, Usage: "admin commands: the masters' ADMIN_PASSWORD (or MFSCLI_PASSWORD); proved, never sent"},
 			&cli.DurationFlag{Name: "wait", Value: waitDefault, Usage: "get/set/cas/delete/list: how long to keep trying to reach a LEADER"},
 		},
 		HideHelpCommand: true,
@@ -74,7 +75,7 @@ func run(c *cli.Context) error {
 		if !reachedAny(answers) {
 			return noMaster(answers, errs)
 		}
-		return admin(answers, cmd, uint16(c.Int("P")), c.Duration("timeout"))
+		return admin(answers, cmd, uint16(c.Int("P")), c.String("a"), c.Duration("timeout"))
 	}
 	o, err := listingOptions(c)
 	if err != nil {

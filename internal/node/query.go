@@ -25,6 +25,24 @@ var (
 // gives an error wrapping ErrUnreachable (and the dial error); one that
 // connects but does not answer in time, one wrapping ErrBusy.
 func Query(addr netip.AddrPort, req wire.Message, timeout time.Duration) (wire.Message, error) {
+	return query(addr, req, "", timeout)
+}
+
+// Admin sends an admin command, proving password (ADMIN_PASSWORD) with the
+// nonce of the master's hello when it is set.
+func Admin(addr netip.AddrPort, req AdminReq, password string, timeout time.Duration) (AdminResp, error) {
+	m, err := query(addr, req, password, timeout)
+	if err != nil {
+		return AdminResp{}, err
+	}
+	r, ok := m.(AdminResp)
+	if !ok {
+		return AdminResp{}, fmt.Errorf("%w: answered %T", ErrBusy, m)
+	}
+	return r, nil
+}
+
+func query(addr netip.AddrPort, req wire.Message, password string, timeout time.Duration) (wire.Message, error) {
 	nc, _, err := dial(netip.Addr{}, addr, timeout)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnreachable, err)
@@ -32,8 +50,13 @@ func Query(addr netip.AddrPort, req wire.Message, timeout time.Duration) (wire.M
 	defer nc.Close()
 	end := time.Now().Add(timeout)
 	h := frame.Hello{Proto: frame.ProtocolVersion, Kind: frame.KindAdmin}
-	if _, err := dialHello(nc, h, "", frame.KindMaster, timeout); err != nil {
+	theirs, err := dialHello(nc, h, "", frame.KindMaster, timeout)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBusy, err)
+	}
+	if a, ok := req.(AdminReq); ok && password != "" {
+		a.Proof = AdminProof(password, theirs.Nonce, theirs.Cluster, a)
+		req = a
 	}
 	_ = nc.SetDeadline(end)
 	if err := frame.WriteFrame(nc, req); err != nil {
