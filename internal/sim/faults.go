@@ -32,12 +32,13 @@ const (
 	fUsurper
 	fStepDown
 	fMaintenance
+	fTempRemove
 	numFaults
 )
 
 var faultNames = [numFaults]string{"kill-master", "kill-cs", "pause-master", "pause-cs", "partition-master",
 	"partition-location", "cut-cs", "drift", "wall-jump", "register", "remove", "remap", "default", "on-off",
-	"usurper", "step-down", "maintenance"}
+	"usurper", "step-down", "maintenance", "temp-remove"}
 
 // profile is everything drawn from the seed before the run starts: sizes,
 // network quality, config within its documented ranges, and which faults
@@ -161,7 +162,10 @@ func (w *world) admin(target int, a roles.Admin, retries int) {
 			ok = r.OK
 		}
 	}
-	w.tracef("admin %v at M%d", adminText(a), i+1)
+	w.tracef("admin %v at M%d ok=%v", adminText(a), i+1, ok)
+	if ok && a.Kind == roles.AdminTempRemove {
+		w.chk.tempRemovals++
+	}
 	w.handle(m.ref, acts)
 	w.drain(m.ref)
 	if !ok && a.Kind == roles.AdminChange && retries > 0 {
@@ -348,6 +352,12 @@ func (w *world) fault(f faultKind, dur int64, pick int, leaderFirst bool, mode i
 	case fDefault:
 		loc := pick % w.prof.locs
 		w.admin(-1, roles.Admin{ID: next(), Kind: roles.AdminChange, Change: roles.Change{Kind: roles.ChangeSetDefault, Name: locNames[loc]}}, 3)
+	case fTempRemove:
+		// An operator tries while the masters are stuck in ELECT: again
+		// every 300 ms for a while.
+		for k := 0; k < 10; k++ {
+			w.at(w.now+int64(k)*int64(300*time.Millisecond), func() { w.tempRemove(pick+k, mode) })
+		}
 	case fMaintenance:
 		id := uint32(w.css[pick%len(w.css)].cfg.ID)
 		w.admin(-1, roles.Admin{ID: next(), Kind: roles.AdminChange, Change: roles.Change{Kind: roles.ChangeMaintenance, ID: id, On: true}}, 3)
@@ -400,4 +410,42 @@ func (w *world) addCuts(what string, dur int64, cs []cut) {
 		w.net.cuts = kept
 		w.tracef("HEAL %s", what)
 	})
+}
+
+// tempRemove is what mfscli -CTR does: it names a chunkserver (one that is
+// down, or on one run in three any, as an operator's mistake would) and
+// sends the removal to every master it reaches that is ELECT or DEPUTY,
+// unless one of them already leaves out another of that location.
+func (w *world) tempRemove(pick, mode int) {
+	var c *csNode
+	for k := range w.css {
+		if cand := w.css[(pick+k)%len(w.css)]; cand.started && (!cand.up || mode == 0) {
+			c = cand
+			break
+		}
+	}
+	if c == nil {
+		return
+	}
+	for _, m := range w.masters {
+		if !m.up || m.paused {
+			continue
+		}
+		cfg := m.m.Config()
+		mem, ok := cfg.Member(c.cfg.ID)
+		if !ok {
+			continue
+		}
+		loc := cfg.Locations.Locate(mem.Addr)
+		for _, id := range m.m.TempRemoved() {
+			if o, ok := cfg.Member(id); ok && id != c.cfg.ID && cfg.Locations.Locate(o.Addr) == loc {
+				return // mfscli refuses: another of that location is left out already
+			}
+		}
+	}
+	for i, m := range w.masters {
+		if m.up && !m.paused && !m.busy && (m.m.Role() == roles.Elect || m.m.Role() == roles.Deputy) {
+			w.admin(i, roles.Admin{ID: uint64(1000000 + pick), Kind: roles.AdminTempRemove, Change: roles.Change{ID: uint32(c.cfg.ID)}}, 0)
+		}
+	}
 }

@@ -55,6 +55,9 @@ type Result struct {
 	Leaders    int
 	Acked      int
 	Snapshots  Snapshots
+	// TempRemovals: temporary removals (mfscli -CTR) an ELECT or DEPUTY
+	// accepted.
+	TempRemovals int
 }
 
 // Failed reports whether the run broke an invariant or liveness.
@@ -781,6 +784,7 @@ func (w *world) run() Result {
 	res.Leaders = w.chk.leaderTerms
 	res.Acked = len(w.chk.acked)
 	res.Snapshots = w.chk.snaps
+	res.TempRemovals = w.chk.tempRemovals
 	res.TraceHash = w.hash
 	res.Trace = w.tail()
 	return res

@@ -38,6 +38,7 @@ const (
 	AdminStepDown                           // at the LEADER: hand over to the best synced follower
 	AdminShutdown                           // any master: orderly stop through DUMMY
 	AdminChange                             // at the LEADER: a registry or location change
+	AdminTempRemove                         // at an ELECT or DEPUTY: count without a chunkserver that is down (Change.ID)
 )
 
 // Admin is an operator command. ID is echoed in the AdminReply.

@@ -121,8 +121,16 @@ type Master struct {
 	hardDirty      bool          // hard changed in this step: persist it
 
 	// electorates caches the electorate of each config entry (configs in
-	// the log are never edited, so the pointer names the content).
+	// the log are never edited, so the pointer names the content); it is
+	// emptied whenever tempRemoved changes.
 	electorates map[*ClusterConfig]quorum.Electorate
+
+	// tempRemoved: chunkservers an operator declared down while this
+	// master was ELECT or DEPUTY (AdminTempRemove). Every tally leaves
+	// them out (at most one per location: leaveOut) until the removal is
+	// written and in force, or the chunkserver opens a vote session here
+	// again (docs/architecture.md, "Temporary removal").
+	tempRemoved map[wire.CSID]bool
 }
 
 // NewMaster starts a master from what its disk holds. The caller must carry
@@ -435,6 +443,11 @@ func (m *Master) become(to Role, reason string) {
 	if !to.TakesVotes() {
 		m.voters = map[wire.CSID]*voterRec{}
 		m.hbSent = map[uint64]sentHB{}
+		// A temporary removal lives as long as the candidacy or the term
+		// it was made for.
+		if len(m.tempRemoved) > 0 {
+			m.tempRemoved, m.electorates = nil, nil
+		}
 	}
 	if from == Leader {
 		// The recorded LEADER is no longer this master: hand out the
@@ -596,7 +609,7 @@ func (m *Master) electorate(c *ClusterConfig) quorum.Electorate {
 		if len(m.electorates) > 8 || m.electorates == nil {
 			m.electorates = map[*ClusterConfig]quorum.Electorate{}
 		}
-		e = c.Electorate()
+		e = m.withoutTempRemoved(c).Electorate()
 		m.electorates[c] = e
 	}
 	return e
@@ -664,6 +677,7 @@ func (m *Master) onVoteHello(h VoteHello) {
 		m.ignore("stale-session")
 		return
 	}
+	m.endTempRemoval(h.CS, "vote session opened")
 	m.voters[h.CS] = &voterRec{session: h.Session, addr: h.Addr, port: h.Port, voterOnly: h.VoterOnly}
 	m.lastVoteSeen = m.now
 	// Equal is not higher: the voter may have acknowledged this very epoch

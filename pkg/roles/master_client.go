@@ -197,6 +197,8 @@ func (m *Master) admin(a Admin) (bool, string) {
 		}
 		m.startHandover(target, ReasonStepDown)
 		return true, fmt.Sprintf("handing over to %v", target)
+	case AdminTempRemove:
+		return m.tempRemove(wire.CSID(a.Change.ID))
 	case AdminShutdown:
 		m.become(Dummy, ReasonShutdown)
 		return true, "shutting down"

@@ -420,9 +420,12 @@ func (m *Master) tryHandover() {
 }
 
 // registerNext turns a waiting registration into a config change, one at a
-// time.
+// time; first, a temporary removal into a permanent one.
 func (m *Master) registerNext() {
-	if len(m.toRegister) == 0 || m.configPending() || m.handover != wire.NoMaster {
+	if m.configPending() || m.handover != wire.NoMaster {
+		return
+	}
+	if m.removeTempRemoved() || len(m.toRegister) == 0 {
 		return
 	}
 	next := wire.NoCS

@@ -26,6 +26,7 @@ func main() {
 	var heal []time.Duration
 	var failed []sim.Result
 	var snaps sim.Snapshots
+	tempRemovals := 0
 	sim.RunSeeds(*first, *seeds, func(r sim.Result) {
 		violations += len(r.Violations)
 		if r.Liveness != "" {
@@ -37,6 +38,7 @@ func main() {
 		events += r.Events
 		terms += r.Leaders
 		acked += r.Acked
+		tempRemovals += r.TempRemovals
 		snaps.Saved += r.Snapshots.Saved
 		snaps.Trims += r.Snapshots.Trims
 		snaps.Installed += r.Snapshots.Installed
@@ -51,13 +53,13 @@ func main() {
 		fmt.Fprint(os.Stderr, r.Report())
 	}
 	if *doc != "" {
-		if err := writeDoc(*doc, *seeds, violations, liveness, elapsed, events, terms, acked, snaps, fail, heal); err != nil {
+		if err := writeDoc(*doc, *seeds, violations, liveness, elapsed, events, terms, acked, snaps, tempRemovals, fail, heal); err != nil {
 			fmt.Fprintln(os.Stderr, "chaos:", err)
 			os.Exit(2)
 		}
 	}
 	fmt.Printf("sim: seeds=%d violations=%d liveness_failures=%d elapsed=%.0fs\n", *seeds, violations, liveness, elapsed.Seconds())
-	fmt.Printf("snapshots: saved=%d trims=%d installed=%d (by an ELECT %d)\n", snaps.Saved, snaps.Trims, snaps.Installed, snaps.ElectInstall)
+	fmt.Printf("snapshots: saved=%d trims=%d installed=%d (by an ELECT %d); temporary removals accepted: %d\n", snaps.Saved, snaps.Trims, snaps.Installed, snaps.ElectInstall, tempRemovals)
 	if violations > 0 || liveness > 0 {
 		os.Exit(1)
 	}
@@ -73,7 +75,7 @@ func pct(ds []time.Duration, p float64) time.Duration {
 	return s[i].Round(time.Millisecond)
 }
 
-func writeDoc(path string, seeds, violations, liveness int, elapsed time.Duration, events, terms, acked int, snaps sim.Snapshots, fail map[string][]time.Duration, heal []time.Duration) error {
+func writeDoc(path string, seeds, violations, liveness int, elapsed time.Duration, events, terms, acked int, snaps sim.Snapshots, tempRemovals int, fail map[string][]time.Duration, heal []time.Duration) error {
 	old, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -92,7 +94,8 @@ func writeDoc(path string, seeds, violations, liveness int, elapsed time.Duratio
 	fmt.Fprintf(&b, "| LEADER terms | %d |\n", terms)
 	fmt.Fprintf(&b, "| acknowledged client writes | %d |\n", acked)
 	fmt.Fprintf(&b, "| snapshots saved / log trims | %d / %d |\n", snaps.Saved, snaps.Trims)
-	fmt.Fprintf(&b, "| snapshots sent to a lagging master (to an ELECT) | %d (%d) |\n\n", snaps.Installed, snaps.ElectInstall)
+	fmt.Fprintf(&b, "| snapshots sent to a lagging master (to an ELECT) | %d (%d) |\n", snaps.Installed, snaps.ElectInstall)
+	fmt.Fprintf(&b, "| temporary removals (-CTR) an ELECT or DEPUTY accepted | %d |\n\n", tempRemovals)
 	fmt.Fprintf(&b, "Virtual time from the fault to the next LEADER (only faults that hit the sitting LEADER):\n\n")
 	fmt.Fprintf(&b, "| fault | samples | median | p90 | p99 | max |\n|---|---|---|---|---|---|\n")
 	kinds := []string{"kill", "pause", "partition", "step-down", "usurper"}

@@ -1,0 +1,127 @@
+package roles
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/mfs-election/mfs-election/pkg/wire"
+)
+
+// Temporary removal (mfscli -CTR): when too many chunkservers are down for
+// any master to win, an operator can tell an ELECT (or DEPUTY) to count
+// without one that is down. The rules that keep two masters from both
+// winning (docs/architecture.md, "Temporary removal"):
+//
+//   - at most one chunkserver per location, and never the last of its
+//     location, applied to each config on its own, so every master counts
+//     over the same locations and, in each, over electorates that differ
+//     by at most one member (two majorities of n and n-1 of the same
+//     members always share one);
+//   - only one without a vote session here, and it ends at once when the
+//     chunkserver opens one, or when this master stops taking votes;
+//   - the LEADER it leads to writes it as an ordinary removal first thing.
+//
+// mfscli sends it to every master that is ELECT or DEPUTY, so they count
+// alike.
+
+// tempRemove handles AdminTempRemove.
+func (m *Master) tempRemove(id wire.CSID) (bool, string) {
+	if m.role != Elect && m.role != Deputy {
+		return false, fmt.Sprintf("temporary removal is for an ELECT or DEPUTY that cannot gather quorum (this master is %v)", m.role)
+	}
+	cfg := m.Config()
+	if _, ok := cfg.Member(id); !ok {
+		return false, fmt.Sprintf("chunkserver %v is not registered", id)
+	}
+	if m.voters[id] != nil {
+		return false, fmt.Sprintf("chunkserver %v can't be removed because it is still active (it has a vote session here)", id)
+	}
+	if m.tempRemoved[id] {
+		return true, fmt.Sprintf("chunkserver %v is already left out of the count", id)
+	}
+	try := maps.Clone(m.tempRemoved)
+	if try == nil {
+		try = map[wire.CSID]bool{}
+	}
+	try[id] = true
+	if _, left := leaveOut(cfg, try); !left[id] {
+		return false, fmt.Sprintf("chunkserver %v can't be left out: another of its location already is, or it is the last of its location (switch the location OFF instead)", id)
+	}
+	m.tempRemoved, m.electorates = try, nil
+	m.heartbeatNow()
+	return true, fmt.Sprintf("chunkserver %v left out of the count until it votes again; removed for good once a LEADER is elected", id)
+}
+
+// leaveOut applies the temporary removals to c where the rules allow:
+// going by id, a member is left out unless another of its location already
+// is or it is the last of its location. It returns the config as counted
+// and who was left out.
+func leaveOut(c *ClusterConfig, removed map[wire.CSID]bool) (*ClusterConfig, map[wire.CSID]bool) {
+	perLoc := map[wire.LocationID]int{}
+	for _, mem := range c.Members {
+		perLoc[c.Locations.Locate(mem.Addr)]++
+	}
+	taken := map[wire.LocationID]bool{}
+	left := map[wire.CSID]bool{}
+	for _, mem := range c.Members { // sorted by id
+		loc := c.Locations.Locate(mem.Addr)
+		if removed[mem.ID] && !taken[loc] && perLoc[loc] > 1 {
+			taken[loc], left[mem.ID] = true, true
+		}
+	}
+	if len(left) == 0 {
+		return c, left
+	}
+	n := c.clone()
+	n.Members = slices.DeleteFunc(n.Members, func(mem Chunkserver) bool { return left[mem.ID] })
+	return n, left
+}
+
+// endTempRemoval counts a chunkserver again.
+func (m *Master) endTempRemoval(id wire.CSID, why string) {
+	if m.tempRemoved[id] {
+		delete(m.tempRemoved, id)
+		m.electorates = nil
+		m.ignore("temp-removal-ended: " + why)
+	}
+}
+
+// withoutTempRemoved is c as this master counts it. The rules are applied
+// to each config on its own, so they hold whatever configs the log comes
+// to hold.
+func (m *Master) withoutTempRemoved(c *ClusterConfig) *ClusterConfig {
+	if len(m.tempRemoved) == 0 {
+		return c
+	}
+	n, _ := leaveOut(c, m.tempRemoved)
+	return n
+}
+
+// removeTempRemoved, at a LEADER, writes the next temporary removal as a
+// registry change, and forgets those that are in force. It reports whether
+// it proposed one.
+func (m *Master) removeTempRemoved() bool {
+	if len(m.tempRemoved) == 0 {
+		return false
+	}
+	cfg := m.Config()
+	for _, id := range slices.Sorted(maps.Keys(m.tempRemoved)) {
+		if _, ok := cfg.Member(id); !ok {
+			delete(m.tempRemoved, id) // in force (registerNext runs only then)
+			m.electorates = nil
+			continue
+		}
+		if err := m.proposeChange(Change{Kind: ChangeRemove, ID: uint32(id)}); err != nil {
+			m.ignore("temp-removal-refused: " + err.Error())
+			continue
+		}
+		return true
+	}
+	return false
+}
+
+// TempRemoved lists the chunkservers this master counts without.
+func (m *Master) TempRemoved() []wire.CSID {
+	return slices.Sorted(maps.Keys(m.tempRemoved))
+}

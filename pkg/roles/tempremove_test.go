@@ -1,0 +1,115 @@
+package roles
+
+import (
+	"fmt"
+	"net/netip"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/mfs-election/mfs-election/pkg/locations"
+	"github.com/mfs-election/mfs-election/pkg/quorum"
+	"github.com/mfs-election/mfs-election/pkg/wire"
+)
+
+// TestTempRemovalKeepsQuorumsIntersecting: two masters that leave out
+// chunkservers by the temporary-removal rules (leaveOut: at most one per
+// location, never the last of it) and never leave out two different ones
+// of the same location (mfscli's check across masters) cannot both win,
+// whoever the left-out chunkservers vote for. This is the argument of
+// docs/architecture.md, "Temporary removal", checked on random registries.
+func TestTempRemovalKeepsQuorumsIntersecting(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		nloc := rapid.IntRange(1, 4).Draw(t, "locations")
+		m := locations.New()
+		var err error
+		for i := 1; i < nloc; i++ {
+			if m, err = m.MapRange(netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i), 0, 0}), 16), fmt.Sprint("l", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if m, err = m.SetDefault(rapid.SampledFrom(m.Locations()).Draw(t, "default").Name); err != nil {
+			t.Fatal(err)
+		}
+		cfg := &ClusterConfig{Version: 1, Locations: m}
+		for id := wire.CSID(1); id <= wire.CSID(rapid.IntRange(1, 9).Draw(t, "chunkservers")); id++ {
+			site := byte(rapid.IntRange(0, nloc-1).Draw(t, "site")) // 0: the default range
+			cfg.Members = append(cfg.Members, Chunkserver{ID: id, Addr: netip.AddrFrom4([4]byte{10, site, 1, byte(id)})})
+		}
+		pick := func(label string) map[wire.CSID]bool {
+			r := map[wire.CSID]bool{}
+			for _, c := range cfg.Members {
+				if rapid.IntRange(0, 3).Draw(t, label) == 0 {
+					r[c.ID] = true
+				}
+			}
+			return r
+		}
+		ca, leftA := leaveOut(cfg, pick("removedA"))
+		cb, leftB := leaveOut(cfg, pick("removedB"))
+		for a := range leftA {
+			for b := range leftB {
+				ma, _ := cfg.Member(a)
+				mb, _ := cfg.Member(b)
+				if a != b && m.Locate(ma.Addr) == m.Locate(mb.Addr) {
+					t.Skip("two masters leaving out two of one location: mfscli refuses that")
+				}
+			}
+		}
+		votes := map[wire.CSID]int{}
+		for _, c := range cfg.Members {
+			votes[c.ID] = rapid.IntRange(0, 2).Draw(t, "vote") // 0 none, 1 A, 2 B
+		}
+		count := func(c *ClusterConfig, who int) quorum.Outcome {
+			return c.Electorate().Tally(func(id wire.CSID) quorum.Vote {
+				switch votes[id] {
+				case who:
+					return quorum.For
+				case 0:
+					return quorum.Unknown
+				}
+				return quorum.Against
+			}).Outcome
+		}
+		if count(ca, 1) == quorum.Won && count(cb, 2) == quorum.Won {
+			t.Fatalf("both won: A leaves out %v, B %v, votes %v, registry %v", leftA, leftB, votes, cfg.Members)
+		}
+	})
+}
+
+// TestTempRemoveRules: only an ELECT or DEPUTY takes one; never a
+// chunkserver with a vote session here, two of one location, or the last
+// of its location.
+func TestTempRemoveRules(t *testing.T) {
+	m, _ := NewMaster(DefaultConfig(1, []wire.MasterID{1}), Stored{Entries: Genesis(1)}, 0)
+	locs, _ := locations.New().MapRange(netip.MustParsePrefix("10.1.0.0/16"), "a")
+	cfg := &ClusterConfig{Version: 2, Locations: locs, Members: []Chunkserver{
+		{ID: 1, Addr: netip.MustParseAddr("10.1.0.1")}, {ID: 2, Addr: netip.MustParseAddr("10.1.0.2")},
+		{ID: 3, Addr: netip.MustParseAddr("192.168.0.3")},
+	}}
+	m.log.append(Entry{Pos: Pos{Version: 2, Epoch: 0}, Kind: EntryConfig, Config: cfg})
+	if ok, text := m.tempRemove(1); ok {
+		t.Fatalf("a FOLLOWER took a temporary removal: %s", text)
+	}
+	m.role = Elect
+	m.voters[2] = &voterRec{session: 1}
+	for id, want := range map[wire.CSID]bool{2: false, 3: false, 9: false} {
+		if ok, text := m.tempRemove(id); ok != want {
+			t.Errorf("tempRemove(%d) = %v (%s)", id, ok, text)
+		}
+	}
+	if ok, text := m.tempRemove(1); !ok {
+		t.Fatalf("tempRemove(1) refused: %s", text)
+	}
+	delete(m.voters, 2)
+	if ok, _ := m.tempRemove(2); ok {
+		t.Error("a second chunkserver of location a was left out")
+	}
+	if got := m.tally(m.Config(), func(*voterRec) bool { return true }); got.Locations[0].Registered+got.Locations[1].Registered != 2 {
+		t.Errorf("the count still has 3 members: %+v", got)
+	}
+	m.endTempRemoval(1, "test")
+	if len(m.TempRemoved()) != 0 {
+		t.Error("the removal did not end")
+	}
+}
