@@ -32,6 +32,8 @@ func rewriteAdmin(args []string) []string {
 // admin carries out one command; the reply names what was done.
 //
 //	RC/ip/port        remove a disconnected chunkserver from the registry
+//	TR/ip/port        no LEADER: every ELECT and DEPUTY counts without a
+//	                  chunkserver that is down (temporary removal)
 //	M1/ip/port        maintenance on for a chunkserver (its absence is planned)
 //	M0/ip/port        maintenance off
 //	MAP/cidr/name     map an address range to a location (creating it)
@@ -69,6 +71,8 @@ func admin(answers []answer, cmd string, port uint16, password string, timeout t
 		if parts[0] != "RC" {
 			req.Change = roles.Change{Kind: roles.ChangeMaintenance, ID: uint32(cs.ID), On: parts[0] == "M1"}
 		}
+	case "TR":
+		return tempRemove(answers, cmd, parts, password, timeout)
 	case "MAP", "UNMAP", "REN", "DEF", "ON", "OFF":
 		if leader == nil {
 			return noLeader
@@ -94,7 +98,7 @@ func admin(answers []answer, cmd string, port uint16, password string, timeout t
 		}
 		to, req.Kind = leader.addr, roles.AdminStepDown
 	default:
-		return fmt.Errorf("unknown admin command -C%s (RC/ip/port, M1/ip/port, M0/ip/port, MAP/cidr/name, UNMAP/cidr, REN/old/new, DEF/name, ON/name, OFF/name, LU/ip, LC/ip, LS, MS/ip)", cmd)
+		return fmt.Errorf("unknown admin command -C%s (RC/ip/port, TR/ip/port, M1/ip/port, M0/ip/port, MAP/cidr/name, UNMAP/cidr, REN/old/new, DEF/name, ON/name, OFF/name, LU/ip, LC/ip, LS, MS/ip)", cmd)
 	}
 	r, err := send(to, req, password, timeout)
 	if err != nil {
@@ -170,4 +174,67 @@ func locationChange(cmd string, parts []string) (roles.Change, error) {
 		return roles.Change{Kind: roles.ChangeSetDefault, Name: parts[1]}, nil
 	}
 	return roles.Change{Kind: roles.ChangeSetOn, Name: parts[1], On: parts[0] == "ON"}, nil
+}
+
+// tempRemove sends a temporary removal to every master that is ELECT or
+// DEPUTY, so that they all count alike; it refuses when a LEADER answers
+// (-CRC is the way then) and when any master already leaves out another
+// chunkserver of the same location (two masters leaving out two different
+// ones of one location could both win: docs/architecture.md).
+func tempRemove(answers []answer, cmd string, parts []string, password string, timeout time.Duration) error {
+	var view *answer
+	for i := range answers {
+		a := &answers[i]
+		if a.err != nil {
+			continue
+		}
+		if a.st.Role == roles.Leader {
+			return fmt.Errorf("%s is LEADER: remove a disconnected chunkserver with -CRC/ip/port", a.addr.Addr())
+		}
+		if view == nil || len(a.st.Chunkservers) > len(view.st.Chunkservers) {
+			view = a
+		}
+	}
+	cs, err := registered(view, cmd, parts)
+	if err != nil {
+		return err
+	}
+	for _, a := range answers {
+		if a.err != nil {
+			continue
+		}
+		for _, id := range a.st.TempRemoved {
+			for _, o := range a.st.Chunkservers {
+				if o.ID == id && id != cs.ID && o.Location == cs.Location {
+					return fmt.Errorf("%s already counts without %s:%d of location %s; at most one per location", a.addr.Addr(), o.Addr, o.Port, o.Location)
+				}
+			}
+		}
+	}
+	sent, failed := 0, 0
+	for _, a := range answers {
+		if a.err != nil || (a.st.Role != roles.Elect && a.st.Role != roles.Deputy) {
+			continue
+		}
+		sent++
+		req := node.AdminReq{ID: uint64(time.Now().UnixNano()), Kind: roles.AdminTempRemove, Change: roles.Change{ID: uint32(cs.ID)}}
+		r, err := send(a.addr, req, password, timeout)
+		switch {
+		case err != nil:
+			failed++
+			fmt.Fprintf(os.Stdout, "%s: %v\n", a.addr.Addr(), err)
+		default:
+			if !r.OK {
+				failed++
+			}
+			fmt.Fprintf(os.Stdout, "%s: chunkserver %s:%d (id %d): %s\n", a.addr.Addr(), cs.Addr, cs.Port, cs.ID, r.Text)
+		}
+	}
+	if sent == 0 {
+		return fmt.Errorf("no master is ELECT or DEPUTY: temporary removal is for a cluster stuck without a LEADER")
+	}
+	if failed > 0 {
+		return fmt.Errorf("refused by %d of %d", failed, sent)
+	}
+	return nil
 }

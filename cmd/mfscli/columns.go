@@ -252,6 +252,7 @@ func csCols() []column[csRow] {
 		space("used", func(r csRow) uint64 { return r.Used }),
 		space("total", func(r csRow) uint64 { return r.Total }),
 		textCol("maintenance", func(r csRow) string { return onOff(r.Maintenance) }),
+		textCol("left out by", func(r csRow) string { return joinAddrs(r.LeftOutBy) }),
 		textCol("connected to", func(r csRow) string { return joinAddrs(r.ConnectedTo) }),
 		textCol("vote counted by", func(r csRow) string { return joinRefs(r.VoteWith, false) }),
 		{head: "counter state", cell: func(r csRow) cell {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -94,6 +95,7 @@ type csRow struct {
 	ConnectedTo []netip.Addr `json:"connected_to"`
 	VoteWith    []masterRef  `json:"vote_counted_by"`
 	Maintenance bool         `json:"maintenance"`               // its absence is planned (-CM1)
+	LeftOutBy   []netip.Addr `json:"left_out_by"`               // masters counting without it (-CTR)
 	Removal     string       `json:"removal_command,omitempty"` // disconnected only
 }
 
@@ -294,7 +296,7 @@ func csRows(answers []answer, view *answer, host string) []csRow {
 	rows := make([]csRow, 0, len(view.st.Chunkservers))
 	for _, c := range view.st.Chunkservers {
 		r := csRow{ID: c.ID, IP: c.Addr, Port: c.Port, Location: c.Location, VoterOnly: c.VoterOnly,
-			Maintenance: c.Maintenance, ConnectedTo: []netip.Addr{}, VoteWith: []masterRef{}}
+			Maintenance: c.Maintenance, ConnectedTo: []netip.Addr{}, VoteWith: []masterRef{}, LeftOutBy: []netip.Addr{}}
 		info := c
 		for _, a := range answersByAddr(answers, view) {
 			seen, ok := findCS(a.st.Chunkservers, c.ID)
@@ -310,6 +312,9 @@ func csRows(answers []answer, view *answer, host string) []csRow {
 			}
 			if seen.Voting {
 				r.VoteWith = append(r.VoteWith, refOf(a))
+			}
+			if slices.Contains(a.st.TempRemoved, c.ID) {
+				r.LeftOutBy = append(r.LeftOutBy, a.addr.Addr())
 			}
 		}
 		r.Labels, r.Total, r.Used = info.Labels, info.Total, info.Used

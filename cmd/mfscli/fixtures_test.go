@@ -197,4 +197,17 @@ var scenarios = []struct {
 	{"election", election},
 	{"cutoff", cutOff},
 	{"inflight", inFlight},
+	{"leftout", leftOut},
+}
+
+// leftOut: the election above after mfscli -CTR/127.0.2.2/9422 (down): the
+// ELECT counts dc2 as its one remaining chunkserver, carries 2 of 3
+// locations and is catching up before it leads.
+func leftOut() []answer {
+	as := election()
+	e := &as[1].st
+	e.TempRemoved = []wire.CSID{4}
+	e.Transition = "ELECT -> LEADER"
+	e.Tallies = []node.TallyStatus{tally(3, "WON", loc("dc1", 2, 2, 2), loc("dc2", 1, 1, 1), loc("dc3", 2, 2, 0))}
+	return as
 }

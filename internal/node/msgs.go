@@ -110,6 +110,9 @@ type StatusResp struct {
 	// LeaderChangeUnixMs: when this master last saw the LEADER change
 	// (its wall clock; 0: not since it started).
 	LeaderChangeUnixMs int64 `msgpack:",omitempty"`
+	// TempRemoved: chunkservers this ELECT or DEPUTY counts without
+	// (mfscli -CTR) until they vote again or a LEADER removes them.
+	TempRemoved []wire.CSID `msgpack:",omitempty"`
 }
 
 // LocStatus is one location of the map.
