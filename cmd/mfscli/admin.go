@@ -32,8 +32,8 @@ func rewriteAdmin(args []string) []string {
 // admin carries out one command; the reply names what was done.
 //
 //	RC/ip/port        remove a disconnected chunkserver from the registry
-//	TR/ip/port        no LEADER: every ELECT and DEPUTY counts without a
-//	                  chunkserver that is down (temporary removal)
+//	TR/ip/port        no LEADER: every master counts without a chunkserver
+//	                  that is down (temporary removal)
 //	M1/ip/port        maintenance on for a chunkserver (its absence is planned)
 //	M0/ip/port        maintenance off
 //	MAP/cidr/name     map an address range to a location (creating it)
@@ -176,8 +176,8 @@ func locationChange(cmd string, parts []string) (roles.Change, error) {
 	return roles.Change{Kind: roles.ChangeSetOn, Name: parts[1], On: parts[0] == "ON"}, nil
 }
 
-// tempRemove sends a temporary removal to every master that is ELECT or
-// DEPUTY, so that they all count alike; it refuses when a LEADER answers
+// tempRemove sends a temporary removal to every master that answers, so
+// that they all count alike; it refuses when a LEADER answers
 // (-CRC is the way then) and when any master already leaves out another
 // chunkserver of the same location (two masters leaving out two different
 // ones of one location could both win: docs/architecture.md).
@@ -213,7 +213,7 @@ func tempRemove(answers []answer, cmd string, parts []string, password string, t
 	}
 	sent, failed := 0, 0
 	for _, a := range answers {
-		if a.err != nil || (a.st.Role != roles.Elect && a.st.Role != roles.Deputy) {
+		if a.err != nil {
 			continue
 		}
 		sent++
@@ -230,9 +230,7 @@ func tempRemove(answers []answer, cmd string, parts []string, password string, t
 			fmt.Fprintf(os.Stdout, "%s: chunkserver %s:%d (id %d): %s\n", a.addr.Addr(), cs.Addr, cs.Port, cs.ID, r.Text)
 		}
 	}
-	if sent == 0 {
-		return fmt.Errorf("no master is ELECT or DEPUTY: temporary removal is for a cluster stuck without a LEADER")
-	}
+
 	if failed > 0 {
 		return fmt.Errorf("refused by %d of %d", failed, sent)
 	}

@@ -184,3 +184,48 @@ func TestListingsAndAdmin(t *testing.T) {
 		t.Fatal("the unreachable master is not in errors")
 	}
 }
+
+// TestTempRemoval: with both dc3 chunkservers and one of dc2 down, no
+// master can win (1 of 3 locations). mfscli -CTR on the dead one of dc2
+// makes every ELECT count dc2 as its one live chunkserver; a LEADER is
+// elected and writes the removal into the registry.
+func TestTempRemoval(t *testing.T) {
+	c, _ := start(t, nil)
+	for _, i := range []int{3, 4, 5} { // 127.B.2.2, 127.B.3.1, 127.B.3.2
+		c.CS[i].Kill()
+	}
+	// The LEADER loses quorum within a lease; nobody can win after that.
+	for end := time.Now().Add(10 * time.Second); len(c.Leaders()) > 0; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("a LEADER still holds quorum with 1 of 3 locations")
+		}
+	}
+	// Given until a LEADER is elected: a master that was still counting
+	// the old LEADER's lease when the command arrived refused it (and
+	// mfscli said so), the others took it.
+	cmd := fmt.Sprintf("-CTR/%s/9422", c.CS[3].Addr)
+	for end := time.Now().Add(20 * time.Second); len(c.Leaders()) == 0; time.Sleep(300 * time.Millisecond) {
+		out, err := mfscli(t, c, cmd)
+		t.Logf("mfscli %s: %v\n%s", cmd, err, strings.TrimSpace(out))
+		if time.Now().After(end) {
+			t.Fatalf("no LEADER after %s", cmd)
+		}
+	}
+	i, st, err := c.WaitLeader(15*time.Second, 100*time.Millisecond)
+	if err != nil {
+		t.Fatalf("no LEADER after the temporary removal: %v", err)
+	}
+	t.Logf("LEADER %s at epoch %d", c.Masters[i].Addr, st.Epoch)
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		_, st, err := c.WaitLeader(time.Second, 100*time.Millisecond)
+		if err == nil && st.Registered == 5 && st.InForce == st.ConfigVersion && len(st.TempRemoved) == 0 {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the removal was not written and put in force: %+v %v", st, err)
+		}
+	}
+	if out, err := mfscli(t, c, cmd); err == nil {
+		t.Fatalf("-CTR with a LEADER was accepted:\n%s", out)
+	}
+}

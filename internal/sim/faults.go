@@ -414,8 +414,8 @@ func (w *world) addCuts(what string, dur int64, cs []cut) {
 
 // tempRemove is what mfscli -CTR does: it names a chunkserver (one that is
 // down, or on one run in three any, as an operator's mistake would) and
-// sends the removal to every master it reaches that is ELECT or DEPUTY,
-// unless one of them already leaves out another of that location.
+// sends the removal to every master it reaches but a LEADER, unless one of
+// them already leaves out another of that location.
 func (w *world) tempRemove(pick, mode int) {
 	var c *csNode
 	for k := range w.css {
@@ -444,7 +444,7 @@ func (w *world) tempRemove(pick, mode int) {
 		}
 	}
 	for i, m := range w.masters {
-		if m.up && !m.paused && !m.busy && (m.m.Role() == roles.Elect || m.m.Role() == roles.Deputy) {
+		if m.up && !m.paused && !m.busy && m.m.Role() != roles.Leader {
 			w.admin(i, roles.Admin{ID: uint64(1000000 + pick), Kind: roles.AdminTempRemove, Change: roles.Change{ID: uint32(c.cfg.ID)}}, 0)
 		}
 	}

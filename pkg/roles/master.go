@@ -443,11 +443,6 @@ func (m *Master) become(to Role, reason string) {
 	if !to.TakesVotes() {
 		m.voters = map[wire.CSID]*voterRec{}
 		m.hbSent = map[uint64]sentHB{}
-		// A temporary removal lives as long as the candidacy or the term
-		// it was made for.
-		if len(m.tempRemoved) > 0 {
-			m.tempRemoved, m.electorates = nil, nil
-		}
 	}
 	if from == Leader {
 		// The recorded LEADER is no longer this master: hand out the
@@ -650,6 +645,7 @@ func (m *Master) probeReply(nonce uint64) ProbeReply {
 }
 
 func (m *Master) onVoteHello(h VoteHello) {
+	m.endTempRemoval(h.CS, "it asked for a vote session")
 	if h.MaxEpoch > m.hard.MaxEpoch {
 		m.hard.MaxEpoch = h.MaxEpoch
 		m.persistHard()
@@ -677,7 +673,6 @@ func (m *Master) onVoteHello(h VoteHello) {
 		m.ignore("stale-session")
 		return
 	}
-	m.endTempRemoval(h.CS, "vote session opened")
 	m.voters[h.CS] = &voterRec{session: h.Session, addr: h.Addr, port: h.Port, voterOnly: h.VoterOnly}
 	m.lastVoteSeen = m.now
 	// Equal is not higher: the voter may have acknowledged this very epoch

@@ -9,8 +9,10 @@ import (
 )
 
 // Temporary removal (mfscli -CTR): when too many chunkservers are down for
-// any master to win, an operator can tell an ELECT (or DEPUTY) to count
-// without one that is down. The rules that keep two masters from both
+// any master to win, an operator can tell the masters to count without one
+// that is down. A master takes it while it knows no live LEADER, keeps it
+// through its ELECT, DEPUTY and FOLLOWER turns, and counts with it whenever
+// it takes votes. The rules that keep two masters from both
 // winning (docs/architecture.md, "Temporary removal"):
 //
 //   - at most one chunkserver per location, and never the last of its
@@ -19,16 +21,24 @@ import (
 //     by at most one member (two majorities of n and n-1 of the same
 //     members always share one);
 //   - only one without a vote session here, and it ends at once when the
-//     chunkserver opens one, or when this master stops taking votes;
+//     chunkserver opens one, when this master follows a LEADER, or when it
+//     restarts (it is not written down);
 //   - the LEADER it leads to writes it as an ordinary removal first thing.
 //
-// mfscli sends it to every master that is ELECT or DEPUTY, so they count
-// alike.
+// mfscli sends it to every master but a LEADER, so they count alike, and
+// refuses when any master already leaves out another of that location.
 
 // tempRemove handles AdminTempRemove.
 func (m *Master) tempRemove(id wire.CSID) (bool, string) {
-	if m.role != Elect && m.role != Deputy {
-		return false, fmt.Sprintf("temporary removal is for an ELECT or DEPUTY that cannot gather quorum (this master is %v)", m.role)
+	switch {
+	case m.role == Leader:
+		return false, "this master is LEADER: remove a disconnected chunkserver with -CRC/ip/port"
+	case m.role == Dummy:
+		return false, "this master is shutting down"
+	case m.leaderFresh():
+		return false, fmt.Sprintf("this master follows LEADER %v: remove a disconnected chunkserver there with -CRC/ip/port", m.leader)
+	case !m.HasMetadata():
+		return false, "this master has no metadata yet (INIT)"
 	}
 	cfg := m.Config()
 	if _, ok := cfg.Member(id); !ok {

@@ -77,7 +77,7 @@ func TestTempRemovalKeepsQuorumsIntersecting(t *testing.T) {
 	})
 }
 
-// TestTempRemoveRules: only an ELECT or DEPUTY takes one; never a
+// TestTempRemoveRules: never a LEADER; never a
 // chunkserver with a vote session here, two of one location, or the last
 // of its location.
 func TestTempRemoveRules(t *testing.T) {
@@ -88,8 +88,9 @@ func TestTempRemoveRules(t *testing.T) {
 		{ID: 3, Addr: netip.MustParseAddr("192.168.0.3")},
 	}}
 	m.log.append(Entry{Pos: Pos{Version: 2, Epoch: 0}, Kind: EntryConfig, Config: cfg})
+	m.role = Leader
 	if ok, text := m.tempRemove(1); ok {
-		t.Fatalf("a FOLLOWER took a temporary removal: %s", text)
+		t.Fatalf("a LEADER took a temporary removal: %s", text)
 	}
 	m.role = Elect
 	m.voters[2] = &voterRec{session: 1}
