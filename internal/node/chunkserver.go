@@ -176,20 +176,11 @@ func (n *ChunkserverNode) loop() {
 		var err error
 		select {
 		case in := <-n.inbox:
-			err = n.handle(in)
 			// Group commit, as in the master: what is already queued is
 			// stepped too, and one write makes the group's record durable
 			// before any of its answers leave (a LEADER's heartbeats come
 			// in bursts when changes are acknowledged).
-			for i := 0; i < groupMax && err == nil; i++ {
-				select {
-				case in := <-n.inbox:
-					err = n.handle(in)
-					continue
-				default:
-				}
-				break
-			}
+			err = group(in, n.inbox, n.handle)
 		case <-timer.C:
 			if n.voter != nil {
 				err = n.step(roles.Tick{})

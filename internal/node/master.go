@@ -276,18 +276,9 @@ func (n *MasterNode) loop() {
 		var err error
 		select {
 		case in := <-n.inbox:
-			err = n.handle(in)
 			// Group commit: take what is already queued, then make the
 			// whole group durable with one fsync before anything leaves.
-			for i := 0; i < groupMax && err == nil; i++ {
-				select {
-				case in := <-n.inbox:
-					err = n.handle(in)
-					continue
-				default:
-				}
-				break
-			}
+			err = group(in, n.inbox, n.handle)
 		case <-timer.C:
 			n.step(roles.Tick{})
 		case r := <-n.snapDone:
@@ -312,6 +303,22 @@ func (n *MasterNode) loop() {
 // of client changes and acknowledgements, few enough that a tick is never
 // held back long.
 const groupMax = 256
+
+// group handles first, then whatever is already queued behind it (at most
+// groupMax), stopping at the first error: the inputs whose effects share
+// one write.
+func group[T any](first T, inbox <-chan T, handle func(T) error) error {
+	err := handle(first)
+	for i := 0; i < groupMax && err == nil; i++ {
+		select {
+		case in := <-inbox:
+			err = handle(in)
+		default:
+			return nil
+		}
+	}
+	return err
+}
 
 // shutdown closes everything; goodbyes already queued get a moment to leave.
 func (n *MasterNode) shutdown(err error) {
