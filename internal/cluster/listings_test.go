@@ -187,7 +187,7 @@ func TestListingsAndAdmin(t *testing.T) {
 
 // TestTempRemoval: with both dc3 chunkservers and one of dc2 down, no
 // master can win (1 of 3 locations). mfscli -CTR on the dead one of dc2
-// makes every ELECT count dc2 as its one live chunkserver; a LEADER is
+// makes every master count dc2 as its one live chunkserver; a LEADER is
 // elected and writes the removal into the registry.
 func TestTempRemoval(t *testing.T) {
 	c, _ := start(t, nil)
@@ -208,8 +208,26 @@ func TestTempRemoval(t *testing.T) {
 			t.Fatalf("the registry was not put in force on every master: %+v %v", sts, errs)
 		}
 	}
-	for _, i := range []int{3, 4, 5} { // 127.B.2.2, 127.B.3.1, 127.B.3.2
-		c.CS[i].Kill()
+	// In dc2 (two chunkservers, an even number) only the one with the
+	// higher id may be left out: that is the one that dies.
+	sts, _ := c.Statuses(time.Second)
+	var dead *cluster.Proc
+	top := uint32(0)
+	for _, cs := range sts[0].Chunkservers {
+		if cs.Location == "dc2" && uint32(cs.ID) > top {
+			top = uint32(cs.ID)
+			for _, p := range c.CS {
+				if p.Addr == cs.Addr {
+					dead = p
+				}
+			}
+		}
+	}
+	if dead == nil {
+		t.Fatalf("no dc2 chunkserver in %+v", sts[0].Chunkservers)
+	}
+	for _, p := range []*cluster.Proc{dead, c.CS[4], c.CS[5]} { // and 127.B.3.1, 127.B.3.2
+		p.Kill()
 	}
 	// The LEADER loses quorum within a lease; nobody can win after that.
 	for end := time.Now().Add(10 * time.Second); len(c.Leaders()) > 0; time.Sleep(100 * time.Millisecond) {
@@ -239,7 +257,7 @@ func TestTempRemoval(t *testing.T) {
 	// Given until a LEADER is elected: a master that was still counting
 	// the old LEADER's lease when the command arrived refused it (and
 	// mfscli said so), the others took it.
-	cmd := fmt.Sprintf("-CTR/%s/9422", c.CS[3].Addr)
+	cmd := fmt.Sprintf("-CTR/%s/9422", dead.Addr)
 	for end := time.Now().Add(20 * time.Second); len(c.Leaders()) == 0; time.Sleep(300 * time.Millisecond) {
 		out, err := mfscli(t, c, cmd)
 		t.Logf("mfscli %s: %v\n%s", cmd, err, strings.TrimSpace(out))

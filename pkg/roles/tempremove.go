@@ -15,18 +15,20 @@ import (
 // it takes votes. The rules that keep two masters from both
 // winning (docs/architecture.md, "Temporary removal"):
 //
-//   - at most one chunkserver per location, and never the last of its
-//     location, applied to each config on its own, so every master counts
-//     over the same locations and, in each, over electorates that differ
-//     by at most one member (two majorities of n and n-1 of the same
-//     members always share one);
+//   - at most one chunkserver per location, never the last of its
+//     location, and in a location with an even number of members only the
+//     one with the highest id (leaveOut), applied to each config on its
+//     own: whatever any two masters leave out, at any two times, they count
+//     over the same locations and their majorities in each location share
+//     a member;
 //   - only one without a vote session here, and it ends at once when the
 //     chunkserver opens one, when this master follows a LEADER, or when it
 //     restarts (it is not written down);
 //   - the LEADER it leads to writes it as an ordinary removal first thing.
 //
 // mfscli sends it to every master but a LEADER, so they count alike, and
-// refuses when any master already leaves out another of that location.
+// refuses when any master already leaves out another of that location (a
+// courtesy: the rules above do not depend on it).
 
 // tempRemove handles AdminTempRemove.
 func (m *Master) tempRemove(id wire.CSID) (bool, string) {
@@ -56,7 +58,7 @@ func (m *Master) tempRemove(id wire.CSID) (bool, string) {
 	}
 	try[id] = true
 	if _, left := leaveOut(cfg, try); !left[id] {
-		return false, fmt.Sprintf("chunkserver %v can't be left out: another of its location already is, or it is the last of its location (switch the location OFF instead)", id)
+		return false, fmt.Sprintf("chunkserver %v can't be left out: another of its location already is, it is the last of its location (switch the location OFF instead), or its location has an even number of chunkservers and only the one with the highest id may be left out there", id)
 	}
 	m.tempRemoved, m.electorates = try, nil
 	m.heartbeatNow()
@@ -65,18 +67,29 @@ func (m *Master) tempRemove(id wire.CSID) (bool, string) {
 
 // leaveOut applies the temporary removals to c where the rules allow:
 // going by id, a member is left out unless another of its location already
-// is or it is the last of its location. It returns the config as counted
-// and who was left out.
+// is, it is the last of its location, or its location has an even number
+// of members and it is not the one with the highest id. It returns the
+// config as counted and who was left out.
+//
+// The parity rule is what makes the rules hold without any coordination,
+// across masters and across time: two majorities of n-1 members of one
+// location of n, each leaving out a different member, share a member when
+// n is odd (2(n-1)/2+2 > n) but may split an even location exactly in two;
+// in an even location every master can only leave out the same member.
 func leaveOut(c *ClusterConfig, removed map[wire.CSID]bool) (*ClusterConfig, map[wire.CSID]bool) {
 	perLoc := map[wire.LocationID]int{}
+	highest := map[wire.LocationID]wire.CSID{}
 	for _, mem := range c.Members {
-		perLoc[c.Locations.Locate(mem.Addr)]++
+		loc := c.Locations.Locate(mem.Addr)
+		perLoc[loc]++
+		highest[loc] = max(highest[loc], mem.ID)
 	}
 	taken := map[wire.LocationID]bool{}
 	left := map[wire.CSID]bool{}
 	for _, mem := range c.Members { // sorted by id
 		loc := c.Locations.Locate(mem.Addr)
-		if removed[mem.ID] && !taken[loc] && perLoc[loc] > 1 {
+		n := perLoc[loc]
+		if removed[mem.ID] && !taken[loc] && n > 1 && (n%2 == 1 || mem.ID == highest[loc]) {
 			taken[loc], left[mem.ID] = true, true
 		}
 	}
