@@ -126,10 +126,10 @@ type Master struct {
 	electorates map[*ClusterConfig]quorum.Electorate
 
 	// tempRemoved: chunkservers an operator declared down while this
-	// master was ELECT or DEPUTY (AdminTempRemove). Every tally leaves
-	// them out (at most one per location: leaveOut) until the removal is
-	// written and in force, or the chunkserver opens a vote session here
-	// again (docs/architecture.md, "Temporary removal").
+	// master knew no live LEADER (AdminTempRemove). Every tally leaves
+	// them out where leaveOut's rules allow, until the removal is written
+	// and in force, the chunkserver asks for a vote session here, or this
+	// master hears a LEADER (docs/architecture.md, "Temporary removal").
 	tempRemoved map[wire.CSID]bool
 }
 
