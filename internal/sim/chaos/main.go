@@ -95,7 +95,7 @@ func writeDoc(path string, seeds, violations, liveness int, elapsed time.Duratio
 	fmt.Fprintf(&b, "| acknowledged client writes | %d |\n", acked)
 	fmt.Fprintf(&b, "| snapshots saved / log trims | %d / %d |\n", snaps.Saved, snaps.Trims)
 	fmt.Fprintf(&b, "| snapshots sent to a lagging master (to an ELECT) | %d (%d) |\n", snaps.Installed, snaps.ElectInstall)
-	fmt.Fprintf(&b, "| temporary removals (-CTR) an ELECT or DEPUTY accepted | %d |\n\n", tempRemovals)
+	fmt.Fprintf(&b, "| temporary removals (-CTR) a master took | %d |\n\n", tempRemovals)
 	fmt.Fprintf(&b, "Virtual time from the fault to the next LEADER (only faults that hit the sitting LEADER):\n\n")
 	fmt.Fprintf(&b, "| fault | samples | median | p90 | p99 | max |\n|---|---|---|---|---|---|\n")
 	kinds := []string{"kill", "pause", "partition", "step-down", "usurper"}
