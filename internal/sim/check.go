@@ -38,7 +38,7 @@ type checker struct {
 	opsAfterLead   int
 	liveness       string
 	snaps          Snapshots
-	tempRemovals   int // temporary removals an ELECT or DEPUTY accepted
+	tempRemovals   int // temporary removals (-CTR) a master took
 }
 
 // Snapshots counts what snapshots did in a run, to show the paths were

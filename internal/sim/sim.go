@@ -55,8 +55,7 @@ type Result struct {
 	Leaders    int
 	Acked      int
 	Snapshots  Snapshots
-	// TempRemovals: temporary removals (mfscli -CTR) an ELECT or DEPUTY
-	// accepted.
+	// TempRemovals: temporary removals (mfscli -CTR) a master took.
 	TempRemovals int
 }
 
