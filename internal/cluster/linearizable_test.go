@@ -111,18 +111,8 @@ func TestLinearizableAcrossFailovers(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 		lead = leaderNow(c)
-		u := (lead + 1) % len(c.Masters)
-		for end := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			out, err := mfscli(t, c, "-CLU/"+c.Masters[u].Addr.String())
-			if err == nil {
-				break
-			}
-			if time.Now().After(end) {
-				return fmt.Errorf("-CLU: %v: %s", err, out)
-			}
-		}
-		if _, _, err := c.WaitLeader(10*time.Second, 20*time.Millisecond, lead); err != nil {
-			return fmt.Errorf("after USURPER: %w", err)
+		if err := usurp(t, c, (lead+1)%len(c.Masters), lead, 5*time.Second); err != nil {
+			return err
 		}
 		time.Sleep(time.Second)
 		// A FOLLOWER killed while the changes go on comes back behind the
@@ -135,17 +125,8 @@ func TestLinearizableAcrossFailovers(t *testing.T) {
 		if err := c.Masters[f].Start(); err != nil {
 			return err
 		}
-		for end := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			out, err := mfscli(t, c, "-CLU/"+c.Masters[f].Addr.String())
-			if err == nil {
-				break
-			}
-			if time.Now().After(end) {
-				return fmt.Errorf("-CLU on the restarted follower: %v: %s", err, out)
-			}
-		}
-		if _, _, err := c.WaitLeader(10*time.Second, 20*time.Millisecond, lead); err != nil {
-			return fmt.Errorf("after the restarted follower's USURPER: %w", err)
+		if err := usurp(t, c, f, lead, 10*time.Second); err != nil {
+			return fmt.Errorf("the restarted follower: %w", err)
 		}
 		if lg, _ := os.ReadFile(c.Masters[f].Log); !strings.Contains(string(lg), "snapshot installed") {
 			return fmt.Errorf("the follower restarted behind the trimmed changelog did not install a snapshot (see %s)", c.Masters[f].Log)
@@ -183,4 +164,23 @@ func leaderNow(c *cluster.Cluster) int {
 		return 0
 	}
 	return i
+}
+
+// usurp makes master u USURPER with mfscli, asking again (for at most
+// within) until it is synced enough to accept, and waits for a LEADER
+// other than lead.
+func usurp(t *testing.T, c *cluster.Cluster, u, lead int, within time.Duration) error {
+	for end := time.Now().Add(within); ; time.Sleep(100 * time.Millisecond) {
+		out, err := mfscli(t, c, "-CLU/"+c.Masters[u].Addr.String())
+		if err == nil {
+			break
+		}
+		if time.Now().After(end) {
+			return fmt.Errorf("-CLU: %v: %s", err, out)
+		}
+	}
+	if _, _, err := c.WaitLeader(10*time.Second, 20*time.Millisecond, lead); err != nil {
+		return fmt.Errorf("after USURPER: %w", err)
+	}
+	return nil
 }
