@@ -3,7 +3,6 @@ package cluster_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -77,34 +76,8 @@ func TestSnapshotSync(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitSynced(t, c, f, lead)
-	p.Term(5 * time.Second)
-	dir := filepath.Dir(p.Cfg)
-	for _, name := range []string{metadata.MasterFile, metadata.SnapshotFile} {
-		if err := os.Remove(filepath.Join(dir, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := p.Start(); err != nil { // its args carry -e
-		t.Fatal(err)
-	}
-	sawInit := false
-	for end := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		st, errs := c.Statuses(time.Second)
-		if errs[f] == nil {
-			if st[f].Sync == roles.Init {
-				sawInit = true
-			}
-			if st[f].Role == roles.Follower && st[f].Sync == roles.Synced && st[f].MetaVersion == st[lead].MetaVersion &&
-				st[f].ClusterID == st[lead].ClusterID && st[f].SnapshotVersion > 0 {
-				t.Logf("emptied master %s synced: version %d, snapshot %d, %d entries held (seen in INIT first: %v)",
-					p.Addr, st[f].MetaVersion, st[f].SnapshotVersion, st[f].ChangelogEntries, sawInit)
-				break
-			}
-		}
-		if time.Now().After(end) {
-			t.Fatalf("the emptied master did not sync: %+v %v", st[f], errs[f])
-		}
-	}
+	synced := emptyAndRejoin(t, c, f, lead, func(st node.StatusResp) bool { return st.SnapshotVersion > 0 })
+	t.Logf("snapshot %d, %d entries held", synced.SnapshotVersion, synced.ChangelogEntries)
 	mustLog(t, p.Log, `"message":"snapshot installed"`)
 
 	// Made LEADER (USURPER), it serves every acknowledged change.

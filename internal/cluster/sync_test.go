@@ -2,12 +2,17 @@ package cluster_test
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/mfs-election/mfs-election/internal/cluster"
+	"github.com/mfs-election/mfs-election/internal/node"
 	"github.com/mfs-election/mfs-election/pkg/client"
+	"github.com/mfs-election/mfs-election/pkg/metadata"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 )
 
@@ -33,29 +38,7 @@ func TestEmptyFollowerSyncs(t *testing.T) {
 	}
 	f := (lead + 2) % 3
 	p := c.Masters[f]
-	p.Term(5 * time.Second)
-	if err := os.Remove(filepath.Join(filepath.Dir(p.Cfg), "metadata.mfs")); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil { // its args carry -e
-		t.Fatal(err)
-	}
-	sawInit := false
-	for end := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		st, errs := c.Statuses(time.Second)
-		if errs[f] == nil {
-			if st[f].Sync == roles.Init {
-				sawInit = true
-			}
-			if st[f].Role == roles.Follower && st[f].Sync == roles.Synced && st[f].MetaVersion == st[lead].MetaVersion && st[f].ClusterID == st[lead].ClusterID {
-				break
-			}
-		}
-		if time.Now().After(end) {
-			t.Fatalf("the emptied master did not sync: %+v %v", st[f], errs[f])
-		}
-	}
-	t.Logf("emptied master %s synced (seen in INIT first: %v)", p.Addr, sawInit)
+	emptyAndRejoin(t, c, f, lead, nil)
 	if out, err := mfscli(t, c, "-CLU/"+p.Addr.String()); err != nil {
 		t.Fatalf("-CLU: %v\n%s", err, out)
 	}
@@ -71,5 +54,39 @@ func TestEmptyFollowerSyncs(t *testing.T) {
 	}
 	if cl.Leader() != p.Addr {
 		t.Fatalf("reads were served by %s, not the new LEADER %s", cl.Leader(), p.Addr)
+	}
+}
+
+// emptyAndRejoin stops master f, empties its data directory (metadata and
+// snapshot), starts it again (its args carry -e) and waits until it is a
+// synced FOLLOWER holding what LEADER lead holds, and done (if given) says
+// so too.
+func emptyAndRejoin(t *testing.T, c *cluster.Cluster, f, lead int, done func(node.StatusResp) bool) node.StatusResp {
+	t.Helper()
+	p := c.Masters[f]
+	p.Term(5 * time.Second)
+	for _, name := range []string{metadata.MasterFile, metadata.SnapshotFile} {
+		if err := os.Remove(filepath.Join(filepath.Dir(p.Cfg), name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sawInit := false
+	for end := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		st, errs := c.Statuses(time.Second)
+		if errs[f] == nil {
+			s := st[f]
+			sawInit = sawInit || s.Sync == roles.Init
+			if s.Role == roles.Follower && s.Sync == roles.Synced && s.MetaVersion == st[lead].MetaVersion &&
+				s.ClusterID == st[lead].ClusterID && (done == nil || done(s)) {
+				t.Logf("emptied master %s synced at version %d (seen in INIT first: %v)", p.Addr, s.MetaVersion, sawInit)
+				return s
+			}
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the emptied master did not sync: %+v %v", st[f], errs[f])
+		}
 	}
 }
