@@ -22,7 +22,8 @@ import (
 //
 // length counts the type and the body (so it is at least 2), big-endian.
 // It is checked against the connection's maximum before anything is
-// allocated for the body.
+// allocated for the body, and the body's buffer grows only as its bytes
+// arrive (readBody).
 
 // HeaderLen is the length prefix plus the type.
 const HeaderLen = 6
@@ -102,7 +103,9 @@ func WriteFrame(w io.Writer, m wire.Message) error {
 }
 
 // ReadFrame reads one frame and decodes it. The length is checked against
-// max before the body is read; a decoding failure never panics.
+// max before the body is read, and the body's buffer grows only as bytes
+// arrive (a claimed length reserves no memory); a decoding failure never
+// panics.
 func (r *Registry) ReadFrame(rd io.Reader, max uint32) (wire.Message, error) {
 	var hdr [HeaderLen]byte
 	if _, err := io.ReadFull(rd, hdr[:]); err != nil {
@@ -120,11 +123,41 @@ func (r *Registry) ReadFrame(rd io.Reader, max uint32) (wire.Message, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w %d (%d-byte frame)", ErrUnknownType, t, n)
 	}
-	body := make([]byte, n-2)
-	if _, err := io.ReadFull(rd, body); err != nil {
-		return nil, fmt.Errorf("reading the %d-byte body of type %d: %w", len(body), t, err)
+	body, err := readBody(rd, int(n-2))
+	if err != nil {
+		return nil, fmt.Errorf("reading the %d-byte body of type %d: %w", n-2, t, err)
 	}
 	return decodeBody(t, newMsg(), body)
+}
+
+// bodyChunk is the most ReadFrame allocates for a body before any of it
+// has arrived: a length is only a claim, and a peer that sends a header and
+// then nothing (or a trickle) must not make the daemon hold the whole
+// claimed size. Most frames are far smaller and are read in one go.
+const bodyChunk = 64 << 10
+
+// readBody reads a body of size bytes into a buffer that starts at
+// min(size, bodyChunk) and doubles (up to size) only once it is full, so
+// the memory held is at most about twice what actually arrived.
+func readBody(rd io.Reader, size int) ([]byte, error) {
+	body := make([]byte, min(size, bodyChunk))
+	got := 0
+	for {
+		k, err := io.ReadFull(rd, body[got:])
+		got += k
+		if err == io.EOF && got > 0 {
+			err = io.ErrUnexpectedEOF // as one ReadFull of the whole body says
+		}
+		if err != nil {
+			return nil, err
+		}
+		if got == size {
+			return body, nil
+		}
+		grown := make([]byte, min(2*len(body), size))
+		copy(grown, body[:got])
+		body = grown
+	}
 }
 
 // Decode decodes one whole frame held in b (for tests and the fuzz target).
