@@ -2,6 +2,7 @@ package node
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -511,6 +512,7 @@ func (l *csLink) run() {
 		l.sendInfo()
 		l.deliver(csInput{up: true})
 		opened := time.Now()
+		go l.keepalive(c)
 		l.read(c)
 		l.mu.Lock()
 		l.c = nil
@@ -527,6 +529,23 @@ func (l *csLink) run() {
 			l.n.log.Warn().Str("master", l.to.Addr.String()).Msg("master closed the connection right after authentication: is AUTH_CODE the masters' one?")
 		}
 		backoff = min(max(2*backoff, 50*time.Millisecond), l.n.opt.ReconnectDelay)
+	}
+}
+
+// keepalive repeats CSInfo (fresh disk figures) every csKeepalive while c
+// is open: a master cuts a chunkserver connection that is silent for
+// csIdle, and a voter content with its LEADER may not probe another master
+// for longer than that.
+func (l *csLink) keepalive(c *conn) {
+	t := time.NewTicker(csKeepalive)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			l.sendInfo()
+		case <-c.done:
+			return
+		}
 	}
 }
 
@@ -588,6 +607,12 @@ func (l *csLink) connect() (*conn, bool, error) {
 	}
 	var mac []byte
 	if len(ch.Nonce) > 0 {
+		if len(ch.Nonce) != authNonceLen {
+			// Not a nonce of ours: whoever answers at this address wants
+			// a proof over bytes it chose (an HMAC oracle).
+			_ = nc.Close()
+			return nil, false, fmt.Errorf("%w: the challenge's nonce has %d bytes, not %d", errAuth, len(ch.Nonce), authNonceLen)
+		}
 		if l.n.opt.AuthCode == "" {
 			l.n.log.Error().Str("master", l.to.Addr.String()).Msg("master requires AUTH_CODE and none is set")
 		}

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -36,7 +37,9 @@ type conn struct {
 	nc         net.Conn
 	peer       frame.Hello
 	remote     netip.Addr
-	out        chan []byte // nil frame: close once everything before it is written
+	out        chan []byte  // nil frame: close once everything before it is written
+	queued     atomic.Int64 // bytes in out, bounded by maxQueuedBytes
+	slow       atomic.Bool  // closed because the peer did not read its replies
 	once       sync.Once
 	done       chan struct{}
 	challenged bool // chunkserver side: the master asked for AUTH_CODE
@@ -64,7 +67,9 @@ func (c *conn) writer() {
 				return
 			}
 			_ = c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
-			if _, err := c.nc.Write(b); err != nil {
+			_, err := c.nc.Write(b)
+			c.queued.Add(-int64(len(b)))
+			if err != nil {
 				c.close()
 				return
 			}
@@ -74,8 +79,9 @@ func (c *conn) writer() {
 	}
 }
 
-// send queues m; a full queue closes the connection (the peer is not
-// keeping up, and the core treats a lost connection as it must anyway).
+// send queues m; a full queue (in frames or in bytes) closes the
+// connection (the peer is not keeping up, and the core treats a lost
+// connection as it must anyway).
 func (c *conn) send(m wire.Message) {
 	b, err := frame.Encode(m)
 	if err != nil {
@@ -83,10 +89,18 @@ func (c *conn) send(m wire.Message) {
 		// not pass silently, but it is no reason to stop the daemon.
 		panic(fmt.Sprintf("node: encoding %T: %v", m, err))
 	}
+	if c.queued.Add(int64(len(b))) > maxQueuedBytes {
+		c.queued.Add(-int64(len(b)))
+		c.slow.Store(true)
+		c.close()
+		return
+	}
 	select {
 	case <-c.done:
 	case c.out <- b:
 	default:
+		c.queued.Add(-int64(len(b)))
+		c.slow.Store(true)
 		c.close()
 	}
 }
@@ -116,6 +130,31 @@ func (c *conn) closed() bool {
 	default:
 		return false
 	}
+}
+
+// frameReader reads a connection's frames under two deadlines: idle while
+// it waits for a frame's first byte, frameTimeout from there to the
+// frame's end. A peer that sends nothing, or starts a frame and never
+// finishes it, holds nothing for long.
+type frameReader struct {
+	nc      net.Conn
+	idle    time.Duration
+	started bool // the frame being read has begun
+}
+
+// next arms the idle deadline for the next frame.
+func (r *frameReader) next() {
+	r.started = false
+	_ = r.nc.SetReadDeadline(time.Now().Add(r.idle))
+}
+
+func (r *frameReader) Read(p []byte) (int, error) {
+	n, err := r.nc.Read(p)
+	if n > 0 && !r.started {
+		r.started = true
+		_ = r.nc.SetReadDeadline(time.Now().Add(frameTimeout))
+	}
+	return n, err
 }
 
 // acceptHello reads the peer's hello, checks it, then answers with ours.
@@ -192,12 +231,29 @@ func dial(bind netip.Addr, addr netip.AddrPort, timeout time.Duration) (nc net.C
 // challenge, the cluster and its own address, so a proof cannot be replayed
 // on another connection or by another chunkserver.
 func authMAC(code string, nonce []byte, cluster string, cs netip.Addr) []byte {
-	h := hmac.New(sha256.New, []byte(code))
+	return proofMAC([]byte(code), nonce, cluster, cs)
+}
+
+// masterMAC is what a master proves AUTH_CODE with on 9419. Its key is
+// derived from the code under its own label, so no chunkserver proof
+// (whose nonce a fake master may choose freely) can ever equal a master
+// proof: the domain is separated in the key, where no nonce reaches.
+func masterMAC(code string, nonce []byte, cluster string, m netip.Addr) []byte {
+	k := hmac.New(sha256.New, []byte(code))
+	k.Write([]byte("mfs-master\x00"))
+	return proofMAC(k.Sum(nil), nonce, cluster, m)
+}
+
+// authNonceLen is the length of every AUTH_CODE challenge's nonce.
+const authNonceLen = 32
+
+func proofMAC(key, nonce []byte, cluster string, addr netip.Addr) []byte {
+	h := hmac.New(sha256.New, key)
 	h.Write(nonce)
 	h.Write([]byte{0})
 	h.Write([]byte(cluster))
 	h.Write([]byte{0})
-	h.Write(cs.AsSlice())
+	h.Write(addr.AsSlice())
 	return h.Sum(nil)
 }
 
@@ -237,13 +293,28 @@ func refuseReason(err error) string {
 		return "auth"
 	case errors.Is(err, errIdentity):
 		return "identity"
+	case errors.Is(err, errAuthRate):
+		return "auth_rate"
+	case errors.Is(err, errLimit):
+		return "limit"
+	case errors.Is(err, errClone):
+		return "clone"
+	case errors.Is(err, errIdle):
+		return "idle"
+	case errors.Is(err, errSlow):
+		return "slow"
 	}
 	return "garbage"
 }
 
 var (
-	errAuth     = errors.New("chunkserver did not prove AUTH_CODE")
+	errAuth     = errors.New("peer did not prove AUTH_CODE")
 	errIdentity = errors.New("peer claims an identity its address does not have")
+	errAuthRate = errors.New("too many failed proofs from this address lately")
+	errLimit    = errors.New("too many connections")
+	errClone    = errors.New("chunkserver id already connected from another address: cloned chunkserver or impostor")
+	errIdle     = errors.New("nothing received for too long")
+	errSlow     = errors.New("a frame was not completed in time, or replies were not read")
 )
 
 // AdminProof is what mfscli proves ADMIN_PASSWORD with: an HMAC keyed by

@@ -2,7 +2,9 @@ package node
 
 import (
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"sync"
 	"time"
 
@@ -97,13 +99,40 @@ func (l *link) connect() (*conn, error) {
 	}
 	h := l.n.hello()
 	peer, err := dialHello(nc, h, h.Cluster, frame.KindMaster, handshakeTimeout)
+	if err == nil && wire.MasterID(peer.ID) != l.to.ID {
+		err = errIdentity
+	}
+	if err == nil {
+		err = l.prove(nc, peer)
+	}
 	if err != nil {
 		_ = nc.Close()
 		return nil, err
 	}
-	if wire.MasterID(peer.ID) != l.to.ID {
-		_ = nc.Close()
-		return nil, errIdentity
-	}
 	return newConn(nc, peer), nil
+}
+
+// prove answers the peer's AUTH_CODE challenge. The proof binds the
+// peer's cluster id (this master may have none yet: started with -e) and
+// the address this connection leaves from, under the master key, so it is
+// good for this connection only and never passes for a chunkserver's.
+func (l *link) prove(nc net.Conn, peer frame.Hello) error {
+	_ = nc.SetReadDeadline(time.Now().Add(handshakeTimeout))
+	m, err := mltomaIn.ReadFrame(nc, maxHelloFrame)
+	_ = nc.SetReadDeadline(time.Time{})
+	if err != nil {
+		return fmt.Errorf("reading the AUTH_CODE challenge: %w", err)
+	}
+	ch := m.(*AuthChallenge)
+	var mac []byte
+	if len(ch.Nonce) > 0 {
+		if len(ch.Nonce) != authNonceLen {
+			return fmt.Errorf("%w: the challenge's nonce has %d bytes, not %d", errAuth, len(ch.Nonce), authNonceLen)
+		}
+		if l.n.opt.AuthCode == "" {
+			l.n.log.Error().Str(obs.FieldPeer, l.to.Addr.String()).Msg("master requires AUTH_CODE and none is set")
+		}
+		mac = masterMAC(l.n.opt.AuthCode, ch.Nonce, peer.Cluster, localAddr(nc))
+	}
+	return frame.WriteFrame(nc, AuthProof{MAC: mac})
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"sync"
 	"time"
 
@@ -47,11 +48,15 @@ type MasterNode struct {
 	start   time.Time
 
 	lnML, lnCS, lnCL net.Listener
-	inbox            chan input
-	stopReq          chan struct{}
-	stopOnce         sync.Once
-	done             chan struct{}
-	err              error
+	// Two inboxes, so that client work never queues ahead of votes: inbox
+	// carries the chunkserver and master ports (votes, acks, peer
+	// traffic), clInbox the client port. The loop drains inbox first.
+	inbox    chan input
+	clInbox  chan input
+	stopReq  chan struct{}
+	stopOnce sync.Once
+	done     chan struct{}
+	err      error
 
 	addrOf  map[wire.MasterID]netip.Addr
 	links   map[wire.MasterID]*link // outgoing, to every other master
@@ -64,6 +69,14 @@ type MasterNode struct {
 	admins  map[uint64]adminWait
 	nextAdm uint64
 	hbSent  map[hbKey]time.Time
+
+	// Limits on what peers can make this master hold (guard.go).
+	conns       *connCounter       // open connections per port and source (readers)
+	auth        *authGuard         // failed proofs per source (readers and loop)
+	refusals    *rateLog           // refusal log lines per source (readers and loop)
+	regs        regGuard           // registrations per source (loop)
+	clones      cloneBook          // refused clones, for the listings (loop)
+	infoClipped map[wire.CSID]bool // logged once: its CSInfo was cut (loop)
 
 	// The group being built: actions of the steps since the last flush,
 	// and the driver's own replies that must follow them.
@@ -89,6 +102,9 @@ type MasterNode struct {
 	snapCancel context.CancelFunc
 	snapWG     sync.WaitGroup
 	snapDone   chan snapResult
+	// snapRetry is the first back-off after a failed snapshot write
+	// (tests shorten it); it doubles up to snapRetryMax.
+	snapRetry time.Duration
 
 	statusMu sync.Mutex
 	status   StatusResp // the newest status, for /healthz
@@ -111,7 +127,18 @@ type snapResult struct {
 	w    metadata.SnapshotWrite
 	took time.Duration
 	err  error
+	// retry: after a failure, when the write is tried again (the
+	// background goroutine goes on with the same snapshot).
+	retry time.Duration
 }
+
+// snapRetryMin and snapRetryMax bound the back-off between attempts at a
+// snapshot that failed to write (a full disk): soon enough that space
+// freed is used, rarely enough that a disk that stays full is not hammered.
+const (
+	snapRetryMin = time.Second
+	snapRetryMax = time.Minute
+)
 
 type inKind uint8
 
@@ -137,11 +164,12 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 	}
 	n := &MasterNode{
 		opt: opt, log: opt.Log, store: store, start: time.Now(),
-		inbox: make(chan input, 4096), stopReq: make(chan struct{}), done: make(chan struct{}),
+		inbox: make(chan input, 4096), clInbox: make(chan input, 1024), stopReq: make(chan struct{}), done: make(chan struct{}),
 		addrOf: map[wire.MasterID]netip.Addr{}, links: map[wire.MasterID]*link{},
 		cs: map[wire.CSID]*conn{}, csInfo: map[wire.CSID]CSInfo{}, peersIn: map[*conn]bool{},
 		clConns: map[*conn]bool{}, clients: map[roles.ClientID]*conn{}, admins: map[uint64]adminWait{}, hbSent: map[hbKey]time.Time{},
-		snapDone: make(chan snapResult, 1),
+		snapDone: make(chan snapResult, 1), snapRetry: snapRetryMin,
+		conns: newConnCounter(), auth: &authGuard{}, refusals: &rateLog{}, infoClipped: map[wire.CSID]bool{},
 	}
 	n.snapCtx, n.snapCancel = context.WithCancel(context.Background())
 	n.metrics = obs.NewMasterMetrics(opt.Metrics)
@@ -276,9 +304,9 @@ func (n *MasterNode) loop() {
 		var err error
 		select {
 		case in := <-n.inbox:
-			// Group commit: take what is already queued, then make the
-			// whole group durable with one fsync before anything leaves.
-			err = group(in, n.inbox, n.handle)
+			err = n.runGroup(in, false)
+		case in := <-n.clInbox:
+			err = n.runGroup(in, true)
 		case <-timer.C:
 			n.step(roles.Tick{})
 		case r := <-n.snapDone:
@@ -318,6 +346,78 @@ func group[T any](first T, inbox <-chan T, handle func(T) error) error {
 		}
 	}
 	return err
+}
+
+// clientBudget bounds the client work of one group, in cost units
+// (clientCost): the group's heartbeats leave only after it, so it must stay
+// a small part of a heartbeat interval. A list of 10k keys costs about
+// 10 ms, a single read or write well under 0.1 ms.
+const clientBudget = 64
+
+// clientCost is what one client input counts against clientBudget.
+func clientCost(in input) int {
+	switch m := in.msg.(type) {
+	case roles.ClientRead:
+		if m.Prefix {
+			return clientBudget / 2 // a list copies and sorts keys
+		}
+	case StatusReq:
+		return 4 // tallies and every registered chunkserver
+	}
+	return 1
+}
+
+// runGroup handles one group sharing one fsync (group commit). Vote and
+// peer inputs come first, all that are queued; then a tick if one is due,
+// so that heartbeats are never held back behind client work; then client
+// inputs up to clientBudget. first came from clInbox when client is set.
+func (n *MasterNode) runGroup(first input, client bool) error {
+	if !client {
+		if err := n.handle(first); err != nil {
+			return err
+		}
+	}
+	if err := drain(n.inbox, groupMax, n.handle); err != nil {
+		return err
+	}
+	if d := n.core.NextDeadline(); d != roles.Never && n.now() >= d {
+		n.step(roles.Tick{})
+	}
+	budget := clientBudget
+	if client {
+		if err := n.handle(first); err != nil {
+			return err
+		}
+		budget -= clientCost(first)
+	}
+	for budget > 0 {
+		select {
+		case in := <-n.clInbox:
+			if err := n.handle(in); err != nil {
+				return err
+			}
+			budget -= clientCost(in)
+		default:
+			return nil
+		}
+	}
+	return nil
+}
+
+// drain handles what is already queued in inbox, at most max inputs,
+// stopping at the first error.
+func drain[T any](inbox <-chan T, max int, handle func(T) error) error {
+	for i := 0; i < max; i++ {
+		select {
+		case in := <-inbox:
+			if err := handle(in); err != nil {
+				return err
+			}
+		default:
+			return nil
+		}
+	}
+	return nil
 }
 
 // shutdown closes everything; goodbyes already queued get a moment to leave.
@@ -452,25 +552,52 @@ func (n *MasterNode) persist(acts []roles.Action) error {
 // saveSnapshot writes a snapshot of the core's making in the background:
 // it may be large, and the loop must go on renewing votes meanwhile. The
 // core asks for one at a time and keeps every entry it covers until
-// snapshotSaved tells it the file is durable.
+// snapshotSaved tells it the file is durable. A failed write is reported
+// and tried again after a back-off, until it succeeds or the master stops:
+// only trimming the changelog waits for it, and every master snapshots at
+// the same version, so stopping would stop them all on one full disk.
 func (n *MasterNode) saveSnapshot(s *roles.Snapshot) {
 	n.snapWG.Add(1)
 	go func() {
 		defer n.snapWG.Done()
-		start := time.Now()
-		w, err := n.store.SaveSnapshot(n.snapCtx, s)
-		select {
-		case n.snapDone <- snapResult{snap: s, w: w, took: time.Since(start), err: err}:
-		case <-n.snapCtx.Done():
+		backoff := n.snapRetry
+		for {
+			start := time.Now()
+			w, err := n.store.SaveSnapshot(n.snapCtx, s)
+			if n.snapCtx.Err() != nil {
+				return
+			}
+			r := snapResult{snap: s, w: w, took: time.Since(start), err: err}
+			if err != nil {
+				r.retry = backoff
+			}
+			select {
+			case n.snapDone <- r:
+			case <-n.snapCtx.Done():
+				return
+			}
+			if err == nil {
+				return
+			}
+			select {
+			case <-time.After(backoff):
+			case <-n.snapCtx.Done():
+				return
+			}
+			backoff = min(2*backoff, snapRetryMax)
 		}
 	}()
 }
 
-// snapshotSaved hands the core a finished background write. A failed
-// write ends the daemon like any failed write.
+// snapshotSaved hands the core a finished background write, or logs and
+// counts a failed one (the writer tries again by itself).
 func (n *MasterNode) snapshotSaved(r snapResult) error {
 	if r.err != nil {
-		return fmt.Errorf("saving the snapshot at %v: %w", r.snap.Pos, r.err)
+		n.metrics.SnapshotFailed()
+		n.log.Error().Err(r.err).Uint64("version", r.snap.Pos.Version).Uint64(obs.FieldEpoch, r.snap.Pos.Epoch).
+			Str("file", n.store.SnapshotPath()).Dur("retry_in", r.retry).
+			Msg("snapshot not saved: the changelog is kept in full until it is; trying again")
+		return nil
 	}
 	n.metrics.SnapshotWritten(r.took)
 	lvl := zerolog.InfoLevel
@@ -518,6 +645,7 @@ func (n *MasterNode) disconnect(class roles.ConnClass) {
 		for id, c := range n.cs {
 			c.closeAfterFlush()
 			delete(n.cs, id)
+			delete(n.csInfo, id)
 		}
 	case roles.ConnClients:
 		for c := range n.clConns {
@@ -539,12 +667,7 @@ func (n *MasterNode) handle(in input) error {
 	case inOpen:
 		switch in.port {
 		case "matocs":
-			if id := wire.CSID(in.c.peer.ID); id != wire.NoCS {
-				if old := n.cs[id]; old != nil {
-					old.close()
-				}
-				n.cs[id] = in.c
-			}
+			n.csOpened(in.c)
 		case "matoml":
 			n.peersIn[in.c] = true
 		case "matocl":
@@ -557,6 +680,8 @@ func (n *MasterNode) handle(in input) error {
 			id := wire.CSID(in.c.peer.ID)
 			if n.cs[id] == in.c {
 				delete(n.cs, id)
+				delete(n.csInfo, id)
+				delete(n.infoClipped, id)
 				n.step(roles.ConnLost{CS: id})
 			}
 		case "matoml":
@@ -580,10 +705,87 @@ func (n *MasterNode) handle(in input) error {
 	return n.fromClient(in.c, in.msg)
 }
 
+// csOpened makes a new chunkserver connection its id's route, or refuses
+// it. One id has one connection: a second one from the same address is the
+// same chunkserver reconnecting (its old connection may be half dead), so
+// it replaces the old one; one from another address is a cloned
+// chunkserver or an impostor and is refused, unless the registry gives the
+// id to the new address and not to the old one (the registered address
+// wins). A replaced connection is a lost one to the core, so the core never
+// goes on counting a session whose connection is gone.
+func (n *MasterNode) csOpened(c *conn) {
+	id := wire.CSID(c.peer.ID)
+	if id == wire.NoCS {
+		return // registering: it takes no part in votes until it has an id
+	}
+	old := n.cs[id]
+	if old == nil {
+		// Even from an address the registry gives to another id's holder:
+		// the core answers its VoteHello with Redirect{IDTaken}, which is
+		// how an honest holder of an id handed out twice learns to
+		// register again. Should the registered address connect, it wins.
+		n.cs[id] = c
+		return
+	}
+	if old.remote == c.remote {
+		n.dropCS(id, old)
+		n.cs[id] = c
+		return
+	}
+	var reg netip.Addr
+	if cfg := n.core.Config(); cfg != nil {
+		if m, ok := cfg.Member(id); ok {
+			reg = m.Addr
+		}
+	}
+	if reg.IsValid() && reg == c.remote {
+		n.cloneRefused(id, old, c.remote)
+		n.dropCS(id, old)
+		n.cs[id] = c
+		return
+	}
+	n.cloneRefused(id, c, old.remote)
+	c.close()
+}
+
+// dropCS ends id's current connection old and tells the core.
+func (n *MasterNode) dropCS(id wire.CSID, old *conn) {
+	old.close()
+	delete(n.cs, id)
+	delete(n.csInfo, id)
+	delete(n.infoClipped, id)
+	n.step(roles.ConnLost{CS: id})
+}
+
+// cloneRefused logs, counts and records a refused connection c of id
+// (holder: the address that keeps the id).
+func (n *MasterNode) cloneRefused(id wire.CSID, c *conn, holder netip.Addr) {
+	now := time.Now()
+	rec := n.clones.add(id, c.remote, holder, now)
+	n.metrics.ConnRefused("matocs", "clone")
+	if ok, missed := n.refusals.allow(fmt.Sprintf("clone|%d|%v", id, c.remote), now); ok {
+		n.log.Warn().Uint32("id", uint32(id)).Str(obs.FieldPeer, c.remote.String()).Str("holder", holder.String()).
+			Int("times", rec.Count).Int("not_logged", missed).Str("port", "matocs").Str(obs.FieldReason, "clone").
+			Msg("chunkserver id already connected from another address: cloned chunkserver or impostor, connection refused")
+	}
+}
+
 func (n *MasterNode) fromCS(c *conn, msg wire.Message) error {
 	id := wire.CSID(c.peer.ID)
+	if c.closed() {
+		return nil // refused or replaced: what it sent is not heard
+	}
 	switch m := msg.(type) {
 	case RegisterReq:
+		if !n.regs.allow(c.remote, m.Port, time.Now()) {
+			n.metrics.RegistrationRefused()
+			if ok, missed := n.refusals.allow("register|"+c.remote.String(), time.Now()); ok {
+				n.log.Warn().Str(obs.FieldPeer, c.remote.String()).Uint16("cs_port", m.Port).Int("not_logged", missed).
+					Str(obs.FieldReason, "register_flood").
+					Msgf("registration refused: this address asked for more than %d new ids within %v", regPerSource, regWindow)
+			}
+			return nil
+		}
 		// The address it registers with is the one it connects from:
 		// locations are decided by address, so a claim is not enough.
 		got, ok := n.core.AssignID(c.remote, m.Port)
@@ -596,8 +798,18 @@ func (n *MasterNode) fromCS(c *conn, msg wire.Message) error {
 		n.later(func() { c.send(reply) })
 		return nil
 	case CSInfo:
-		if id != wire.NoCS && m.ID == id {
+		// Kept only while this is the id's connection, and bounded: the
+		// listings need a few words, not what a peer cares to send.
+		if id != wire.NoCS && m.ID == id && n.cs[id] == c {
 			m.Addr = c.remote
+			var cut1, cut2 bool
+			m.Labels, cut1 = clip(m.Labels, maxInfoString)
+			m.Version, cut2 = clip(m.Version, maxInfoString)
+			if (cut1 || cut2) && !n.infoClipped[id] {
+				n.infoClipped[id] = true
+				n.log.Warn().Uint32("id", uint32(id)).Str(obs.FieldPeer, c.remote.String()).
+					Msgf("chunkserver labels or version longer than %d bytes: cut for the listings", maxInfoString)
+			}
 			n.csInfo[id] = m
 		}
 		return nil
@@ -614,10 +826,10 @@ func (n *MasterNode) fromCS(c *conn, msg wire.Message) error {
 		m.CS, m.Addr = id, c.remote
 		ev = m
 	case roles.VoteBye:
-		m.CS = id
+		m.CS, m.Addr = id, c.remote
 		ev = m
 	case roles.HeartbeatAck:
-		m.CS = id
+		m.CS, m.Addr = id, c.remote
 		if at, ok := n.hbSent[hbKey{id, m.Seq}]; ok {
 			n.metrics.HeartbeatRTT(time.Since(at))
 			delete(n.hbSent, hbKey{id, m.Seq})
@@ -739,21 +951,76 @@ func (n *MasterNode) accept(ln net.Listener, port string, reg *frame.Registry, k
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		go n.serveConn(nc, port, reg, kinds)
+		src := remoteAddr(nc)
+		// Refused here, before a goroutine or a buffer is spent on it: a
+		// source that failed its proofs too often lately, and connections
+		// over the port's caps.
+		if port != "matocl" && n.auth.blocked(src, time.Now()) {
+			n.refuse(nc, src, port, errAuthRate)
+			continue
+		}
+		if ok, which := n.conns.acquire(port, src); !ok {
+			n.refuse(nc, src, port, fmt.Errorf("%w: %s (at most %d, %d per source)", errLimit, which,
+				connLimits[port].total, connLimits[port].perSource))
+			continue
+		}
+		go func() {
+			defer n.conns.release(port, src)
+			n.serveConn(nc, port, reg, kinds)
+		}()
 	}
+}
+
+// refuse closes nc, counts why, and logs it: once per source, port and
+// reason per refuseLogEvery, so that a flood does not flood the log.
+func (n *MasterNode) refuse(nc net.Conn, src netip.Addr, port string, err error) {
+	_ = nc.Close()
+	reason := refuseReason(err)
+	n.metrics.ConnRefused(port, reason)
+	if ok, missed := n.refusals.allow(port+"|"+reason+"|"+src.String(), time.Now()); ok {
+		n.log.Warn().Str(obs.FieldPeer, nc.RemoteAddr().String()).Str("port", port).Str(obs.FieldReason, reason).
+			Int("not_logged", missed).Err(err).Msg("connection refused")
+	}
+}
+
+// dropped closes an established connection that broke the rules, counts
+// and logs it like refuse.
+func (n *MasterNode) dropped(nc net.Conn, src netip.Addr, port string, err error) {
+	_ = nc.Close()
+	reason := refuseReason(err)
+	n.metrics.ConnRefused(port, reason)
+	if ok, missed := n.refusals.allow(port+"|"+reason+"|"+src.String(), time.Now()); ok {
+		n.log.Warn().Str(obs.FieldPeer, nc.RemoteAddr().String()).Str("port", port).Str(obs.FieldReason, reason).
+			Int("not_logged", missed).Err(err).Msg("connection dropped")
+	}
+}
+
+// remoteAddr is the source address of nc (invalid if it has none).
+func remoteAddr(nc net.Conn) netip.Addr {
+	if ap, err := netip.ParseAddrPort(nc.RemoteAddr().String()); err == nil {
+		return ap.Addr().Unmap()
+	}
+	return netip.Addr{}
+}
+
+// idleTimeout is how long a connection on port may send nothing, after
+// its hello, before it is cut: three times the longest silence of an
+// honest peer there.
+func (n *MasterNode) idleTimeout(port string) time.Duration {
+	switch port {
+	case "matocs":
+		return csIdle
+	case "matoml":
+		return max(mlIdleMin, 3*n.opt.Core.PeerTimeout)
+	}
+	return clientIdle
 }
 
 // serveConn checks a new connection (hello, identity, AUTH_CODE) and then
 // feeds its frames to the loop. Whatever a peer sends, the worst outcome is
 // this connection closed with a logged reason.
 func (n *MasterNode) serveConn(nc net.Conn, port string, reg *frame.Registry, kinds []frame.Kind) {
-	remote := nc.RemoteAddr().String()
-	refuse := func(err error) {
-		reason := refuseReason(err)
-		n.metrics.ConnRefused(port, reason)
-		n.log.Warn().Str(obs.FieldPeer, remote).Str("port", port).Str(obs.FieldReason, reason).Err(err).Msg("connection refused")
-		_ = nc.Close()
-	}
+	src := remoteAddr(nc)
 	ours := n.hello()
 	if port == "matocl" {
 		ours.Nonce = make([]byte, 16)
@@ -761,7 +1028,7 @@ func (n *MasterNode) serveConn(nc net.Conn, port string, reg *frame.Registry, ki
 	}
 	peer, err := acceptHello(nc, ours, ours.Cluster, kinds...)
 	if err != nil {
-		refuse(err)
+		n.refuse(nc, src, port, err)
 		return
 	}
 	c := newConn(nc, peer)
@@ -769,41 +1036,66 @@ func (n *MasterNode) serveConn(nc net.Conn, port string, reg *frame.Registry, ki
 	if port == "matoml" {
 		if a, ok := n.addrOf[wire.MasterID(peer.ID)]; !ok || a != c.remote || MasterIDOf(c.remote) != wire.MasterID(peer.ID) {
 			c.close()
-			refuse(errIdentity)
+			n.refuse(nc, src, port, errIdentity)
 			return
 		}
 	}
-	if port == "matocs" {
-		if err := n.challenge(c); err != nil {
+	if port == "matocs" || port == "matoml" {
+		if err := n.challenge(c, port, ours.Cluster); err != nil {
 			c.close()
-			refuse(err)
+			n.refuse(nc, src, port, err)
 			return
 		}
 	}
-	n.inbox <- input{kind: inOpen, port: port, c: c}
+	inbox := n.inbox
+	if port == "matocl" {
+		inbox = n.clInbox
+	}
+	deliver := func(in input) {
+		select {
+		case inbox <- in:
+		case <-n.done: // the loop has ended: nobody will read it
+		}
+	}
+	deliver(input{kind: inOpen, port: port, c: c})
+	fr := &frameReader{nc: nc, idle: n.idleTimeout(port)}
 	for {
-		m, err := reg.ReadFrame(nc, frame.DefaultMaxFrame)
+		fr.next()
+		m, err := reg.ReadFrame(fr, frame.DefaultMaxFrame)
 		if err != nil {
-			if isFrameError(err) && !c.closed() {
-				reason := refuseReason(err)
-				n.metrics.ConnRefused(port, reason)
-				n.log.Warn().Str(obs.FieldPeer, remote).Str("port", port).Str(obs.FieldReason, reason).Err(err).Msg("connection dropped")
+			switch {
+			case c.slow.Load():
+				err = errSlow // we cut it: it did not read its replies
+			case c.closed():
+				err = nil // we closed it (replaced, refused, disconnected)
+			case errors.Is(err, os.ErrDeadlineExceeded) && fr.started:
+				err = fmt.Errorf("%w: %v", errSlow, err)
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				err = fmt.Errorf("%w: nothing for %v", errIdle, fr.idle)
+			case !isFrameError(err):
+				err = nil // it ended the connection
+			}
+			if err != nil {
+				n.dropped(nc, src, port, err)
 			}
 			c.close()
-			n.inbox <- input{kind: inClosed, port: port, c: c}
+			deliver(input{kind: inClosed, port: port, c: c})
 			return
 		}
-		n.inbox <- input{kind: inMsg, port: port, c: c, msg: deref(m)}
+		deliver(input{kind: inMsg, port: port, c: c, msg: deref(m)})
 	}
 }
 
-// challenge runs the AUTH_CODE exchange on a chunkserver connection. It
-// always happens, so the chunkserver side has one sequence to follow; with
-// no AUTH_CODE the nonce is empty and any proof passes.
-func (n *MasterNode) challenge(c *conn) error {
+// challenge runs the AUTH_CODE exchange on a chunkserver or master
+// connection. It always happens, so the other side has one sequence to
+// follow; with no AUTH_CODE the nonce is empty and any proof passes. The
+// proof binds the cluster id of this master's hello (cluster): a master
+// started with -e has none of its own until it syncs, so both sides use
+// the acceptor's. A failure counts against the source (authGuard).
+func (n *MasterNode) challenge(c *conn, port, cluster string) error {
 	var nonce []byte
 	if n.opt.AuthCode != "" {
-		nonce = make([]byte, 32)
+		nonce = make([]byte, authNonceLen)
 		if _, err := rand.Read(nonce); err != nil {
 			return err
 		}
@@ -811,7 +1103,11 @@ func (n *MasterNode) challenge(c *conn) error {
 	c.send(AuthChallenge{Nonce: nonce})
 	_ = c.nc.SetReadDeadline(time.Now().Add(handshakeTimeout))
 	defer func() { _ = c.nc.SetReadDeadline(time.Time{}) }()
-	m, err := matocsIn.ReadFrame(c.nc, maxHelloFrame)
+	in := matocsIn
+	if port == "matoml" {
+		in = matomlIn
+	}
+	m, err := in.ReadFrame(c.nc, maxHelloFrame)
 	if err != nil {
 		return err
 	}
@@ -819,18 +1115,39 @@ func (n *MasterNode) challenge(c *conn) error {
 	if ok && n.opt.AuthCode == "" {
 		return nil
 	}
-	want := authMAC(n.opt.AuthCode, nonce, n.hello().Cluster, c.remote)
+	var want []byte
+	if port == "matoml" {
+		want = masterMAC(n.opt.AuthCode, nonce, cluster, c.remote)
+	} else {
+		want = authMAC(n.opt.AuthCode, nonce, cluster, c.remote)
+	}
 	if !ok || !hmac.Equal(p.MAC, want) {
+		if n.auth.failed(c.remote, time.Now()) {
+			n.log.Warn().Str(obs.FieldPeer, c.remote.String()).Str("port", port).
+				Msgf("%d failed AUTH_CODE proofs within %v: this address is refused for %v", authFailMax, authFailWindow, authBlock)
+		}
 		return errAuth
 	}
 	return nil
 }
 
 // adminAllowed checks an admin command against ADMIN_PASSWORD (listings
-// stay open) and answers a refusal itself.
+// stay open) and answers a refusal itself. Wrong proofs count against the
+// source (authGuard): after a few, it is refused without a try for a while.
 func (n *MasterNode) adminAllowed(c *conn, m AdminReq) bool {
 	if n.opt.AdminPassword == "" {
 		return true
+	}
+	now := time.Now()
+	if n.auth.blocked(c.remote, now) {
+		c.nonceSpent = true
+		n.metrics.ConnRefused("matocl", "auth_rate")
+		if ok, missed := n.refusals.allow("matocl|auth_rate|"+c.remote.String(), now); ok {
+			n.log.Warn().Str(obs.FieldPeer, c.remote.String()).Str(obs.FieldReason, "auth_rate").Int("not_logged", missed).
+				Msg("admin command refused: too many wrong ADMIN_PASSWORD proofs from this address lately")
+		}
+		c.send(AdminResp{ID: m.ID, Text: fmt.Sprintf("too many wrong ADMIN_PASSWORD proofs from %v lately: admin commands from there are refused for up to %v", c.remote, authBlock)})
+		return false
 	}
 	ok := len(m.Proof) > 0 && !c.nonceSpent && len(c.nonce) > 0 &&
 		hmac.Equal(m.Proof, AdminProof(n.opt.AdminPassword, c.nonce, n.store.ClusterID(), m))
@@ -841,6 +1158,9 @@ func (n *MasterNode) adminAllowed(c *conn, m AdminReq) bool {
 	reason := "admin-password-wrong"
 	if len(m.Proof) == 0 {
 		reason = "admin-password-missing"
+	} else if n.auth.failed(c.remote, now) {
+		n.log.Warn().Str(obs.FieldPeer, c.remote.String()).
+			Msgf("%d wrong ADMIN_PASSWORD proofs within %v: admin commands from this address are refused for %v", authFailMax, authFailWindow, authBlock)
 	}
 	n.metrics.ConnRefused("matocl", reason)
 	n.log.Warn().Str(obs.FieldPeer, c.remote.String()).Str(obs.FieldReason, reason).Msg("admin command refused")

@@ -24,13 +24,17 @@ const (
 	TypeAdminResp     wire.Type = 48
 )
 
-// AuthChallenge: a master that has an AUTH_CODE sends it right after its
-// hello on the chunkserver port; the chunkserver must answer with AuthProof
-// before anything it sends is heard.
+// AuthChallenge: a master sends it right after its hello on the chunkserver
+// port (9420) and on the master port (9419); the peer must answer with
+// AuthProof before anything it sends is heard. Without AUTH_CODE the nonce
+// is empty and any proof passes.
 type AuthChallenge struct{ Nonce []byte }
 
-// AuthProof is HMAC-SHA256(AUTH_CODE, nonce | cluster id | chunkserver
-// address): it proves the code without sending it.
+// AuthProof proves AUTH_CODE without sending it: from a chunkserver,
+// HMAC-SHA256(AUTH_CODE, nonce | 0 | cluster id | 0 | its address); from a
+// master, the same under the key HMAC-SHA256(AUTH_CODE, "mfs-master\x00"),
+// so that one can never pass for the other. The cluster id is the
+// challenging master's.
 type AuthProof struct{ MAC []byte }
 
 // RegisterReq: a chunkserver without an id asks for one. Addr is what it
@@ -113,6 +117,10 @@ type StatusResp struct {
 	// TempRemoved: chunkservers this ELECT or DEPUTY counts without
 	// (mfscli -CTR) until they vote again or a LEADER removes them.
 	TempRemoved []wire.CSID `msgpack:",omitempty"`
+	// Clones: chunkserver connections refused because their id was
+	// already connected from another address (a cloned chunkserver or an
+	// impostor), newest kept.
+	Clones []CloneStatus `msgpack:",omitempty"`
 }
 
 // LocStatus is one location of the map.
@@ -203,7 +211,9 @@ func registry(msgs ...wire.Message) *frame.Registry {
 // What each port and each side of it may receive.
 var (
 	// A master on 9419, from other masters.
-	matomlIn = registry(roles.PeerStatus{}, roles.Append{}, roles.AppendAck{}, roles.FetchReq{}, roles.FetchResp{}, roles.SnapshotChunk{})
+	matomlIn = registry(AuthProof{}, roles.PeerStatus{}, roles.Append{}, roles.AppendAck{}, roles.FetchReq{}, roles.FetchResp{}, roles.SnapshotChunk{})
+	// A master, from the master it dialed on 9419 (only the challenge).
+	mltomaIn = registry(AuthChallenge{})
 	// A master on 9420, from chunkservers.
 	matocsIn = registry(AuthProof{}, RegisterReq{}, CSInfo{}, roles.Probe{}, roles.VoteHello{}, roles.VoteBye{}, roles.HeartbeatAck{})
 	// A chunkserver, from a master.

@@ -21,7 +21,10 @@ func (n *MasterNode) statusNow() StatusResp {
 		Connected: len(n.cs), Behind: n.core.Behind(),
 		SnapshotVersion: n.core.SnapshotAt().Version, ChangelogEntries: n.core.Log().Held(),
 		Transition: n.core.Transition(now), InForce: n.core.InForce(), LeaderChangeUnixMs: n.leaderChangeMs,
-		TempRemoved: n.core.TempRemoved(),
+		TempRemoved: n.core.TempRemoved(), Clones: n.clones.list(),
+	}
+	if len(st.Clones) == 0 {
+		st.Clones = nil
 	}
 	st.RSS, st.CPU = n.usage.sample()
 	for _, tv := range n.core.Tallies(now) {

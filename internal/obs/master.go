@@ -13,7 +13,12 @@ var (
 	allRoles      = []roles.Role{roles.Leader, roles.Elect, roles.Follower, roles.Usurper, roles.Deputy, roles.Dummy}
 	allSyncStates = []roles.SyncState{roles.Synced, roles.Init, roles.Desync, roles.Delayed}
 	refusePorts   = []string{"matoml", "matocs", "matocl"}
-	refuseReasons = []string{"garbage", "oversized", "unknown_type", "cluster", "protocol", "kind", "auth", "identity"}
+	// clone: a chunkserver id already connected from another address;
+	// limit: too many connections (per port or per source); idle: nothing
+	// heard for too long; slow: a frame not completed in time, or replies
+	// not read; auth_rate: too many failed proofs from the source lately.
+	refuseReasons = []string{"garbage", "oversized", "unknown_type", "cluster", "protocol", "kind", "auth", "identity",
+		"clone", "limit", "idle", "slow", "auth_rate"}
 )
 
 // MasterMetrics are the metrics of one mfsmaster.
@@ -21,7 +26,8 @@ type MasterMetrics struct {
 	role, sync, votes                                    *prometheus.GaugeVec
 	epoch, quorum, registered, connected, version, delay prometheus.Gauge
 	snapVersion, changelog                               prometheus.Gauge
-	leaderChanges, snapInstalls                          prometheus.Counter
+	leaderChanges, snapInstalls, snapFailures            prometheus.Counter
+	regRefused                                           prometheus.Counter
 	rtt, snapWrite                                       prometheus.Histogram
 	ignored, refused                                     *prometheus.CounterVec
 	mu                                                   sync.Mutex
@@ -70,6 +76,10 @@ func NewMasterMetrics(reg prometheus.Registerer) *MasterMetrics {
 			Buckets: prometheus.ExponentialBuckets(1e-3, 4, 10)}), // 1ms .. 262s
 		snapInstalls: f.NewCounter(prometheus.CounterOpts{Name: "mfs_master_snapshots_installed_total",
 			Help: "Snapshots this master received from another master and installed (it was behind the trimmed changelog, or started with -e)."}),
+		snapFailures: f.NewCounter(prometheus.CounterOpts{Name: "mfs_master_snapshot_failures_total",
+			Help: "Background snapshot writes that failed (the master goes on, keeps the changelog and retries with back-off)."}),
+		regRefused: f.NewCounter(prometheus.CounterOpts{Name: "mfs_master_registrations_refused_total",
+			Help: "Chunkserver registration requests refused because their source address asked for too many new ids lately."}),
 		leaderChanges: f.NewCounter(prometheus.CounterOpts{Name: "mfs_master_leader_changes_total",
 			Help: "Times this master saw the LEADER change, including becoming or ceasing to be LEADER itself."}),
 		rtt: f.NewHistogram(prometheus.HistogramOpts{Name: "mfs_master_heartbeat_rtt_seconds",
@@ -131,6 +141,13 @@ func (m *MasterMetrics) SnapshotInstalled() { m.snapInstalls.Inc() }
 // SnapshotWritten observes one background snapshot write.
 func (m *MasterMetrics) SnapshotWritten(d time.Duration) { m.snapWrite.Observe(d.Seconds()) }
 
+// SnapshotFailed counts one failed background snapshot write.
+func (m *MasterMetrics) SnapshotFailed() { m.snapFailures.Inc() }
+
+// RegistrationRefused counts one registration request refused by the
+// per-source limit.
+func (m *MasterMetrics) RegistrationRefused() { m.regRefused.Inc() }
+
 // LeaderChange counts one change of LEADER seen by this master.
 func (m *MasterMetrics) LeaderChange() { m.leaderChanges.Inc() }
 
@@ -141,7 +158,7 @@ func (m *MasterMetrics) HeartbeatRTT(d time.Duration) { m.rtt.Observe(d.Seconds(
 func (m *MasterMetrics) Ignored(reason string) { m.ignored.WithLabelValues(reason).Inc() }
 
 // ConnRefused counts one refused connection on port (matoml, matocs, matocl)
-// for reason (garbage, oversized, unknown_type, cluster, protocol, kind, auth).
+// for reason (one of refuseReasons).
 func (m *MasterMetrics) ConnRefused(port, reason string) {
 	m.refused.WithLabelValues(port, reason).Inc()
 }
