@@ -397,7 +397,25 @@ func (w *world) deliver(e *event) {
 		}
 		return
 	}
-	w.enqueue(e.to, e.msg)
+	w.enqueue(e.to, w.stamp(e.from, e.to, e.msg))
+}
+
+// stamp fills in what a master's driver adds to a chunkserver's message:
+// the source address of the connection it came on.
+func (w *world) stamp(from, to ref, msg roles.Event) roles.Event {
+	if to.k != kMaster || from.k != kCS {
+		return msg
+	}
+	addr := w.css[from.i].cfg.Addr
+	switch m := msg.(type) {
+	case roles.HeartbeatAck:
+		m.Addr = addr
+		return m
+	case roles.VoteBye:
+		m.Addr = addr
+		return m
+	}
+	return msg
 }
 
 func (w *world) enqueue(r ref, ev roles.Event) {

@@ -2,6 +2,7 @@ package roles
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
@@ -109,6 +110,14 @@ type VoterHardState struct {
 	InForce    uint64
 	Commit     Pos    // the newest "committed up to" a LEADER told it
 	CommitTag  uint64 // that LEADER's epoch: a newer LEADER's word supersedes
+	// EpochInc is the incarnation of EpochOwner that took MaxEpoch: the
+	// same epoch from another incarnation is a master whose data directory
+	// was rolled back, and is refused (0: not recorded yet).
+	EpochInc uint64 `msgpack:",omitempty"`
+	// MaxGranted is the longest promise this voter ever made: after a
+	// restart it keeps quiet at least that long, even if MAX_PROMISE was
+	// lowered meanwhile.
+	MaxGranted time.Duration `msgpack:",omitempty"`
 }
 
 // Persist must be durable before any Send of the same batch. For a master,

@@ -12,7 +12,7 @@ import (
 // keeps its id; newcomers get fresh ones; a session that claims a member's
 // id from another address is refused with IDTaken and never counted.
 func TestAssignIDAndIDTaken(t *testing.T) {
-	h := &harness{t: t, lastHB: map[wire.CSID]Heartbeat{}}
+	h := newHarness(t)
 	h.run("master id=1 masters=1 registry=1@10.0.1.1,2@10.0.1.2,3@10.0.2.3 acks=0")
 	if _, ok := h.m.AssignID(netip.MustParseAddr("10.0.9.9"), 9422); ok {
 		t.Fatal("a FOLLOWER handed out an id")
@@ -55,7 +55,7 @@ func TestAssignIDAndIDTaken(t *testing.T) {
 
 // TestVoterIDTaken: a voter told its id is taken says so to its driver.
 func TestVoterIDTaken(t *testing.T) {
-	h := &harness{t: t, lastHB: map[wire.CSID]Heartbeat{}}
+	h := newHarness(t)
 	h.run("voter id=3 addr=10.0.7.7 masters=1")
 	h.run("time 2.1s")
 	if out := h.run("reply from=1 role=LEADER epoch=1"); !strings.Contains(out, "hello") {

@@ -161,7 +161,12 @@ func NewMaster(cfg Config, st Stored, now Instant) (*Master, []Action) {
 			panic(fmt.Sprintf("invariant log-base: stored snapshot %v below the log base %v", s.Pos, m.log.base))
 		}
 		if s.Pos.Version > m.log.Len() || !m.log.Has(s.Pos) {
-			m.log.reset(s.base())
+			// The store still holds the old log: trim and truncate it to
+			// the snapshot too, before anything is appended after it
+			// (docs/architecture.md §10, "Snapshots").
+			b, v := s.base(), s.Pos.Version
+			m.log.reset(b)
+			m.emit(Persist{Trim: &b, TruncateAfter: &v})
 		}
 		if s.Pos.Version > m.hard.Commit.Version {
 			m.hard.Commit = s.Pos
@@ -488,17 +493,28 @@ func (m *Master) startElect(reason string) {
 	if !m.Eligible() {
 		panic("invariant eligibility: a master without metadata cannot be ELECT")
 	}
-	m.newEpoch(m.hard.MaxEpoch)
+	if !m.newEpoch(m.hard.MaxEpoch) {
+		return
+	}
 	m.become(Elect, reason)
 	m.heartbeatNow()
 	m.tryWin() // bootstrap: the founder needs no vote
 }
 
-func (m *Master) newEpoch(above uint64) {
-	e := max(m.hard.Epoch, m.hard.MaxEpoch, above) + 1
+// newEpoch takes the next epoch above every one seen. It refuses (false)
+// at EpochCeiling, so the arithmetic never wraps: only a store damaged or
+// written before epochs were bounded can be that high.
+func (m *Master) newEpoch(above uint64) bool {
+	top := max(m.hard.Epoch, m.hard.MaxEpoch, above)
+	if top >= EpochCeiling {
+		m.ignore("epoch-exhausted")
+		return false
+	}
+	e := top + 1
 	m.hard.Epoch, m.hard.MaxEpoch = e, e
 	m.hbSent = map[uint64]sentHB{}
 	m.persistHard()
+	return true
 }
 
 func (m *Master) enterLeader() {
@@ -645,7 +661,17 @@ func (m *Master) probeReply(nonce uint64) ProbeReply {
 }
 
 func (m *Master) onVoteHello(h VoteHello) {
-	m.endTempRemoval(h.CS, "it asked for a vote session")
+	member := m.registeredAt(h.CS, h.Addr, h.Port)
+	if member {
+		m.endTempRemoval(h.CS, "it asked for a vote session")
+	}
+	// Epochs are taken only from a registered member at its own address,
+	// and only within reach of what this master has seen. A LEADER takes
+	// none from a hello: a voter promised to a newer epoch refuses its
+	// heartbeat, and that refusal (on the voter's own session) unseats it.
+	if !member || m.role == Leader || m.implausible(h.MaxEpoch) {
+		h.MaxEpoch = 0
+	}
 	if h.MaxEpoch > m.hard.MaxEpoch {
 		m.hard.MaxEpoch = h.MaxEpoch
 		m.persistHard()
@@ -654,7 +680,8 @@ func (m *Master) onVoteHello(h VoteHello) {
 		canElect := m.role == Follower || m.role == Usurper
 		if h.Nominate && canElect && m.Eligible() {
 			m.startElect(ReasonNominated)
-		} else {
+		}
+		if !m.role.TakesVotes() {
 			if h.Nominate && !m.Eligible() {
 				m.ignore("nominated-without-metadata")
 			}
@@ -699,6 +726,10 @@ func (m *Master) onVoteBye(b VoteBye) {
 		m.ignore("stale-session")
 		return
 	}
+	if b.Addr != v.addr {
+		m.ignore("wrong-address")
+		return
+	}
 	delete(m.voters, b.CS)
 	m.send(ToCS(b.CS), VoteRelease{From: m.cfg.ID, Incarnation: m.hard.Incarnation, Session: b.Session})
 }
@@ -709,8 +740,23 @@ func (m *Master) onHeartbeatAck(a HeartbeatAck) {
 		m.ignore("stale-session")
 		return
 	}
+	// Only the connection the session was opened from speaks for it: an
+	// ack from any other address (a clone, an impostor that learnt the
+	// session number) is not this voter's.
+	if a.Addr != v.addr {
+		m.ignore("wrong-address")
+		return
+	}
+	if m.implausible(a.MaxEpoch) {
+		delete(m.voters, a.CS)
+		return
+	}
 	if !a.OK {
-		if a.MaxEpoch > m.hard.MaxEpoch || (a.MaxEpoch == m.hard.Epoch && a.EpochOwner != m.cfg.ID) {
+		// The voter owns up to an epoch: a newer one, or this very epoch
+		// given to another master or to another incarnation of this one (a
+		// data directory rolled back to before it took the epoch).
+		reused := a.MaxEpoch == m.hard.Epoch && (a.EpochOwner != m.cfg.ID || (a.EpochInc != 0 && a.EpochInc != m.hard.Incarnation))
+		if a.MaxEpoch > m.hard.MaxEpoch || reused {
 			m.onHigherEpoch(a.MaxEpoch)
 			return
 		}
@@ -722,8 +768,8 @@ func (m *Master) onHeartbeatAck(a HeartbeatAck) {
 		// A keepalive's answer: no vote, but what the voter knows.
 		v.knownReg, v.inForce, v.commit, v.commitTag = a.KnownReg, a.InForce, a.Commit, a.CommitTag
 		m.lastVoteSeen = m.now
-		if m.role == Elect && a.MaxEpoch >= m.hard.Epoch && a.EpochOwner != m.cfg.ID {
-			m.newEpoch(a.MaxEpoch) // propose above it once sessions make a quorum
+		if m.role == Elect && a.MaxEpoch >= m.hard.Epoch && a.EpochOwner != m.cfg.ID && !m.newEpoch(a.MaxEpoch) {
+			m.stepDown(ReasonNoVotes) // propose above it once sessions make a quorum; none is left
 		}
 		return
 	}
@@ -732,7 +778,10 @@ func (m *Master) onHeartbeatAck(a HeartbeatAck) {
 		m.ignore("stale-ack")
 		return
 	}
-	if until := sent.at.Add(m.cfg.CountedLease(a.Granted)); until > v.validUntil || sent.epoch != v.ackEpoch {
+	// An honest voter never grants more than was asked; a forged grant of
+	// hours must not keep a vote counted after its sender fell silent.
+	granted := min(a.Granted, m.cfg.VoteLease)
+	if until := sent.at.Add(m.cfg.CountedLease(granted)); until > v.validUntil || sent.epoch != v.ackEpoch {
 		v.validUntil = until
 	}
 	v.ackEpoch = sent.epoch
@@ -766,7 +815,10 @@ func (m *Master) onHigherEpoch(e uint64) {
 	case Elect:
 		// Still a candidate: take a newer epoch and ask again.
 		if e >= m.hard.Epoch {
-			m.newEpoch(e)
+			if !m.newEpoch(e) {
+				m.stepDown(ReasonNoVotes)
+				return
+			}
 			m.heartbeatNow()
 		}
 	}
@@ -828,7 +880,10 @@ func (m *Master) catchUp(need Pos) {
 		if id == m.cfg.ID || p == nil || !p.seen || m.now.Sub(p.heard) > m.cfg.PeerTimeout {
 			continue
 		}
-		if p.st.Last.Version >= need.Version && (best == wire.NoMaster || p.st.Last.NewerThan(bestLast)) {
+		// Its log must be at least as new as the commit point the voters
+		// report (epoch first): a stale master whose log is merely longer
+		// could otherwise truncate acknowledged entries held here.
+		if p.st.Last.Version >= need.Version && !need.NewerThan(p.st.Last) && (best == wire.NoMaster || p.st.Last.NewerThan(bestLast)) {
 			best, bestLast = id, p.st.Last
 		}
 	}

@@ -1,6 +1,7 @@
 package roles
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/mfs-election/mfs-election/pkg/quorum"
@@ -53,6 +54,9 @@ func (m *Master) onPeerStatus(st PeerStatus) {
 	}
 	if p.seen && st.Incarnation < p.st.Incarnation {
 		m.ignore("stale-incarnation")
+		return
+	}
+	if m.implausible(st.Epoch) || m.implausible(st.MaxEpoch) {
 		return
 	}
 	p.st, p.heard, p.seen = st, m.now, true
@@ -152,6 +156,9 @@ func (m *Master) leaderPersists(from wire.MasterID) bool {
 // epoch as a sign of it, or refuses one from an older LEADER (the answer
 // tells it so).
 func (m *Master) acceptLeader(from wire.MasterID, epoch uint64) bool {
+	if m.implausible(epoch) {
+		return false
+	}
 	if epoch < m.hard.LeaderEpoch || (m.role == Leader && epoch <= m.hard.Epoch) {
 		newer := m.hard.LeaderEpoch
 		if m.role == Leader {
@@ -183,6 +190,13 @@ func (m *Master) acceptLeader(from wire.MasterID, epoch uint64) bool {
 }
 
 func (m *Master) onAppend(a Append) {
+	// Well formed before anything else: a malformed Append (entries out of
+	// order, an epoch above its sender's, a config entry without a config)
+	// is dropped whole and changes nothing, whoever sent it.
+	if reason := checkEntries(a.Prev, a.Entries, a.Epoch); reason != "" || a.Commit.Epoch > a.Epoch {
+		m.ignore(cmp.Or(reason, "malformed-commit"))
+		return
+	}
 	if !m.acceptLeader(a.From, a.Epoch) {
 		return
 	}
@@ -243,6 +257,9 @@ func (m *Master) merge(es []Entry) (trunc *uint64, app []Entry, ok bool) {
 }
 
 func (m *Master) onAppendAck(a AppendAck) {
+	if m.implausible(a.Epoch) {
+		return
+	}
 	if a.Epoch > m.hard.Epoch && !a.OK {
 		m.onHigherEpoch(a.Epoch)
 		return
@@ -381,6 +398,12 @@ func (m *Master) onFetchReq(f FetchReq) {
 func (m *Master) onFetchResp(r FetchResp) {
 	if m.role != Elect {
 		m.ignore("not-elect")
+		return
+	}
+	// The responder is no LEADER of an epoch: its entries may be of any
+	// epoch up to the highest this master could adopt.
+	if reason := checkEntries(r.Base, r.Entries, min(EpochCeiling, max(m.hard.Epoch, m.hard.MaxEpoch)+MaxEpochJump)); reason != "" {
+		m.ignore(reason)
 		return
 	}
 	if len(r.Entries) == 0 || !m.log.Has(r.Base) || r.Base.Version < m.hard.Commit.Version {

@@ -69,6 +69,10 @@ type VoteHello struct {
 type VoteBye struct {
 	CS      wire.CSID
 	Session uint64
+	// Addr is the source address of the connection it came on, filled in
+	// by the driver (never from the wire): only the session's own address
+	// may end it.
+	Addr netip.Addr `msgpack:"-"`
 }
 
 // Heartbeat renews a vote and carries what every voter must learn.
@@ -103,6 +107,14 @@ type HeartbeatAck struct {
 	InForce    uint64
 	Commit     Pos
 	CommitTag  uint64 // the epoch of the LEADER that told it Commit
+	// EpochInc is the incarnation of EpochOwner that took MaxEpoch (0:
+	// unknown): a master whose data directory was rolled back learns from
+	// it that it took this epoch before, in another life.
+	EpochInc uint64 `msgpack:",omitempty"`
+	// Addr is the source address of the connection it came on, filled in
+	// by the driver (never from the wire): an ack counts only from the
+	// address the vote session was opened from.
+	Addr netip.Addr `msgpack:"-"`
 }
 
 // VoteRelease tells a chunkserver that the master no longer counts its vote
@@ -203,12 +215,17 @@ type ClientWrite struct {
 }
 
 // ClientRead asks for a linearizable read of Key, or with Prefix set of
-// every key that starts with Key (at most ListMax).
+// the keys that start with Key, in key order: one page of them, after the
+// key After (from the first when empty), at most Limit (0, or above
+// ListMax: ListMax) and ListMaxBytes. ClientReply.More says there are more
+// keys under the prefix: ask again with After the last key received.
 type ClientRead struct {
 	Client ClientID
 	Seq    uint64
 	Key    string
-	Prefix bool `msgpack:",omitempty"`
+	Prefix bool   `msgpack:",omitempty"`
+	After  string `msgpack:",omitempty"`
+	Limit  int    `msgpack:",omitempty"`
 }
 
 // ListMax and ListMaxBytes bound the entries one list answer carries (a
@@ -243,7 +260,7 @@ type ClientReply struct {
 	KeyVersion uint64    `msgpack:",omitempty"`
 	Conflict   bool      `msgpack:",omitempty"`
 	Entries    []KVEntry `msgpack:",omitempty"`
-	More       bool      `msgpack:",omitempty"` // a list answer left keys out (ListMax, ListMaxBytes)
+	More       bool      `msgpack:",omitempty"` // a list answer left keys out (Limit, ListMax, ListMaxBytes): ask again after the last one
 }
 
 func (Probe) MsgType() wire.Type        { return TypeProbe }

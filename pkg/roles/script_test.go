@@ -32,6 +32,11 @@ type harness struct {
 	v      *Voter
 	lastHB map[wire.CSID]Heartbeat
 	vsess  uint64 // the voter's current session, as last seen in a VoteHello
+	csAddr map[wire.CSID]netip.Addr
+}
+
+func newHarness(t *testing.T) *harness {
+	return &harness{t: t, lastHB: map[wire.CSID]Heartbeat{}, csAddr: map[wire.CSID]netip.Addr{}}
 }
 
 func parseArgs(fields []string) map[string]string {
@@ -156,6 +161,18 @@ func (h *harness) run(cmd string) string {
 	return h.format(h.v.Step(h.now, ev))
 }
 
+// sourceOf is the source address of a chunkserver's connection, as the
+// driver stamps it: addr= when given, else where its hello came from.
+func (h *harness) sourceOf(cs wire.CSID, a map[string]string) netip.Addr {
+	if s, ok := a["addr"]; ok {
+		return netip.MustParseAddr(s)
+	}
+	if addr, ok := h.csAddr[cs]; ok {
+		return addr
+	}
+	return netip.MustParseAddr(fmt.Sprintf("10.0.1.%d", cs))
+}
+
 func (h *harness) event(name string, a map[string]string) Event {
 	cs := wire.CSID(mustU(orDefault(a["cs"], "0")))
 	from := wire.MasterID(mustU(orDefault(a["from"], "0")))
@@ -163,10 +180,12 @@ func (h *harness) event(name string, a map[string]string) Event {
 	case "tick":
 		return Tick{}
 	case "hello":
-		return VoteHello{CS: cs, Addr: netip.MustParseAddr(orDefault(a["addr"], fmt.Sprintf("10.0.1.%d", cs))), Session: mustU(orDefault(a["session"], "1")),
+		addr := netip.MustParseAddr(orDefault(a["addr"], fmt.Sprintf("10.0.1.%d", cs)))
+		h.csAddr[cs] = addr
+		return VoteHello{CS: cs, Addr: addr, Session: mustU(orDefault(a["session"], "1")),
 			Nominate: a["nominate"] == "true", MaxEpoch: mustU(orDefault(a["maxepoch"], "0"))}
 	case "bye":
-		return VoteBye{CS: cs, Session: mustU(orDefault(a["session"], "1"))}
+		return VoteBye{CS: cs, Session: mustU(orDefault(a["session"], "1")), Addr: h.sourceOf(cs, a)}
 	case "connlost":
 		if h.v != nil {
 			return VoteConnLost{Master: wire.MasterID(mustU(a["master"]))}
@@ -175,7 +194,7 @@ func (h *harness) event(name string, a map[string]string) Event {
 	case "ack":
 		hb := h.lastHB[cs]
 		ack := HeartbeatAck{CS: cs, Session: hb.Session, Seq: hb.Seq, OK: a["nack"] == "", Granted: hb.Lease,
-			MaxEpoch: hb.Epoch, EpochOwner: hb.From, KnownReg: hb.RegVersion, InForce: hb.InForce}
+			MaxEpoch: hb.Epoch, EpochOwner: hb.From, KnownReg: hb.RegVersion, InForce: hb.InForce, Addr: h.sourceOf(cs, a)}
 		if hb.Role == Leader {
 			// As a voter does: commit knowledge only from a LEADER.
 			ack.Commit, ack.CommitTag = hb.Commit, hb.Epoch
@@ -410,7 +429,7 @@ func runScript(t *testing.T, path string) (got, want string) {
 		t.Fatal(err)
 	}
 	want = string(raw)
-	h := &harness{t: t, lastHB: map[wire.CSID]Heartbeat{}}
+	h := newHarness(t)
 	var out strings.Builder
 	blocks := strings.Split(strings.TrimRight(want, "\n"), "\n\n")
 	for i, b := range blocks {

@@ -191,6 +191,10 @@ func (m *Master) sendSnapshot(id wire.MasterID, p *progress, acked bool) {
 // ---- receiving snapshots -------------------------------------------------------------
 
 func (m *Master) onSnapshotChunk(c SnapshotChunk) {
+	if reason := checkChunk(c); reason != "" {
+		m.ignore(reason)
+		return
+	}
 	fromLeader := c.Epoch > 0
 	if fromLeader {
 		if !m.acceptLeader(c.From, c.Epoch) {
@@ -317,3 +321,26 @@ type SnapshotChunk struct {
 
 // MsgType implements wire.Message.
 func (SnapshotChunk) MsgType() wire.Type { return TypeSnapshotChunk }
+
+// checkChunk validates a SnapshotChunk's structure before anything is
+// taken from it: records within the announced total, configs well formed,
+// and a position no newer than its LEADER's epoch.
+func checkChunk(c SnapshotChunk) string {
+	n := uint64(len(c.Items) + len(c.Sessions))
+	switch {
+	case c.Offset > c.Total || n > c.Total-c.Offset:
+		return "malformed-snapshot"
+	case c.Epoch > 0 && (c.Pos.Epoch > c.Epoch || c.Commit.Epoch > c.Epoch):
+		return "malformed-snapshot"
+	case c.Pos.Version == 0:
+		return "malformed-snapshot"
+	}
+	for _, cfg := range []*ClusterConfig{c.Latest, c.Previous} {
+		if cfg != nil {
+			if reason := checkConfig(cfg); reason != "" {
+				return reason
+			}
+		}
+	}
+	return ""
+}

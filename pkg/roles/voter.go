@@ -65,7 +65,9 @@ const helloTimeout = 500 * time.Millisecond
 func NewVoter(cfg VoterConfig, hard VoterHardState, now Instant) (*Voter, []Action) {
 	v := &Voter{cfg: cfg, now: now, hard: hard, rng: cfg.Seed | 1, views: map[wire.MasterID]*view{}}
 	v.hard.Boot++
-	v.voteAfter = now.Add(cfg.MaxPromise)
+	// A promise made before the restart may have been longer than today's
+	// MAX_PROMISE: keep quiet for the longest ever made.
+	v.voteAfter = now.Add(max(cfg.MaxPromise, hard.MaxGranted))
 	v.nextProbe = now
 	h := v.hard
 	v.emit(Persist{Voter: &h})
@@ -267,7 +269,7 @@ func (v *Voter) onRelease(r VoteRelease) {
 func (v *Voter) onHeartbeat(h Heartbeat) {
 	nack := func(reason string) {
 		v.send(h.From, HeartbeatAck{CS: v.cfg.ID, Session: h.Session, Seq: h.Seq, Reason: reason,
-			MaxEpoch: v.hard.MaxEpoch, EpochOwner: v.hard.EpochOwner})
+			MaxEpoch: v.hard.MaxEpoch, EpochOwner: v.hard.EpochOwner, EpochInc: v.hard.EpochInc})
 		v.ignore(reason)
 	}
 	switch {
@@ -285,13 +287,20 @@ func (v *Voter) onHeartbeat(h Heartbeat) {
 	case h.Epoch == v.hard.MaxEpoch && v.hard.EpochOwner != wire.NoMaster && v.hard.EpochOwner != h.From:
 		nack("epoch-owned")
 		return
+	case h.Epoch == v.hard.MaxEpoch && v.hard.EpochInc != 0 && v.hard.EpochInc != h.Incarnation:
+		// The same master took this epoch in another incarnation: an honest
+		// master never takes an epoch twice (it is persisted before use), so
+		// this one forgot it, its data directory restored from an older
+		// copy. Its log at this epoch may differ from what it wrote before.
+		nack("epoch-reused")
+		return
 	}
 	if v.promiseTo != wire.NoMaster && v.promiseTo != h.From && v.now < v.promiseUntil {
 		panic(fmt.Sprintf("invariant one-promise: voting for %v while promised to %v", h.From, v.promiseTo))
 	}
 	dirty := false
-	if h.Epoch > v.hard.MaxEpoch || v.hard.EpochOwner != h.From {
-		v.hard.MaxEpoch, v.hard.EpochOwner = h.Epoch, h.From
+	if h.Epoch > v.hard.MaxEpoch || v.hard.EpochOwner != h.From || v.hard.EpochInc != h.Incarnation {
+		v.hard.MaxEpoch, v.hard.EpochOwner, v.hard.EpochInc = h.Epoch, h.From, h.Incarnation
 		dirty = true
 	}
 	if h.RegVersion > v.hard.KnownReg {
@@ -309,13 +318,17 @@ func (v *Voter) onHeartbeat(h Heartbeat) {
 		v.hard.Commit, v.hard.CommitTag = h.Commit, h.Epoch
 		dirty = true
 	}
+	grant := min(h.Lease, v.cfg.MaxPromise)
+	if grant > v.hard.MaxGranted {
+		v.hard.MaxGranted = grant
+		dirty = true
+	}
 	if dirty {
 		// Quorum intersection needs these remembered across a restart, so
 		// they are durable before the acknowledgement leaves.
 		hs := v.hard
 		v.emit(Persist{Voter: &hs})
 	}
-	grant := min(h.Lease, v.cfg.MaxPromise)
 	if v.promiseTo != h.From || v.promiseInc != h.Incarnation || v.promiseSession != h.Session || v.now >= v.promiseUntil {
 		v.promiseStart = v.now
 	}

@@ -1,0 +1,281 @@
+package roles
+
+import (
+	"math"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mfs-election/mfs-election/pkg/wire"
+)
+
+// Hostile and careless peers against the core (../shared/reviews/security.md
+// C1, H2, M5, M6, M7, L1, L2, L9). Each test failed before its fix.
+
+// leaderOf3 is a LEADER at epoch 1 counting CS1 and CS2 of a registry of
+// three (10.0.1.1-3).
+func leaderOf3(t *testing.T) *harness {
+	t.Helper()
+	h := newHarness(t)
+	h.run("master id=1 masters=1 registry=1@10.0.1.1,2@10.0.1.2,3@10.0.1.3 acks=0")
+	for _, cmd := range []string{"hello cs=1 nominate", "hello cs=2", "ack cs=1", "ack cs=2"} {
+		h.run(cmd)
+	}
+	if h.m.Role() != Leader || h.m.Epoch() != 1 {
+		t.Fatalf("setup: %v at epoch %d, want LEADER at 1", h.m.Role(), h.m.Epoch())
+	}
+	return h
+}
+
+func hasIgnored(acts []Action, reason string) bool {
+	for _, a := range acts {
+		if ig, ok := a.(Ignored); ok && ig.Reason == reason {
+			return true
+		}
+	}
+	return false
+}
+
+// C1: acks that echo a real voter's session from another address (a clone,
+// or an impostor the driver let through) never count; the LEADER fences
+// itself when the real voters fall silent.
+func TestImpostorAcksNotCounted(t *testing.T) {
+	h := leaderOf3(t)
+	for i := 0; i < 20; i++ {
+		h.run("time +100ms")
+		h.run("tick")
+		if h.m.Role() != Leader {
+			break
+		}
+		for _, cs := range []string{"1", "2"} {
+			out := h.run("ack cs=" + cs + " addr=10.0.9.9")
+			if !strings.Contains(out, "wrong-address") {
+				t.Fatalf("an ack from another address was not refused:\n%s", out)
+			}
+		}
+	}
+	if h.m.Role() == Leader {
+		t.Fatal("a LEADER whose real voters fell silent stayed LEADER on an impostor's acks")
+	}
+	// A bye from another address does not end the real session either.
+	h = leaderOf3(t)
+	if out := h.run("bye cs=1 addr=10.0.9.9"); !strings.Contains(out, "wrong-address") {
+		t.Fatalf("a bye from another address was taken:\n%s", out)
+	}
+}
+
+// H2: one VoteHello with a huge epoch unseats nothing and is not adopted;
+// the epoch a peer may move this master to is bounded; newEpoch never
+// wraps.
+func TestEpochBombs(t *testing.T) {
+	h := leaderOf3(t)
+	for _, hello := range []string{
+		"hello cs=999 addr=10.0.9.9 session=7 maxepoch=18446744073709551614", // unregistered
+		"hello cs=3 addr=10.0.9.9 session=7 maxepoch=18446744073709551615",   // a member's id, another address
+		"hello cs=3 session=8 maxepoch=6",                                    // the member itself: a LEADER never steps down on a hello
+	} {
+		h.run(hello)
+		if h.m.Role() != Leader || h.m.Epoch() != 1 || h.m.Hard().MaxEpoch != 1 {
+			t.Fatalf("after %q: %v epoch %d max %d, want LEADER 1 max 1", hello, h.m.Role(), h.m.Epoch(), h.m.Hard().MaxEpoch)
+		}
+	}
+	// A member's refusal with an epoch far above any seen is refused too.
+	acts := h.m.Step(h.now, HeartbeatAck{CS: 1, Session: 1, Seq: 1, MaxEpoch: 1 << 40, EpochOwner: 2, Addr: netip.MustParseAddr("10.0.1.1")})
+	if !hasIgnored(acts, "epoch-implausible") || h.m.Role() != Leader || h.m.Hard().MaxEpoch != 1 {
+		t.Fatalf("an implausible refusal: %v max %d, %v", h.m.Role(), h.m.Hard().MaxEpoch, acts)
+	}
+	// A master's status and Append are bounded alike.
+	f := newHarness(t)
+	f.run("master id=2 masters=1,2 registry=1@10.0.1.1 acks=0")
+	acts = f.m.Step(f.now, PeerStatus{From: 1, Incarnation: 1, Role: Leader, Epoch: math.MaxUint64, MaxEpoch: math.MaxUint64})
+	if !hasIgnored(acts, "epoch-implausible") || f.m.Hard().MaxEpoch != 0 {
+		t.Fatalf("a status with epoch 2^64-1 was taken: max %d, %v", f.m.Hard().MaxEpoch, acts)
+	}
+	acts = f.m.Step(f.now, Append{From: 1, Epoch: EpochCeiling + 1, Prev: Pos{Version: 2}})
+	if !hasIgnored(acts, "epoch-implausible") || f.m.Hard().LeaderEpoch != 0 {
+		t.Fatalf("an Append above the ceiling was taken: %+v, %v", f.m.Hard(), acts)
+	}
+	// A store already at the ceiling (damaged, or bombed before the bound)
+	// cannot elect: it says so and stays FOLLOWER, never wrapping to 0.
+	c := newHarness(t)
+	c.run("master id=1 masters=1 registry=1@10.0.1.1 acks=0 epoch=" + uintString(EpochCeiling))
+	acts = c.m.Step(c.now, VoteHello{CS: 1, Addr: netip.MustParseAddr("10.0.1.1"), Session: 1, Nominate: true})
+	if !hasIgnored(acts, "epoch-exhausted") || c.m.Role() != Follower || c.m.Hard().Epoch != EpochCeiling {
+		t.Fatalf("at the ceiling: %v epoch %d, %v", c.m.Role(), c.m.Hard().Epoch, acts)
+	}
+}
+
+func uintString(v uint64) string {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + v%10)
+		v /= 10
+		if v == 0 {
+			return string(b[i:])
+		}
+	}
+}
+
+// M6: malformed Appends, fetch answers and snapshot chunks are dropped
+// whole; none panics (review T3, E5).
+func TestMalformedPeerMessages(t *testing.T) {
+	f := newHarness(t)
+	f.run("master id=2 masters=1,2 registry=1@10.0.1.1 acks=0")
+	for name, ev := range map[string]Event{
+		"epochs fall":           Append{From: 1, Epoch: 5, Prev: Pos{Version: 2}, Entries: []Entry{{Pos: Pos{3, 7}, Kind: EntryNoop}, {Pos: Pos{4, 1}, Kind: EntryNoop}}},
+		"entry above its epoch": Append{From: 1, Epoch: 5, Prev: Pos{Version: 2}, Entries: []Entry{{Pos: Pos{3, 7}, Kind: EntryNoop}}},
+		"gap":                   Append{From: 1, Epoch: 5, Prev: Pos{Version: 2}, Entries: []Entry{{Pos: Pos{4, 5}, Kind: EntryNoop}}},
+		"nil config":            Append{From: 1, Epoch: 5, Prev: Pos{Version: 2}, Entries: []Entry{{Pos: Pos{3, 5}, Kind: EntryConfig}}},
+		"unknown kind":          Append{From: 1, Epoch: 5, Prev: Pos{Version: 2}, Entries: []Entry{{Pos: Pos{3, 5}, Kind: 99}}},
+		"commit above epoch":    Append{From: 1, Epoch: 5, Prev: Pos{Version: 2}, Commit: Pos{2, 9}},
+		"unsorted members": Append{From: 1, Epoch: 5, Prev: Pos{Version: 2}, Entries: []Entry{{Pos: Pos{3, 5}, Kind: EntryConfig,
+			Config: &ClusterConfig{Version: 3, Members: []Chunkserver{{ID: 2}, {ID: 1}}}}}},
+		"chunk past its total": SnapshotChunk{From: 1, Epoch: 5, Pos: Pos{9, 5}, Total: 1, Offset: 3},
+		"chunk longer than its total": SnapshotChunk{From: 1, Epoch: 5, Pos: Pos{9, 5}, Total: 1,
+			Items: []KVEntry{{Key: "a"}, {Key: "b"}}},
+	} {
+		before := f.m.Log().Last()
+		acts := f.m.Step(f.now, ev)
+		if f.m.Log().Last() != before || f.m.Hard().LeaderEpoch != 0 {
+			t.Errorf("%s: taken (log %v -> %v, leader epoch %d): %v", name, before, f.m.Log().Last(), f.m.Hard().LeaderEpoch, acts)
+		}
+	}
+	// The review's E5: from a master's address, one entry of epoch 0 after
+	// the LEADER's own entries, at a higher epoch.
+	h := leaderOf3(t)
+	last := h.m.Log().Last()
+	h.m.Step(h.now, Append{From: 2, Epoch: 2, Prev: last, Entries: []Entry{{Pos: Pos{last.Version + 1, 0}, Kind: EntryNoop}}})
+	if h.m.Log().Last() != last {
+		t.Fatalf("the crafted Append was taken: log %v", h.m.Log().Last())
+	}
+}
+
+// L9: a grant of an hour counts for no longer than the lease asked for.
+func TestGrantedCapped(t *testing.T) {
+	h := leaderOf3(t)
+	for _, cs := range []wire.CSID{1, 2} {
+		hb := h.lastHB[cs]
+		h.m.Step(h.now, HeartbeatAck{CS: cs, Session: hb.Session, Seq: hb.Seq, OK: true, Granted: time.Hour,
+			MaxEpoch: hb.Epoch, EpochOwner: 1, Addr: h.csAddr[cs]})
+	}
+	h.run("time +2s")
+	h.run("tick")
+	if h.m.Role() == Leader {
+		t.Fatal("votes granted for an hour were still counted 2 s later, past the lease asked for")
+	}
+}
+
+// M7: a voter refuses its own epoch from another incarnation of its owner
+// (a master whose data directory was rolled back), and such a master takes
+// a new epoch instead of writing a second log at the old one.
+func TestRolledBackMasterCannotReuseEpoch(t *testing.T) {
+	h := newHarness(t)
+	cfg := DefaultVoterConfig(3, netip.MustParseAddr("10.0.1.3"), []wire.MasterID{1})
+	v, _ := NewVoter(cfg, VoterHardState{MaxEpoch: 7, EpochOwner: 1, EpochInc: 4}, 0)
+	h.v = v
+	h.now = Instant(cfg.MaxPromise + time.Second)
+	h.run("reply from=1 role=ELECT epoch=7")
+	acts := v.Step(h.now, Heartbeat{From: 1, Incarnation: 2, Session: v.Session(), Seq: 1, Role: Elect, Epoch: 7, Lease: 800 * time.Millisecond})
+	var nack *HeartbeatAck
+	for _, a := range acts {
+		if s, ok := a.(Send); ok {
+			if ack, ok := s.Msg.(HeartbeatAck); ok {
+				nack = &ack
+			}
+		}
+	}
+	if nack == nil || nack.OK || nack.Reason != "epoch-reused" || nack.EpochInc != 4 {
+		t.Fatalf("the voter did not refuse epoch 7 from incarnation 2 (it was given to incarnation 4): %+v", nack)
+	}
+	// The master's side: an ELECT at epoch 7 told its own epoch belongs to
+	// another incarnation of itself moves above it.
+	m := newHarness(t)
+	m.run("master id=1 masters=1 registry=1@10.0.1.1,2@10.0.1.2,3@10.0.1.3 acks=0 epoch=6")
+	m.run("hello cs=1 nominate")
+	m.run("hello cs=2")
+	if m.m.Role() != Elect || m.m.Epoch() != 7 {
+		t.Fatalf("setup: %v at %d", m.m.Role(), m.m.Epoch())
+	}
+	hb := m.lastHB[1]
+	m.m.Step(m.now, HeartbeatAck{CS: 1, Session: hb.Session, Seq: hb.Seq, Reason: "epoch-reused", MaxEpoch: 7, EpochOwner: 1,
+		EpochInc: m.m.Hard().Incarnation + 5, Addr: m.csAddr[1]})
+	if m.m.Epoch() != 8 {
+		t.Fatalf("an ELECT told its epoch was taken by another incarnation stayed at %d, want 8", m.m.Epoch())
+	}
+}
+
+// L2: a voter restarted with a lower MAX_PROMISE keeps quiet for the
+// longest promise it ever made.
+func TestVoterQuietForLongestPromise(t *testing.T) {
+	cfg := DefaultVoterConfig(3, netip.MustParseAddr("10.0.1.3"), []wire.MasterID{1})
+	v, _ := NewVoter(cfg, VoterHardState{MaxGranted: 10 * time.Second}, 0)
+	if v.voteAfter != Instant(10*time.Second) {
+		t.Fatalf("quiet until %v, want 10s (MAX_PROMISE is %v)", time.Duration(v.voteAfter), cfg.MaxPromise)
+	}
+	// And the record grows with what it grants.
+	v, _ = NewVoter(cfg, VoterHardState{}, 0)
+	now := Instant(cfg.MaxPromise + time.Second)
+	v.Step(now, ProbeReply{From: 1, Incarnation: 1, Role: Leader, Epoch: 1, Eligible: true})
+	acts := v.Step(now, Heartbeat{From: 1, Incarnation: 1, Session: v.Session(), Seq: 1, Role: Leader, Epoch: 1, Lease: 800 * time.Millisecond})
+	persisted := false
+	for _, a := range acts {
+		if p, ok := a.(Persist); ok && p.Voter != nil && p.Voter.MaxGranted == 800*time.Millisecond {
+			persisted = true
+		}
+	}
+	if !persisted {
+		t.Fatalf("the first grant of 800ms was not made durable before the ack: %v", acts)
+	}
+}
+
+// M5 (review T1): a crash after a received snapshot's rename, before the
+// log's trim commits, leaves a stored log that does not continue the
+// snapshot. The core repairs the store before anything is appended.
+func TestStoredLogRepairedAfterSnapshotInstall(t *testing.T) {
+	entries, inForce := registry("1@10.0.1.1", "")
+	for v := uint64(3); v <= 10; v++ {
+		entries = append(entries, Entry{Pos: Pos{v, 2}, Kind: EntryNoop})
+	}
+	snap := &Snapshot{Pos: Pos{15, 4}, Latest: entries[1].Config, Previous: entries[0].Config, Data: map[string]Item{}, Sessions: map[ClientID]Session{}}
+	cfg := DefaultConfig(2, []wire.MasterID{1, 2})
+	m, acts := NewMaster(cfg, Stored{Hard: HardState{Commit: Pos{10, 2}, InForce: inForce}, Snapshot: snap, Entries: entries}, 0)
+	var repair *Persist
+	for _, a := range acts {
+		if p, ok := a.(Persist); ok && p.Trim != nil {
+			repair = &p
+		}
+	}
+	if repair == nil || repair.Trim.Pos != snap.Pos || repair.TruncateAfter == nil || *repair.TruncateAfter != 15 {
+		t.Fatalf("no repair of the stored log: %v", acts)
+	}
+	if m.Log().Last() != snap.Pos {
+		t.Fatalf("log last %v, want the snapshot's %v", m.Log().Last(), snap.Pos)
+	}
+}
+
+// L1: an ELECT catching up fetches only from a master whose log is at
+// least as new as the commit point its voters report, never from a stale
+// master whose log is merely longer.
+func TestCatchUpSourceNotStale(t *testing.T) {
+	h := newHarness(t)
+	h.run("master id=1 masters=1,2,3 registry=1@10.0.1.1,2@10.0.1.2,3@10.0.1.3 acks=0 epoch=5")
+	h.run("peer from=2 last=20@3")
+	h.run("peer from=3 last=4@6")
+	h.run("hello cs=1 nominate")
+	h.run("hello cs=2")
+	out := h.run("ack cs=1 commit=18@5 tag=5") + h.run("ack cs=2 commit=18@5 tag=5")
+	if strings.Contains(out, "send M2 fetch") {
+		t.Fatalf("fetched from the stale M2 (last 20@3) for commit 18@5:\n%s", out)
+	}
+	if !strings.Contains(out, "no-catch-up-source") {
+		t.Fatalf("want no catch-up source (M2 stale, M3 short):\n%s", out)
+	}
+	h.run("peer from=3 last=19@6")
+	h.run("time +200ms")
+	if out := h.run("tick"); !strings.Contains(out, "send M3 fetch") {
+		t.Fatalf("no fetch from M3 (last 19@6):\n%s", out)
+	}
+}
