@@ -1,8 +1,10 @@
 package node
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -139,7 +141,8 @@ func (c *conn) closed() bool {
 type frameReader struct {
 	nc      net.Conn
 	idle    time.Duration
-	started bool // the frame being read has begun
+	frame   time.Duration // frameTimeout
+	started bool          // the frame being read has begun
 }
 
 // next arms the idle deadline for the next frame.
@@ -152,9 +155,36 @@ func (r *frameReader) Read(p []byte) (int, error) {
 	n, err := r.nc.Read(p)
 	if n > 0 && !r.started {
 		r.started = true
-		_ = r.nc.SetReadDeadline(time.Now().Add(frameTimeout))
+		_ = r.nc.SetReadDeadline(time.Now().Add(r.frame))
 	}
 	return n, err
+}
+
+// readFrame reads one frame like reg.ReadFrame, but holds only what has
+// arrived: the body buffer grows with the bytes received, never to the
+// length the header claims. A peer that announces 4 MiB and sends a few
+// bytes (until frameTimeout cuts it) holds a few bytes.
+func readFrame(reg *frame.Registry, r io.Reader, max uint32) (wire.Message, error) {
+	var hdr [frame.HeaderLen]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(hdr[:4])
+	if n < 2 {
+		return nil, fmt.Errorf("%w: length %d", frame.ErrShortFrame, n)
+	}
+	if n > max {
+		return nil, fmt.Errorf("%w: %d bytes, at most %d", frame.ErrFrameTooLarge, n, max)
+	}
+	var buf bytes.Buffer
+	buf.Write(hdr[:])
+	if _, err := io.CopyN(&buf, r, int64(n-2)); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, fmt.Errorf("reading the %d-byte body of type %d: %w", n-2, binary.BigEndian.Uint16(hdr[4:6]), err)
+	}
+	return reg.Decode(buf.Bytes(), max)
 }
 
 // acceptHello reads the peer's hello, checks it, then answers with ours.

@@ -34,6 +34,9 @@ type MasterOptions struct {
 	Version                      string
 	Log                          zerolog.Logger
 	Metrics                      prometheus.Registerer
+
+	// Tests shorten the read deadlines (0: the defaults of guard.go).
+	idleOverride, frameOverride time.Duration
 }
 
 // MasterNode runs one master: it owns the role machine and the store, and
@@ -1007,6 +1010,9 @@ func remoteAddr(nc net.Conn) netip.Addr {
 // its hello, before it is cut: three times the longest silence of an
 // honest peer there.
 func (n *MasterNode) idleTimeout(port string) time.Duration {
+	if n.opt.idleOverride > 0 {
+		return n.opt.idleOverride
+	}
 	switch port {
 	case "matocs":
 		return csIdle
@@ -1058,10 +1064,13 @@ func (n *MasterNode) serveConn(nc net.Conn, port string, reg *frame.Registry, ki
 		}
 	}
 	deliver(input{kind: inOpen, port: port, c: c})
-	fr := &frameReader{nc: nc, idle: n.idleTimeout(port)}
+	fr := &frameReader{nc: nc, idle: n.idleTimeout(port), frame: frameTimeout}
+	if n.opt.frameOverride > 0 {
+		fr.frame = n.opt.frameOverride
+	}
 	for {
 		fr.next()
-		m, err := reg.ReadFrame(fr, frame.DefaultMaxFrame)
+		m, err := readFrame(reg, fr, frame.DefaultMaxFrame)
 		if err != nil {
 			switch {
 			case c.slow.Load():

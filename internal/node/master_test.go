@@ -44,6 +44,12 @@ func storeWithChanges(t *testing.T, self netip.Addr, last uint64) string {
 // every 20 changes and at most 10 entries kept below them.
 func startSolo(t *testing.T, dir string, self netip.Addr) (*MasterNode, *metadata.MasterStore, *prometheus.Registry) {
 	t.Helper()
+	return startSoloWith(t, dir, self, nil)
+}
+
+// startSoloWith is startSolo with the options changed by mod first.
+func startSoloWith(t *testing.T, dir string, self netip.Addr, mod func(*MasterOptions)) (*MasterNode, *metadata.MasterStore, *prometheus.Registry) {
+	t.Helper()
 	st, err := metadata.OpenMaster(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -53,11 +59,15 @@ func startSolo(t *testing.T, dir string, self netip.Addr) (*MasterNode, *metadat
 	core.SnapshotEvery, core.LogRetain = 20, 10
 	core.SelfNominateAfter = 20 * time.Millisecond
 	reg := prometheus.NewRegistry()
-	n, err := StartMaster(MasterOptions{
+	opt := MasterOptions{
 		Core: core, Self: self, Masters: []MasterAddr{{ID: id, Addr: netip.AddrPortFrom(self, 9419)}},
 		ListenML: "127.0.0.1:0", ListenCS: "127.0.0.1:0", ListenCL: "127.0.0.1:0",
 		Log: zerolog.New(zerolog.NewTestWriter(t)), Metrics: reg,
-	}, st)
+	}
+	if mod != nil {
+		mod(&opt)
+	}
+	n, err := StartMaster(opt, st)
 	if err != nil {
 		st.Close()
 		t.Fatal(err)
