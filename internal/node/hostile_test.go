@@ -1,0 +1,370 @@
+package node
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/wire"
+	"github.com/mfs-election/mfs-election/pkg/wire/frame"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Hostile and careless peers played by hand against an in-process master
+// (security review C1, H1, M1, M6). Every peer dials from its own loopback
+// address, as a real one would from its own host.
+
+// fakeCS is one hand-driven chunkserver connection.
+type fakeCS struct {
+	t     *testing.T
+	nc    net.Conn
+	id    wire.CSID
+	acks  atomic.Int64 // heartbeats answered
+	wmu   sync.Mutex
+	done  chan struct{}
+	voted chan struct{}
+}
+
+// dialFrom connects from src (port chosen by the kernel) to addr.
+func dialFrom(t *testing.T, src string, addr net.Addr) net.Conn {
+	t.Helper()
+	d := net.Dialer{Timeout: 2 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
+	nc, err := d.Dial("tcp", addr.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc
+}
+
+// connectCS opens a chunkserver connection to n from src with hello id id
+// and answers the challenge (with code when given). err: the master closed
+// it during the handshake.
+func connectCS(t *testing.T, n *MasterNode, src string, id wire.CSID, code string) (*fakeCS, error) {
+	t.Helper()
+	_, csAddr, _ := n.Addrs()
+	nc := dialFrom(t, src, csAddr)
+	t.Cleanup(func() { nc.Close() })
+	_ = nc.SetDeadline(time.Now().Add(2 * time.Second))
+	if err := frame.WriteFrame(nc, frame.Hello{Proto: frame.ProtocolVersion, Kind: frame.KindChunkserver, ID: uint32(id)}); err != nil {
+		return nil, err
+	}
+	h, err := readHello(nc)
+	if err != nil {
+		return nil, err
+	}
+	m, err := cstomaIn.ReadFrame(nc, maxHelloFrame)
+	if err != nil {
+		return nil, err
+	}
+	ch := m.(*AuthChallenge)
+	var mac []byte
+	if code != "" {
+		mac = authMAC(code, ch.Nonce, h.Cluster, localAddr(nc))
+	}
+	if err := frame.WriteFrame(nc, AuthProof{MAC: mac}); err != nil {
+		return nil, err
+	}
+	_ = nc.SetDeadline(time.Time{})
+	return &fakeCS{t: t, nc: nc, id: id, done: make(chan struct{}), voted: make(chan struct{})}, nil
+}
+
+func (f *fakeCS) send(m wire.Message) {
+	f.wmu.Lock()
+	defer f.wmu.Unlock()
+	_ = f.nc.SetWriteDeadline(time.Now().Add(2 * time.Second))
+	_ = frame.WriteFrame(f.nc, m)
+}
+
+// register asks for an id for port until the LEADER gives one.
+func (f *fakeCS) register(port uint16) wire.CSID {
+	f.t.Helper()
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); {
+		f.send(RegisterReq{Port: port, VoterOnly: true})
+		_ = f.nc.SetReadDeadline(time.Now().Add(time.Second))
+		m, err := cstomaIn.ReadFrame(f.nc, frame.DefaultMaxFrame)
+		if err != nil {
+			f.t.Fatalf("waiting for an id: %v", err)
+		}
+		if r, ok := m.(*RegisterReply); ok && r.ID != wire.NoCS {
+			_ = f.nc.SetReadDeadline(time.Time{})
+			return r.ID
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	f.t.Fatal("no id assigned")
+	return 0
+}
+
+// vote opens a vote session and answers every heartbeat like a faithful
+// voter, until the connection ends (then done is closed).
+func (f *fakeCS) vote(port uint16, session uint64) {
+	f.send(roles.VoteHello{CS: f.id, Port: port, VoterOnly: true, Session: session})
+	go func() {
+		defer close(f.done)
+		for {
+			m, err := cstomaIn.ReadFrame(f.nc, frame.DefaultMaxFrame)
+			if err != nil {
+				return
+			}
+			if hb, ok := m.(*roles.Heartbeat); ok {
+				f.send(roles.HeartbeatAck{CS: f.id, Session: hb.Session, Seq: hb.Seq, OK: true, Granted: hb.Lease,
+					MaxEpoch: hb.Epoch, EpochOwner: hb.From, KnownReg: hb.RegVersion, InForce: hb.InForce,
+					Commit: hb.Commit, CommitTag: hb.Epoch})
+				if f.acks.Add(1) == 1 {
+					close(f.voted)
+				}
+			}
+		}
+	}()
+}
+
+// closedByPeer reports whether the master closed nc within d (reads
+// return EOF or a reset rather than time out); what arrives meanwhile is
+// skipped.
+func closedByPeer(nc net.Conn, d time.Duration) bool {
+	_ = nc.SetReadDeadline(time.Now().Add(d))
+	_, err := io.Copy(io.Discard, nc)
+	return !errors.Is(err, os.ErrDeadlineExceeded)
+}
+
+// statusOf is status, asked again while the master is dropping its
+// clients (a LEADER that lost its quorum does).
+func statusOf(t *testing.T, n *MasterNode) StatusResp {
+	t.Helper()
+	_, _, cl := n.Addrs()
+	var err error
+	for i := 0; i < 20; i++ {
+		var st StatusResp
+		if st, err = Status(netip.MustParseAddrPort(cl.String()), 2*time.Second); err == nil {
+			return st
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal(err)
+	return StatusResp{}
+}
+
+// csRow is chunkserver id in st (zero if not listed).
+func csRow(st StatusResp, id wire.CSID) CSStatus {
+	for _, c := range st.Chunkservers {
+		if c.ID == id {
+			return c
+		}
+	}
+	return CSStatus{}
+}
+
+// until polls cond every 10 ms for at most d.
+func until(d time.Duration, cond func() bool) bool {
+	for end := time.Now().Add(d); ; time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+		if time.Now().After(end) {
+			return false
+		}
+	}
+}
+
+// leaderWithVoter starts a solo master, waits for it to lead, and has a
+// faithful voter at src register (CSSERV port port) and vote for it.
+func leaderWithVoter(t *testing.T, src string, port uint16, mod func(*MasterOptions)) (*MasterNode, *prometheus.Registry, *fakeCS) {
+	t.Helper()
+	self := netip.MustParseAddr("127.0.0.1")
+	n, _, reg := startSoloWith(t, storeWithChanges(t, self, 10), self, mod)
+	if !until(5*time.Second, func() bool { return statusOf(t, n).Role == roles.Leader }) {
+		t.Fatal("the master did not lead")
+	}
+	f, err := connectCS(t, n, src, 0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := f.register(port)
+	f.nc.Close()
+	if f, err = connectCS(t, n, src, id, ""); err != nil {
+		t.Fatal(err)
+	}
+	f.vote(port, 1<<32|1)
+	if !until(5*time.Second, func() bool { return csRow(statusOf(t, n), id).Voting }) {
+		t.Fatalf("the voter is not counted: %+v", statusOf(t, n).Chunkservers)
+	}
+	return n, reg, f
+}
+
+// labelled reads one counter of a vector by its labels.
+func labelled(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if v, ok := labels[lp.GetName()]; ok && v != lp.GetValue() {
+					continue next
+				}
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	return 0
+}
+
+// TestCloneRefused (review C1): a second connection with a connected
+// chunkserver's id from another address (a cloned VM, or an impostor with
+// the right AUTH_CODE) is refused at once, logged, counted and listed; the
+// real one keeps its connection and its vote. When the registered address
+// reconnects while an impostor holds the id, the registered one wins.
+func TestCloneRefused(t *testing.T) {
+	noLeaks(t)
+	n, reg, real := leaderWithVoter(t, "127.0.0.2", 40001, nil)
+	id := real.id
+
+	clone, err := connectCS(t, n, "127.0.0.3", id, "")
+	if err == nil && !closedByPeer(clone.nc, 2*time.Second) {
+		t.Fatal("the clone's connection is still open")
+	}
+	before := real.acks.Load()
+	if !until(2*time.Second, func() bool { return real.acks.Load() > before+3 }) {
+		t.Fatal("the real chunkserver gets no heartbeats after the clone tried")
+	}
+	select {
+	case <-real.done:
+		t.Fatal("the real chunkserver's connection was closed")
+	default:
+	}
+	st := statusOf(t, n)
+	if row := csRow(st, id); !row.Connected || !row.Voting {
+		t.Fatalf("the real chunkserver after the clone: %+v", row)
+	}
+	if len(st.Clones) != 1 || st.Clones[0].ID != id || st.Clones[0].Addr != netip.MustParseAddr("127.0.0.3") ||
+		st.Clones[0].Holder != netip.MustParseAddr("127.0.0.2") || st.Clones[0].Count != 1 {
+		t.Fatalf("clones listed: %+v", st.Clones)
+	}
+	if v := labelled(t, reg, "mfs_master_connections_refused_total", map[string]string{"port": "matocs", "reason": "clone"}); v != 1 {
+		t.Fatalf("refused clones counted: %v", v)
+	}
+
+	// The real one goes; an impostor takes the free id (it may: its
+	// VoteHello would be answered IDTaken); the registered address
+	// comes back and wins.
+	real.nc.Close()
+	<-real.done
+	if !until(2*time.Second, func() bool { return !csRow(statusOf(t, n), id).Connected }) {
+		t.Fatal("the closed connection is still listed")
+	}
+	imp, err := connectCS(t, n, "127.0.0.3", id, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !until(2*time.Second, func() bool { return csRow(statusOf(t, n), id).Connected }) {
+		t.Fatal("the impostor's connection is not the id's")
+	}
+	back, err := connectCS(t, n, "127.0.0.2", id, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !closedByPeer(imp.nc, 2*time.Second) {
+		t.Fatal("the impostor kept the id against its registered address")
+	}
+	if closedByPeer(back.nc, 200*time.Millisecond) {
+		t.Fatal("the registered address was refused")
+	}
+	if st := statusOf(t, n); !csRow(st, id).Connected || len(st.Clones) != 1 || st.Clones[0].Count != 2 {
+		t.Fatalf("clones listed: %+v", st.Clones)
+	}
+}
+
+// TestReconnectEndsOldSession (review C1): a chunkserver that reconnects
+// from the same address replaces its old connection, and the core stops
+// counting the old session at once rather than when its lease runs out.
+func TestReconnectEndsOldSession(t *testing.T) {
+	noLeaks(t)
+	n, _, first := leaderWithVoter(t, "127.0.0.2", 40001, func(o *MasterOptions) {
+		// A long lease: counted until it lapses would be seconds.
+		o.Core.VoteLease, o.Core.ElectTimeout = 5*time.Second, 6*time.Second
+	})
+	second, err := connectCS(t, n, "127.0.0.2", first.id, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !closedByPeer(first.nc, 2*time.Second) {
+		t.Fatal("the old connection was not closed")
+	}
+	if !until(time.Second, func() bool { return !csRow(statusOf(t, n), first.id).Voting }) {
+		t.Fatal("the replaced connection's vote is still counted")
+	}
+	second.nc.Close()
+}
+
+// TestCSInfoBounded (review M1): what a chunkserver tells for the
+// listings is cut to a few hundred bytes, and forgotten with its
+// connection.
+func TestCSInfoBounded(t *testing.T) {
+	noLeaks(t)
+	n, _, f := leaderWithVoter(t, "127.0.0.2", 40001, nil)
+	long := string(make([]byte, 100000))
+	f.send(CSInfo{ID: f.id, Labels: long, Version: long})
+	var row CSStatus
+	if !until(2*time.Second, func() bool { row = csRow(statusOf(t, n), f.id); return row.Labels != "" }) {
+		t.Fatal("no labels listed")
+	}
+	if len(row.Labels) > maxInfoString {
+		t.Fatalf("labels of %d bytes kept", len(row.Labels))
+	}
+	f.nc.Close()
+	if !until(2*time.Second, func() bool { row = csRow(statusOf(t, n), f.id); return !row.Connected }) {
+		t.Fatal("still connected")
+	}
+	if row.Labels != "" {
+		t.Fatalf("labels kept after the connection closed: %d bytes", len(row.Labels))
+	}
+}
+
+// TestRegistrationFlood (review H1, M1): one address asking for many new
+// ids gets a few; the rest are refused and counted.
+func TestRegistrationFlood(t *testing.T) {
+	noLeaks(t)
+	self := netip.MustParseAddr("127.0.0.1")
+	n, _, reg := startSolo(t, storeWithChanges(t, self, 10), self)
+	if !until(5*time.Second, func() bool { return statusOf(t, n).Role == roles.Leader }) {
+		t.Fatal("the master did not lead")
+	}
+	f, err := connectCS(t, n, "127.0.0.5", 0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const asked = 10
+	for i := 0; i < asked; i++ {
+		f.send(RegisterReq{Port: uint16(41000 + i), VoterOnly: true})
+	}
+	got := 0
+	_ = f.nc.SetReadDeadline(time.Now().Add(time.Second))
+	for {
+		m, err := cstomaIn.ReadFrame(f.nc, frame.DefaultMaxFrame)
+		if err != nil {
+			break
+		}
+		if r, ok := m.(*RegisterReply); ok && r.ID != wire.NoCS {
+			got++
+		}
+	}
+	if got != regPerSource {
+		t.Fatalf("%d ids given to one address, want %d", got, regPerSource)
+	}
+	if v := counter(t, reg, "mfs_master_registrations_refused_total"); v != asked-regPerSource {
+		t.Fatalf("%v refusals counted, want %d", v, asked-regPerSource)
+	}
+}
