@@ -368,3 +368,118 @@ func TestRegistrationFlood(t *testing.T) {
 		t.Fatalf("%v refusals counted, want %d", v, asked-regPerSource)
 	}
 }
+
+// freePort returns a port that is free on addr now.
+func freePort(t *testing.T, addr string) uint16 {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return netip.MustParseAddrPort(ln.Addr().String()).Port()
+}
+
+// masterAt starts one of the masters in ms at self (a founder with ten
+// changes, or an empty one as with -e) with AUTH_CODE code.
+func masterAt(t *testing.T, self netip.Addr, ms []MasterAddr, founder bool, code string) (*MasterNode, *prometheus.Registry) {
+	t.Helper()
+	dir := t.TempDir()
+	if founder {
+		dir = storeWithChanges(t, self, 10)
+	}
+	var port uint16
+	for _, m := range ms {
+		if m.Addr.Addr() == self {
+			port = m.Addr.Port()
+		}
+	}
+	n, _, reg := startSoloWith(t, dir, self, func(o *MasterOptions) {
+		ids := []wire.MasterID{}
+		for _, m := range ms {
+			ids = append(ids, m.ID)
+		}
+		core := roles.DefaultConfig(MasterIDOf(self), ids)
+		core.SelfNominateAfter = 20 * time.Millisecond
+		o.Core, o.Self, o.Masters, o.Bind, o.AuthCode = core, self, ms, self, code
+		o.ListenML = netip.AddrPortFrom(self, port).String()
+		o.ListenCS, o.ListenCL = self.String()+":0", self.String()+":0"
+	})
+	return n, reg
+}
+
+func masterPair(t *testing.T) (a, b netip.Addr, ms []MasterAddr) {
+	a, b = netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.2")
+	for _, x := range []netip.Addr{a, b} {
+		ms = append(ms, MasterAddr{ID: MasterIDOf(x), Addr: netip.AddrPortFrom(x, freePort(t, x.String()))})
+	}
+	return a, b, ms
+}
+
+// TestMasterLinksProveAuthCode (review M6): masters prove AUTH_CODE to each
+// other on 9419. With the same code an empty master syncs from the
+// LEADER; with another code neither hears the other, and the refusals are
+// counted.
+func TestMasterLinksProveAuthCode(t *testing.T) {
+	noLeaks(t)
+	t.Run("same code", func(t *testing.T) {
+		a, b, ms := masterPair(t)
+		m1, _ := masterAt(t, a, ms, true, "s3cret")
+		m2, _ := masterAt(t, b, ms, false, "s3cret")
+		if !until(10*time.Second, func() bool {
+			st := statusOf(t, m2)
+			return st.Leader == a && st.MetaVersion >= 10 && statusOf(t, m1).Role == roles.Leader
+		}) {
+			t.Fatalf("the empty master did not sync: %+v", statusOf(t, m2))
+		}
+	})
+	t.Run("other code", func(t *testing.T) {
+		a, b, ms := masterPair(t)
+		_, reg1 := masterAt(t, a, ms, true, "s3cret")
+		m2, reg2 := masterAt(t, b, ms, false, "guess")
+		auth := map[string]string{"port": "matoml", "reason": "auth"}
+		if !until(5*time.Second, func() bool {
+			return labelled(t, reg1, "mfs_master_connections_refused_total", auth) > 0 &&
+				labelled(t, reg2, "mfs_master_connections_refused_total", auth) > 0
+		}) {
+			t.Fatal("no refused master proofs counted")
+		}
+		if st := statusOf(t, m2); st.Leader.IsValid() || st.MetaVersion != 0 {
+			t.Fatalf("a master without the code was heard: %+v", st)
+		}
+	})
+}
+
+// TestMasterPortRefusesForgery (review M6): a process that binds another
+// master's address but does not hold AUTH_CODE cannot unseat the LEADER
+// with one PeerStatus; it is cut off and counted.
+func TestMasterPortRefusesForgery(t *testing.T) {
+	noLeaks(t)
+	a, b, ms := masterPair(t)
+	m1, reg := masterAt(t, a, ms, true, "s3cret")
+	if !until(5*time.Second, func() bool { return statusOf(t, m1).Role == roles.Leader }) {
+		t.Fatal("no LEADER")
+	}
+	epoch := statusOf(t, m1).Epoch
+	ml, _, _ := m1.Addrs()
+	nc := dialFrom(t, b.String(), ml)
+	defer nc.Close()
+	_ = nc.SetDeadline(time.Now().Add(2 * time.Second))
+	if err := frame.WriteFrame(nc, frame.Hello{Proto: frame.ProtocolVersion, Cluster: "C1", Kind: frame.KindMaster, ID: uint32(MasterIDOf(b))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readHello(nc); err != nil {
+		t.Fatal(err)
+	}
+	_ = frame.WriteFrame(nc, roles.PeerStatus{From: MasterIDOf(b), Incarnation: 1 << 62, Role: roles.Leader, Epoch: epoch + 100,
+		Leader: MasterIDOf(b), Eligible: true})
+	if !closedByPeer(nc, 2*time.Second) {
+		t.Fatal("the forger's connection is still open")
+	}
+	if st := statusOf(t, m1); st.Role != roles.Leader || st.Epoch != epoch {
+		t.Fatalf("after the forged status: %v epoch %d (was LEADER at %d)", st.Role, st.Epoch, epoch)
+	}
+	if v := labelled(t, reg, "mfs_master_connections_refused_total", map[string]string{"port": "matoml", "reason": "auth"}); v < 1 {
+		t.Fatalf("refusal not counted: %v", v)
+	}
+}
