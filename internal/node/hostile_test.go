@@ -1,11 +1,14 @@
 package node
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -481,5 +484,137 @@ func TestMasterPortRefusesForgery(t *testing.T) {
 	}
 	if v := labelled(t, reg, "mfs_master_connections_refused_total", map[string]string{"port": "matoml", "reason": "auth"}); v < 1 {
 		t.Fatalf("refusal not counted: %v", v)
+	}
+}
+
+// clientConn opens a client connection from src and exchanges hellos;
+// false: the master closed it at once (refused).
+func clientConn(t *testing.T, n *MasterNode, src string) (net.Conn, bool) {
+	t.Helper()
+	_, _, cl := n.Addrs()
+	nc := dialFrom(t, src, cl)
+	t.Cleanup(func() { nc.Close() })
+	_ = nc.SetDeadline(time.Now().Add(2 * time.Second))
+	if err := frame.WriteFrame(nc, frame.Hello{Proto: frame.ProtocolVersion, Kind: frame.KindClient}); err != nil {
+		return nc, false
+	}
+	if _, err := readHello(nc); err != nil {
+		return nc, false
+	}
+	_ = nc.SetDeadline(time.Time{})
+	return nc, true
+}
+
+func heapInuse() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapInuse
+}
+
+// TestHalfFramesBounded (review M1, E4): connections that announce 4 MiB
+// frames and send a little of them hold only what they sent; past 64 from
+// one source they are refused at accept; a frame not finished in time
+// ends its connection. Stated bound: the master's heap grows by less than
+// 48 MiB for 100 such connections with 64 KiB sent each (it grew by 400
+// MiB when bodies were allocated from the header).
+func TestHalfFramesBounded(t *testing.T) {
+	noLeaks(t)
+	self := netip.MustParseAddr("127.0.0.1")
+	n, _, reg := startSoloWith(t, storeWithChanges(t, self, 10), self, func(o *MasterOptions) {
+		o.frameOverride = 3 * time.Second
+	})
+	base := heapInuse()
+	const conns, sent = 100, 64 << 10
+	var hdr [frame.HeaderLen]byte
+	binary.BigEndian.PutUint32(hdr[:4], frame.DefaultMaxFrame)
+	binary.BigEndian.PutUint16(hdr[4:], uint16(TypeStatusReq))
+	part := append(hdr[:], make([]byte, sent)...)
+	var held []net.Conn
+	refused := 0
+	for i := 0; i < conns; i++ {
+		nc, ok := clientConn(t, n, "127.0.0.6")
+		if !ok {
+			refused++
+			continue
+		}
+		if _, err := nc.Write(part); err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, nc)
+	}
+	lim := connLimits["matocl"].perSource
+	if len(held) != lim || refused != conns-lim {
+		t.Fatalf("%d connections held, %d refused; want %d and %d", len(held), refused, lim, conns-lim)
+	}
+	time.Sleep(300 * time.Millisecond) // let the readers take what was sent
+	grew := int64(heapInuse()) - int64(base)
+	t.Logf("heap in use grew by %.1f MiB for %d half-sent frames", float64(grew)/(1<<20), len(held))
+	if grew > 48<<20 {
+		t.Fatalf("heap grew by %d MiB", grew>>20)
+	}
+	if v := labelled(t, reg, "mfs_master_connections_refused_total", map[string]string{"port": "matocl", "reason": "limit"}); v != float64(conns-lim) {
+		t.Fatalf("refusals counted: %v", v)
+	}
+	for _, nc := range held {
+		if !closedByPeer(nc, 5*time.Second) {
+			t.Fatal("a half-sent frame was not cut off")
+		}
+	}
+	if !until(2*time.Second, func() bool {
+		return labelled(t, reg, "mfs_master_connections_refused_total", map[string]string{"port": "matocl", "reason": "slow"}) == float64(lim)
+	}) {
+		t.Fatal("the slow frames were not counted")
+	}
+	// The slots are free again.
+	if _, ok := clientConn(t, n, "127.0.0.6"); !ok {
+		t.Fatal("refused after the others were cut off")
+	}
+}
+
+// TestIdleAndDeafPeersCut (review M1): a connection that sends nothing
+// after its hello is cut after the idle timeout, on every port; a client
+// that never reads its replies is cut before they pile up.
+func TestIdleAndDeafPeersCut(t *testing.T) {
+	noLeaks(t)
+	self := netip.MustParseAddr("127.0.0.1")
+	n, _, reg := startSoloWith(t, storeWithChanges(t, self, 10), self, func(o *MasterOptions) {
+		o.idleOverride = 300 * time.Millisecond
+	})
+	cl, ok := clientConn(t, n, "127.0.0.7")
+	if !ok {
+		t.Fatal("refused")
+	}
+	cs, err := connectCS(t, n, "127.0.0.7", 0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, nc := range []net.Conn{cl, cs.nc} {
+		if !closedByPeer(nc, 3*time.Second) {
+			t.Fatal("an idle connection was not cut")
+		}
+	}
+	for _, port := range []string{"matocl", "matocs"} {
+		if v := labelled(t, reg, "mfs_master_connections_refused_total", map[string]string{"port": port, "reason": "idle"}); v != 1 {
+			t.Fatalf("%s: %v idle connections counted", port, v)
+		}
+	}
+
+	deaf, ok := clientConn(t, n, "127.0.0.7")
+	if !ok {
+		t.Fatal("refused")
+	}
+	req, _ := frame.Encode(StatusReq{})
+	batch := bytes.Repeat(req, 100)
+	cut := false
+	for i := 0; i < 1000 && !cut; i++ {
+		_ = deaf.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+		_, err := deaf.Write(batch)
+		cut = err != nil
+	}
+	if !until(5*time.Second, func() bool {
+		return labelled(t, reg, "mfs_master_connections_refused_total", map[string]string{"port": "matocl", "reason": "slow"}) == 1
+	}) {
+		t.Fatal("a client that does not read was not cut off")
 	}
 }
