@@ -2,6 +2,7 @@ package node
 
 import (
 	"bytes"
+	"fmt"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -9,15 +10,18 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/metadata"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
 )
 
 // Hostile and careless peers played by hand against an in-process master
@@ -180,8 +184,14 @@ func until(d time.Duration, cond func() bool) bool {
 // faithful voter at src register (CSSERV port port) and vote for it.
 func leaderWithVoter(t *testing.T, src string, port uint16, mod func(*MasterOptions)) (*MasterNode, *prometheus.Registry, *fakeCS) {
 	t.Helper()
+	return leaderWithVoterIn(t, storeWithChanges(t, netip.MustParseAddr("127.0.0.1"), 10), src, port, mod)
+}
+
+// leaderWithVoterIn is leaderWithVoter over the founder's store in dir.
+func leaderWithVoterIn(t *testing.T, dir, src string, port uint16, mod func(*MasterOptions)) (*MasterNode, *prometheus.Registry, *fakeCS) {
+	t.Helper()
 	self := netip.MustParseAddr("127.0.0.1")
-	n, _, reg := startSoloWith(t, storeWithChanges(t, self, 10), self, mod)
+	n, _, reg := startSoloWith(t, dir, self, mod)
 	if !until(5*time.Second, func() bool { return statusOf(t, n).Role == roles.Leader }) {
 		t.Fatal("the master did not lead")
 	}
@@ -616,5 +626,100 @@ func TestIdleAndDeafPeersCut(t *testing.T) {
 		return labelled(t, reg, "mfs_master_connections_refused_total", map[string]string{"port": "matocl", "reason": "slow"}) == 1
 	}) {
 		t.Fatal("a client that does not read was not cut off")
+	}
+}
+
+// syncBuffer is a log sink the test reads while the master writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// storeWithKeys returns the data directory of a founder whose store holds
+// keys distinct keys, all committed.
+func storeWithKeys(t *testing.T, self netip.Addr, keys int) string {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := metadata.OpenMaster(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.Init("C1", roles.Genesis(MasterIDOf(self))); err != nil {
+		t.Fatal(err)
+	}
+	var es []roles.Entry
+	last := uint64(keys + 1)
+	for v := uint64(2); v <= last; v++ {
+		es = append(es, roles.Entry{Pos: roles.Pos{Version: v, Epoch: 1}, Kind: roles.EntryPut,
+			Client: 1, Seq: v, Key: fmt.Sprintf("key/%08d", v), Value: "value-of-moderate-length"})
+	}
+	hard := roles.HardState{Epoch: 1, MaxEpoch: 1, LeaderEpoch: 1, Commit: roles.Pos{Version: last, Epoch: 1}, InForce: 1}
+	if err := st.Apply(roles.Persist{Append: es, Hard: &hard}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestClientFloodKeepsQuorum (review M2, E6b): 300 pipelined list
+// requests over 10,000 keys must not make the LEADER lose its quorum:
+// votes and heartbeats go ahead of client work, and a group takes a
+// bounded share of it.
+func TestClientFloodKeepsQuorum(t *testing.T) {
+	noLeaks(t)
+	logs := &syncBuffer{}
+	self := netip.MustParseAddr("127.0.0.1")
+	n, _, f := leaderWithVoterIn(t, storeWithKeys(t, self, 10000), "127.0.0.2", 40001, func(o *MasterOptions) {
+		o.Log = zerolog.New(io.MultiWriter(zerolog.NewTestWriter(t), logs))
+		o.Core.SnapshotEvery = 0 // no snapshot of 10k keys in the background
+	})
+	nc, ok := clientConn(t, n, "127.0.0.8")
+	if !ok {
+		t.Fatal("refused")
+	}
+	const lists = 300
+	var batch []byte
+	for i := 1; i <= lists; i++ {
+		b, _ := frame.Encode(roles.ClientRead{Seq: uint64(i), Prefix: true})
+		batch = append(batch, b...)
+	}
+	go func() { _, _ = nc.Write(batch) }()
+	// Read the answers as fast as they come (raw frames, not decoded):
+	// this client is greedy, not slow.
+	answered, bytesIn := 0, int64(0)
+	_ = nc.SetReadDeadline(time.Now().Add(60 * time.Second))
+	for answered < lists {
+		var hdr [frame.HeaderLen]byte
+		if _, err := io.ReadFull(nc, hdr[:]); err != nil {
+			t.Fatalf("after %d answers: %v", answered, err)
+		}
+		k, err := io.CopyN(io.Discard, nc, int64(binary.BigEndian.Uint32(hdr[:4])-2))
+		if err != nil {
+			t.Fatalf("after %d answers: %v", answered, err)
+		}
+		answered++
+		bytesIn += k
+	}
+	t.Logf("%d lists answered (%.1f MiB); %d heartbeats acknowledged", answered, float64(bytesIn)/(1<<20), f.acks.Load())
+	if strings.Contains(logs.String(), "quorum-lost") {
+		t.Fatal("the LEADER lost its quorum under the client flood")
+	}
+	if st := statusOf(t, n); st.Role != roles.Leader || !csRow(st, f.id).Voting {
+		t.Fatalf("after the flood: %v, voter %+v", st.Role, csRow(st, f.id))
+	}
+	if bytesIn < lists*100000 {
+		t.Fatalf("%d bytes listed in all: the flood did not load the master", bytesIn)
 	}
 }
