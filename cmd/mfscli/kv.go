@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/pkg/client"
+	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/urfave/cli/v2"
 )
 
@@ -81,15 +82,18 @@ func namespace(c *cli.Context, verb string, args []string) error {
 		if len(args) == 1 {
 			prefix = args[0]
 		}
-		es, more, err := cl.List(ctx, prefix)
+		// Page by page, each printed as it arrives: a long listing holds
+		// one page in memory, and what was printed before an error stays.
+		err := cl.ListEach(ctx, prefix, func(page []roles.KVEntry) error {
+			for _, e := range page {
+				if _, err := fmt.Fprintf(out, "%s\t%s\t%d\n", e.Key, e.Value, e.Version); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
 		if err != nil {
 			return fail(err)
-		}
-		for _, e := range es {
-			fmt.Fprintf(out, "%s\t%s\t%d\n", e.Key, e.Value, e.Version)
-		}
-		if more {
-			fmt.Fprintf(os.Stderr, "list: only the first %d keys under %q were sent; list a longer prefix for the rest\n", len(es), prefix)
 		}
 	}
 	return nil

@@ -16,6 +16,7 @@ import (
 	mrand "math/rand/v2"
 	"net"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/node"
@@ -152,13 +153,70 @@ func (c *Client) CAS(ctx context.Context, key, value string, expect uint64) (uin
 	return r.Version, nil
 }
 
-// List returns the keys that start with prefix, in key order, read at the
-// LEADER; more says the answer was cut (roles.ListMax entries or
-// roles.ListMaxBytes of keys and values).
-func (c *Client) List(ctx context.Context, prefix string) (es []roles.KVEntry, more bool, err error) {
+// ListPageSize is how many keys List asks for at a time: a page costs the
+// LEADER work in proportion to its size, on the loop that also serves the
+// votes, so pages are kept well below roles.ListMax.
+const ListPageSize = 1000
+
+// ListPage returns one page of the keys that start with prefix, in key
+// order, read at the LEADER: those after the key after (from the first
+// when empty), at most limit of them (0: roles.ListMax) and at most about
+// roles.ListMaxBytes of keys and values. more says there are keys after
+// the page: ask again with after set to the last key returned.
+func (c *Client) ListPage(ctx context.Context, prefix, after string, limit int) (es []roles.KVEntry, more bool, err error) {
 	c.seq++
-	r, err := c.do(ctx, roles.ClientRead{Client: c.id, Seq: c.seq, Key: prefix, Prefix: true})
-	return r.Entries, r.More, err
+	r, err := c.do(ctx, roles.ClientRead{Client: c.id, Seq: c.seq, Key: prefix, Prefix: true, After: after, Limit: limit})
+	if err != nil {
+		return nil, false, err
+	}
+	for _, e := range r.Entries {
+		if e.Key <= after || !strings.HasPrefix(e.Key, prefix) {
+			// A master that does not page answers from the first key
+			// again: following More would never end.
+			return nil, false, fmt.Errorf("client: list page after %q from %s holds %q: the master does not page", after, c.leader, e.Key)
+		}
+		after = e.Key
+	}
+	if r.More && len(r.Entries) == 0 {
+		return nil, false, fmt.Errorf("client: an empty list page from %s says there is more", c.leader)
+	}
+	return r.Entries, r.More, nil
+}
+
+// List returns every key that starts with prefix, in key order, read at
+// the LEADER a page (ListPageSize keys) at a time. Each page is a
+// linearizable read of its own, not the whole list: a key present all
+// through the call is listed exactly once, a key written or deleted during
+// it may be listed or not. On an error, es holds the pages read before it
+// and more is true: the list is incomplete.
+func (c *Client) List(ctx context.Context, prefix string) (es []roles.KVEntry, more bool, err error) {
+	err = c.ListEach(ctx, prefix, func(page []roles.KVEntry) error {
+		es = append(es, page...)
+		return nil
+	})
+	return es, err != nil, err
+}
+
+// ListEach calls fn with each page of the keys that start with prefix, in
+// key order (as List, without holding them all); an error from fn ends the
+// listing and is returned.
+func (c *Client) ListEach(ctx context.Context, prefix string, fn func(page []roles.KVEntry) error) error {
+	after := ""
+	for {
+		page, more, err := c.ListPage(ctx, prefix, after, ListPageSize)
+		if err != nil {
+			return err
+		}
+		if len(page) > 0 {
+			if err := fn(page); err != nil {
+				return err
+			}
+			after = page[len(page)-1].Key
+		}
+		if !more {
+			return nil
+		}
+	}
 }
 
 // GetVersion reads key and the version of the change that wrote it (for a

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"strings"
@@ -24,6 +25,8 @@ type fakeMaster struct {
 	mu     sync.Mutex
 	seen   []roles.ClientWrite
 	answer func(w roles.ClientWrite) (roles.ClientReply, bool)
+	read   func(r roles.ClientRead) roles.ClientReply // nil: reads end the connection
+	reads  []roles.ClientRead
 }
 
 var requests = func() *frame.Registry {
@@ -64,6 +67,17 @@ func (f *fakeMaster) serve(nc net.Conn) {
 		m, err := requests.ReadFrame(nc, frame.DefaultMaxFrame)
 		if err != nil {
 			return
+		}
+		if rd, ok := m.(*roles.ClientRead); ok && f.read != nil {
+			f.mu.Lock()
+			f.reads = append(f.reads, *rd)
+			r := f.read(*rd)
+			f.mu.Unlock()
+			r.Seq = rd.Seq
+			if frame.WriteFrame(nc, r) != nil {
+				return
+			}
+			continue
 		}
 		w, ok := m.(*roles.ClientWrite)
 		if !ok {
@@ -173,5 +187,79 @@ func TestRefusalIsFinal(t *testing.T) {
 	f.mu.Unlock()
 	if n != 1 {
 		t.Fatalf("the fake master saw %d requests, want 1 (no retry, nothing oversized sent)", n)
+	}
+}
+
+// TestListFollowsPages: List asks page after page, each after the last key
+// of the one before and of ListPageSize keys, until the LEADER says there
+// is no more, and returns every key once, in order.
+func TestListFollowsPages(t *testing.T) {
+	f := newFake(t, "127.77.0.5:19421")
+	var keys []string
+	for i := 0; i < 2500; i++ {
+		keys = append(keys, fmt.Sprintf("d/%05d", i))
+	}
+	keys = append(keys, "e/other")
+	f.read = func(r roles.ClientRead) roles.ClientReply {
+		rep := roles.ClientReply{OK: true}
+		for _, k := range keys {
+			if !strings.HasPrefix(k, r.Key) || k <= r.After {
+				continue
+			}
+			if len(rep.Entries) == r.Limit {
+				rep.More = true
+				break
+			}
+			rep.Entries = append(rep.Entries, roles.KVEntry{Key: k, Value: "v", Version: 1})
+		}
+		return rep
+	}
+	cl, err := New(Config{MasterHost: "127.77.0.5", Port: 19421})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	es, more, err := cl.List(ctx, "d/")
+	if err != nil || more || len(es) != 2500 {
+		t.Fatalf("List = %d keys, more=%v, %v; want 2500", len(es), more, err)
+	}
+	for i, e := range es {
+		if e.Key != keys[i] {
+			t.Fatalf("key %d is %q, want %q", i, e.Key, keys[i])
+		}
+	}
+	f.mu.Lock()
+	reads := append([]roles.ClientRead(nil), f.reads...)
+	f.mu.Unlock()
+	if len(reads) != 3 || reads[0].After != "" || reads[1].After != keys[999] || reads[2].After != keys[1999] {
+		t.Fatalf("pages asked: %+v", reads)
+	}
+	for _, r := range reads {
+		if r.Limit != ListPageSize || !r.Prefix || r.Key != "d/" {
+			t.Fatalf("a page asked as %+v", r)
+		}
+	}
+}
+
+// TestListRefusesAMasterThatDoesNotPage: a master that ignores After (one
+// from before paging) answers the first page again and again; List says so
+// instead of asking forever.
+func TestListRefusesAMasterThatDoesNotPage(t *testing.T) {
+	f := newFake(t, "127.77.0.6:19421")
+	f.read = func(r roles.ClientRead) roles.ClientReply {
+		return roles.ClientReply{OK: true, More: true, Entries: []roles.KVEntry{{Key: "a"}, {Key: "b"}}}
+	}
+	cl, err := New(Config{MasterHost: "127.77.0.6", Port: 19421})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	es, more, err := cl.List(ctx, "")
+	if err == nil || !strings.Contains(err.Error(), "does not page") || !more || len(es) != 2 {
+		t.Fatalf("List = %d keys, more=%v, %v; want the first page and an error", len(es), more, err)
 	}
 }

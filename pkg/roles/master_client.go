@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strconv"
+	"strings"
 
 	"github.com/mfs-election/mfs-election/pkg/quorum"
 	"github.com/mfs-election/mfs-election/pkg/wire"
@@ -95,14 +97,18 @@ func (m *Master) onClientWrite(w ClientWrite) {
 }
 
 func (m *Master) onClientRead(r ClientRead) {
+	key := r.Key
+	if r.Prefix {
+		key = listArgs{prefix: r.Key, after: r.After, limit: r.Limit}.String()
+	}
 	switch m.role {
 	case Leader:
 		// Linearizable: answered once everything in the log at arrival is
 		// acknowledged, and only while the quorum lease holds.
-		m.pending = append(m.pending, pendingOp{client: r.Client, seq: r.Seq, ver: m.log.Len(), key: r.Key, read: true, prefix: r.Prefix})
+		m.pending = append(m.pending, pendingOp{client: r.Client, seq: r.Seq, ver: m.log.Len(), key: key, read: true, prefix: r.Prefix})
 		m.answerPending()
 	case Deputy:
-		rep := m.readReply(r.Key, r.Prefix)
+		rep := m.readReply(key, r.Prefix)
 		rep.Version, rep.Stale = m.kv.Applied, true
 		m.reply(r.Client, r.Seq, rep)
 	default:
@@ -137,15 +143,42 @@ func (m *Master) answerPending() {
 	m.pending = keep
 }
 
-// readReply answers a read of key (or of every key under it) from the
-// applied namespace.
+// readReply answers a read of key, or with prefix set one page of a list
+// (key is then listArgs.String()), from the applied namespace.
 func (m *Master) readReply(key string, prefix bool) ClientReply {
 	if prefix {
-		es, more := m.kv.List(key, ListMax, ListMaxBytes)
+		a := parseListArgs(key)
+		limit := a.limit
+		if limit <= 0 || limit > ListMax {
+			limit = ListMax
+		}
+		es, more := m.kv.List(a.prefix, a.after, limit, ListMaxBytes)
 		return ClientReply{OK: true, Entries: es, More: more}
 	}
 	it, ok := m.kv.Data[key]
 	return ClientReply{OK: true, Value: it.Value, Found: ok, KeyVersion: it.Version}
+}
+
+// listArgs are a list request's arguments while it waits in m.pending,
+// whose one string field carries them (String): "limit,len(prefix),"
+// then the prefix and the after key.
+type listArgs struct {
+	prefix, after string
+	limit         int
+}
+
+func (a listArgs) String() string {
+	return strconv.Itoa(a.limit) + "," + strconv.Itoa(len(a.prefix)) + "," + a.prefix + a.after
+}
+
+// parseListArgs reverses listArgs.String (only ever given its output).
+func parseListArgs(s string) listArgs {
+	limit, s, _ := strings.Cut(s, ",")
+	n, s, _ := strings.Cut(s, ",")
+	l, _ := strconv.Atoi(limit)
+	p, _ := strconv.Atoi(n)
+	p = min(max(p, 0), len(s))
+	return listArgs{prefix: s[:p], after: s[p:], limit: l}
 }
 
 // ---- admin -------------------------------------------------------------------------

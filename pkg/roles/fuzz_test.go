@@ -1,0 +1,220 @@
+package roles
+
+import (
+	"bytes"
+	"fmt"
+	"net/netip"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/mfs-election/mfs-election/pkg/wire"
+	"github.com/mfs-election/mfs-election/pkg/wire/frame"
+)
+
+// ---- a small loop around one core, for tests that need a working LEADER ----------
+
+// coreRig drives one master core the way its peers would: every heartbeat
+// it sends to a chunkserver is acknowledged by that chunkserver, every
+// Append it sends to the other master is acknowledged in full, and the
+// replies it sends to clients are collected.
+type coreRig struct {
+	t       testing.TB
+	now     Instant
+	m       *Master
+	other   wire.MasterID // the other master (it never speaks first)
+	replies []ClientReply
+}
+
+// rigMembers are the registered chunkservers of every rig: 1..3 at
+// 10.0.1.1..3.
+func rigAddr(cs wire.CSID) netip.Addr { return netip.AddrFrom4([4]byte{10, 0, 1, byte(cs)}) }
+
+// rigStored is the metadata every rig starts from: genesis by master 1,
+// then a config entry registering chunkservers 1..3 (in force, committed).
+func rigStored() Stored {
+	log := Genesis(1)
+	cfg := log[0].Config.clone()
+	cfg.Version, cfg.Bootstrap = 2, false
+	for cs := wire.CSID(1); cs <= 3; cs++ {
+		cfg.Members = append(cfg.Members, Chunkserver{ID: cs, Addr: rigAddr(cs)})
+	}
+	log = append(log, Entry{Pos: Pos{Version: 2}, Kind: EntryConfig, Config: cfg})
+	return Stored{Entries: log, Hard: HardState{InForce: 2, Commit: Pos{Version: 2}}}
+}
+
+// newLeaderRig returns master 1 of masters 1 and 2, LEADER at epoch 1,
+// chunkservers 1 and 2 voting for it.
+func newLeaderRig(t testing.TB) *coreRig {
+	m, _ := NewMaster(DefaultConfig(1, []wire.MasterID{1, 2}), rigStored(), 0)
+	r := &coreRig{t: t, m: m, other: 2}
+	r.step(VoteHello{CS: 1, Addr: rigAddr(1), Session: 1, Nominate: true})
+	r.step(VoteHello{CS: 2, Addr: rigAddr(2), Session: 1})
+	if m.Role() != Leader {
+		t.Fatalf("the rig's master is %v, want LEADER", m.Role())
+	}
+	return r
+}
+
+// newFollowerRig returns master 2 of masters 1 and 2, a FOLLOWER of
+// master 1 at epoch 1 holding n committed puts after the LEADER's noop.
+func newFollowerRig(t testing.TB, n int) *coreRig {
+	m, _ := NewMaster(DefaultConfig(2, []wire.MasterID{1, 2}), rigStored(), 0)
+	r := &coreRig{t: t, m: m, other: 1}
+	es := []Entry{{Pos: Pos{Version: 3, Epoch: 1}, Kind: EntryNoop}}
+	for i := 0; i < n; i++ {
+		es = append(es, Entry{Pos: Pos{Version: uint64(4 + i), Epoch: 1}, Kind: EntryPut, Client: 7, Seq: uint64(i + 1),
+			Key: fmt.Sprintf("k/%03d", i), Value: "v"})
+	}
+	last := es[len(es)-1].Pos
+	r.step(Append{From: 1, Epoch: 1, Prev: Pos{Version: 2}, Entries: es, Commit: last, InForce: 2})
+	if m.Role() != Follower || m.Log().Last() != last {
+		t.Fatalf("the rig's master is %v at %v, want a FOLLOWER at %v", m.Role(), m.Log().Last(), last)
+	}
+	return r
+}
+
+// step steps ev and then whatever the peers answer, until nothing is left
+// (bounded: a rig that does not settle is a bug).
+func (r *coreRig) step(ev Event) {
+	queue := []Event{ev}
+	for i := 0; len(queue) > 0; i++ {
+		if i > 10_000 {
+			r.t.Fatal("the rig did not settle")
+		}
+		ev, queue = queue[0], queue[1:]
+		queue = append(queue, r.answer(r.m.Step(r.now, ev))...)
+	}
+}
+
+// answer is what the rig's peers say to acts.
+func (r *coreRig) answer(acts []Action) []Event {
+	var out []Event
+	for _, a := range acts {
+		s, ok := a.(Send)
+		if !ok {
+			continue
+		}
+		switch msg := s.Msg.(type) {
+		case Heartbeat:
+			cs := wire.CSID(s.To.ID)
+			if msg.Keepalive {
+				continue
+			}
+			ack := HeartbeatAck{CS: cs, Session: msg.Session, Seq: msg.Seq, OK: true, Granted: msg.Lease,
+				MaxEpoch: msg.Epoch, EpochOwner: msg.From, KnownReg: msg.RegVersion, InForce: msg.InForce, Addr: rigAddr(cs)}
+			if msg.Role == Leader {
+				ack.Commit, ack.CommitTag = msg.Commit, msg.Epoch
+			}
+			out = append(out, ack)
+		case Append:
+			if wire.MasterID(s.To.ID) != r.other {
+				continue
+			}
+			match := msg.Prev
+			if len(msg.Entries) > 0 {
+				match = msg.Entries[len(msg.Entries)-1].Pos
+			}
+			out = append(out, AppendAck{From: r.other, Epoch: msg.Epoch, OK: true, Match: match, Last: match.Version})
+		case ClientReply:
+			r.replies = append(r.replies, msg)
+		}
+	}
+	return out
+}
+
+// ---- FuzzMasterStep: decode, then Step -------------------------------------------------
+
+// peerRegistry decodes what a master's peers may send it: the messages of
+// its three ports (internal/node's matomlIn, matocsIn and matoclIn, the
+// election core's part of them).
+var peerRegistry = func() *frame.Registry {
+	r := frame.NewRegistry()
+	for _, m := range []wire.Message{
+		PeerStatus{}, Append{}, AppendAck{}, FetchReq{}, FetchResp{}, SnapshotChunk{},
+		Probe{}, VoteHello{}, VoteBye{}, HeartbeatAck{},
+		ClientWrite{}, ClientRead{},
+	} {
+		t := reflect.TypeOf(m)
+		r.Register(m.MsgType(), func() wire.Message { return reflect.New(t).Interface().(wire.Message) })
+	}
+	return r
+}()
+
+// fuzzSeeds are valid messages of every type the target decodes, aimed at
+// the rigs' masters (epoch 1, masters 1 and 2, chunkservers 1..3).
+func fuzzSeeds() []wire.Message {
+	noop := Entry{Pos: Pos{Version: 3, Epoch: 1}, Kind: EntryNoop}
+	put := Entry{Pos: Pos{Version: 4, Epoch: 1}, Kind: EntryPut, Client: 9, Seq: 1, Key: "a", Value: "x"}
+	cfg := rigStored().Entries[1].Config.clone()
+	cfg.Version = 3
+	return []wire.Message{
+		PeerStatus{From: 2, Incarnation: 1, Role: Follower, Epoch: 1, MaxEpoch: 1, Last: Pos{Version: 3, Epoch: 1}, Commit: Pos{Version: 3, Epoch: 1}, Eligible: true, Sync: Synced, Leader: 1},
+		PeerStatus{From: 1, Incarnation: 1, Role: Leader, Epoch: 2, MaxEpoch: 2, Last: Pos{Version: 3, Epoch: 1}, Eligible: true, Sync: Synced, Leader: 1},
+		Append{From: 1, Epoch: 1, Prev: Pos{Version: 2}, Entries: []Entry{noop, put}, Commit: put.Pos, InForce: 2},
+		Append{From: 1, Epoch: 2, Prev: Pos{Version: 2}, Entries: []Entry{noop, {Pos: Pos{Version: 4, Epoch: 2}, Kind: EntryConfig, Config: cfg}}, InForce: 2},
+		AppendAck{From: 2, Epoch: 1, OK: true, Match: Pos{Version: 3, Epoch: 1}, Last: 3},
+		FetchReq{From: 2, After: 2},
+		FetchResp{From: 2, Base: Pos{Version: 2}, Entries: []Entry{noop, put}, Commit: Pos{Version: 3, Epoch: 1}},
+		SnapshotChunk{From: 1, Epoch: 1, Pos: Pos{Version: 9, Epoch: 1}, Total: 2, Latest: cfg,
+			Items: []KVEntry{{Key: "a", Value: "x", Version: 4}}, Sessions: []SessionEntry{{Client: 9, Session: Session{Seq: 1, Version: 4}}},
+			Commit: Pos{Version: 9, Epoch: 1}, InForce: 2},
+		Probe{CS: 3, Nonce: 1},
+		VoteHello{CS: 3, Addr: rigAddr(3), Session: 1, Nominate: true, MaxEpoch: 1},
+		VoteBye{CS: 1, Session: 1},
+		HeartbeatAck{CS: 1, Session: 1, Seq: 3, OK: true, Granted: 800 * time.Millisecond, MaxEpoch: 1, EpochOwner: 1, KnownReg: 2, InForce: 2, Commit: Pos{Version: 3, Epoch: 1}, CommitTag: 1},
+		ClientWrite{Client: 9, Seq: 1, Key: "a", Value: "x"},
+		ClientWrite{Client: 9, Seq: 2, Key: "a", Value: "y", CAS: true, Expect: 4},
+		ClientRead{Client: 9, Seq: 3, Key: "a"},
+		ClientRead{Client: 9, Seq: 4, Key: "k/", Prefix: true, After: "k/001", Limit: 2},
+	}
+}
+
+// FuzzMasterStep: no sequence of frames a peer can send makes a master's
+// core panic (SPEC §5: a daemon never crashes on what a peer sends;
+// security review M6). The first byte picks the core (even: a LEADER, odd:
+// a FOLLOWER holding a few entries), the rest is frames back to back, each
+// decoded as a driver would and stepped, with time moving on between them.
+func FuzzMasterStep(f *testing.F) {
+	for _, m := range fuzzSeeds() {
+		b, err := frame.Encode(m)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(append([]byte{0}, b...))
+		f.Add(append([]byte{1}, b...))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if len(in) == 0 {
+			return
+		}
+		var r *coreRig
+		if in[0]%2 == 0 {
+			r = newLeaderRig(t)
+		} else {
+			r = newFollowerRig(t, 3)
+		}
+		rd := bytes.NewReader(in[1:])
+		for i := 0; i < 64; i++ {
+			msg, err := peerRegistry.ReadFrame(rd, frame.DefaultMaxFrame)
+			if err != nil {
+				return
+			}
+			ev := reflect.ValueOf(msg).Elem().Interface()
+			// The driver stamps a chunkserver's inputs with the source
+			// address of its connection: here the registered one, the
+			// hardest case (an impostor on the member's address).
+			switch e := ev.(type) {
+			case HeartbeatAck:
+				e.Addr = rigAddr(e.CS)
+				ev = e
+			case VoteBye:
+				e.Addr = rigAddr(e.CS)
+				ev = e
+			}
+			r.now = r.now.Add(50 * time.Millisecond)
+			r.m.Step(r.now, ev)
+			r.m.Step(r.now, Tick{})
+		}
+	})
+}
