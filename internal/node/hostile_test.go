@@ -723,3 +723,42 @@ func TestClientFloodKeepsQuorum(t *testing.T) {
 		t.Fatalf("%d bytes listed in all: the flood did not load the master", bytesIn)
 	}
 }
+
+// TestProofGuessingThrottled (review L3): after a few wrong AUTH_CODE or
+// ADMIN_PASSWORD proofs from one address, that address is refused without
+// a try for a while, even with the right secret; others are not.
+func TestProofGuessingThrottled(t *testing.T) {
+	noLeaks(t)
+	self := netip.MustParseAddr("127.0.0.1")
+	n, _, reg := startSoloWith(t, storeWithChanges(t, self, 10), self, func(o *MasterOptions) {
+		o.AuthCode, o.AdminPassword = "s3cret", "pw"
+	})
+	for i := 0; i < authFailMax; i++ {
+		if f, err := connectCS(t, n, "127.0.0.9", 0, "guess"); err == nil && !closedByPeer(f.nc, 2*time.Second) {
+			t.Fatalf("wrong code %d accepted", i)
+		}
+	}
+	if f, err := connectCS(t, n, "127.0.0.9", 0, "s3cret"); err == nil && !closedByPeer(f.nc, 2*time.Second) {
+		t.Fatal("a blocked address was let in")
+	}
+	if f, err := connectCS(t, n, "127.0.0.10", 0, "s3cret"); err != nil || closedByPeer(f.nc, 300*time.Millisecond) {
+		t.Fatalf("another address with the right code was refused: %v", err)
+	}
+	if v := labelled(t, reg, "mfs_master_connections_refused_total", map[string]string{"port": "matocs", "reason": "auth_rate"}); v != 1 {
+		t.Fatalf("auth_rate refusals counted: %v", v)
+	}
+
+	_, _, cl := n.Addrs()
+	addr := netip.MustParseAddrPort(cl.String())
+	req := AdminReq{ID: 1, Kind: roles.AdminCancelUsurper}
+	for i := 0; i < authFailMax; i++ {
+		r, err := Admin(addr, req, "wrong", 2*time.Second)
+		if err != nil || r.OK || !strings.Contains(r.Text, "need ADMIN_PASSWORD") {
+			t.Fatalf("wrong password %d: %+v %v", i, r, err)
+		}
+	}
+	r, err := Admin(addr, req, "pw", 2*time.Second)
+	if err != nil || !strings.Contains(r.Text, "too many wrong ADMIN_PASSWORD proofs") {
+		t.Fatalf("the right password after %d wrong ones: %+v %v", authFailMax, r, err)
+	}
+}
