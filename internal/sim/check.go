@@ -154,6 +154,7 @@ func (c *checker) persisted(w *world, r ref) {
 // is checked at the true time too): at most one master may hold a quorum
 // of countable votes as LEADER at any instant.
 func (c *checker) after(w *world) {
+	c.checkEpochs(w)
 	leaders := 0
 	for _, m := range w.masters {
 		if m.up && m.m.Role() == roles.Leader {

@@ -33,12 +33,13 @@ const (
 	fStepDown
 	fMaintenance
 	fTempRemove
+	fAdversary
 	numFaults
 )
 
 var faultNames = [numFaults]string{"kill-master", "kill-cs", "pause-master", "pause-cs", "partition-master",
 	"partition-location", "cut-cs", "drift", "wall-jump", "register", "remove", "remap", "default", "on-off",
-	"usurper", "step-down", "maintenance", "temp-remove"}
+	"usurper", "step-down", "maintenance", "temp-remove", "adversary"}
 
 // profile is everything drawn from the seed before the run starts: sizes,
 // network quality, config within its documented ranges, and which faults
@@ -385,6 +386,8 @@ func (w *world) fault(f faultKind, dur int64, pick int, leaderFirst bool, mode i
 				})
 			}
 		}
+	case fAdversary:
+		w.adversaryFault(dur, pick, mode)
 	case fStepDown:
 		if w.leaderIdx() >= 0 {
 			w.chk.startFailover(w, "step-down")

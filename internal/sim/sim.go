@@ -57,6 +57,9 @@ type Result struct {
 	Snapshots  Snapshots
 	// TempRemovals: temporary removals (mfscli -CTR) a master took.
 	TempRemovals int
+	// Forged: messages the adversary fault sent (impostor acks, a clone's
+	// echoes, epoch bombs).
+	Forged int
 }
 
 // Failed reports whether the run broke an invariant or liveness.
@@ -291,6 +294,7 @@ type world struct {
 	stopped   bool
 
 	chk checker
+	adv adversary
 }
 
 func (w *world) masterIDs() []wire.MasterID {
@@ -356,6 +360,9 @@ func (w *world) proc(r ref) *proc {
 
 // cutBetween reports whether the network drops from -> to now.
 func (w *world) cutBetween(from, to ref) bool {
+	if from.k == kAdversary {
+		return false // it sits beside its target, on the same side of every cut
+	}
 	for _, c := range w.net.cuts {
 		if c.from(from) && c.to(to) {
 			return true
@@ -366,6 +373,9 @@ func (w *world) cutBetween(from, to ref) bool {
 
 // send puts a message on the wire from one node to another.
 func (w *world) send(from, to ref, msg roles.Event, sentLoc int64) {
+	if to.k == kCS && to.i >= len(w.css) {
+		return // an id only an adversary used: the answer goes back to it
+	}
 	if w.cutBetween(from, to) || w.rng.Float64() < w.net.loss {
 		return
 	}
@@ -403,6 +413,9 @@ func (w *world) deliver(e *event) {
 // stamp fills in what a master's driver adds to a chunkserver's message:
 // the source address of the connection it came on.
 func (w *world) stamp(from, to ref, msg roles.Event) roles.Event {
+	if to.k == kMaster && from.k == kAdversary {
+		return stampAdversary(from, msg)
+	}
 	if to.k != kMaster || from.k != kCS {
 		return msg
 	}
@@ -517,6 +530,11 @@ func (w *world) effects(r ref, acts []roles.Action) {
 			case roles.ProbeReply:
 				m.WallUnixMs = p.wallMs(w.now)
 				msg = m
+			case roles.Heartbeat:
+				w.snoop(r, int(a.To.ID)-1, m)
+			}
+			if _, hello := msg.(roles.VoteHello); r.k == kCS && !hello {
+				w.echo(r.i, w.peerRef(a.To), msg)
 			}
 			w.send(r, w.peerRef(a.To), msg, loc)
 		case roles.Disconnect:
@@ -802,6 +820,7 @@ func (w *world) run() Result {
 	res.Acked = len(w.chk.acked)
 	res.Snapshots = w.chk.snaps
 	res.TempRemovals = w.chk.tempRemovals
+	res.Forged = w.adv.sent
 	res.TraceHash = w.hash
 	res.Trace = w.tail()
 	return res

@@ -25,7 +25,9 @@ func TestSeeds(t *testing.T) {
 	}
 	failed := 0
 	var snaps Snapshots
+	forged := 0
 	RunSeeds(*firstFlag, n, func(r Result) {
+		forged += r.Forged
 		snaps.Installed += r.Snapshots.Installed
 		snaps.Trims += r.Snapshots.Trims
 		if r.Failed() {
@@ -43,7 +45,10 @@ func TestSeeds(t *testing.T) {
 	if n >= 50 && (snaps.Trims == 0 || snaps.Installed == 0) {
 		t.Fatalf("%d seeds trimmed %d times and installed %d snapshots; the snapshot paths went untested", n, snaps.Trims, snaps.Installed)
 	}
-	t.Logf("%d seeds: %d trims, %d snapshots installed", n, snaps.Trims, snaps.Installed)
+	if n >= 50 && forged == 0 {
+		t.Fatalf("%d seeds and no adversary sent anything: the hostile-peer paths went untested", n)
+	}
+	t.Logf("%d seeds: %d trims, %d snapshots installed, %d forged messages", n, snaps.Trims, snaps.Installed, forged)
 }
 
 // TestReplay plays one seed with the full trace: the command a failure
