@@ -19,6 +19,7 @@ import (
 	"github.com/mfs-election/mfs-election/internal/settings"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
 	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
 )
 
@@ -117,6 +118,7 @@ func foreground(c *cli.Context, v settings.Values, lockPath string) error {
 	if err != nil {
 		return err
 	}
+	warnSecretFlags(log, v, "AUTH_CODE")
 	if err := checkLabels(v.String("LABELS")); err != nil {
 		return err
 	}
@@ -171,4 +173,15 @@ func foreground(c *cli.Context, v settings.Values, lockPath string) error {
 	}, log)
 	defer srv.Close()
 	return service.Serve(n, spec, c, log, v, 5*time.Second)
+}
+
+// warnSecretFlags warns about each secret given as a flag: every local
+// user can read a command line (ps, /proc/PID/cmdline).
+func warnSecretFlags(log zerolog.Logger, v settings.Values, keys ...string) {
+	for _, k := range keys {
+		if src := v.Source(k); strings.HasPrefix(src, "flag") && v.String(k) != "" {
+			log.Warn().Str("key", k).Str("source", src).
+				Msg("secret given on the command line, where every local user can read it (ps): set it in the cfg file (mode 0600) instead")
+		}
+	}
 }

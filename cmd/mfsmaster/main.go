@@ -20,6 +20,7 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/metadata"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
+	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
 )
 
@@ -171,6 +172,7 @@ func foreground(c *cli.Context, v settings.Values, lockPath string, empty bool) 
 	if err != nil {
 		return err
 	}
+	warnSecretFlags(log, v, "AUTH_CODE", "ADMIN_PASSWORD")
 	lock, err := service.Acquire(lockPath)
 	if err != nil {
 		return err
@@ -216,4 +218,15 @@ func foreground(c *cli.Context, v settings.Values, lockPath string, empty bool) 
 	}, log)
 	defer srv.Close()
 	return service.Serve(n, spec, c, log, v, 10*time.Second)
+}
+
+// warnSecretFlags warns about each secret given as a flag: every local
+// user can read a command line (ps, /proc/PID/cmdline).
+func warnSecretFlags(log zerolog.Logger, v settings.Values, keys ...string) {
+	for _, k := range keys {
+		if src := v.Source(k); strings.HasPrefix(src, "flag") && v.String(k) != "" {
+			log.Warn().Str("key", k).Str("source", src).
+				Msg("secret given on the command line, where every local user can read it (ps): set it in the cfg file (mode 0600) instead")
+		}
+	}
 }
