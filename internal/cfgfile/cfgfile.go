@@ -1,6 +1,7 @@
 // Package cfgfile reads MooseFS-style configuration files (mfsmaster.cfg,
 // mfschunkserver.cfg): one "KEY = VALUE" per line, "#" starts a comment,
-// blank lines are ignored. urfave/cli's altsrc cannot read this format, so
+// blank lines are ignored. A secret's line (AUTH_CODE, *PASSWORD) with a
+// "#" after its "=" is refused rather than cut. urfave/cli's altsrc cannot read this format, so
 // the daemons read it here and feed the values to flags the command line
 // did not set (flags win over the file).
 package cfgfile
@@ -64,10 +65,17 @@ func Parse(path string, r io.Reader) (*File, error) {
 	for sc.Scan() {
 		n++
 		line := sc.Text()
+		cut := false
 		if i := strings.IndexByte(line, '#'); i >= 0 {
-			line = line[:i]
+			line, cut = line[:i], true
 		}
 		line = strings.TrimSpace(line)
+		if k, _, ok := strings.Cut(line, "="); ok && cut && Secret(strings.TrimSpace(k)) {
+			// The value is not echoed: it is a secret, or part of one.
+			bad = append(bad, fmt.Sprintf("%s:%d: %s: '#' starts a comment, so this secret would be cut short there; "+
+				"a secret may not contain '#', and its line may not carry a comment", path, n, strings.TrimSpace(k)))
+			continue
+		}
 		if line == "" {
 			continue
 		}
@@ -106,6 +114,12 @@ func (f *File) Unknown(known []string) []string {
 		}
 	}
 	return out
+}
+
+// Secret reports whether key holds a secret (AUTH_CODE, *PASSWORD): such a
+// line may carry no '#', which would silently cut the secret short.
+func Secret(key string) bool {
+	return key == "AUTH_CODE" || strings.HasSuffix(key, "PASSWORD")
 }
 
 func validKey(k string) bool {

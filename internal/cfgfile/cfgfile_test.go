@@ -69,3 +69,29 @@ func TestLoad(t *testing.T) {
 		t.Errorf("a missing file: %v", err)
 	}
 }
+
+// TestSecretWithHash (review L3): '#' in a secret's line is refused with an
+// error naming the line and the key, never the value; elsewhere it still
+// starts a comment, and a commented-out secret is a comment.
+func TestSecretWithHash(t *testing.T) {
+	src := "AUTH_CODE = ab#cd\nADMIN_PASSWORD = xy # the password\n# AUTH_CODE = old#one\nMASTER_HOST = m # name\n"
+	_, err := Parse("m.cfg", strings.NewReader(src))
+	if err == nil {
+		t.Fatal("a secret with '#' was cut silently")
+	}
+	for _, want := range []string{"2 bad line(s)", "m.cfg:1: AUTH_CODE", "m.cfg:2: ADMIN_PASSWORD", "'#'"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not name %q:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "ab") || strings.Contains(err.Error(), "xy") {
+		t.Errorf("the error shows the secret: %v", err)
+	}
+	f, err := Parse("m.cfg", strings.NewReader("# AUTH_CODE = old#one\nMASTER_HOST = m # name\nAUTH_CODE = abcd\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := f.Get("AUTH_CODE"); v != "abcd" {
+		t.Errorf("AUTH_CODE = %q", v)
+	}
+}
