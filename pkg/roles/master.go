@@ -978,6 +978,10 @@ func (m *Master) noteRegistration(id wire.CSID, v *voterRec) {
 	if _, ok := m.Config().Member(id); ok {
 		return
 	}
+	if _, queued := m.toRegister[id]; !queued && len(m.toRegister) >= MaxPendingRegistrations {
+		m.ignore("registration-queue-full")
+		return
+	}
 	m.toRegister[id] = Chunkserver{ID: id, Addr: v.addr, Port: v.port, VoterOnly: v.voterOnly}
 }
 

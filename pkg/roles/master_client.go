@@ -304,6 +304,20 @@ func (m *Master) AssignID(addr netip.Addr, port uint16) (wire.CSID, bool) {
 	if m.assigned == nil {
 		m.assigned = map[netip.AddrPort]wire.CSID{}
 	}
+	if len(m.assigned) >= MaxPendingRegistrations {
+		// Ids that made it into the registry need no record here; ids that
+		// never did (a registration flood, chunkservers that asked and
+		// left) are not handed out without bound.
+		for k, id := range m.assigned {
+			if _, ok := cfg.Member(id); ok {
+				delete(m.assigned, k)
+			}
+		}
+		if len(m.assigned) >= MaxPendingRegistrations {
+			m.ignore("registration-queue-full")
+			return wire.NoCS, false
+		}
+	}
 	m.assigned[key] = top + 1
 	return top + 1, true
 }

@@ -24,6 +24,13 @@ const (
 	EpochCeiling uint64 = 1 << 62
 )
 
+// MaxPendingRegistrations bounds the chunkservers a LEADER has handed ids
+// to but not registered yet, and those waiting for their registry change:
+// enough for a rack brought up at once (they register one change at a
+// time anyway), small enough that a flood of made-up chunkservers holds
+// nothing. Past it, a newcomer is asked to come back later.
+const MaxPendingRegistrations = 256
+
 // plausibleEpoch: e may be adopted by this master.
 func (m *Master) plausibleEpoch(e uint64) bool {
 	if e > EpochCeiling {

@@ -1,6 +1,7 @@
 package roles
 
 import (
+	"fmt"
 	"math"
 	"net/netip"
 	"strings"
@@ -277,5 +278,29 @@ func TestCatchUpSourceNotStale(t *testing.T) {
 	h.run("time +200ms")
 	if out := h.run("tick"); !strings.Contains(out, "send M3 fetch") {
 		t.Fatalf("no fetch from M3 (last 19@6):\n%s", out)
+	}
+}
+
+// H1: a flood of made-up chunkservers holds a bounded amount on the
+// LEADER: ids handed out but never registered, and registrations queued.
+func TestRegistrationFloodBounded(t *testing.T) {
+	h := leaderOf3(t)
+	refused := 0
+	for i := 0; i < 2*MaxPendingRegistrations; i++ {
+		addr := netip.AddrFrom4([4]byte{10, 7, byte(i / 250), byte(1 + i%250)})
+		if _, ok := h.m.AssignID(addr, 9422); !ok {
+			refused++
+		}
+	}
+	if len(h.m.assigned) > MaxPendingRegistrations || refused != MaxPendingRegistrations {
+		t.Fatalf("%d ids held for unregistered chunkservers, %d refused; want at most %d held", len(h.m.assigned), refused, MaxPendingRegistrations)
+	}
+	for i := 0; i < 2*MaxPendingRegistrations; i++ {
+		cs := 100 + i
+		h.run(fmt.Sprintf("hello cs=%d addr=10.8.%d.%d session=1", cs, i/250, 1+i%250))
+		h.run(fmt.Sprintf("ack cs=%d", cs))
+	}
+	if len(h.m.toRegister) > MaxPendingRegistrations {
+		t.Fatalf("%d registrations queued, want at most %d", len(h.m.toRegister), MaxPendingRegistrations)
 	}
 }
