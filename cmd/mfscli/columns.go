@@ -297,6 +297,21 @@ func discCols() []column[csRow] {
 	}
 }
 
+// cloneCols are the columns of -SCS's refused clones: who tried, which id,
+// who holds it, which master refused it, how often and how long ago.
+func cloneCols(now time.Time) []column[cloneRow] {
+	return []column[cloneRow]{
+		addrCol("ip", func(r cloneRow) netip.Addr { return r.IP }),
+		numCol("id", func(r cloneRow) uint32 { return uint32(r.ID) }),
+		addrCol("id held by", func(r cloneRow) netip.Addr { return r.Holder }),
+		addrCol("refused by", func(r cloneRow) netip.Addr { return r.RefusedBy }),
+		numCol("times", func(r cloneRow) int { return r.Count }),
+		textCol("last seen", func(r cloneRow) string {
+			return now.Sub(time.UnixMilli(r.LastMs)).Round(time.Second).String() + " ago"
+		}),
+	}
+}
+
 // locCols are -SLQ's columns. Reach, votes and carried are "-" for a
 // location that takes no part in the count, or when no master counts.
 func locCols() []column[locRow] {

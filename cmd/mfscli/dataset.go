@@ -25,6 +25,7 @@ type dataset struct {
 	TimeRef      netip.Addr
 	Masters      []masterRow
 	Chunkservers []csRow
+	Clones       []cloneRow // chunkserver connections refused as clones, by any master
 	Locations    []locRow
 	Quorum       quorumView
 	Summary      summary
@@ -97,6 +98,45 @@ type csRow struct {
 	Maintenance bool         `json:"maintenance"`               // its absence is planned (-CM1)
 	LeftOutBy   []netip.Addr `json:"left_out_by"`               // masters counting without it (-CTR)
 	Removal     string       `json:"removal_command,omitempty"` // disconnected only
+}
+
+// cloneRow is a chunkserver connection a master refused because its id was
+// already connected from another address: a cloned chunkserver (a copied
+// VM or data directory) or an impostor.
+type cloneRow struct {
+	ID        wire.CSID  `json:"csid"`
+	IP        netip.Addr `json:"ip"`         // where the refused connection came from
+	Holder    netip.Addr `json:"holder_ip"`  // the address that holds the id
+	RefusedBy netip.Addr `json:"refused_by"` // the master that refused it
+	Count     int        `json:"count"`
+	FirstMs   int64      `json:"first_seen_ms"`
+	LastMs    int64      `json:"last_seen_ms"`
+}
+
+// cloneRows gathers every answering master's refused clones, by id, then
+// address, then master.
+func cloneRows(answers []answer) []cloneRow {
+	out := []cloneRow{}
+	for _, a := range answers {
+		if a.err != nil {
+			continue
+		}
+		for _, c := range a.st.Clones {
+			out = append(out, cloneRow{ID: c.ID, IP: c.Addr, Holder: c.Holder, RefusedBy: a.addr.Addr(),
+				Count: c.Count, FirstMs: c.FirstUnixMs, LastMs: c.LastUnixMs})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.ID != b.ID {
+			return a.ID < b.ID
+		}
+		if a.IP != b.IP {
+			return a.IP.Less(b.IP)
+		}
+		return a.RefusedBy.Less(b.RefusedBy)
+	})
+	return out
 }
 
 // locRow is one location under one config. Count is nil when no master
@@ -212,6 +252,7 @@ func build(answers []answer, host string, now time.Time) dataset {
 	}
 	ds.Masters = masterRows(answers, timeRef, referenceID(answers, leader, view))
 	ds.Chunkservers = csRows(answers, view, host)
+	ds.Clones = cloneRows(answers)
 	counter := voteCounter(answers)
 	ds.Locations = locRows(view, counter)
 	ds.Quorum = quorumOf(answers, counter)

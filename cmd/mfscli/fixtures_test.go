@@ -198,6 +198,19 @@ var scenarios = []struct {
 	{"cutoff", cutOff},
 	{"inflight", inFlight},
 	{"leftout", leftOut},
+	{"clone", clone},
+}
+
+// clone: the healthy cluster, where a copy of 127.0.1.1's VM came up at
+// 127.0.9.9 with its id: the LEADER refused it three times, a FOLLOWER
+// once.
+func clone() []answer {
+	as := healthy()
+	as[1].st.Clones = []node.CloneStatus{{ID: 1, Addr: addr("127.0.9.9"), Holder: addr("127.0.1.1"),
+		FirstUnixMs: ms(-90 * time.Second), LastUnixMs: ms(-5 * time.Second), Count: 3}}
+	as[0].st.Clones = []node.CloneStatus{{ID: 1, Addr: addr("127.0.9.9"), Holder: addr("127.0.1.1"),
+		FirstUnixMs: ms(-90 * time.Second), LastUnixMs: ms(-90 * time.Second), Count: 1}}
+	return as
 }
 
 // leftOut: the election above after mfscli -CTR/127.0.2.2/9422 (down): the

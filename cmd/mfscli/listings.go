@@ -15,6 +15,7 @@ const (
 	titleMasters      = "Metadata Servers (masters)"
 	titleChunkservers = "Chunkservers"
 	titleDisconnected = "Disconnected chunkservers"
+	titleClones       = "Refused clones (cloned chunkserver or impostor)"
 	titleLocations    = "Locations and quorum"
 	titleQuorum       = "Quorum"
 	titleSummary      = "Cluster summary"
@@ -157,6 +158,9 @@ func tablesOf(l listing, ds dataset, o options, now time.Time) []table {
 		out := []table{tableOf(title, csCols(), ds.Chunkservers)}
 		if gone := disconnected(ds.Chunkservers); len(gone) > 0 {
 			out = append(out, tableOf(titleDisconnected, discCols(), gone))
+		}
+		if len(ds.Clones) > 0 {
+			out = append(out, tableOf(titleClones, cloneCols(now), ds.Clones))
 		}
 		return out
 	case listLocations:
@@ -307,6 +311,7 @@ type jsonDataset struct {
 	TimeRef      string       `json:"time_reference,omitempty"`
 	Masters      *[]masterRow `json:"masters,omitempty"`
 	Chunkservers *[]csRow     `json:"chunkservers,omitempty"`
+	Clones       []cloneRow   `json:"refused_clones,omitempty"`
 	Locations    *[]locRow    `json:"locations,omitempty"`
 	Quorum       *quorumView  `json:"quorum,omitempty"`
 	Summary      *summary     `json:"summary,omitempty"`
@@ -321,7 +326,7 @@ func writeJSON(out io.Writer, ds dataset, errs []string, o options, now time.Tim
 		j.Dataset.Masters, j.Dataset.TimeRef = &ds.Masters, addrText(ds.TimeRef)
 	}
 	if o.show[listChunkservers] {
-		j.Dataset.Chunkservers = &ds.Chunkservers
+		j.Dataset.Chunkservers, j.Dataset.Clones = &ds.Chunkservers, ds.Clones
 	}
 	if o.show[listLocations] {
 		j.Dataset.Locations, j.Dataset.Quorum = &ds.Locations, &ds.Quorum
