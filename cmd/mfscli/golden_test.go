@@ -125,6 +125,7 @@ func TestJSONParses(t *testing.T) {
 				TimeRef      string           `json:"time_reference"`
 				Masters      []map[string]any `json:"masters"`
 				Chunkservers []map[string]any `json:"chunkservers"`
+				Clones       []map[string]any `json:"refused_clones"`
 				Locations    []map[string]any `json:"locations"`
 				Quorum       map[string]any   `json:"quorum"`
 				Summary      map[string]any   `json:"summary"`
