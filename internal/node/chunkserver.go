@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/obs"
@@ -513,11 +514,11 @@ func (l *csLink) run() {
 		l.deliver(csInput{up: true})
 		opened := time.Now()
 		go l.keepalive(c)
-		l.read(c)
+		closed := l.read(c)
 		l.mu.Lock()
 		l.c = nil
 		l.mu.Unlock()
-		l.deliver(csInput{ev: roles.VoteConnLost{Master: l.to.ID}})
+		l.deliver(csInput{ev: roles.VoteConnLost{Master: l.to.ID, Closed: closed}})
 		// A connection that lived is retried at once (was the master
 		// killed? a refusal says so); one closed right after opening is
 		// a refusal of us, and is retried with back-off.
@@ -549,15 +550,20 @@ func (l *csLink) keepalive(c *conn) {
 	}
 }
 
-func (l *csLink) read(c *conn) {
+// read feeds what the master sends to the loop until the connection ends.
+// closed reports that the master's host ended it (a FIN or a RST arrived:
+// what a killed process's kernel sends), not a timeout, an ICMP error or
+// our own close: half of the proof the fast path needs (roles.Refused).
+func (l *csLink) read(c *conn) (closed bool) {
 	defer c.close()
 	for {
 		m, err := cstomaIn.ReadFrame(c.nc, frame.DefaultMaxFrame)
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !c.closed() {
+			byPeer := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
+			if !byPeer && !errors.Is(err, net.ErrClosed) && !c.closed() {
 				l.n.log.Warn().Str("master", l.to.Addr.String()).Err(err).Msg("master connection dropped")
 			}
-			return
+			return byPeer
 		}
 		switch v := deref(m).(type) {
 		case RegisterReply:

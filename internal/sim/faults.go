@@ -55,6 +55,7 @@ type profile struct {
 	faults                              []faultKind
 	meanGap                             time.Duration
 	extremeClocks                       bool // every clock starts at +rho or -rho
+	reject                              bool // cuts refuse dials (REJECT rules) instead of dropping them
 }
 
 // initialRate is a node's clock rate at start: 1, or on extreme-clock seeds
@@ -111,6 +112,7 @@ func drawProfile(r *rand.Rand) profile {
 	}
 	p.meanGap = time.Duration(700+r.Intn(2000)) * time.Millisecond
 	p.extremeClocks = r.Intn(2) == 0
+	p.reject = r.Intn(3) == 0
 	return p
 }
 
@@ -119,10 +121,10 @@ func (p profile) String() string {
 	for _, f := range p.faults {
 		fs = append(fs, faultNames[f])
 	}
-	return fmt.Sprintf("masters=%d cs=%d+%d spare locations=%d clients=%d delay=%v+%v loss=%.2f dup=%.2f disk<=%v lease=%v hb=%v drift<=%.2f deputy=%v ack_replicas=%d snapshot_every=%d log_retain=%d keep=M%d gap~%v extreme_clocks=%v faults=[%s]",
+	return fmt.Sprintf("masters=%d cs=%d+%d spare locations=%d clients=%d delay=%v+%v loss=%.2f dup=%.2f disk<=%v lease=%v hb=%v drift<=%.2f deputy=%v ack_replicas=%d snapshot_every=%d log_retain=%d keep=M%d gap~%v extreme_clocks=%v reject=%v faults=[%s]",
 		p.masters, p.css, p.spares, p.locs, p.clients, p.delayBase, p.delayJitter, p.loss, p.dup, p.diskMax,
 		p.masterCfg.VoteLease, p.masterCfg.HeartbeatInterval, p.masterCfg.MaxClockDrift, p.masterCfg.DeputyElectionTime,
-		p.masterCfg.AckReplicas, p.masterCfg.SnapshotEvery, p.masterCfg.LogRetain, p.keep, p.meanGap, p.extremeClocks, strings.Join(fs, ","))
+		p.masterCfg.AckReplicas, p.masterCfg.SnapshotEvery, p.masterCfg.LogRetain, p.keep, p.meanGap, p.extremeClocks, p.reject, strings.Join(fs, ","))
 }
 
 var locNames = []string{"default", "b", "c"}

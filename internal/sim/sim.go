@@ -376,7 +376,11 @@ func (w *world) send(from, to ref, msg roles.Event, sentLoc int64) {
 	if to.k == kCS && to.i >= len(w.css) {
 		return // an id only an adversary used: the answer goes back to it
 	}
-	if w.cutBetween(from, to) || w.rng.Float64() < w.net.loss {
+	if w.cutBetween(from, to) {
+		w.reject(from, to, msg, sentLoc)
+		return
+	}
+	if w.rng.Float64() < w.net.loss {
 		return
 	}
 	copies := 1
@@ -386,6 +390,22 @@ func (w *world) send(from, to ref, msg roles.Event, sentLoc int64) {
 	for i := 0; i < copies; i++ {
 		d := w.net.delayBase + w.rng.Int63n(w.net.delayJitter+1)
 		w.push(&event{at: w.now + d, kind: evDeliver, to: to, from: from, msg: msg, sentLoc: sentLoc})
+	}
+}
+
+// reject: on seeds whose network has REJECT rules (iptables' default, an
+// ICMP port-unreachable), a chunkserver's dial across a cut is refused
+// while the master lives: what the fast path must not mistake for a dead
+// master (docs/architecture.md §3).
+func (w *world) reject(from, to ref, msg roles.Event, sentLoc int64) {
+	if !w.prof.reject || from.k != kCS || to.k != kMaster {
+		return
+	}
+	switch msg.(type) {
+	case roles.Probe, roles.VoteHello:
+		d := w.net.delayBase + w.rng.Int63n(w.net.delayJitter+1)
+		w.push(&event{at: w.now + d, kind: evDeliver, to: from, from: to,
+			msg: roles.Refused{Master: wire.MasterID(to.i + 1), SentAt: roles.Instant(sentLoc)}})
 	}
 }
 
@@ -633,10 +653,11 @@ func (w *world) killMaster(i int) {
 	}
 	w.tracef("M%d KILL (was %v)", i+1, n.m.Role())
 	n.setUp(false)
-	// Its connections reset: each voter connected to it sees the close.
+	// Its kernel closes its connections: every chunkserver (each keeps one
+	// to every master) sees the close, where the network lets it through.
 	for _, c := range w.css {
-		if c.up && c.v != nil && c.v.VoteFor() == wire.MasterID(i+1) {
-			w.send(n.ref, c.ref, roles.VoteConnLost{Master: wire.MasterID(i + 1)}, 0)
+		if c.up && c.v != nil {
+			w.send(n.ref, c.ref, roles.VoteConnLost{Master: wire.MasterID(i + 1), Closed: true}, 0)
 		}
 	}
 }

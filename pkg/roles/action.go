@@ -18,16 +18,24 @@ type Tick struct{}
 type ConnLost struct{ CS wire.CSID }
 
 // Refused: a chunkserver's dial to a master, made at its own time SentAt,
-// was refused: no process holds that master's port, so no process counts
-// any vote given to it before SentAt (docs/architecture.md, "fast path").
+// was refused. Alone it proves little: a firewall's REJECT and a moved
+// address refuse too. With the connection the promise was granted on
+// closed by the master's host after the grant (VoteConnLost.Closed) and
+// before SentAt, it proves the process that held the promise is gone
+// (docs/architecture.md §3, "fast path").
 type Refused struct {
 	Master wire.MasterID
 	SentAt Instant
 }
 
-// VoteConnLost: the chunkserver's vote connection closed (reset or EOF).
-// It proves nothing about the master; the promise stands.
-type VoteConnLost struct{ Master wire.MasterID }
+// VoteConnLost: the chunkserver's connection to a master closed. Closed
+// says the master's host closed it (a FIN or a RST arrived), as a killed
+// process's kernel does; false for a timeout, an ICMP error or our own
+// close. Alone it proves nothing about the master; the promise stands.
+type VoteConnLost struct {
+	Master wire.MasterID
+	Closed bool
+}
 
 // AdminKind is an operator command a master receives (through mfscli).
 type AdminKind uint8

@@ -188,7 +188,7 @@ func (h *harness) event(name string, a map[string]string) Event {
 		return VoteBye{CS: cs, Session: mustU(orDefault(a["session"], "1")), Addr: h.sourceOf(cs, a)}
 	case "connlost":
 		if h.v != nil {
-			return VoteConnLost{Master: wire.MasterID(mustU(a["master"]))}
+			return VoteConnLost{Master: wire.MasterID(mustU(a["master"])), Closed: a["closed"] == "true"}
 		}
 		return ConnLost{CS: cs}
 	case "ack":

@@ -14,6 +14,10 @@ type view struct {
 	at   Instant
 	seen bool
 	dead bool // refused since its last reply
+	// closedAt: when the master's host last closed the connection to it
+	// (closed: since its last reply). Half of the proof a refusal needs.
+	closedAt Instant
+	closed   bool
 }
 
 // Voter is a chunkserver's election logic. It holds at most one vote
@@ -46,6 +50,7 @@ type Voter struct {
 	promiseSession uint64
 	promiseStart   Instant
 	promiseUntil   Instant
+	grantedAt      Instant // the newest grant to promiseTo
 
 	views        map[wire.MasterID]*view
 	rank, ranks  uint32
@@ -191,6 +196,10 @@ func (v *Voter) Step(now Instant, ev Event) []Action {
 	case Refused:
 		v.onRefused(e)
 	case VoteConnLost:
+		if e.Closed {
+			w := v.view(e.Master)
+			w.closedAt, w.closed = v.now, true
+		}
 		if e.Master == v.voteFor {
 			v.endSession()
 			v.nextProbe = v.now // find out at once whether it is dead
@@ -208,17 +217,23 @@ func (v *Voter) endSession() {
 	v.nextProbe = min(v.nextProbe, v.now)
 }
 
-func (v *Voter) onProbeReply(r ProbeReply) {
-	w := v.views[r.From]
+// view is what this voter knows of master m (made empty on first use).
+func (v *Voter) view(m wire.MasterID) *view {
+	w := v.views[m]
 	if w == nil {
 		w = &view{}
-		v.views[r.From] = w
+		v.views[m] = w
 	}
+	return w
+}
+
+func (v *Voter) onProbeReply(r ProbeReply) {
+	w := v.view(r.From)
 	if w.seen && r.Incarnation < w.r.Incarnation {
 		v.ignore("stale-incarnation")
 		return
 	}
-	w.r, w.at, w.seen, w.dead = r, v.now, true, false
+	w.r, w.at, w.seen, w.dead, w.closed = r, v.now, true, false, false
 	// A newer incarnation proves the one the promise was made to is gone.
 	if v.promiseTo == r.From && r.Incarnation > v.promiseInc {
 		v.promiseTo, v.promiseUntil = wire.NoMaster, 0
@@ -229,10 +244,16 @@ func (v *Voter) onProbeReply(r ProbeReply) {
 }
 
 func (v *Voter) onRefused(e Refused) {
-	if w := v.views[e.Master]; w != nil {
+	w := v.views[e.Master]
+	if w != nil {
 		w.dead = true
 	}
-	if v.promiseTo == e.Master && v.promiseStart <= e.SentAt {
+	// The process the promise was made to is gone only if its host closed
+	// the connection the grant went over (after the grant), and a dial sent
+	// after that close was refused. A REJECT rule that answers with ICMP, or
+	// a master cut off, closes nothing: the promise stands until it lapses.
+	proof := w != nil && w.closed && w.closedAt >= v.grantedAt && e.SentAt >= w.closedAt
+	if v.promiseTo == e.Master && v.promiseStart <= e.SentAt && proof {
 		v.promiseTo, v.promiseUntil = wire.NoMaster, 0
 	}
 	if v.voteFor == e.Master {
@@ -334,6 +355,7 @@ func (v *Voter) onHeartbeat(h Heartbeat) {
 	}
 	v.promiseTo, v.promiseInc, v.promiseSession = h.From, h.Incarnation, h.Session
 	v.promiseUntil = max(v.promiseUntil, v.now.Add(grant))
+	v.grantedAt = v.now
 	v.lastHB, v.granted, v.voteRole = v.now, grant, h.Role
 	if h.Ranks > 0 {
 		v.rank, v.ranks = h.Rank, h.Ranks
