@@ -2,8 +2,11 @@
 GO     ?= go
 SEEDS  ?= 20000
 TRIALS ?= 20
+# How long `make fuzz` runs each fuzz target, and `make test` (SHORTFUZZ).
+FUZZTIME  ?= 60s
+SHORTFUZZ ?= 4s
 
-.PHONY: all build run test chaos bench vet
+.PHONY: all build run test chaos bench vet fuzz
 
 all: build
 
@@ -25,8 +28,28 @@ vet:
 # Unit, golden and property tests, 500 simulator seeds, and the real-process
 # tests (daemons over TCP on loopback, kill -9, SIGSTOP, a partition in a
 # network namespace when run as root). Bounded: a few minutes on 2 cores.
+# Then every fuzz target for SHORTFUZZ (plain go test only replays their
+# corpora).
 test: vet
 	$(GO) test -count=1 -timeout 14m ./...
+	$(call fuzz-each,$(SHORTFUZZ))
+
+# Every fuzz target (each func Fuzz* in a _test.go file), one after another
+# (go test fuzzes one target per run), FUZZTIME each. A failure stops here;
+# go test saves the input under the package's testdata/fuzz/<target>/, where
+# it then stays a regression case that plain `go test` replays.
+fuzz:
+	$(call fuzz-each,$(FUZZTIME))
+
+# fuzz-each runs every fuzz target for $(1).
+define fuzz-each
+	@set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' cmd internal pkg | sort); do \
+		for t in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
+			echo "fuzz $$t (./$$(dirname $$f)) for $(1)"; \
+			$(GO) test -run='^$$' -fuzz="^$$t\$$" -fuzztime=$(1) ./$$(dirname $$f); \
+		done; \
+	done
+endef
 
 # Many more simulator seeds on every core; rewrites the figures in docs/sim.md.
 # SEEDS=N overrides the number of seeds.

@@ -2,8 +2,11 @@ package roles
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -125,6 +128,8 @@ func (r *coreRig) answer(acts []Action) []Event {
 
 // ---- FuzzMasterStep: decode, then Step -------------------------------------------------
 
+var writeCorpus = flag.Bool("write-corpus", false, "write FuzzMasterStep's seeds to testdata/fuzz/FuzzMasterStep/")
+
 // peerRegistry decodes what a master's peers may send it: the messages of
 // its three ports (internal/node's matomlIn, matocsIn and matoclIn, the
 // election core's part of them).
@@ -176,13 +181,28 @@ func fuzzSeeds() []wire.Message {
 // a FOLLOWER holding a few entries), the rest is frames back to back, each
 // decoded as a driver would and stepped, with time moving on between them.
 func FuzzMasterStep(f *testing.F) {
+	files := map[string][]byte{}
 	for _, m := range fuzzSeeds() {
 		b, err := frame.Encode(m)
 		if err != nil {
 			f.Fatal(err)
 		}
-		f.Add(append([]byte{0}, b...))
-		f.Add(append([]byte{1}, b...))
+		for core, name := range []string{"leader", "follower"} {
+			in := append([]byte{byte(core)}, b...)
+			f.Add(in)
+			files[fmt.Sprintf("seed-%s-type-%d-%d", name, m.MsgType(), len(files))] = in
+		}
+	}
+	if *writeCorpus {
+		dir := filepath.Join("testdata", "fuzz", f.Name())
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			f.Fatal(err)
+		}
+		for name, b := range files {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(fmt.Sprintf("go test fuzz v1\n[]byte(%+q)\n", b)), 0o644); err != nil {
+				f.Fatal(err)
+			}
+		}
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		if len(in) == 0 {

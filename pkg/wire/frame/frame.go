@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/hashicorp/go-msgpack/v2/codec"
 	"github.com/mfs-election/mfs-election/pkg/wire"
@@ -78,6 +79,17 @@ func (r *Registry) Register(t wire.Type, newMsg func() wire.Message) {
 		panic(fmt.Sprintf("wire: message type %d registered twice", t))
 	}
 	r.make[t] = newMsg
+}
+
+// Types returns the message types r decodes, in ascending order (for
+// tests that must cover every one of them).
+func (r *Registry) Types() []wire.Type {
+	ts := make([]wire.Type, 0, len(r.make))
+	for t := range r.make {
+		ts = append(ts, t)
+	}
+	slices.Sort(ts)
+	return ts
 }
 
 // Encode returns the frame for m.
