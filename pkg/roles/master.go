@@ -31,6 +31,7 @@ type voterRec struct {
 	// the acknowledged heartbeat, so the voter's promise outlives it.
 	validUntil Instant
 	ackEpoch   uint64 // the epoch of the newest heartbeat it acknowledged
+	ackedSeq   uint64 // the newest heartbeat it acknowledged with a vote (confirms reads)
 	knownReg   uint64
 	inForce    uint64
 	commit     Pos
@@ -66,6 +67,7 @@ type pendingOp struct {
 	client ClientID
 	seq    uint64
 	ver    uint64 // write: the entry; read: the read index
+	hb     uint64 // read: the newest heartbeat sent before it arrived
 	key    string
 	read   bool
 	prefix bool
@@ -107,6 +109,10 @@ type Master struct {
 	replicated Pos
 	acked      Pos
 	pending    []pendingOp
+	// readHB: the heartbeat round that will confirm the reads that arrived
+	// before it (0: none asked for); readRound: the next broadcast is one.
+	readHB    uint64
+	readRound bool
 	toRegister map[wire.CSID]Chunkserver
 	assigned   map[netip.AddrPort]wire.CSID // ids handed out by AssignID
 
@@ -785,6 +791,9 @@ func (m *Master) onHeartbeatAck(a HeartbeatAck) {
 		v.validUntil = until
 	}
 	v.ackEpoch = sent.epoch
+	if sent.epoch == m.hard.Epoch {
+		v.ackedSeq = max(v.ackedSeq, a.Seq)
+	}
 	v.knownReg, v.inForce, v.commit, v.commitTag = a.KnownReg, a.InForce, a.Commit, a.CommitTag
 	m.lastVoteSeen = m.now
 	switch m.role {
@@ -794,6 +803,9 @@ func (m *Master) onHeartbeatAck(a HeartbeatAck) {
 		m.noteRegistration(a.CS, v)
 		m.advanceAcked()
 		m.checkInForce()
+		if m.readHB != 0 && a.Seq >= m.readHB {
+			m.answerPending() // this ack may complete a read round
+		}
 	}
 }
 
@@ -956,6 +968,9 @@ func (m *Master) noteSent() {
 
 func (m *Master) heartbeatAll() {
 	m.hbSeq++
+	if m.readRound {
+		m.readHB, m.readRound = m.hbSeq, false
+	}
 	m.noteSent()
 	for _, id := range m.voterIDs() {
 		m.send(ToCS(id), m.heartbeat(id, m.voters[id].session, m.hbSeq))

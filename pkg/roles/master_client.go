@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -105,7 +106,8 @@ func (m *Master) onClientRead(r ClientRead) {
 	case Leader:
 		// Linearizable: answered once everything in the log at arrival is
 		// acknowledged, and only while the quorum lease holds.
-		m.pending = append(m.pending, pendingOp{client: r.Client, seq: r.Seq, ver: m.log.Len(), key: key, read: true, prefix: r.Prefix})
+		m.pending = append(m.pending, pendingOp{client: r.Client, seq: r.Seq, ver: m.log.Len(), hb: m.hbSeq, key: key, read: true, prefix: r.Prefix})
+		m.askReadRound()
 		m.answerPending()
 	case Deputy:
 		rep := m.readReply(key, r.Prefix)
@@ -116,14 +118,58 @@ func (m *Master) onClientRead(r ClientRead) {
 	}
 }
 
+// askReadRound makes the next heartbeat broadcast (at once) a read round,
+// unless one is in flight already: the reads that arrive meanwhile wait
+// for the round after it, so one round confirms every read of a burst.
+func (m *Master) askReadRound() {
+	if m.cfg.LeaseReads || m.readHB != 0 || m.readRound {
+		return
+	}
+	m.readRound = true
+	m.heartbeatNow()
+}
+
+// confirmedSeq is the newest heartbeat a quorum of votes has acknowledged:
+// a read that arrived before it was sent is answered by a LEADER that was
+// still LEADER after the read arrived. Leases alone cannot say so after a
+// pause the monotonic clock did not count (docs/architecture.md §8).
+func (m *Master) confirmedSeq() uint64 {
+	var seqs []uint64
+	for _, v := range m.counted() {
+		seqs = append(seqs, v.ackedSeq)
+	}
+	slices.Sort(seqs)
+	seqs = slices.Compact(seqs)
+	for i := len(seqs) - 1; i >= 0; i-- {
+		s := seqs[i]
+		if m.quorumAt(m.now, func(v *voterRec) bool { return v.ackedSeq >= s }) == quorum.Won {
+			return s
+		}
+	}
+	return 0
+}
+
 // answerPending replies to every waiting client whose change or read index
-// is acknowledged.
+// is acknowledged (and, for a read, confirmed by a heartbeat round).
 func (m *Master) answerPending() {
 	if m.role != Leader || m.quorumAt(m.now, nil) != quorum.Won {
 		return
 	}
+	confirmed := uint64(0)
+	if m.readHB != 0 {
+		confirmed = m.confirmedSeq()
+		if confirmed >= m.readHB {
+			m.readHB = 0 // the round is complete
+		}
+	}
 	keep := m.pending[:0]
+	waiting := false
 	for _, op := range m.pending {
+		if op.read && !m.cfg.LeaseReads && op.hb >= confirmed {
+			keep = append(keep, op)
+			waiting = true
+			continue
+		}
 		if op.ver > m.acked.Version {
 			keep = append(keep, op)
 			continue
@@ -141,6 +187,9 @@ func (m *Master) answerPending() {
 		}
 	}
 	m.pending = keep
+	if waiting {
+		m.askReadRound()
+	}
 }
 
 // readReply answers a read of key, or with prefix set one page of a list

@@ -304,3 +304,42 @@ func TestRegistrationFloodBounded(t *testing.T) {
 		t.Fatalf("%d registrations queued, want at most %d", len(h.m.toRegister), MaxPendingRegistrations)
 	}
 }
+
+// M3: a LEADER resumed after a pause its monotonic clock did not count
+// (a paused VM) still holds leases that look live. A read is answered only
+// once a quorum acknowledged a heartbeat sent after the read arrived; here
+// the voters have moved on to epoch 2 and refuse, so the read gets no
+// answer from the old state and the LEADER steps down. With LeaseReads
+// (the opt-in) the lease alone answers it.
+func TestReadConfirmedAfterPause(t *testing.T) {
+	h := leaderOf3(t)
+	// Settle: everything in the log acknowledged.
+	h.run("ack cs=1")
+	h.run("ack cs=2")
+	out := h.run("read client=2 seq=1 key=a")
+	if strings.Contains(out, "send C2 reply") {
+		t.Fatalf("a read was answered before any heartbeat sent after it was acknowledged:\n%s", out)
+	}
+	if !strings.Contains(out, "heartbeat") {
+		t.Fatalf("a read did not start a heartbeat round:\n%s", out)
+	}
+	for _, cs := range []string{"1", "2"} {
+		out = h.run("ack cs=" + cs + " nack=stale-epoch maxepoch=2 owner=2")
+		if strings.Contains(out, "send C2 reply seq=1 ok") {
+			t.Fatalf("the read was answered from the old state after the voters refused:\n%s", out)
+		}
+	}
+	if h.m.Role() == Leader {
+		t.Fatal("the LEADER did not step down on the voters' refusal")
+	}
+
+	h = newHarness(t)
+	h.run("master id=1 masters=1 registry=1@10.0.1.1,2@10.0.1.2,3@10.0.1.3 acks=0")
+	h.m.cfg.LeaseReads = true
+	for _, cmd := range []string{"hello cs=1 nominate", "hello cs=2", "ack cs=1", "ack cs=2", "ack cs=1", "ack cs=2"} {
+		h.run(cmd)
+	}
+	if out := h.run("read client=2 seq=1 key=a"); !strings.Contains(out, "send C2 reply seq=1 ok") {
+		t.Fatalf("with LeaseReads a read was not answered from the lease:\n%s", out)
+	}
+}
