@@ -27,6 +27,8 @@ var spec = settings.Spec{Daemon: "mfsmaster", Keys: []settings.Key{
 		Usage: "An ELECT that cannot gather quorum this long becomes DEPUTY and serves reads. 0 = never (MooseFS's default)."},
 	{Name: "KEEP_LEADERSHIP", Kind: settings.Bool, Default: "0",
 		Usage: "1: this master takes the LEADER role back whenever it is a synced FOLLOWER, unless leadership was moved away on purpose."},
+	{Name: "LEASE_READS", Kind: settings.Bool, Default: "0",
+		Usage: "1: the LEADER answers reads on its vote leases alone, about a round trip sooner. Safe only where this machine's monotonic clock counts every moment the master is stopped: not in a VM that may be paused or suspended. 0: each read waits for a quorum to acknowledge a heartbeat sent after it arrived."},
 	{Name: "LOG_LEVEL", Kind: settings.String, Default: "info", Usage: "debug, info, warn or error."},
 	{Name: "VOTE_LEASE", Kind: settings.Duration, Default: "800ms", Min: "20ms", Max: "1m",
 		Usage: "The promise a chunkserver makes on each heartbeat. A frozen LEADER is replaced about one lease after its last heartbeat; must not exceed the chunkservers' MAX_PROMISE."},

@@ -162,6 +162,7 @@ func coreConfig(v settings.Values, list []node.MasterAddr, self netip.Addr) role
 	cfg.HandoverTimeout = v.Duration("HANDOVER_TIMEOUT")
 	cfg.AckReplicas = v.Int("ACK_REPLICAS")
 	cfg.KeepLeadership = v.Bool("KEEP_LEADERSHIP")
+	cfg.LeaseReads = v.Bool("LEASE_READS")
 	cfg.SnapshotEvery = uint64(v.Int("SNAPSHOT_CHANGES"))
 	cfg.LogRetain = uint64(v.Int("CHANGELOG_RETAIN"))
 	return cfg
