@@ -50,6 +50,7 @@ type ChunkserverNode struct {
 	pending []roles.Action // the group being stepped (flush carries it out)
 	metrics *obs.ChunkserverMetrics
 	start   time.Time
+	clock   clock // the core's time (CLOCK_BOOTTIME)
 	ln      net.Listener
 	port    uint16
 
@@ -81,7 +82,7 @@ type csInput struct {
 // starts the voter once it has an id.
 func StartChunkserver(opt ChunkserverOptions, store *metadata.ChunkserverStore) (*ChunkserverNode, error) {
 	n := &ChunkserverNode{
-		opt: opt, log: opt.Log, store: store, start: time.Now(),
+		opt: opt, log: opt.Log, store: store, start: time.Now(), clock: newClock(),
 		inbox: make(chan csInput, 1024), stopReq: make(chan struct{}), done: make(chan struct{}),
 		links: map[wire.MasterID]*csLink{}, addrOf: map[wire.MasterID]netip.Addr{},
 	}
@@ -149,7 +150,7 @@ func (n *ChunkserverNode) Identity() metadata.Identity {
 	return n.id
 }
 
-func (n *ChunkserverNode) now() roles.Instant { return roles.Instant(time.Since(n.start)) }
+func (n *ChunkserverNode) now() roles.Instant { return roles.Instant(n.clock.since()) }
 
 func (n *ChunkserverNode) hello() frame.Hello {
 	id := n.Identity()

@@ -49,6 +49,7 @@ type MasterNode struct {
 	core    *roles.Master
 	metrics *obs.MasterMetrics
 	start   time.Time
+	clock   clock // the core's time (CLOCK_BOOTTIME)
 
 	lnML, lnCS, lnCL net.Listener
 	// Two inboxes, so that client work never queues ahead of votes: inbox
@@ -166,7 +167,7 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 		return nil, err
 	}
 	n := &MasterNode{
-		opt: opt, log: opt.Log, store: store, start: time.Now(),
+		opt: opt, log: opt.Log, store: store, start: time.Now(), clock: newClock(),
 		inbox: make(chan input, 4096), clInbox: make(chan input, 1024), stopReq: make(chan struct{}), done: make(chan struct{}),
 		addrOf: map[wire.MasterID]netip.Addr{}, links: map[wire.MasterID]*link{},
 		cs: map[wire.CSID]*conn{}, csInfo: map[wire.CSID]CSInfo{}, peersIn: map[*conn]bool{},
@@ -265,7 +266,7 @@ func (n *MasterNode) Status() StatusResp {
 	return n.status
 }
 
-func (n *MasterNode) now() roles.Instant { return roles.Instant(time.Since(n.start)) }
+func (n *MasterNode) now() roles.Instant { return roles.Instant(n.clock.since()) }
 
 // setHello records the hello this master opens with; the loop calls it at
 // start and when the cluster id is learnt, readers and links read it.
