@@ -36,6 +36,11 @@ type Config struct {
 	// while there is no LEADER: possibly stale, not linearizable. Changes
 	// always need the LEADER.
 	StaleReads bool
+	// Cluster is the metadata id of the cluster to talk to. Empty: the
+	// first LEADER that serves a request pins it. Either way, a master
+	// whose hello names another cluster (a master wiped and re-initialised
+	// instead of started with -e) is never used.
+	Cluster string
 }
 
 // ErrNoLeader: the context ended while no master would serve the request.
@@ -60,6 +65,8 @@ type Client struct {
 	conns   map[netip.AddrPort]net.Conn
 	rng     *mrand.Rand
 	leader  netip.Addr
+	cluster string                    // pinned (Config.Cluster or the first LEADER's)
+	ids     map[netip.AddrPort]string // the cluster id each open connection's master named
 }
 
 var replies = func() *frame.Registry {
@@ -95,12 +102,16 @@ func New(cfg Config) (*Client, error) {
 	if id == 0 {
 		id = 1
 	}
-	return &Client{cfg: cfg, masters: ms, id: id, conns: map[netip.AddrPort]net.Conn{},
+	return &Client{cfg: cfg, masters: ms, id: id, conns: map[netip.AddrPort]net.Conn{}, cluster: cfg.Cluster, ids: map[netip.AddrPort]string{},
 		rng: mrand.New(mrand.NewPCG(binary.BigEndian.Uint64(b[8:]), uint64(id)))}, nil
 }
 
 // Session is this client's session id.
 func (c *Client) Session() roles.ClientID { return c.id }
+
+// Cluster is the metadata id this client is pinned to ("" until a LEADER
+// has served it, unless Config.Cluster named one).
+func (c *Client) Cluster() string { return c.cluster }
 
 // Leader is the master that last served a request (invalid before any).
 func (c *Client) Leader() netip.Addr { return c.leader }
@@ -243,6 +254,7 @@ func (c *Client) do(ctx context.Context, req wire.Message) (roles.ClientReply, e
 		}
 	}
 	var last error = ErrNoLeader
+	var foreign error // a master of another cluster: said in the end whatever came after
 	sent := false
 	for round := 0; ; round++ {
 		to := c.masters[c.target].Addr
@@ -250,6 +262,9 @@ func (c *Client) do(ctx context.Context, req wire.Message) (roles.ClientReply, e
 		switch {
 		case err == nil && r.OK && (!r.Stale || c.cfg.StaleReads):
 			c.leader = to.Addr()
+			if c.cluster == "" {
+				c.cluster = c.ids[to]
+			}
 			return r, nil
 		case err == nil && !transient(r.Err):
 			return roles.ClientReply{}, fmt.Errorf("%w by %s: %s", ErrRefused, to.Addr(), r.Err)
@@ -259,6 +274,9 @@ func (c *Client) do(ctx context.Context, req wire.Message) (roles.ClientReply, e
 		default:
 			if !errors.Is(err, errNotSent) {
 				sent = true
+			}
+			if errors.Is(err, frame.ErrCluster) {
+				foreign = err
 			}
 			last = err
 			c.drop(to)
@@ -273,6 +291,9 @@ func (c *Client) do(ctx context.Context, req wire.Message) (roles.ClientReply, e
 		wait = wait/2 + time.Duration(c.rng.Int64N(int64(wait/2)+1))
 		select {
 		case <-ctx.Done():
+			if foreign != nil && foreign != last {
+				last = fmt.Errorf("%v; refused: %v", last, foreign)
+			}
 			if write && sent {
 				return roles.ClientReply{}, fmt.Errorf("%w: %v (last: %v)", ErrUnknown, ctx.Err(), last)
 			}
@@ -312,7 +333,7 @@ func (c *Client) attempt(ctx context.Context, to netip.AddrPort, req wire.Messag
 	}
 	nc, err := c.conn(to, deadline)
 	if err != nil {
-		return roles.ClientReply{}, fmt.Errorf("%w: %v", errNotSent, err)
+		return roles.ClientReply{}, fmt.Errorf("%w: %w", errNotSent, err)
 	}
 	_ = nc.SetDeadline(deadline)
 	if err := frame.WriteFrame(nc, req); err != nil {
@@ -365,11 +386,12 @@ func (c *Client) conn(to netip.AddrPort, deadline time.Time) (net.Conn, error) {
 		nc.Close()
 		return nil, fmt.Errorf("%s answered %T, not a hello", to, m)
 	}
-	if err := h.Check("", frame.KindMaster); err != nil {
+	if err := h.Check(c.cluster, frame.KindMaster); err != nil {
 		nc.Close()
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", to, err)
 	}
 	c.conns[to] = nc
+	c.ids[to] = h.Cluster
 	return nc, nil
 }
 
@@ -377,5 +399,6 @@ func (c *Client) drop(to netip.AddrPort) {
 	if nc := c.conns[to]; nc != nil {
 		_ = nc.Close()
 		delete(c.conns, to)
+		delete(c.ids, to)
 	}
 }

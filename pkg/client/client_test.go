@@ -21,12 +21,13 @@ import (
 // requests go to answer, which returns the reply (ok=false: close the
 // connection without one, as a master killed mid-request would).
 type fakeMaster struct {
-	ln     net.Listener
-	mu     sync.Mutex
-	seen   []roles.ClientWrite
-	answer func(w roles.ClientWrite) (roles.ClientReply, bool)
-	read   func(r roles.ClientRead) roles.ClientReply // nil: reads end the connection
-	reads  []roles.ClientRead
+	ln      net.Listener
+	mu      sync.Mutex
+	seen    []roles.ClientWrite
+	answer  func(w roles.ClientWrite) (roles.ClientReply, bool)
+	read    func(r roles.ClientRead) roles.ClientReply // nil: reads end the connection
+	reads   []roles.ClientRead
+	cluster string // the metadata id its hello names
 }
 
 var requests = func() *frame.Registry {
@@ -60,7 +61,7 @@ func (f *fakeMaster) serve(nc net.Conn) {
 	if _, err := requests.ReadFrame(nc, 4096); err != nil {
 		return
 	}
-	if frame.WriteFrame(nc, frame.Hello{Proto: frame.ProtocolVersion, Kind: frame.KindMaster, ID: 1}) != nil {
+	if frame.WriteFrame(nc, frame.Hello{Proto: frame.ProtocolVersion, Kind: frame.KindMaster, ID: 1, Cluster: f.cluster}) != nil {
 		return
 	}
 	for {
@@ -261,5 +262,69 @@ func TestListRefusesAMasterThatDoesNotPage(t *testing.T) {
 	es, more, err := cl.List(ctx, "")
 	if err == nil || !strings.Contains(err.Error(), "does not page") || !more || len(es) != 2 {
 		t.Fatalf("List = %d keys, more=%v, %v; want the first page and an error", len(es), more, err)
+	}
+}
+
+// TestClusterPinned (review M8): a master wiped and re-initialised instead
+// of started with -e leads a new, empty cluster of its own. A client never
+// writes there: it pins the cluster id (from its config, or from the first
+// LEADER that served it) and refuses any master that names another.
+func TestClusterPinned(t *testing.T) {
+	good, wiped := newFake(t, "127.77.0.6:19421"), newFake(t, "127.77.0.7:19421")
+	good.cluster, wiped.cluster = "aaaa", "bbbb"
+	ok := func(roles.ClientWrite) (roles.ClientReply, bool) {
+		return roles.ClientReply{OK: true, Version: 7}, true
+	}
+	good.answer, wiped.answer = ok, ok
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+
+	// Pinned by config: the re-initialised master, first in the list, is
+	// passed over.
+	cl, err := New(Config{MasterHost: "127.77.0.7,127.77.0.6", Port: 19421, Cluster: "aaaa"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := cl.Put(ctx, "k", "v"); err != nil || cl.Leader().String() != "127.77.0.6" {
+		t.Fatalf("Put = %v, served by %v; want the master of cluster aaaa", err, cl.Leader())
+	}
+	wiped.mu.Lock()
+	n := len(wiped.seen)
+	wiped.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("the master of another cluster received %d changes", n)
+	}
+
+	// Pinned by the first LEADER: once served by cluster aaaa, a client
+	// redirected to the other one refuses it and says why.
+	cl2, err := New(Config{MasterHost: "127.77.0.6,127.77.0.7", Port: 19421, Attempt: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl2.Close()
+	if _, err := cl2.Put(ctx, "k", "v"); err != nil || cl2.Cluster() != "aaaa" {
+		t.Fatalf("Put = %v, pinned %q; want cluster aaaa", err, cl2.Cluster())
+	}
+	wiped7 := node.MasterIDOf(netip.MustParseAddr("127.77.0.7"))
+	good.mu.Lock()
+	good.answer = func(roles.ClientWrite) (roles.ClientReply, bool) {
+		return roles.ClientReply{Err: roles.ErrNotLeader, Redirect: wiped7}, true
+	}
+	good.mu.Unlock()
+	short, cancel2 := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel2()
+	_, err = cl2.Put(short, "k2", "v")
+	if err == nil || !errors.Is(err, ErrUnknown) && !errors.Is(err, ErrNoLeader) {
+		t.Fatalf("Put with only another cluster's LEADER = %v", err)
+	}
+	if !strings.Contains(err.Error(), "metadata id") {
+		t.Fatalf("the error does not say another cluster answered: %v", err)
+	}
+	wiped.mu.Lock()
+	n = len(wiped.seen)
+	wiped.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("the master of another cluster received %d changes", n)
 	}
 }
