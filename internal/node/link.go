@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/obs"
+	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 )
@@ -69,6 +70,15 @@ func (l *link) run() {
 			if errors.Is(err, frame.ErrCluster) || errors.Is(err, frame.ErrProtocol) {
 				l.n.log.Error().Str(obs.FieldPeer, l.to.Addr.String()).Err(err).Msg("master link refused")
 				backoff = linkMaxBackoff
+			}
+			if errors.Is(err, frame.ErrCluster) {
+				// A master of MASTER_HOST belongs to another cluster: the
+				// core must not bootstrap a second one beside it.
+				select {
+				case l.n.inbox <- input{kind: inMsg, ev: roles.ForeignCluster{Master: l.to.ID}}:
+				case <-l.quit:
+					return
+				}
 			}
 			select {
 			case <-l.quit:

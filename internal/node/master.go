@@ -63,6 +63,7 @@ type MasterNode struct {
 	err      error
 
 	addrOf  map[wire.MasterID]netip.Addr
+	foreign map[wire.MasterID]bool  // masters of another cluster, reported once
 	links   map[wire.MasterID]*link // outgoing, to every other master
 	cs      map[wire.CSID]*conn     // the current connection of each chunkserver
 	csInfo  map[wire.CSID]CSInfo
@@ -73,6 +74,11 @@ type MasterNode struct {
 	admins  map[uint64]adminWait
 	nextAdm uint64
 	hbSent  map[hbKey]time.Time
+
+	// listsOut: list requests handed to the core and not answered yet;
+	// clHeld: a list request waiting until fewer are (see runGroup).
+	listsOut map[listKey]time.Time
+	clHeld   *input
 
 	// Limits on what peers can make this master hold (guard.go).
 	conns       *connCounter       // open connections per port and source (readers)
@@ -120,6 +126,11 @@ type adminWait struct {
 	id uint64 // the requester's own id, echoed back
 }
 
+type listKey struct {
+	client roles.ClientID
+	seq    uint64
+}
+
 type hbKey struct {
 	cs  wire.CSID
 	seq uint64
@@ -158,6 +169,7 @@ type input struct {
 	port string // matoml, matocs, matocl
 	c    *conn
 	msg  wire.Message
+	ev   roles.Event // an event of the driver's own (no connection): stepped as is
 }
 
 // StartMaster opens the listeners and starts the loop. The store must hold
@@ -169,11 +181,11 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 	n := &MasterNode{
 		opt: opt, log: opt.Log, store: store, start: time.Now(), clock: newClock(),
 		inbox: make(chan input, 4096), clInbox: make(chan input, 1024), stopReq: make(chan struct{}), done: make(chan struct{}),
-		addrOf: map[wire.MasterID]netip.Addr{}, links: map[wire.MasterID]*link{},
+		addrOf: map[wire.MasterID]netip.Addr{}, foreign: map[wire.MasterID]bool{}, links: map[wire.MasterID]*link{},
 		cs: map[wire.CSID]*conn{}, csInfo: map[wire.CSID]CSInfo{}, peersIn: map[*conn]bool{},
 		clConns: map[*conn]bool{}, clients: map[roles.ClientID]*conn{}, admins: map[uint64]adminWait{}, hbSent: map[hbKey]time.Time{},
 		snapDone: make(chan snapResult, 1), snapRetry: snapRetryMin,
-		conns: newConnCounter(), auth: &authGuard{}, refusals: &rateLog{}, infoClipped: map[wire.CSID]bool{},
+		listsOut: map[listKey]time.Time{}, conns: newConnCounter(), auth: &authGuard{}, refusals: &rateLog{}, infoClipped: map[wire.CSID]bool{},
 	}
 	n.snapCtx, n.snapCancel = context.WithCancel(context.Background())
 	n.metrics = obs.NewMasterMetrics(opt.Metrics)
@@ -305,12 +317,18 @@ func (n *MasterNode) loop() {
 			wait = max(time.Duration(d-n.now()), 0)
 		}
 		timer.Reset(wait)
+		// A held list request blocks the client inbox (it keeps its
+		// place in the order) until the lists before it are answered.
+		clInbox := n.clInbox
+		if n.clHeld != nil {
+			clInbox = nil
+		}
 		var err error
 		select {
 		case in := <-n.inbox:
-			err = n.runGroup(in, false)
-		case in := <-n.clInbox:
-			err = n.runGroup(in, true)
+			err = n.runGroup(&in, false)
+		case in := <-clInbox:
+			err = n.runGroup(&in, true)
 		case <-timer.C:
 			n.step(roles.Tick{})
 		case r := <-n.snapDone:
@@ -323,6 +341,11 @@ func (n *MasterNode) loop() {
 		}
 		if err == nil {
 			err = n.flush()
+		}
+		if err == nil && n.clHeld != nil && n.listRoom() {
+			if err = n.runGroup(nil, true); err == nil {
+				err = n.flush()
+			}
 		}
 		if err != nil || n.core.Role() == roles.Dummy {
 			n.shutdown(err)
@@ -358,6 +381,36 @@ func group[T any](first T, inbox <-chan T, handle func(T) error) error {
 // 10 ms, a single read or write well under 0.1 ms.
 const clientBudget = 64
 
+// maxListsOut bounds the list requests the core holds unanswered. A
+// linearizable read waits for a heartbeat round (and for the writes before
+// it) and the core then answers every waiting read in one step: without
+// this bound, 300 pipelined lists would be answered, copied and encoded in
+// one go, seconds in which no vote is renewed.
+const maxListsOut = 2
+
+// listsOutMaxAge: a list whose answer was never seen (its client left, the
+// role changed) stops counting against maxListsOut after this long.
+const listsOutMaxAge = 10 * time.Second
+
+func isList(in input) bool {
+	r, ok := in.msg.(roles.ClientRead)
+	return ok && r.Prefix
+}
+
+// listRoom reports whether another list may go to the core now.
+func (n *MasterNode) listRoom() bool {
+	if len(n.listsOut) < maxListsOut {
+		return true
+	}
+	cut := time.Now().Add(-listsOutMaxAge)
+	for k, at := range n.listsOut {
+		if at.Before(cut) {
+			delete(n.listsOut, k)
+		}
+	}
+	return len(n.listsOut) < maxListsOut
+}
+
 // clientCost is what one client input counts against clientBudget.
 func clientCost(in input) int {
 	switch m := in.msg.(type) {
@@ -374,10 +427,11 @@ func clientCost(in input) int {
 // runGroup handles one group sharing one fsync (group commit). Vote and
 // peer inputs come first, all that are queued; then a tick if one is due,
 // so that heartbeats are never held back behind client work; then client
-// inputs up to clientBudget. first came from clInbox when client is set.
-func (n *MasterNode) runGroup(first input, client bool) error {
-	if !client {
-		if err := n.handle(first); err != nil {
+// inputs up to clientBudget, a held list first. first (may be nil) came
+// from clInbox when client is set.
+func (n *MasterNode) runGroup(first *input, client bool) error {
+	if first != nil && !client {
+		if err := n.handle(*first); err != nil {
 			return err
 		}
 	}
@@ -388,19 +442,33 @@ func (n *MasterNode) runGroup(first input, client bool) error {
 		n.step(roles.Tick{})
 	}
 	budget := clientBudget
-	if client {
-		if err := n.handle(first); err != nil {
+	// take hands one client input to the core, or holds a list while the
+	// core has maxListsOut unanswered (false: stop taking client work).
+	take := func(in input) (bool, error) {
+		if isList(in) && !n.listRoom() {
+			n.clHeld = &in
+			return false, nil
+		}
+		budget -= clientCost(in)
+		return true, n.handle(in)
+	}
+	if held := n.clHeld; held != nil {
+		n.clHeld = nil
+		if ok, err := take(*held); !ok || err != nil {
 			return err
 		}
-		budget -= clientCost(first)
+	}
+	if first != nil && client {
+		if ok, err := take(*first); !ok || err != nil {
+			return err
+		}
 	}
 	for budget > 0 {
 		select {
 		case in := <-n.clInbox:
-			if err := n.handle(in); err != nil {
+			if ok, err := take(in); !ok || err != nil {
 				return err
 			}
-			budget -= clientCost(in)
 		default:
 			return nil
 		}
@@ -625,6 +693,8 @@ func (n *MasterNode) route(to roles.Peer, msg wire.Message) {
 		msg = m
 	case roles.Heartbeat:
 		n.hbSent[hbKey{wire.CSID(to.ID), m.Seq}] = time.Now()
+	case roles.ClientReply:
+		delete(n.listsOut, listKey{m.Client, m.Seq})
 	}
 	switch to.Kind {
 	case roles.PeerMaster:
@@ -657,6 +727,7 @@ func (n *MasterNode) disconnect(class roles.ConnClass) {
 		}
 		clear(n.clConns)
 		clear(n.clients)
+		clear(n.listsOut)
 	case roles.ConnSessions:
 		for c := range n.peersIn {
 			c.closeAfterFlush()
@@ -667,6 +738,14 @@ func (n *MasterNode) disconnect(class roles.ConnClass) {
 
 // handle takes one input from a reader or a link.
 func (n *MasterNode) handle(in input) error {
+	if ev, ok := in.ev.(roles.ForeignCluster); ok {
+		if !n.foreign[ev.Master] {
+			n.foreign[ev.Master] = true
+			n.log.Error().Str(obs.FieldPeer, n.addrOf[ev.Master].String()).Msg("a master of MASTER_HOST has another cluster's metadata id: this master will not bootstrap a cluster of its own; if it was wiped by mistake, empty DATA_PATH and start it with -e")
+		}
+		n.step(ev)
+		return nil
+	}
 	switch in.kind {
 	case inOpen:
 		switch in.port {
@@ -919,6 +998,9 @@ func (n *MasterNode) fromClient(c *conn, msg wire.Message) error {
 		n.step(m)
 	case roles.ClientRead:
 		m.Client = n.session(c, m.Client)
+		if m.Prefix {
+			n.listsOut[listKey{m.Client, m.Seq}] = time.Now()
+		}
 		n.step(m)
 	}
 	return nil

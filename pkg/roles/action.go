@@ -37,6 +37,11 @@ type VoteConnLost struct {
 	Closed bool
 }
 
+// ForeignCluster: Master, one of MASTER_HOST, answered with another
+// cluster's metadata id (its driver refused the connection). A founder
+// that hears it does not bootstrap.
+type ForeignCluster struct{ Master wire.MasterID }
+
 // AdminKind is an operator command a master receives (through mfscli).
 type AdminKind uint8
 

@@ -137,6 +137,13 @@ type Master struct {
 	// and in force, the chunkserver asks for a vote session here, or this
 	// master hears a LEADER (docs/architecture.md, "Temporary removal").
 	tempRemoved map[wire.CSID]bool
+
+	// foreign: masters of MASTER_HOST that answered with another cluster's
+	// metadata id. While any did, this master does not bootstrap: it was
+	// most likely wiped and re-initialised where it should have been
+	// started with -e, and as a founder it would lead a second, empty
+	// cluster on the same master set (docs/architecture.md §6).
+	foreign map[wire.MasterID]bool
 }
 
 // NewMaster starts a master from what its disk holds. The caller must carry
@@ -153,6 +160,7 @@ func NewMaster(cfg Config, st Stored, now Instant) (*Master, []Action) {
 		hbSent:     map[uint64]sentHB{},
 		progress:   map[wire.MasterID]*progress{},
 		toRegister: map[wire.CSID]Chunkserver{},
+		foreign:    map[wire.MasterID]bool{},
 		quietSince: now,
 		nextPeer:   now,
 	}
@@ -225,7 +233,7 @@ func (m *Master) Eligible() bool {
 	all := func(c *ClusterConfig) bool {
 		e := m.electorate(c)
 		if e.Size() == 0 {
-			return c.Bootstrap && c.Founder == m.cfg.ID
+			return m.mayBootstrap(c)
 		}
 		return e.Tally(func(wire.CSID) quorum.Vote { return quorum.For }).Outcome == quorum.Won
 	}
@@ -382,6 +390,11 @@ func (m *Master) Step(now Instant, ev Event) []Action {
 		m.onClientRead(e)
 	case Admin:
 		m.onAdmin(e)
+	case ForeignCluster:
+		if !m.foreign[e.Master] {
+			m.foreign[e.Master] = true
+			m.ignore("foreign-cluster")
+		}
 	default:
 		m.ignore("unknown-event")
 	}
@@ -603,7 +616,7 @@ func (m *Master) tallyUnder(c *ClusterConfig, t Instant, pred func(*voterRec) bo
 func (m *Master) tally(c *ClusterConfig, counts func(*voterRec) bool) quorum.Tally {
 	e := m.electorate(c)
 	if e.Size() == 0 {
-		if c.Bootstrap && c.Founder == m.cfg.ID {
+		if m.mayBootstrap(c) {
 			return quorum.Tally{Outcome: quorum.Won, Empty: true}
 		}
 		return quorum.Tally{Outcome: quorum.Lost, Empty: true}

@@ -295,6 +295,8 @@ func (h *harness) event(name string, a map[string]string) Event {
 			Next: wire.MasterID(mustU(orDefault(a["next"], "0")))}
 	case "redirect":
 		return Redirect{From: from, Session: h.vsess, Leader: wire.MasterID(mustU(orDefault(a["leader"], "0")))}
+	case "foreign":
+		return ForeignCluster{Master: wire.MasterID(mustU(a["master"]))}
 	case "refused":
 		return Refused{Master: wire.MasterID(mustU(a["master"])), SentAt: h.now}
 	}

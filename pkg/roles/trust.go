@@ -24,6 +24,13 @@ const (
 	EpochCeiling uint64 = 1 << 62
 )
 
+// mayBootstrap: under config c (an empty registry) this master alone wins
+// the tally: it is the founder, no chunkserver ever registered, and no
+// master of MASTER_HOST belongs to another cluster.
+func (m *Master) mayBootstrap(c *ClusterConfig) bool {
+	return c.Bootstrap && c.Founder == m.cfg.ID && len(m.foreign) == 0
+}
+
 // MaxPendingRegistrations bounds the chunkservers a LEADER has handed ids
 // to but not registered yet, and those waiting for their registry change:
 // enough for a rack brought up at once (they register one change at a
