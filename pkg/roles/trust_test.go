@@ -343,3 +343,29 @@ func TestReadConfirmedAfterPause(t *testing.T) {
 		t.Fatalf("with LeaseReads a read was not answered from the lease:\n%s", out)
 	}
 }
+
+// M8: a founder (a master wiped and re-initialised instead of started with
+// -e) that finds a master of MASTER_HOST in another cluster does not
+// bootstrap a second cluster beside it.
+func TestFounderBesideAnotherClusterDoesNotBootstrap(t *testing.T) {
+	h := newHarness(t)
+	h.run("master id=1 masters=1,2 genesis")
+	h.run("foreign master=2")
+	for i := 0; i < 12; i++ {
+		h.run("time +1s")
+		h.run("tick")
+	}
+	if h.m.Role() != Follower || h.m.Eligible() {
+		t.Fatalf("a founder beside another cluster's master is %v (eligible %v)", h.m.Role(), h.m.Eligible())
+	}
+	// Without that master, it bootstraps as before.
+	h = newHarness(t)
+	h.run("master id=1 masters=1,2 genesis")
+	for i := 0; i < 12 && h.m.Role() != Leader; i++ {
+		h.run("time +1s")
+		h.run("tick")
+	}
+	if h.m.Role() != Leader {
+		t.Fatalf("a founder alone did not bootstrap: %v", h.m.Role())
+	}
+}
