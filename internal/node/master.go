@@ -196,14 +196,15 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 	if err != nil {
 		return nil, err
 	}
-	if st.Hard == (roles.HardState{}) {
-		// A store that never held a hard state: a new master, or one whose
-		// data directory was emptied to start again with -e. Its
-		// incarnation must still rise above every one it had before, or
-		// its peers and the voters would ignore it as a stale process; the
-		// wall clock (ms) is above any count of restarts.
-		st.Hard.Incarnation = uint64(time.Now().UnixMilli())
-	}
+	// The incarnation must rise above every one this master had before, or
+	// its peers and the voters would ignore it as a stale process: a store
+	// that never held a hard state (a new master, or one emptied to start
+	// again with -e), or one restored from an older copy (a VM snapshot, a
+	// backup), remembers a lower one than it used. The wall clock (ms) is
+	// above any count of restarts; the stored value rises even if the wall
+	// clock went back. (A voter refuses an epoch it gave to another
+	// incarnation, so a restored master cannot reuse one: architecture §4.)
+	st.Hard.Incarnation = max(st.Hard.Incarnation, uint64(time.Now().UnixMilli()))
 	for _, l := range []struct {
 		ln   *net.Listener
 		addr string
