@@ -673,8 +673,9 @@ func storeWithKeys(t *testing.T, self netip.Addr, keys int) string {
 	return dir
 }
 
-// TestClientFloodKeepsQuorum (review M2, E6b): 300 pipelined list
-// requests over 10,000 keys must not make the LEADER lose its quorum:
+// TestClientFloodKeepsQuorum (review M2, E6, E6b): 300 pipelined list
+// requests over 10,000 keys, and 10,000 pipelined writes beside them, must
+// not make the LEADER lose its quorum:
 // votes and heartbeats go ahead of client work, and a group takes a
 // bounded share of it.
 func TestClientFloodKeepsQuorum(t *testing.T) {
@@ -696,6 +697,27 @@ func TestClientFloodKeepsQuorum(t *testing.T) {
 		batch = append(batch, b...)
 	}
 	go func() { _, _ = nc.Write(batch) }()
+	// And 10,000 pipelined writes on another connection (E6), their
+	// answers read as they come.
+	wc, ok := clientConn(t, n, "127.0.0.8")
+	if !ok {
+		t.Fatal("refused")
+	}
+	var writes []byte
+	for i := 1; i <= 10000; i++ {
+		b, _ := frame.Encode(roles.ClientWrite{Client: 77, Seq: uint64(i), Key: fmt.Sprintf("flood/%05d", i), Value: "flood"})
+		writes = append(writes, b...)
+	}
+	go func() { _, _ = wc.Write(writes) }()
+	var writeAnswers atomic.Int64
+	go func() {
+		for {
+			if _, err := cltomaIn.ReadFrame(wc, frame.DefaultMaxFrame); err != nil {
+				return
+			}
+			writeAnswers.Add(1)
+		}
+	}()
 	// Read the answers as fast as they come (raw frames, not decoded):
 	// this client is greedy, not slow.
 	answered, bytesIn := 0, int64(0)
@@ -712,7 +734,12 @@ func TestClientFloodKeepsQuorum(t *testing.T) {
 		answered++
 		bytesIn += k
 	}
-	t.Logf("%d lists answered (%.1f MiB); %d heartbeats acknowledged", answered, float64(bytesIn)/(1<<20), f.acks.Load())
+	listed := time.Now()
+	if !until(30*time.Second, func() bool { return writeAnswers.Load() == 10000 }) {
+		t.Errorf("%d of 10,000 writes answered", writeAnswers.Load())
+	}
+	t.Logf("%d lists answered (%.1f MiB), then 10,000 writes in %v; %d heartbeats acknowledged", answered, float64(bytesIn)/(1<<20),
+		time.Since(listed).Round(time.Millisecond), f.acks.Load())
 	if strings.Contains(logs.String(), "quorum-lost") {
 		t.Fatal("the LEADER lost its quorum under the client flood")
 	}
