@@ -111,6 +111,10 @@ type HardState struct {
 	Commit      Pos    // the newest position it knows to be committed
 	InForce     uint64 // the newest config version it knows to be in force
 	Yielded     bool   // leadership was moved away from it on purpose
+	// ForcedOut: chunkservers an operator removed offline (mfsmaster
+	// repair) because they will never vote again; every tally leaves them
+	// out until a LEADER's removal of them is in force.
+	ForcedOut []wire.CSID `msgpack:",omitempty"`
 }
 
 // VoterHardState is a chunkserver's small durable record: what quorum

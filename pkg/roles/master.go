@@ -399,6 +399,7 @@ func (m *Master) Step(now Instant, ev Event) []Action {
 		m.ignore("unknown-event")
 	}
 	m.timers()
+	m.clearForced()
 	m.maybeSnapshot()
 	return m.flush()
 }

@@ -452,7 +452,7 @@ func (m *Master) registerNext() {
 	if m.configPending() || m.handover != wire.NoMaster {
 		return
 	}
-	if m.removeTempRemoved() || len(m.toRegister) == 0 {
+	if m.removeForced() || m.removeTempRemoved() || len(m.toRegister) == 0 {
 		return
 	}
 	next := wire.NoCS

@@ -114,6 +114,7 @@ func (m *Master) endTempRemoval(id wire.CSID, why string) {
 // to each config on its own, so they hold whatever configs the log comes
 // to hold.
 func (m *Master) withoutTempRemoved(c *ClusterConfig) *ClusterConfig {
+	c = m.withoutForced(c)
 	if len(m.tempRemoved) == 0 {
 		return c
 	}
@@ -144,7 +145,11 @@ func (m *Master) removeTempRemoved() bool {
 	return false
 }
 
-// TempRemoved lists the chunkservers this master counts without.
+// TempRemoved lists the chunkservers this master counts without (-CTR's
+// and a repair's).
 func (m *Master) TempRemoved() []wire.CSID {
-	return slices.Sorted(maps.Keys(m.tempRemoved))
+	out := slices.Sorted(maps.Keys(m.tempRemoved))
+	out = append(out, m.hard.ForcedOut...)
+	slices.Sort(out)
+	return slices.Compact(out)
 }

@@ -369,3 +369,50 @@ func TestFounderBesideAnotherClusterDoesNotBootstrap(t *testing.T) {
 		t.Fatalf("a founder alone did not bootstrap: %v", h.m.Role())
 	}
 }
+
+// H1: a registry stuffed with members that will never vote again (three
+// made-up chunkservers that registered and left) cannot elect anybody, and
+// removing them needs a LEADER. Repaired offline on every master
+// (HardState.ForcedOut), the real chunkserver alone elects a LEADER, which
+// writes the removals; once they are in force the record is cleared.
+func TestForcedRemovalUnsticksStuffedRegistry(t *testing.T) {
+	entries, inForce := registry("1@10.0.1.1,2@10.7.0.1,3@10.7.0.2,4@10.7.0.3", "")
+	start := func(forced []wire.CSID) *harness {
+		h := newHarness(t)
+		var acts []Action
+		h.m, acts = NewMaster(DefaultConfig(1, []wire.MasterID{1}), Stored{Entries: entries,
+			Hard: HardState{Commit: Pos{Version: 2}, InForce: inForce, ForcedOut: forced}}, 0)
+		h.format(acts)
+		h.run("time 6s")
+		h.run("hello cs=1 nominate")
+		for i := 0; i < 3; i++ {
+			h.run("ack cs=1")
+		}
+		return h
+	}
+	if h := start(nil); h.m.Role() == Leader || h.m.Transition(h.now) != "" {
+		t.Fatalf("one live chunkserver of four elected a LEADER: %v", h.m.Role())
+	}
+	if _, err := ForcedOutOf(entries[1].Config, []wire.CSID{1, 2, 3, 4}); err == nil {
+		t.Fatal("a repair removing every member was accepted")
+	}
+	if _, err := ForcedOutOf(entries[1].Config, []wire.CSID{9}); err == nil {
+		t.Fatal("a repair removing an unknown id was accepted")
+	}
+	forced, err := ForcedOutOf(entries[1].Config, []wire.CSID{4, 2, 3, 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := start(forced)
+	if h.m.Role() != Leader {
+		t.Fatalf("after the repair: %v, want LEADER", h.m.Role())
+	}
+	for i := 0; i < 50 && len(h.m.Hard().ForcedOut) > 0; i++ {
+		h.run("time +100ms")
+		h.run("tick")
+		h.run("ack cs=1")
+	}
+	if got := h.m.Config().Members; len(got) != 1 || got[0].ID != 1 || len(h.m.Hard().ForcedOut) != 0 || h.m.Role() != Leader {
+		t.Fatalf("registry %v, forced out %v, %v; want CS1 alone, the record cleared, still LEADER", got, h.m.Hard().ForcedOut, h.m.Role())
+	}
+}
