@@ -30,13 +30,14 @@ func main() {
 	app := &cli.App{
 		Name:      "mfsmaster",
 		Usage:     "metadata master elected by chunkserver quorum",
-		UsageText: "mfsmaster [-c CFG] [-f] [-e] [--KEY value ...] [start|stop|restart|reload|test|init]",
+		UsageText: "mfsmaster [-c CFG] [-f] [-e] [--KEY value ...] [start|stop|restart|reload|test|init|repair]",
 		Version:   node.Version,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "c", Usage: "config file", Value: defaultCfg},
 			&cli.BoolFlag{Name: "f", Usage: "run in the foreground"},
 			&cli.BoolFlag{Name: "e", Usage: "start without metadata: sync from the LEADER, FOLLOWER only until synced"},
 			&cli.StringSliceFlag{Name: "location", Usage: "init only: NAME=CIDR, map a range to a location in the new metadata (repeatable)"},
+			&cli.StringFlag{Name: "remove-chunkservers", Usage: "repair only: ids (as -SCS lists them) of registered chunkservers that will never vote again, comma-separated; run the same repair on every master, all stopped, before starting any"},
 		}, spec.Flags()...),
 		HideHelpCommand: true,
 		Action:          run,
@@ -63,6 +64,9 @@ func run(c *cli.Context) error {
 	lockPath := filepath.Join(dataPath, ".mfsmaster.lock")
 	if action == service.ActionInit {
 		return initMetadata(v, lockPath, c.StringSlice("location"))
+	}
+	if action == service.ActionRepair {
+		return repairMetadata(os.Stdout, v.String("DATA_PATH"), lockPath, c.String("remove-chunkservers"))
 	}
 	return service.Dispatch(action, "mfsmaster", lockPath, filepath.Join(dataPath, "mfsmaster.log"),
 		c.Bool("f"), os.Args[1:], func() error { return foreground(c, v, lockPath, c.Bool("e")) })

@@ -193,10 +193,11 @@ const (
 	ActionRestart Action = "restart"
 	ActionReload  Action = "reload"
 	ActionTest    Action = "test"
-	ActionInit    Action = "init" // handled by mfsmaster itself
+	ActionInit    Action = "init"   // handled by mfsmaster itself
+	ActionRepair  Action = "repair" // mfsmaster: offline repair of the stored metadata
 )
 
-var actions = []Action{ActionStart, ActionStop, ActionRestart, ActionReload, ActionTest, ActionInit}
+var actions = []Action{ActionStart, ActionStop, ActionRestart, ActionReload, ActionTest, ActionInit, ActionRepair}
 
 // ParseAction reads the action from the positional arguments: none means
 // start; more than one, or an unknown one, is an error.

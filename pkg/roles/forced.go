@@ -101,3 +101,19 @@ func (m *Master) clearForced() {
 	m.persistHard()
 	m.ignore("forced-removal-done")
 }
+
+// NewestConfig is the newest registry and location map in what a master
+// found on its disk (nil: no metadata): what an offline repair checks
+// against.
+func NewestConfig(st Stored) *ClusterConfig {
+	last := st.Base.Pos.Version + uint64(len(st.Entries))
+	if s := st.Snapshot; s != nil && s.Pos.Version >= last {
+		return s.Latest // the log restarts after it (see NewMaster)
+	}
+	for i := len(st.Entries) - 1; i >= 0; i-- {
+		if st.Entries[i].Kind == EntryConfig {
+			return st.Entries[i].Config
+		}
+	}
+	return st.Base.Latest
+}

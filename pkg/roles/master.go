@@ -111,8 +111,8 @@ type Master struct {
 	pending    []pendingOp
 	// readHB: the heartbeat round that will confirm the reads that arrived
 	// before it (0: none asked for); readRound: the next broadcast is one.
-	readHB    uint64
-	readRound bool
+	readHB     uint64
+	readRound  bool
 	toRegister map[wire.CSID]Chunkserver
 	assigned   map[netip.AddrPort]wire.CSID // ids handed out by AssignID
 
