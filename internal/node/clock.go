@@ -9,7 +9,7 @@ import "time"
 // suspended finds its vote leases lapsed when it wakes, and fences itself
 // before it looks at anything. A paused VM is another matter (its guest
 // clock does not count the pause): reads confirmed by a heartbeat round
-// cover that (docs/architecture.md §8).
+// cover that (docs/architecture.md §7, Reads).
 type clock struct {
 	base  time.Duration // boottime at start
 	start time.Time     // fallback: Go's monotonic clock

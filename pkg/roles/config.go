@@ -63,7 +63,7 @@ type Config struct {
 	// quorum acknowledge a heartbeat sent after the read arrived. Faster by
 	// about a round trip, and safe only while this machine's monotonic
 	// clock counts every moment the process is stopped (not across a VM
-	// pause or suspend): docs/architecture.md §8.
+	// pause or suspend): docs/architecture.md §7, Reads.
 	LeaseReads bool
 }
 

@@ -132,7 +132,7 @@ func (m *Master) askReadRound() {
 // confirmedSeq is the newest heartbeat a quorum of votes has acknowledged:
 // a read that arrived before it was sent is answered by a LEADER that was
 // still LEADER after the read arrived. Leases alone cannot say so after a
-// pause the monotonic clock did not count (docs/architecture.md §8).
+// pause the monotonic clock did not count (docs/architecture.md §7, Reads).
 func (m *Master) confirmedSeq() uint64 {
 	var seqs []uint64
 	for _, v := range m.counted() {
