@@ -29,6 +29,10 @@ type Forger struct {
 type Forged struct {
 	Name string
 	Msg  wire.Message
+	// WellFormed: a master holding the code may send this very message
+	// (a PeerStatus of a newer LEADER); only a forger without the code
+	// must be kept from it.
+	WellFormed bool
 }
 
 // ForgeResult is what one connection of the forger saw.
@@ -111,37 +115,37 @@ func Crafted(from wire.MasterID, epoch uint64, last roles.Pos) []Forged {
 	next := last.Version + 1
 	return []Forged{
 		// E5: an entry whose epoch goes down ("invariant log-contiguous").
-		{"append-epoch-0", roles.Append{From: from, Epoch: e, Prev: last, Commit: last,
+		{Name: "append-epoch-0", Msg: roles.Append{From: from, Epoch: e, Prev: last, Commit: last,
 			Entries: []roles.Entry{{Pos: roles.Pos{Version: next, Epoch: 0}, Kind: roles.EntryNoop}}}},
 		// T3: a config entry without a config (nil dereference).
-		{"append-nil-config", roles.Append{From: from, Epoch: e, Prev: last, Commit: last, InForce: next,
+		{Name: "append-nil-config", Msg: roles.Append{From: from, Epoch: e, Prev: last, Commit: last, InForce: next,
 			Entries: []roles.Entry{{Pos: roles.Pos{Version: next, Epoch: e}, Kind: roles.EntryConfig}}}},
 		// T3: epochs out of order inside one Append.
-		{"append-epochs-down", roles.Append{From: from, Epoch: e, Prev: last, Commit: last,
+		{Name: "append-epochs-down", Msg: roles.Append{From: from, Epoch: e, Prev: last, Commit: last,
 			Entries: []roles.Entry{{Pos: roles.Pos{Version: next, Epoch: e + 6}, Kind: roles.EntryNoop},
 				{Pos: roles.Pos{Version: next + 1, Epoch: 1}, Kind: roles.EntryNoop}}}},
 		// Versions with a gap and going back.
-		{"append-gap", roles.Append{From: from, Epoch: e, Prev: last, Commit: last,
+		{Name: "append-gap", Msg: roles.Append{From: from, Epoch: e, Prev: last, Commit: last,
 			Entries: []roles.Entry{{Pos: roles.Pos{Version: next + 5, Epoch: e}, Kind: roles.EntryNoop},
 				{Pos: roles.Pos{Version: next, Epoch: e}, Kind: roles.EntryNoop}}}},
 		// A commit point far past anything held, at the top of the range.
-		{"append-commit-top", roles.Append{From: from, Epoch: e, Prev: last, Commit: roles.Pos{Version: math.MaxUint64, Epoch: e},
+		{Name: "append-commit-top", Msg: roles.Append{From: from, Epoch: e, Prev: last, Commit: roles.Pos{Version: math.MaxUint64, Epoch: e},
 			InForce: math.MaxUint64}},
 		// An epoch at the top: newEpoch wraps after it.
-		{"append-epoch-top", roles.Append{From: from, Epoch: EpochTop, Prev: last, Commit: last}},
+		{Name: "append-epoch-top", Msg: roles.Append{From: from, Epoch: EpochTop, Prev: last, Commit: last}},
 		// A snapshot that claims more records than exist.
-		{"snapshot-total-top", roles.SnapshotChunk{From: from, Epoch: e, Pos: roles.Pos{Version: math.MaxUint64 - 1, Epoch: e},
+		{Name: "snapshot-total-top", Msg: roles.SnapshotChunk{From: from, Epoch: e, Pos: roles.Pos{Version: math.MaxUint64 - 1, Epoch: e},
 			Total: math.MaxUint64, Latest: &roles.ClusterConfig{Version: math.MaxUint64},
 			Items: []roles.KVEntry{{Key: "forged", Value: "x", Version: math.MaxUint64}}}},
 		// A complete (zero-record) snapshot at the top of the version
 		// range with an empty config: installed, the next append wraps.
-		{"snapshot-empty-top", roles.SnapshotChunk{From: from, Epoch: e, Pos: roles.Pos{Version: math.MaxUint64, Epoch: e},
+		{Name: "snapshot-empty-top", Msg: roles.SnapshotChunk{From: from, Epoch: e, Pos: roles.Pos{Version: math.MaxUint64, Epoch: e},
 			Latest: &roles.ClusterConfig{Version: math.MaxUint64}, Commit: roles.Pos{Version: math.MaxUint64, Epoch: e}}},
 		// An ELECT's catch-up answer with a decreasing epoch.
-		{"fetch-epoch-0", roles.FetchResp{From: from, Base: last, Commit: last,
+		{Name: "fetch-epoch-0", Msg: roles.FetchResp{From: from, Base: last, Commit: last,
 			Entries: []roles.Entry{{Pos: roles.Pos{Version: next, Epoch: 0}, Kind: roles.EntryNoop}}}},
 		// A peer claiming to lead a newer epoch: unseats a LEADER today.
-		{"status-leader-next-epoch", roles.PeerStatus{From: from, Role: roles.Leader, Epoch: e, MaxEpoch: e,
-			Last: last, Commit: last, Eligible: true, Sync: roles.Synced, Leader: from}},
+		{Name: "status-leader-next-epoch", Msg: roles.PeerStatus{From: from, Role: roles.Leader, Epoch: e, MaxEpoch: e,
+			Last: last, Commit: last, Eligible: true, Sync: roles.Synced, Leader: from}, WellFormed: true},
 	}
 }
