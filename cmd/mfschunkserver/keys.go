@@ -11,7 +11,7 @@ var spec = settings.Spec{Daemon: "mfschunkserver", Keys: []settings.Key{
 		Usage: "Every master: a DNS name whose A records are all the masters, or a comma-separated list of addresses with optional :port (the chunkserver port). The same masters as the masters' own MASTER_HOST."},
 	{Name: "MASTER_PORT", Kind: settings.Int, Default: "9420", Min: "1", Max: "65535", Usage: "The masters' chunkserver port (MooseFS: 9420)."},
 	{Name: "BIND_HOST", Kind: settings.String, Default: "",
-		Usage: "Address the connections to masters leave from. It decides the chunkserver's location. Empty: the kernel's choice."},
+		Usage: "Address the connections to masters leave from. It decides the chunkserver's location and identity. Empty: the address the kernel picks towards the first master, chosen once at start and used for every master (never a pick per connection)."},
 	{Name: "CSSERV_LISTEN_HOST", Kind: settings.String, Default: "*", Usage: "Address of the data port."},
 	{Name: "CSSERV_LISTEN_PORT", Kind: settings.Int, Default: "9422", Min: "0", Max: "65535",
 		Usage: "The data port (MooseFS: 9422). Address and port are the chunkserver's identity in the registry, as in MooseFS."},

@@ -136,6 +136,15 @@ func foreground(c *cli.Context, v settings.Values, lockPath string) error {
 	if err != nil {
 		return err
 	}
+	if !bind.IsValid() {
+		// Never the kernel's pick per connection: a multi-homed host could
+		// reach two masters from two addresses, which the masters would
+		// take for two chunkservers (or a clone). One address, chosen once.
+		if bind, err = node.SourceFor(list[0].Addr); err != nil {
+			return fmt.Errorf("BIND_HOST is empty and no source address towards %v was found (%v): set BIND_HOST", list[0].Addr, err)
+		}
+		log.Info().Str("bind", bind.String()).Msg("BIND_HOST is empty: every connection leaves from the address the kernel picks towards the first master")
+	}
 	lock, err := service.Acquire(lockPath)
 	if err != nil {
 		return err
