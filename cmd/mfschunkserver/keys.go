@@ -31,5 +31,5 @@ var spec = settings.Spec{Daemon: "mfschunkserver", Keys: []settings.Key{
 	{Name: "NOMINATE_SLOT", Kind: settings.Duration, Default: "60ms", Min: "1ms", Max: "10s",
 		Usage: "Gap between nomination turns: longer than a probe round trip, so the next in turn sees the ELECT its predecessor made."},
 	{Name: "TRUST_REFUSED", Kind: settings.Bool, Default: "1",
-		Usage: "1: \"connection refused\" from a master's port proves no process there holds votes, so the promise to it is released at once (the kill -9 fast path). Set 0 where a firewall may answer for a dead port with a reset."},
+		Usage: "1: a master's connection closed by its host (FIN or RST) and then a dial to it refused prove its process is gone, so the promise to it is released at once (the kill -9 fast path). Set 0 where a REJECT rule with tcp-reset stands between chunkservers and masters, or a master's address may move to another host while the old process lives."},
 }}
