@@ -20,11 +20,11 @@ type Identity struct {
 	Addr      netip.AddrPort
 }
 
-var chunkserverSpec = spec{kind: "chunkserver", daemon: "mfschunkserver", records: func(tx *bolt.Tx) error {
-	if _, err := get(tx, keyIdentity, &Identity{}); err != nil {
+var chunkserverSpec = spec{kind: "chunkserver", daemon: "mfschunkserver", records: func(tx *bolt.Tx, schema uint64) error {
+	if _, err := getAs(tx, keyIdentity, &Identity{}, schema); err != nil {
 		return err
 	}
-	_, err := get(tx, keyVoter, &roles.VoterHardState{})
+	_, err := getAs(tx, keyVoter, &roles.VoterHardState{}, schema)
 	return err
 }}
 

@@ -1,7 +1,6 @@
 package metadata
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -19,13 +18,25 @@ import (
 const MasterFile = "metadata.mfs"
 
 var masterSpec = spec{kind: "master", daemon: "mfsmaster", buckets: [][]byte{bucketLog},
-	records: func(tx *bolt.Tx) error {
-		if _, err := get(tx, keyHard, &roles.HardState{}); err != nil {
+	records: func(tx *bolt.Tx, schema uint64) error {
+		var b roles.LogBase
+		if _, err := getAs(tx, keyHard, &roles.HardState{}, schema); err != nil {
 			return err
 		}
-		_, err := get(tx, keyBase, &roles.LogBase{})
-		return err
-	}}
+		if _, err := getAs(tx, keyBase, &b, schema); err != nil {
+			return err
+		}
+		if _, err := getBytes(tx, keyCluster, schema); err != nil {
+			return err
+		}
+		if schema == schemaUnsealed {
+			// The upgrade seals what it finds: all of it must read first.
+			_, err := readLog(tx, b.Pos, schema)
+			return err
+		}
+		return nil
+	},
+	remedy: "; to rebuild this master from the LEADER, move metadata.mfs and snapshot.mfs aside and start it with -e"}
 
 // MasterStore is an open metadata.mfs (cluster id, HardState, log base and
 // the changelog after it) and the snapshot.mfs beside it. Its methods are
@@ -61,7 +72,9 @@ func (s *MasterStore) SnapshotPath() string { return s.snapPath }
 // ClusterID is the id of the cluster this metadata belongs to, "" when the
 // master has not learnt one yet.
 func (s *MasterStore) ClusterID() (id string) {
-	_ = s.db.View(func(tx *bolt.Tx) error { id = clusterIDOf(tx); return nil })
+	// The record was checked at open: an error here is not expected, and
+	// "" makes a snapshot write refuse.
+	_ = s.db.View(func(tx *bolt.Tx) (err error) { id, err = clusterIDOf(tx); return err })
 	return id
 }
 
@@ -91,10 +104,14 @@ func (s *MasterStore) Init(clusterID string, genesis []roles.Entry) error {
 		return fmt.Errorf("snapshot file %s exists: DATA_PATH holds metadata, refusing to init", s.snapPath)
 	}
 	return s.db.Update(func(tx *bolt.Tx) error {
-		if old, end := clusterIDOf(tx), lastKey(tx); old != "" || end > 0 || tx.Bucket(bucketMeta).Get(keyBase) != nil {
+		old, err := clusterIDOf(tx)
+		if err != nil {
+			return err
+		}
+		if end := lastKey(tx); old != "" || end > 0 || tx.Bucket(bucketMeta).Get(keyBase) != nil {
 			return fmt.Errorf("metadata file %s already holds metadata (cluster id %q): refusing to init", s.path, old)
 		}
-		if err := tx.Bucket(bucketMeta).Put(keyCluster, []byte(clusterID)); err != nil {
+		if err := putBytes(tx, keyCluster, []byte(clusterID)); err != nil {
 			return err
 		}
 		return appendEntries(tx, genesis)
@@ -109,11 +126,15 @@ func (s *MasterStore) AdoptCluster(clusterID string) error {
 		return fmt.Errorf("metadata file %s: cannot adopt an empty cluster id", s.path)
 	}
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		switch old := clusterIDOf(tx); old {
+		old, err := clusterIDOf(tx)
+		if err != nil {
+			return fmt.Errorf("metadata file %s: %w", s.path, err)
+		}
+		switch old {
 		case clusterID:
 			return errUnchanged
 		case "":
-			return tx.Bucket(bucketMeta).Put(keyCluster, []byte(clusterID))
+			return putBytes(tx, keyCluster, []byte(clusterID))
 		default:
 			return fmt.Errorf("metadata file %s belongs to cluster %q, not %q", s.path, old, clusterID)
 		}
@@ -126,41 +147,34 @@ func (s *MasterStore) AdoptCluster(clusterID string) error {
 
 // Load returns what the master's disk holds: the hard state (zero if never
 // written), the snapshot (nil if none), the log base and the entries after
-// it, checking that they fit together: the entries run contiguously from
-// the base with epochs that never fall, a trimmed log has a snapshot at or
-// above its base, and the snapshot is of this cluster. Any fault is an
-// error naming the file; nothing is changed.
+// it, checking that they fit together: every value's checksum holds, the
+// entries run contiguously from the base with epochs that never fall, a
+// trimmed log has a snapshot at or above its base, and the snapshot is of
+// this cluster. Any fault is an error naming the file; nothing is changed.
+// A damaged page that makes bbolt fault or panic is such an error too.
 func (s *MasterStore) Load() (st roles.Stored, err error) {
 	cluster := ""
-	err = s.db.View(func(tx *bolt.Tx) error {
-		cluster = clusterIDOf(tx)
-		if _, err := get(tx, keyHard, &st.Hard); err != nil {
-			return err
-		}
-		if _, err := get(tx, keyBase, &st.Base); err != nil {
-			return err
-		}
-		last := st.Base.Pos
-		c := tx.Bucket(bucketLog).Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			want := last.Version + 1
-			var e roles.Entry
-			if len(k) != 8 || binary.BigEndian.Uint64(k) != want {
-				return fmt.Errorf("changelog key %x where version %d was expected (log base %v)", k, want, st.Base.Pos)
-			} else if err := frame.Unmarshal(bytes.Clone(v), &e); err != nil {
-				return fmt.Errorf("changelog entry %d does not decode: %w", want, err)
-			} else if e.Version != want {
-				return fmt.Errorf("changelog entry under key %d says version %d", want, e.Version)
-			} else if e.Epoch < last.Epoch {
-				return fmt.Errorf("changelog entry %v follows %v: epochs never fall", e.Pos, last)
+	err = guard(s.path, masterSpec, func() error {
+		err := s.db.View(func(tx *bolt.Tx) (err error) {
+			if cluster, err = clusterIDOf(tx); err != nil {
+				return err
 			}
-			st.Entries = append(st.Entries, e)
-			last = e.Pos
+			if _, err := get(tx, keyHard, &st.Hard); err != nil {
+				return err
+			}
+			if _, err := get(tx, keyBase, &st.Base); err != nil {
+				return err
+			}
+			st.Entries, err = readLog(tx, st.Base.Pos, SchemaVersion)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("metadata file %s: %w (the file was left as it is%s)", s.path, err, masterSpec.remedy)
 		}
 		return nil
 	})
 	if err != nil {
-		return roles.Stored{}, fmt.Errorf("metadata file %s: %w", s.path, err)
+		return roles.Stored{}, err
 	}
 	s.snapMu.Lock()
 	defer s.snapMu.Unlock()
@@ -181,6 +195,43 @@ func (s *MasterStore) Load() (st roles.Stored, err error) {
 	}
 	st.Snapshot = snap
 	return st, nil
+}
+
+// readLog reads the changelog after base from a store of the given schema
+// version, checking each entry: its checksum, its key, that it decodes, and
+// that it continues the one before.
+func readLog(tx *bolt.Tx, base roles.Pos, schema uint64) (es []roles.Entry, err error) {
+	last := base
+	c := tx.Bucket(bucketLog).Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		want := last.Version + 1
+		if len(k) != 8 || binary.BigEndian.Uint64(k) != want {
+			return nil, fmt.Errorf("changelog key %x where version %d was expected (log base %v)", k, want, base)
+		}
+		e, err := decodeEntry(k, v, schema)
+		if err != nil {
+			return nil, err
+		} else if e.Version != want {
+			return nil, fmt.Errorf("changelog entry under key %d says version %d", want, e.Version)
+		} else if e.Epoch < last.Epoch {
+			return nil, fmt.Errorf("changelog entry %v follows %v: epochs never fall", e.Pos, last)
+		}
+		es = append(es, e)
+		last = e.Pos
+	}
+	return es, nil
+}
+
+// decodeEntry checks and decodes the changelog value v stored under key k.
+func decodeEntry(k, v []byte, schema uint64) (e roles.Entry, err error) {
+	b, err := unseal(k, v, schema)
+	if err != nil {
+		return e, fmt.Errorf("changelog entry %d is damaged: %w", binary.BigEndian.Uint64(k), err)
+	}
+	if err := frame.Unmarshal(b, &e); err != nil {
+		return e, fmt.Errorf("changelog entry %d does not decode: %w", binary.BigEndian.Uint64(k), err)
+	}
+	return e, nil
 }
 
 // Apply makes a master's Persist durable: see ApplyAll. p.Voter is a
@@ -262,12 +313,14 @@ func trim(tx *bolt.Tx, b roles.LogBase) (conflict bool, err error) {
 		return false, fmt.Errorf("trimming to %v, below the log base %v", b.Pos, cur.Pos)
 	}
 	bucket := tx.Bucket(bucketLog)
-	if raw := bucket.Get(u64key(b.Pos.Version)); raw != nil && b.Pos.Version > cur.Pos.Version {
-		var e roles.Entry
-		if err := frame.Unmarshal(bytes.Clone(raw), &e); err != nil {
-			return false, fmt.Errorf("changelog entry %d does not decode: %w", b.Pos.Version, err)
+	if k := u64key(b.Pos.Version); b.Pos.Version > cur.Pos.Version {
+		if raw := bucket.Get(k); raw != nil {
+			e, err := decodeEntry(k, raw, SchemaVersion)
+			if err != nil {
+				return false, err
+			}
+			conflict = e.Pos != b.Pos
 		}
-		conflict = e.Pos != b.Pos
 	}
 	last := lastKey(tx)
 	for v := cur.Pos.Version + 1; v <= min(b.Pos.Version, last); v++ {
@@ -323,7 +376,8 @@ func appendEntries(tx *bolt.Tx, es []roles.Entry) error {
 		if err != nil {
 			return err
 		}
-		if err := tx.Bucket(bucketLog).Put(u64key(e.Version), v); err != nil {
+		k := u64key(e.Version)
+		if err := tx.Bucket(bucketLog).Put(k, seal(k, v)); err != nil {
 			return err
 		}
 		last = e.Pos
@@ -370,5 +424,8 @@ func firstKey(tx *bolt.Tx) uint64 {
 	return 0
 }
 
-// clusterIDOf reads the cluster id; string() copies it out of bbolt.
-func clusterIDOf(tx *bolt.Tx) string { return string(tx.Bucket(bucketMeta).Get(keyCluster)) }
+// clusterIDOf reads the cluster id ("" when there is none yet).
+func clusterIDOf(tx *bolt.Tx) (string, error) {
+	b, err := getBytes(tx, keyCluster, SchemaVersion)
+	return string(b), err
+}

@@ -134,17 +134,23 @@ func storeWith(t *testing.T, edit func(tx *bolt.Tx) error) []byte {
 
 func TestUnreadableStores(t *testing.T) {
 	unreadable(t, storeWith(t, func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keySchema, u64key(7)) }),
-		"schema version 7, this build reads version 1")
+		"schema version 7, this build reads version 2 (and upgrades version 1)")
 	unreadable(t, storeWith(t, func(tx *bolt.Tx) error { return tx.DeleteBucket(bucketLog) }), `missing its "log" bucket`)
-	unreadable(t, storeWith(t, func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyHard, []byte{0xc1}) }),
+	unreadable(t, storeWith(t, func(tx *bolt.Tx) error { return putBytes(tx, keyHard, []byte{0xc1}) }),
 		`record "hard" does not decode`)
-	unreadable(t, storeWith(t, func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyBase, []byte{0xc1}) }),
+	unreadable(t, storeWith(t, func(tx *bolt.Tx) error { return putBytes(tx, keyBase, []byte{0xc1}) }),
 		`record "base" does not decode`)
+	// A record whose checksum does not hold is damaged, whatever it holds.
+	unreadable(t, storeWith(t, func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyHard, []byte{0x80, 0, 0, 0, 0}) }),
+		`record "hard" of bucket "meta" is damaged: checksum mismatch`)
+	unreadable(t, storeWith(t, func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyCluster, []byte("c1")) }),
+		`record "cluster" of bucket "meta" is damaged: 2 bytes, too short to hold its checksum`)
 
-	// A damaged changelog entry is found by Load, which names its version.
+	// A changelog entry that does not decode is found by Load, which
+	// names its version.
 	s := openMaster(t, t.TempDir())
 	must(t, s.Init("c1", roles.Genesis(1)))
-	must(t, s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketLog).Put(u64key(1), []byte{0xc1}) }))
+	must(t, s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketLog).Put(u64key(1), seal(u64key(1), []byte{0xc1})) }))
 	if _, err := s.Load(); err == nil || !strings.Contains(err.Error(), "entry 1 does not decode") {
 		t.Fatalf("load of a damaged entry: %v", err)
 	}

@@ -291,7 +291,7 @@ func TestTrimTruncateAppend(t *testing.T) {
 		t.Helper()
 		st, err := s.Load()
 		must(t, err)
-		if st.Hard != hard || !reflect.DeepEqual(st.Entries, want) || st.Base.Pos != b.Pos {
+		if !reflect.DeepEqual(st.Hard, hard) || !reflect.DeepEqual(st.Entries, want) || st.Base.Pos != b.Pos {
 			t.Fatalf("loaded hard %+v base %v entries %v\nwant %+v %v %v", st.Hard, st.Base.Pos, st.Entries, hard, b.Pos, want)
 		}
 		sameConfig(t, st.Base.Latest, latest)
