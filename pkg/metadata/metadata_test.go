@@ -3,6 +3,7 @@ package metadata
 import (
 	"bytes"
 	"crypto/rand"
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -177,7 +178,11 @@ func TestChunkserverStore(t *testing.T) {
 	if err := s.SetIdentity(Identity{CS: 5, ClusterID: "c1"}); err == nil {
 		t.Fatal("a different identity was accepted")
 	}
-	voter := roles.VoterHardState{Boot: 3, MaxEpoch: 8, EpochOwner: 2, KnownReg: 4, InForce: 4, Commit: roles.Pos{Version: 9, Epoch: 8}, CommitTag: 8}
+	// Every field survives a restart, MaxGranted included: a voter
+	// restarted with a lower MAX_PROMISE keeps quiet for the longest
+	// promise it ever made (review L2).
+	voter := roles.VoterHardState{Boot: 3, MaxEpoch: 8, EpochOwner: 2, KnownReg: 4, InForce: 4, Commit: roles.Pos{Version: 9, Epoch: 8}, CommitTag: 8,
+		EpochInc: 6, MaxGranted: 10 * time.Second}
 	must(t, s.Apply(roles.Persist{Voter: &voter, Hard: &roles.HardState{Epoch: 1}}))
 	must(t, s.Close())
 	openMaster(t, dir).Close() // a master's file beside it is a separate store
@@ -195,4 +200,68 @@ func TestChunkserverStore(t *testing.T) {
 		t.Fatal("the identity survived ForgetIdentity")
 	}
 	must(t, s.SetIdentity(Identity{CS: 5, ClusterID: "c1"}))
+}
+
+// fill sets every field of the struct v points to to a value other than
+// its zero, recursively, so that a field added later is covered too.
+func fill(t *testing.T, v reflect.Value, n *uint64) {
+	t.Helper()
+	*n++
+	switch v.Kind() {
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		v.SetUint(*n)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		v.SetInt(int64(*n))
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.String:
+		v.SetString(fmt.Sprint("s", *n))
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				fill(t, v.Field(i), n)
+			}
+		}
+	case reflect.Slice:
+		v.Set(reflect.MakeSlice(v.Type(), 2, 2))
+		fill(t, v.Index(0), n)
+		fill(t, v.Index(1), n)
+	default:
+		t.Fatalf("fill: a field of kind %v: teach fill about it", v.Kind())
+	}
+}
+
+// TestHardStatesWhole: every field of a master's HardState and a
+// chunkserver's VoterHardState comes back after a reopen, whatever fields
+// the core adds (VoterHardState.MaxGranted, review L2; HardState.ForcedOut).
+func TestHardStatesWhole(t *testing.T) {
+	var n uint64
+	var hard roles.HardState
+	var voter roles.VoterHardState
+	fill(t, reflect.ValueOf(&hard).Elem(), &n)
+	fill(t, reflect.ValueOf(&voter).Elem(), &n)
+	if voter.MaxGranted == 0 {
+		t.Fatal("fill left MaxGranted zero")
+	}
+
+	dir := t.TempDir()
+	m := openMaster(t, dir)
+	must(t, m.Apply(roles.Persist{Hard: &hard}))
+	must(t, m.Close())
+	m = openMaster(t, dir)
+	defer m.Close()
+	if st, err := m.Load(); err != nil || !reflect.DeepEqual(st.Hard, hard) {
+		t.Fatalf("hard state %+v %v\nwant %+v", st.Hard, err, hard)
+	}
+
+	c, err := OpenChunkserver(dir)
+	must(t, err)
+	must(t, c.Apply(roles.Persist{Voter: &voter}))
+	must(t, c.Close())
+	c, err = OpenChunkserver(dir)
+	must(t, err)
+	defer c.Close()
+	if got, err := c.VoterHard(); err != nil || got != voter {
+		t.Fatalf("voter hard state %+v %v\nwant %+v", got, err, voter)
+	}
 }
