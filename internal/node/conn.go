@@ -1,7 +1,6 @@
 package node
 
 import (
-	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
@@ -160,11 +159,49 @@ func (r *frameReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// Frame bodies in flight. A small body (at most smallBody: every vote,
+// ack, request and CSInfo) is read into a buffer of its size. A larger one
+// grows with the bytes received, never past its length, and each growth
+// is drawn from a budget shared by every connection that uses one
+// (budget nil: none, for the authenticated master port); a peer that
+// would take more than what is left loses its connection (errLimit). So
+// many connections each sending most of a 4 MiB frame hold at most the
+// budget between them, not 4 MiB each.
+const (
+	smallBody   = 16 << 10
+	largeBodies = 64 << 20 // for 9420 and 9421 together
+)
+
+// bodyBudget is bytes of large frame bodies that may be held at once.
+type bodyBudget struct{ left atomic.Int64 }
+
+func newBodyBudget(n int64) *bodyBudget {
+	b := &bodyBudget{}
+	b.left.Store(n)
+	return b
+}
+
+func (b *bodyBudget) take(n int) bool {
+	if b == nil {
+		return true
+	}
+	if b.left.Add(-int64(n)) < 0 {
+		b.left.Add(int64(n))
+		return false
+	}
+	return true
+}
+
+func (b *bodyBudget) give(n int) {
+	if b != nil {
+		b.left.Add(int64(n))
+	}
+}
+
 // readFrame reads one frame like reg.ReadFrame, but holds only what has
 // arrived: the body buffer grows with the bytes received, never to the
-// length the header claims. A peer that announces 4 MiB and sends a few
-// bytes (until frameTimeout cuts it) holds a few bytes.
-func readFrame(reg *frame.Registry, r io.Reader, max uint32) (wire.Message, error) {
+// length the header claims, and large bodies draw on budget.
+func readFrame(reg *frame.Registry, r io.Reader, max uint32, budget *bodyBudget) (wire.Message, error) {
 	var hdr [frame.HeaderLen]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return nil, err
@@ -176,15 +213,43 @@ func readFrame(reg *frame.Registry, r io.Reader, max uint32) (wire.Message, erro
 	if n > max {
 		return nil, fmt.Errorf("%w: %d bytes, at most %d", frame.ErrFrameTooLarge, n, max)
 	}
-	var buf bytes.Buffer
-	buf.Write(hdr[:])
-	if _, err := io.CopyN(&buf, r, int64(n-2)); err != nil {
+	size := frame.HeaderLen + int(n-2)
+	bodyErr := func(err error) error {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
-		return nil, fmt.Errorf("reading the %d-byte body of type %d: %w", n-2, binary.BigEndian.Uint16(hdr[4:6]), err)
+		return fmt.Errorf("reading the %d-byte body of type %d: %w", n-2, binary.BigEndian.Uint16(hdr[4:6]), err)
 	}
-	return reg.Decode(buf.Bytes(), max)
+	if n-2 <= smallBody {
+		b := make([]byte, size)
+		copy(b, hdr[:])
+		if _, err := io.ReadFull(r, b[frame.HeaderLen:]); err != nil {
+			return nil, bodyErr(err)
+		}
+		return reg.Decode(b, max)
+	}
+	held := 0
+	defer func() { budget.give(held) }()
+	b := make([]byte, 0, smallBody)
+	b = append(b, hdr[:]...)
+	for len(b) < size {
+		if len(b) == cap(b) {
+			grow := min(2*cap(b), size) - cap(b)
+			if !budget.take(grow) {
+				return nil, bodyErr(fmt.Errorf("%w: large frames in flight from every peer already hold %d MiB", errLimit, largeBodies>>20))
+			}
+			held += grow
+			nb := make([]byte, len(b), cap(b)+grow)
+			copy(nb, b)
+			b = nb
+		}
+		k, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+k]
+		if err != nil && len(b) < size {
+			return nil, bodyErr(err)
+		}
+	}
+	return reg.Decode(b, max)
 }
 
 // acceptHello reads the peer's hello, checks it, then answers with ours.

@@ -67,7 +67,7 @@ type portLimits struct{ total, perSource int }
 // chunkserver (several may share a host); 9421: clients and mfscli.
 var connLimits = map[string]portLimits{
 	"matoml": {total: 64, perSource: 4},
-	"matocs": {total: 8192, perSource: 8},
+	"matocs": {total: 4096, perSource: 8},
 	"matocl": {total: 1024, perSource: 64},
 }
 

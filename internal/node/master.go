@@ -82,6 +82,7 @@ type MasterNode struct {
 
 	// Limits on what peers can make this master hold (guard.go).
 	conns       *connCounter       // open connections per port and source (readers)
+	bodies      *bodyBudget        // large frame bodies in flight on 9420 and 9421 (readers)
 	auth        *authGuard         // failed proofs per source (readers and loop)
 	refusals    *rateLog           // refusal log lines per source (readers and loop)
 	regs        regGuard           // registrations per source (loop)
@@ -185,7 +186,7 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 		cs: map[wire.CSID]*conn{}, csInfo: map[wire.CSID]CSInfo{}, peersIn: map[*conn]bool{},
 		clConns: map[*conn]bool{}, clients: map[roles.ClientID]*conn{}, admins: map[uint64]adminWait{}, hbSent: map[hbKey]time.Time{},
 		snapDone: make(chan snapResult, 1), snapRetry: snapRetryMin,
-		listsOut: map[listKey]time.Time{}, conns: newConnCounter(), auth: &authGuard{}, refusals: &rateLog{}, infoClipped: map[wire.CSID]bool{},
+		listsOut: map[listKey]time.Time{}, conns: newConnCounter(), bodies: newBodyBudget(largeBodies), auth: &authGuard{}, refusals: &rateLog{}, infoClipped: map[wire.CSID]bool{},
 	}
 	n.snapCtx, n.snapCancel = context.WithCancel(context.Background())
 	n.metrics = obs.NewMasterMetrics(opt.Metrics)
@@ -1090,6 +1091,16 @@ func remoteAddr(nc net.Conn) netip.Addr {
 	return netip.Addr{}
 }
 
+// bodyBudget is the budget large frames on port draw from: none for the
+// master port, whose peers proved AUTH_CODE and send big Appends and
+// snapshot chunks.
+func (n *MasterNode) bodyBudget(port string) *bodyBudget {
+	if port == "matoml" {
+		return nil
+	}
+	return n.bodies
+}
+
 // idleTimeout is how long a connection on port may send nothing, after
 // its hello, before it is cut: three times the longest silence of an
 // honest peer there.
@@ -1154,7 +1165,7 @@ func (n *MasterNode) serveConn(nc net.Conn, port string, reg *frame.Registry, ki
 	}
 	for {
 		fr.next()
-		m, err := readFrame(reg, fr, frame.DefaultMaxFrame)
+		m, err := readFrame(reg, fr, frame.DefaultMaxFrame, n.bodyBudget(port))
 		if err != nil {
 			switch {
 			case c.slow.Load():
@@ -1165,6 +1176,8 @@ func (n *MasterNode) serveConn(nc net.Conn, port string, reg *frame.Registry, ki
 				err = fmt.Errorf("%w: %v", errSlow, err)
 			case errors.Is(err, os.ErrDeadlineExceeded):
 				err = fmt.Errorf("%w: nothing for %v", errIdle, fr.idle)
+			case errors.Is(err, errLimit):
+				// over the large-body budget: counted as a limit
 			case !isFrameError(err):
 				err = nil // it ended the connection
 			}
