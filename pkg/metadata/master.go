@@ -257,8 +257,11 @@ func (s *MasterStore) ApplyAll(ps []roles.Persist) error {
 	}
 	if snap != nil {
 		// Durable before the log that relies on it: a crash between the
-		// two leaves a snapshot the log may not continue, which the core
-		// handles at start (the log restarts after it).
+		// two leaves a snapshot the log may not continue. The core then
+		// starts with a Persist that trims the stored log to the snapshot
+		// and truncates what follows (roles.NewMaster), which this store
+		// applies like an install's: TestCrashDuringInstall stops an
+		// install after each step and restarts.
 		if _, err := s.SaveSnapshot(context.Background(), snap); err != nil {
 			return err
 		}
@@ -296,6 +299,9 @@ func (s *MasterStore) ApplyAll(ps []roles.Persist) error {
 	})
 	if err != nil {
 		return fmt.Errorf("metadata file %s: %w", s.path, err)
+	}
+	if snap != nil && crashAfter != nil && crashAfter(stepCommitted) {
+		return errCrashed
 	}
 	return nil
 }

@@ -124,6 +124,10 @@ func (s *MasterStore) SaveSnapshot(ctx context.Context, snap *roles.Snapshot) (S
 	if err != nil {
 		return SnapshotWrite{}, fmt.Errorf("snapshot file %s: writing %s: %w", s.snapPath, tmp.Name(), err)
 	}
+	if crashAfter != nil && crashAfter(stepTempWritten) {
+		keep = true // a crash cleans nothing up
+		return SnapshotWrite{}, errCrashed
+	}
 	if err := ctx.Err(); err != nil {
 		return SnapshotWrite{}, err
 	}
@@ -141,8 +145,14 @@ func (s *MasterStore) SaveSnapshot(ctx context.Context, snap *roles.Snapshot) (S
 	}
 	keep = true
 	s.snapHave, s.snapVer = true, snap.Pos.Version
+	if crashAfter != nil && crashAfter(stepRenamed) {
+		return SnapshotWrite{}, errCrashed
+	}
 	if err := syncDir(s.dir); err != nil {
 		return SnapshotWrite{}, fmt.Errorf("snapshot file %s: %w", s.snapPath, err)
+	}
+	if crashAfter != nil && crashAfter(stepDirSynced) {
+		return SnapshotWrite{}, errCrashed
 	}
 	return SnapshotWrite{Replaced: true, Bytes: size}, nil
 }
@@ -337,6 +347,41 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	c.n += int64(n)
 	return n, err
 }
+
+// writeStep names a point in a snapshot write or install after which a
+// test can stop it as a crash would (crashAfter).
+type writeStep int
+
+// The steps, in the order an install through ApplyAll takes them.
+const (
+	stepTempWritten writeStep = 1 + iota // the temporary file written and fsynced
+	stepRenamed                          // renamed over snapshot.mfs
+	stepDirSynced                        // the directory fsynced: the snapshot is durable
+	stepCommitted                        // ApplyAll's bbolt transaction (trim, truncate, append) committed
+)
+
+func (w writeStep) String() string {
+	switch w {
+	case stepTempWritten:
+		return "temp-written"
+	case stepRenamed:
+		return "renamed"
+	case stepDirSynced:
+		return "dir-synced"
+	case stepCommitted:
+		return "committed"
+	}
+	return "step?"
+}
+
+// crashAfter is nil but in tests, which set it to stop a write right after
+// a step (it returns true), as if the process died there: the write
+// returns errCrashed at once, and nothing after the step runs or is
+// cleaned up. The test then closes and reopens the store, as a restart.
+var crashAfter func(writeStep) bool
+
+// errCrashed is what a write stopped by crashAfter returns.
+var errCrashed = errors.New("stopped by the test as if the process died here")
 
 // syncDir makes a rename in dir durable.
 func syncDir(dir string) error {
