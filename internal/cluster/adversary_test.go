@@ -355,7 +355,7 @@ func TestAdversaryImpostorPartition(t *testing.T) {
 			pref++
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	done := make(chan adversary.ImpostorResult, 1)
 	go func() {
@@ -655,7 +655,7 @@ func TestAdversaryPeerForgery(t *testing.T) {
 			if victim == "FOLLOWER" {
 				to, as = as, to
 			}
-			forger := adversary.Forger{Target: a.target(to, 9419, a.Masters[as].Addr, code), Wait: 200 * time.Millisecond}
+			forger := adversary.Forger{Target: a.target(to, 9419, a.Masters[as].Addr, code), Wait: 150 * time.Millisecond}
 			forger.Cluster = st[lead].ClusterID
 			if code != "" {
 				// The control: a proved connection that sends nothing
@@ -683,7 +683,7 @@ func TestAdversaryPeerForgery(t *testing.T) {
 				} else if code == "" && !r.Closed {
 					t.Errorf("%s: the connection was not refused without the AUTH_CODE proof (challenged %v)", what, r.Challenged)
 				}
-				time.Sleep(150 * time.Millisecond)
+				time.Sleep(100 * time.Millisecond)
 				p := a.Masters[to]
 				if p.Running() {
 					// Without the code nothing may change (judged from a
@@ -747,7 +747,7 @@ func TestAdversaryRegistrationFlood(t *testing.T) {
 	}
 
 	r, err = adversary.RegistrationFlood{Target: a.target(a.lead, 9420, flooder, advCode), Ports: adversary.FloodPorts(40001, 100),
-		Window: 5 * time.Second, Hold: 3 * time.Second}.Run(ctx)
+		Window: 3 * time.Second, Hold: 2 * time.Second}.Run(ctx)
 	if err != nil {
 		t.Fatalf("flood: %v", err)
 	}
