@@ -41,12 +41,25 @@ test: vet
 fuzz:
 	$(call fuzz-each,$(FUZZTIME))
 
-# fuzz-each runs every fuzz target for $(1).
+# fuzz-each runs every fuzz target for $(1). Go 1.26's fuzzing coordinator
+# can end a run at the -fuzztime deadline with a bare "context deadline
+# exceeded" failure and nothing found (golang/go#75804, fixed in Go 1.27);
+# that alone is reported and passed over. Anything else fails: a failing
+# input (written to testdata/fuzz/<target>/), a panic, a failing seed.
 define fuzz-each
-	@set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' cmd internal pkg | sort); do \
+	@log=$$(mktemp); trap 'rm -f $$log' EXIT; \
+	for f in $$(grep -rl --include='*_test.go' '^func Fuzz' cmd internal pkg | sort); do \
 		for t in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
 			echo "fuzz $$t (./$$(dirname $$f)) for $(1)"; \
-			$(GO) test -run='^$$' -fuzz="^$$t\$$" -fuzztime=$(1) ./$$(dirname $$f); \
+			if $(GO) test -run='^$$' -fuzz="^$$t\$$" -fuzztime=$(1) ./$$(dirname $$f) >$$log 2>&1; then \
+				grep -E '^(fuzz: elapsed: .*execs|ok )' $$log | tail -n 2; \
+			elif grep -q '^    context deadline exceeded$$' $$log && \
+				! grep -q -e 'Failing input written' -e '^panic' -e '--- FAIL: [^ ]*/' $$log; then \
+				grep '^fuzz: elapsed: .*execs' $$log | tail -n 1; \
+				echo "  ended by the -fuzztime deadline race (golang/go#75804), nothing found: not a failure"; \
+			else \
+				cat $$log; exit 1; \
+			fi; \
 		done; \
 	done
 endef
