@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,12 +18,28 @@ type Lock struct {
 	f *os.File
 }
 
-// Acquire creates or opens the lock file at path, takes an exclusive flock
-// without waiting and writes our pid into it.
+// Acquire checks the lock file's directory (DATA_PATH: CheckDataDir),
+// creates or opens the lock file at path, takes an exclusive flock without
+// waiting and writes our pid into it.
+//
+// The file is truncated, so it must be ours: a symbolic link is refused
+// (O_NOFOLLOW), and so is anything but a regular file with one link owned
+// by this process's user, since a link planted in the directory would
+// otherwise make the daemon (often root) truncate the file it points to.
+// It is created 0600, and an existing one is set to 0600.
 func Acquire(path string) (*Lock, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
+	if err := CheckDataDir(filepath.Dir(path)); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("lock file %s is a symbolic link: refusing to follow it (the daemon creates its lock file itself; remove the link)", path)
+	} else if err != nil {
 		return nil, fmt.Errorf("lock file: %w", err)
+	}
+	if err := ownFile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock file %s %v: refusing to use it (remove it; the daemon creates its lock file itself)", path, err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
@@ -43,6 +60,105 @@ func Acquire(path string) (*Lock, error) {
 		return nil, fmt.Errorf("lock file %s: %w", path, err)
 	}
 	return &Lock{f: f}, nil
+}
+
+// ownFile checks that f is a regular file with a single link, owned by this
+// process's user, and makes it 0600.
+func ownFile(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("is not a regular file (%v)", fi.Mode().Type())
+	case !ok:
+		return errors.New("cannot be checked")
+	case st.Nlink != 1:
+		return fmt.Errorf("has %d hard links", st.Nlink)
+	case int(st.Uid) != os.Geteuid():
+		return fmt.Errorf("is owned by uid %d, not by this daemon's uid %d", st.Uid, os.Geteuid())
+	}
+	if fi.Mode().Perm() != 0o600 {
+		return f.Chmod(0o600)
+	}
+	return nil
+}
+
+// warnings is where CheckDataDir's warnings go (a test replaces it). The
+// daemon's stderr is its terminal or journal in the foreground and its log
+// file in the background.
+var warnings io.Writer = os.Stderr
+
+// CheckDataDir checks the owner and mode of a daemon's data directory
+// before the daemon writes anything in it, following no symbolic link at
+// its last step (os.Lstat). A directory that another local user can change
+// lets that user replace or plant the metadata and its lock and log files
+// under the daemon's feet, so:
+//
+//   - writable by others (o+w, with the sticky bit or not): refused. No
+//     deployment needs it, and any local user could plant files in it.
+//   - owned by another user than the daemon's, root excepted: refused.
+//     That user can chmod it and replace anything in it at will. A root
+//     owned directory is kept: only root can change it, and packaging often
+//     gives a service such a directory through its group.
+//   - writable by its group: a loud warning on stderr, not a refusal. A
+//     group of trusted operators (root:mfs 0770) is a common and legitimate
+//     setup; an untrusted member can still replace the metadata.
+//   - not a directory (or a symbolic link to one): refused.
+func CheckDataDir(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("DATA_PATH %s: %w", dir, err)
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		// The target may be fine, but who controls the link is another
+		// question: judge the directory it points to.
+		target, err := filepath.EvalSymlinks(dir)
+		if err != nil {
+			return fmt.Errorf("DATA_PATH %s: %w", dir, err)
+		}
+		if fi, err = os.Lstat(target); err != nil {
+			return fmt.Errorf("DATA_PATH %s: %w", dir, err)
+		}
+		dir = fmt.Sprintf("%s (-> %s)", dir, target)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("DATA_PATH %s is not a directory", dir)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fmt.Errorf("DATA_PATH %s: cannot read its owner", dir)
+	}
+	perm, me := fi.Mode().Perm(), os.Geteuid()
+	switch {
+	case perm&0o002 != 0:
+		return fmt.Errorf("DATA_PATH %s is writable by every user (mode %04o): any local user could replace the metadata or plant links in it; chmod o-w %s",
+			dir, fi.Mode().Perm()|stickyBits(fi.Mode()), dir)
+	case int(st.Uid) != me && st.Uid != 0:
+		return fmt.Errorf("DATA_PATH %s is owned by uid %d, not by this daemon's uid %d (or root): that user could replace the metadata; chown it to the daemon's user",
+			dir, st.Uid, me)
+	case perm&0o020 != 0:
+		fmt.Fprintf(warnings, "WARNING: DATA_PATH %s is writable by its group (gid %d, mode %04o): every member can replace the metadata; chmod g-w %s unless that group is trusted\n",
+			dir, st.Gid, perm, dir)
+	}
+	return nil
+}
+
+// stickyBits is the sticky, setuid and setgid bits of m as octal bits.
+func stickyBits(m os.FileMode) os.FileMode {
+	var b os.FileMode
+	if m&os.ModeSticky != 0 {
+		b |= 0o1000
+	}
+	if m&os.ModeSetgid != 0 {
+		b |= 0o2000
+	}
+	if m&os.ModeSetuid != 0 {
+		b |= 0o4000
+	}
+	return b
 }
 
 // Release empties the lock file and drops the lock. Releasing twice is a
@@ -122,7 +238,7 @@ func Reload(path string) error {
 
 // Background re-executes this binary with args (which should make it run in
 // the foreground) in a new session, stdin from /dev/null and output
-// appended to logPath, then polls ready every 50ms for up to wait. If the
+// appended to logPath (created 0600, never through a symbolic link), then polls ready every 50ms for up to wait. If the
 // child exits first or is not ready in time, the error carries the tail of
 // what it logged; a child that is merely slow is left running, and its pid
 // is returned with the error.
@@ -131,11 +247,21 @@ func Background(logPath string, args []string, ready func() bool, wait time.Dura
 	if err != nil {
 		return 0, err
 	}
-	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
+	// The log lives in DATA_PATH too: the same checks as the lock file's,
+	// before anything is created there.
+	if err := CheckDataDir(filepath.Dir(logPath)); err != nil {
+		return 0, err
+	}
+	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
+	if errors.Is(err, syscall.ELOOP) {
+		return 0, fmt.Errorf("log file %s is a symbolic link: refusing to follow it (remove the link)", logPath)
+	} else if err != nil {
 		return 0, fmt.Errorf("log file: %w", err)
 	}
 	defer logf.Close()
+	if err := ownFile(logf); err != nil {
+		return 0, fmt.Errorf("log file %s %v: refusing to append to it (move it aside)", logPath, err)
+	}
 	start, _ := logf.Seek(0, io.SeekEnd)
 	null, err := os.Open(os.DevNull)
 	if err != nil {
