@@ -1,15 +1,20 @@
 // Command bench is `make bench`: failover of the make run topology under
-// kill -9 and SIGSTOP, 200 ms stalls that must depose nobody, and a
-// 3-member etcd cluster's kill -9 failover with its default settings in the
-// same run. It writes docs/benchmarks.md.
+// kill -9 (with the fast path, and with TRUST_REFUSED = 0) and SIGSTOP,
+// 200 ms stalls that must depose nobody, change throughput, read
+// throughput (confirmed by a heartbeat round, and with LEASE_READS = 1),
+// and a 3-member etcd cluster's kill -9 failover, changes and linearizable
+// reads with its default settings in the same run. It writes
+// docs/benchmarks.md.
 package main
 
 import (
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -24,7 +29,7 @@ func main() {
 	doc := flag.String("doc", "docs/benchmarks.md", "where to write the results")
 	base := flag.Int("base", 60, "second octet of the loopback addresses used (127.B.x.y)")
 	keep := flag.String("keep", "", "keep configs, data and logs in this directory")
-	only := flag.String("only", "", "run one kind only: kill, freeze, writes or etcd (for a look; the doc is not written)")
+	only := flag.String("only", "", "run one kind only: "+strings.Join(kinds, ", ")+" (for a look; the doc is not written)")
 	flag.Parse()
 	if err := run(*trials, *doc, uint8(*base), *keep, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -57,7 +62,14 @@ func (s series) stats() (med, p90, max time.Duration) {
 	return q(0.5), q(0.9), d[len(d)-1]
 }
 
+// kinds are the values of -only.
+var kinds = []string{"kill", "kill-notrust", "freeze", "writes", "reads", "etcd"}
+
 func run(trials int, doc string, base uint8, keep, only string) error {
+	if only != "" && !slices.Contains(kinds, only) {
+		return fmt.Errorf("-only %q: one of %s", only, strings.Join(kinds, ", "))
+	}
+	want := func(ks ...string) bool { return only == "" || slices.Contains(ks, only) }
 	work := keep
 	if work == "" {
 		var err error
@@ -73,11 +85,85 @@ func run(trials int, doc string, base uint8, keep, only string) error {
 	if err := cluster.Build(bin, root); err != nil {
 		return err
 	}
-	s := cluster.Local(filepath.Join(work, "mfs"), bin, base)
-	s.MasterCfg = map[string]string{"SELF_NOMINATE_AFTER": "1s"}
-	if keep != "" {
-		s.CSCfg = map[string]string{"LOG_LEVEL": "debug"}
+	// spec is the make run topology with the bench's settings and extra
+	// keys; every cluster of the run uses the same addresses, one at a time.
+	spec := func(dir string, masterCfg, csCfg map[string]string) cluster.Spec {
+		s := cluster.Local(filepath.Join(work, dir), bin, base)
+		s.MasterCfg = map[string]string{"SELF_NOMINATE_AFTER": "1s"}
+		maps.Copy(s.MasterCfg, masterCfg)
+		s.CSCfg = map[string]string{}
+		if keep != "" {
+			s.CSCfg["LOG_LEVEL"] = "debug"
+		}
+		maps.Copy(s.CSCfg, csCfg)
+		return s
 	}
+	res := results{trials: trials}
+	res.kill = series{name: "kill -9 of the LEADER -> new LEADER"}
+	res.killNoTrust = series{name: "kill -9 of the LEADER, chunkservers with TRUST_REFUSED = 0 -> new LEADER"}
+	res.freeze = series{name: "SIGSTOP of the LEADER -> new LEADER"}
+
+	if want("kill", "freeze", "writes", "reads") {
+		err := withCluster(spec("mfs", nil, nil), func(c *cluster.Cluster) error {
+			return defaultPhases(c, trials, want, &res)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if want("reads") {
+		// The same topology with LEASE_READS = 1 on every master, fresh as
+		// the default cluster was when its reads ran.
+		err := withCluster(spec("mfs-lease", map[string]string{"LEASE_READS": "1"}, nil), func(c *cluster.Cluster) error {
+			l, err := readPhase("lease", oursPut(c), oursGet(c))
+			res.lease = l
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if want("kill-notrust") {
+		// The same topology with the kill -9 fast path off on every
+		// chunkserver.
+		err := withCluster(spec("mfs-notrust", nil, map[string]string{"TRUST_REFUSED": "0"}), func(c *cluster.Cluster) error {
+			for i := 0; i < trials; i++ {
+				d, err := trial(c, false)
+				if err != nil {
+					return fmt.Errorf("kill trial with TRUST_REFUSED = 0 %d: %w", i+1, err)
+				}
+				res.killNoTrust.d = append(res.killNoTrust.d, d)
+				fmt.Printf("kill -9, TRUST_REFUSED = 0 #%d: %v\n", i+1, d.Round(time.Millisecond))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+
+	et := etcdWants{kill: want("etcd", "kill-notrust"), writes: want("etcd", "writes"), reads: want("etcd", "reads")}
+	if et.kill || et.writes || et.reads {
+		res.etcdKill = series{name: "etcd (3 members, default settings): kill -9 of the leader -> new leader"}
+		ms, version, err := etcdStart(work, base)
+		res.etcdVersion, res.etcdErr = version, err
+		if err == nil {
+			res.etcdErr = etcdPhases(ms, trials, et, &res)
+			etcdStop(ms)
+		}
+		if res.etcdErr != nil {
+			fmt.Println("etcd:", res.etcdErr)
+		}
+	}
+	if only != "" {
+		summary(res)
+		return res.etcdErr
+	}
+	return write(doc, res)
+}
+
+// withCluster starts s, waits until it settles, runs f and stops it.
+func withCluster(s cluster.Spec, f func(c *cluster.Cluster) error) error {
 	c, err := cluster.Start(s)
 	if err != nil {
 		return err
@@ -86,10 +172,22 @@ func run(trials int, doc string, base uint8, keep, only string) error {
 	if err := settle(c, -1); err != nil {
 		return err
 	}
-	res := results{trials: trials}
-	res.kill = series{name: "kill -9 of the LEADER -> new LEADER"}
-	res.freeze = series{name: "SIGSTOP of the LEADER -> new LEADER"}
-	for i := 0; i < trials && (only == "" || only == "kill"); i++ {
+	return f(c)
+}
+
+// defaultPhases runs, on the cluster with the default settings: confirmed
+// reads (first, while it is as fresh as the LEASE_READS one), kill -9 and
+// SIGSTOP trials, 200 ms stalls, changes, and the first change after a
+// kill -9.
+func defaultPhases(c *cluster.Cluster, trials int, want func(...string) bool, res *results) error {
+	if want("reads") {
+		l, err := readPhase("confirmed", oursPut(c), oursGet(c))
+		res.confirmed = l
+		if err != nil {
+			return err
+		}
+	}
+	for i := 0; i < trials && want("kill"); i++ {
 		d, err := trial(c, false)
 		if err != nil {
 			return fmt.Errorf("kill trial %d: %w", i+1, err)
@@ -97,7 +195,7 @@ func run(trials int, doc string, base uint8, keep, only string) error {
 		res.kill.d = append(res.kill.d, d)
 		fmt.Printf("kill -9 #%d: %v\n", i+1, d.Round(time.Millisecond))
 	}
-	for i := 0; i < trials && (only == "" || only == "freeze"); i++ {
+	for i := 0; i < trials && want("freeze"); i++ {
 		d, err := trial(c, true)
 		if err != nil {
 			return fmt.Errorf("freeze trial %d: %w", i+1, err)
@@ -105,7 +203,7 @@ func run(trials int, doc string, base uint8, keep, only string) error {
 		res.freeze.d = append(res.freeze.d, d)
 		fmt.Printf("SIGSTOP #%d: %v\n", i+1, d.Round(time.Millisecond))
 	}
-	for i := 0; i < trials && only == ""; i++ {
+	for i := 0; i < trials && want(); i++ {
 		dep, dbl, err := stall(c, 200*time.Millisecond)
 		if err != nil {
 			return fmt.Errorf("stall trial %d: %w", i+1, err)
@@ -113,41 +211,26 @@ func run(trials int, doc string, base uint8, keep, only string) error {
 		res.deposed += dep
 		res.doubles += dbl
 	}
-	if only == "" || only == "writes" {
+	if want() {
 		fmt.Printf("200 ms stalls: %d of %d deposed the LEADER; %d polls saw two LEADERs holding quorum\n", res.deposed, trials, res.doubles)
-		for _, n := range []int{1, 16, 64} {
-			l, err := runLoad(n, writeFor, oursPut(c))
-			if err != nil {
-				return fmt.Errorf("writes, %d clients: %w", n, err)
-			}
-			res.ours = append(res.ours, l)
-			fmt.Printf("ours, %d clients: %.0f changes/s\n", n, l.rate())
-		}
-		first, err := firstWrite(max(trials/2, 1), oursPut(c), killOurs(c), func() error { return settle(c, -1) })
-		if err != nil {
-			return fmt.Errorf("first change after kill: %w", err)
-		}
-		res.oursFirst = first
 	}
-	c.Stop()
-
-	if only != "" && only != "etcd" && only != "writes" {
+	if !want("writes") {
 		return nil
 	}
-	res.etcdKill = series{name: "etcd (3 members, default settings): kill -9 of the leader -> new leader"}
-	ms, version, err := etcdStart(work, base)
-	res.etcdVersion, res.etcdErr = version, err
-	if err == nil {
-		res.etcdErr = etcdPhases(ms, trials, &res)
-		etcdStop(ms)
+	for _, n := range []int{1, 16, 64} {
+		l, err := runLoad(n, writeFor, oursPut(c))
+		if err != nil {
+			return fmt.Errorf("writes, %d clients: %w", n, err)
+		}
+		res.ours = append(res.ours, l)
+		fmt.Printf("ours, %d clients: %.0f changes/s\n", n, l.rate())
 	}
-	if res.etcdErr != nil {
-		fmt.Println("etcd:", res.etcdErr)
+	first, err := firstWrite(max(trials/2, 1), oursPut(c), killOurs(c), func() error { return settle(c, -1) })
+	if err != nil {
+		return fmt.Errorf("first change after kill: %w", err)
 	}
-	if only != "" {
-		return res.etcdErr
-	}
-	return write(doc, res)
+	res.oursFirst = first
+	return nil
 }
 
 // writeFor is how long each throughput run lasts.
@@ -155,34 +238,83 @@ const writeFor = 3 * time.Second
 
 // results is everything one bench run measured.
 type results struct {
-	trials                 int
-	kill, freeze, etcdKill series
-	deposed, doubles       int
-	ours, etcd             []load
-	oursFirst, etcdFirst   series
-	etcdVersion            string
-	etcdErr                error
+	trials                              int
+	kill, killNoTrust, freeze, etcdKill series
+	deposed, doubles                    int
+	ours, etcd                          []load
+	oursFirst, etcdFirst                series
+	confirmed, lease, etcdReads         []load
+	etcdVersion                         string
+	etcdErr                             error
 }
 
-func etcdPhases(ms []*etcdMember, trials int, res *results) error {
-	if err := etcdKillTrials(ms, trials, &res.etcdKill); err != nil {
-		return err
-	}
-	for _, n := range []int{1, 16, 64} {
-		l, err := runLoad(n, writeFor, etcdPut(ms))
-		if err != nil {
-			return fmt.Errorf("etcd writes, %d clients: %w", n, err)
+// etcdWants says which etcd phases a run needs.
+type etcdWants struct{ kill, writes, reads bool }
+
+func etcdPhases(ms []*etcdMember, trials int, want etcdWants, res *results) error {
+	if want.kill {
+		if err := etcdKillTrials(ms, trials, &res.etcdKill); err != nil {
+			return err
 		}
-		res.etcd = append(res.etcd, l)
-		fmt.Printf("etcd, %d clients: %.0f changes/s\n", n, l.rate())
 	}
-	first, err := firstWrite(max(trials/2, 1), etcdPut(ms), killEtcd(ms), func() error {
-		time.Sleep(time.Second)
-		_, err := etcdLeader(ms, -1, 30*time.Second)
-		return err
-	})
-	res.etcdFirst = first
-	return err
+	if want.writes {
+		for _, n := range []int{1, 16, 64} {
+			l, err := runLoad(n, writeFor, etcdPut(ms))
+			if err != nil {
+				return fmt.Errorf("etcd writes, %d clients: %w", n, err)
+			}
+			res.etcd = append(res.etcd, l)
+			fmt.Printf("etcd, %d clients: %.0f changes/s\n", n, l.rate())
+		}
+		first, err := firstWrite(max(trials/2, 1), etcdPut(ms), killEtcd(ms), func() error {
+			time.Sleep(time.Second)
+			_, err := etcdLeader(ms, -1, 30*time.Second)
+			return err
+		})
+		res.etcdFirst = first
+		if err != nil {
+			return err
+		}
+	}
+	if want.reads {
+		l, err := readPhase("etcd", etcdPut(ms), etcdGet(ms))
+		res.etcdReads = l
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// summary prints, for an -only run, the figures the doc would compare.
+func summary(r results) {
+	fmt.Println()
+	for _, s := range []series{r.kill, r.killNoTrust, r.freeze, r.etcdKill} {
+		if len(s.d) > 0 {
+			med, p90, mx := s.stats()
+			fmt.Printf("%s: %d trials, median %s, p90 %s, max %s\n", s.name, len(s.d), ms(med), ms(p90), ms(mx))
+		}
+	}
+	em, _, _ := r.etcdKill.stats()
+	if nm, _, _ := r.killNoTrust.stats(); nm > 0 && em > 0 {
+		fmt.Printf("etcd kill -9 / ours kill -9 with TRUST_REFUSED = 0 (medians): %.2fx\n", float64(em)/float64(nm))
+	}
+	for i, c := range r.confirmed {
+		if i >= len(r.lease) {
+			break
+		}
+		l := r.lease[i]
+		cm, _, _ := c.lat.stats()
+		lm, _, _ := l.lat.stats()
+		fmt.Printf("reads, %d clients: confirmed %.0f/s median %s p99 %s; lease %.0f/s median %s p99 %s; median confirmed/lease %.2fx, reads/s confirmed/lease %.2f",
+			c.conc, c.rate(), us(cm), us(c.lat.pct(0.99)), l.rate(), us(lm), us(l.lat.pct(0.99)), float64(cm)/float64(lm), c.rate()/l.rate())
+		if i < len(r.etcdReads) {
+			e := r.etcdReads[i]
+			emd, _, _ := e.lat.stats()
+			fmt.Printf("; etcd %.0f/s median %s p99 %s", e.rate(), us(emd), us(e.lat.pct(0.99)))
+		}
+		fmt.Println()
+	}
 }
 
 // settle waits until a LEADER counts every chunkserver and every master
@@ -299,13 +431,15 @@ func write(doc string, r results) error {
 	b.WriteString("The `make run` topology on loopback: 3 masters, 6 chunkservers in 3 locations (one voter-only in each), all real processes. ")
 	b.WriteString("A trial signals the LEADER and measures until another master logs its `ELECT -> LEADER` role change (the same clock: one machine). ")
 	b.WriteString("After each trial the old LEADER is restarted (kill) or resumed (SIGSTOP) and the cluster settles (a LEADER counting all 6 votes, the others synced FOLLOWERs) before the next.\n\n")
-	b.WriteString("Settings: the defaults (VOTE_LEASE 800ms, HEARTBEAT_INTERVAL 100ms, MAX_CLOCK_DRIFT 0.01, LEASE_MARGIN 10ms; chunkservers PROBE_INTERVAL 50ms, NOMINATE_SLOT 60ms, MAX_PROMISE 2s, TRUST_REFUSED 1).\n\n")
+	b.WriteString("Settings: the defaults (VOTE_LEASE 800ms, HEARTBEAT_INTERVAL 100ms, MAX_CLOCK_DRIFT 0.01, LEASE_MARGIN 10ms, LEASE_READS 0; chunkservers PROBE_INTERVAL 50ms, NOMINATE_SLOT 60ms, MAX_PROMISE 2s, TRUST_REFUSED 1). ")
+	b.WriteString("The TRUST_REFUSED = 0 row is a second cluster of the same topology, started in the same run with that key in every chunkserver's config and nothing else changed.\n\n")
 	b.WriteString("| what | trials | median | p90 | max |\n|---|---|---|---|---|\n")
 	row := func(s series) {
 		med, p90, mx := s.stats()
 		fmt.Fprintf(&b, "| %s | %d | %v | %v | %v |\n", s.name, len(s.d), ms(med), ms(p90), ms(mx))
 	}
 	row(r.kill)
+	row(r.killNoTrust)
 	row(r.freeze)
 	if r.etcdErr == nil {
 		row(r.etcdKill)
@@ -313,17 +447,23 @@ func write(doc string, r results) error {
 	b.WriteString("\n")
 	if r.etcdErr == nil {
 		km, _, _ := r.kill.stats()
+		nm, _, _ := r.killNoTrust.stats()
 		em, _, _ := r.etcdKill.stats()
 		fm, _, _ := r.freeze.stats()
-		fmt.Fprintf(&b, "Ratios of medians: etcd kill -9 / ours kill -9 = %.1fx; etcd kill -9 / ours SIGSTOP = %.2fx. ", float64(em)/float64(km), float64(em)/float64(fm))
+		fmt.Fprintf(&b, "Ratios of medians: etcd kill -9 / ours kill -9 = %.1fx; etcd kill -9 / ours kill -9 with TRUST_REFUSED = 0 = %.2fx; etcd kill -9 / ours SIGSTOP = %.2fx. ",
+			float64(em)/float64(km), float64(em)/float64(nm), float64(em)/float64(fm))
 		fmt.Fprintf(&b, "etcd %s, 3 members on loopback with its default settings (heartbeat 100 ms, election timeout 1000 ms), measured from the kill to the `became leader` line in a survivor's log.\n\n", r.etcdVersion)
 	} else {
 		fmt.Fprintf(&b, "etcd was not measured in this run: %v\n\n", r.etcdErr)
 	}
 	fmt.Fprintf(&b, "Stability: %d trials of a 200 ms SIGSTOP of the LEADER (two heartbeats lost): %d deposed it. ", r.trials, r.deposed)
 	fmt.Fprintf(&b, "Polls every 50 ms during and after them that saw two masters report LEADER holding quorum: %d.\n\n", r.doubles)
-	b.WriteString("Why the figures are what they are: a killed LEADER's port refuses the chunkservers' next dial at once, which releases their promises (the kill -9 fast path, docs/architecture.md); ")
-	b.WriteString("a frozen one keeps its connections open and says nothing, so its voters wait out the promise (VOTE_LEASE from the last heartbeat they received) before they nominate and vote again.\n")
+	b.WriteString("Why the figures are what they are: when a LEADER is killed, its host's kernel closes the connections the chunkservers' promises were granted over (a FIN or RST reaches each) and refuses their next dial; ")
+	b.WriteString("the close and then a refusal of a dial sent after it together show that the process is gone, and release the promise at once (the kill -9 fast path, docs/architecture.md §3). ")
+	b.WriteString("A refusal alone proves nothing (a default `iptables -j REJECT` refuses dials while the master lives, and closes nothing), so it releases nothing. ")
+	b.WriteString("A frozen LEADER keeps its connections open and says nothing, so its voters wait out the promise (VOTE_LEASE from the last heartbeat they received) before they nominate and vote again. ")
+	b.WriteString("With TRUST_REFUSED = 0 (for a REJECT rule with tcp-reset between chunkservers and masters, or a master address that may move to another host while the old process lives: docs/operations.md) neither the close nor the refusal counts, ")
+	b.WriteString("so a killed LEADER is replaced as a frozen one is, after the promise: that row is the price of a crash on such a site, to be read beside the SIGSTOP row, not the kill -9 one.\n")
 	if len(r.ours) > 0 {
 		b.WriteString("\n## Changes\n\n")
 		fmt.Fprintf(&b, "Each client writes its own keys, one change at a time, for %v; every change is acknowledged only once it is durable (fsync) where the system's rule says. ", writeFor)
@@ -350,6 +490,39 @@ func write(doc string, r results) error {
 			row(r.etcdFirst)
 		}
 		b.WriteString("\nWhat a change waits for, in ours: the LEADER's fsync, then a follower's (the change travels at once), then a heartbeat sent at once to every chunkserver with the new commit point, each of which fsyncs it before it answers; three fsyncs in a row and three round trips. Changes that arrive meanwhile share the next round, so throughput grows with the number of clients. etcd waits for its leader's and a follower's WAL fsync (in parallel) and one round trip.\n")
+	}
+	if len(r.confirmed) > 0 && len(r.lease) > 0 {
+		b.WriteString("\n## Reads\n\n")
+		fmt.Fprintf(&b, "Each client reads the same existing key, one read at a time, for %v. ", readFor)
+		b.WriteString("Ours: `Get` through `pkg/client` at the LEADER, each client a session of its own, on two clusters of the `make run` topology started in the same run, each fresh when its reads ran: ")
+		b.WriteString("confirmed, the default (LEASE_READS = 0), and lease (LEASE_READS = 1 in every master's config, nothing else changed). ")
+		b.WriteString("etcd: `/v3/kv/range` through its JSON gateway with its default `serializable: false`, a linearizable read, on kept-alive HTTP connections spread over the members as for the changes.\n\n")
+		b.WriteString("| clients | confirmed reads/s | confirmed median | confirmed p99 | lease reads/s | lease median | lease p99 | etcd reads/s | etcd median | etcd p99 | median confirmed/lease | reads/s confirmed/lease |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+		for i, c := range r.confirmed {
+			if i >= len(r.lease) {
+				break
+			}
+			l := r.lease[i]
+			cm, _, _ := c.lat.stats()
+			lm, _, _ := l.lat.stats()
+			et := "- | - | -"
+			if i < len(r.etcdReads) {
+				e := r.etcdReads[i]
+				em, _, _ := e.lat.stats()
+				et = fmt.Sprintf("%.0f | %s | %s", e.rate(), us(em), us(e.lat.pct(0.99)))
+			}
+			fmt.Fprintf(&b, "| %d | %.0f | %s | %s | %.0f | %s | %s | %s | %.2f | %.2f |\n", c.conc, c.rate(), us(cm), us(c.lat.pct(0.99)),
+				l.rate(), us(lm), us(l.lat.pct(0.99)), et, float64(cm)/float64(lm), c.rate()/l.rate())
+		}
+		b.WriteString("\nWhat a read waits for, in ours. Confirmed (the default): the LEADER notes the newest heartbeat it has sent when the read arrives; ")
+		b.WriteString("if no read round is in flight, the arrival makes the next heartbeat broadcast to every chunkserver leave at once (after the inputs handled with the read, not at the next HEARTBEAT_INTERVAL tick) and makes it the round. ")
+		b.WriteString("The read is answered once everything in the log at its arrival is acknowledged (at once here: nothing is being written) and a quorum of chunkservers (here both chunkservers of two of the three locations) has acknowledged that heartbeat or a later one. ")
+		b.WriteString("Such a heartbeat changes nothing a chunkserver must remember (same epoch, same commit point, no promise longer than one it made before), so it answers without writing anything: no fsync anywhere, one round trip from the LEADER to the chunkservers and back on top of the client's own. On loopback that round trip is mostly scheduling: the LEADER and every chunkserver of the quorum must be woken, read the frame and answer, so the figure for one client measures wake-ups more than a network, and grows with the machine's load. ")
+		b.WriteString("Reads that arrive while a round is in flight wait for the next one, which leaves as soon as that one completes: one round confirms every read of a burst, so with many clients a read waits between one and two rounds, and throughput grows with the number of clients. ")
+		b.WriteString("A chunkserver that has promised a newer LEADER refuses that heartbeat, so a LEADER resumed from a pause its clock did not count steps down instead of answering from an old state. ")
+		b.WriteString("Lease (LEASE_READS = 1): the read is answered in the step it arrives in, once everything before it is acknowledged, while the LEADER's vote leases still make a quorum, and no heartbeat is sent for it; ")
+		b.WriteString("it trusts the LEADER's monotonic clock to have counted every moment the process was stopped, which a paused VM breaks (docs/architecture.md §7, Reads): that is why it is not the default. ")
+		b.WriteString("etcd's linearizable read is a round of the same kind (Raft ReadIndex: the leader confirms with a heartbeat round to a majority that it still leads, batching the reads that wait; a follower first asks the leader for the index), then served once the member has applied up to it; the JSON gateway adds its own HTTP-to-gRPC hop to every etcd figure.\n")
 	}
 	if err := os.MkdirAll(filepath.Dir(doc), 0o755); err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -14,8 +15,8 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/client"
 )
 
-// load is one throughput/latency run: conc clients, each writing its own
-// keys one change at a time for d.
+// load is one throughput/latency run: conc clients, each doing one
+// operation at a time (a change of its own keys, or a read) for d.
 type load struct {
 	conc int
 	ops  int
@@ -25,29 +26,41 @@ type load struct {
 
 func (l load) rate() float64 { return float64(l.ops) / l.d.Seconds() }
 
-// putFunc makes one acknowledged change or fails.
-type putFunc func(ctx context.Context, key, val string) error
+// opFunc makes one acknowledged change (of key to val) or one read (which
+// ignores both), or fails.
+type opFunc func(ctx context.Context, key, val string) error
 
-func runLoad(conc int, d time.Duration, mk func(i int) (putFunc, func(), error)) (load, error) {
+// runLoad makes every client first (mk may warm one up: find the LEADER,
+// open its connection), then runs them all for d.
+func runLoad(conc int, d time.Duration, mk func(i int) (opFunc, func(), error)) (load, error) {
 	out := load{conc: conc, d: d}
+	ops := make([]opFunc, 0, conc)
+	dones := make([]func(), 0, conc)
+	defer func() {
+		for _, done := range dones {
+			done()
+		}
+	}()
+	for i := 0; i < conc; i++ {
+		op, done, err := mk(i)
+		if err != nil {
+			return out, err
+		}
+		ops, dones = append(ops, op), append(dones, done)
+	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	var firstErr error
 	end := time.Now().Add(d)
-	for i := 0; i < conc; i++ {
-		put, done, err := mk(i)
-		if err != nil {
-			return out, err
-		}
+	for i, op := range ops {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer done()
 			var lat []time.Duration
 			for n := 0; time.Now().Before(end); n++ {
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				t := time.Now()
-				err := put(ctx, fmt.Sprintf("bench/%d/%d", i, n%1000), fmt.Sprintf("v%d", n))
+				err := op(ctx, fmt.Sprintf("bench/%d/%d", i, n%1000), fmt.Sprintf("v%d", n))
 				cancel()
 				if err != nil {
 					mu.Lock()
@@ -70,8 +83,8 @@ func runLoad(conc int, d time.Duration, mk func(i int) (putFunc, func(), error))
 }
 
 // oursPut: one pkg/client session per writer.
-func oursPut(c *cluster.Cluster) func(int) (putFunc, func(), error) {
-	return func(int) (putFunc, func(), error) {
+func oursPut(c *cluster.Cluster) func(int) (opFunc, func(), error) {
+	return func(int) (opFunc, func(), error) {
 		cl, err := client.New(client.Config{MasterHost: c.Spec.MasterHost()})
 		if err != nil {
 			return nil, nil, err
@@ -86,33 +99,54 @@ func oursPut(c *cluster.Cluster) func(int) (putFunc, func(), error) {
 // etcdPut: etcd's JSON gateway (/v3/kv/put) over kept-alive HTTP
 // connections, writers spread over the members as etcd's own benchmark
 // does; a member that is not the leader forwards to it.
-func etcdPut(ms []*etcdMember) func(int) (putFunc, func(), error) {
-	return func(i int) (putFunc, func(), error) {
-		// One second per attempt, as our client's default.
-		hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
-		order := []int{i % len(ms), (i + 1) % len(ms), (i + 2) % len(ms)}
+func etcdPut(ms []*etcdMember) func(int) (opFunc, func(), error) {
+	return func(i int) (opFunc, func(), error) {
+		call, done := etcdCaller(ms, i)
 		return func(ctx context.Context, k, v string) error {
 			body, _ := json.Marshal(map[string]string{
 				"key": base64.StdEncoding.EncodeToString([]byte(k)), "value": base64.StdEncoding.EncodeToString([]byte(v))})
-			var last error
-			for round := 0; ctx.Err() == nil; round++ {
-				m := ms[order[round%len(order)]]
-				req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+m.addr+":2379/v3/kv/put", bytes.NewReader(body))
-				r, err := hc.Do(req)
-				if err == nil {
-					ok := r.StatusCode == http.StatusOK
-					r.Body.Close()
-					if ok {
-						return nil
-					}
-					err = fmt.Errorf("%s: %s", m.addr, r.Status)
-				}
-				last = err
-				time.Sleep(5 * time.Millisecond)
-			}
-			return fmt.Errorf("%v (last: %v)", ctx.Err(), last)
-		}, func() { hc.CloseIdleConnections() }, nil
+			return call(ctx, "/v3/kv/put", body, nil)
+		}, done, nil
 	}
+}
+
+// etcdCaller is one etcd client: kept-alive HTTP connections, the member
+// i % 3 first, the next ones after a failure. call POSTs body to path until
+// a member answers 200 (and check, if any, accepts the body) or ctx ends.
+func etcdCaller(ms []*etcdMember, i int) (call func(ctx context.Context, path string, body []byte, check func([]byte) error) error, done func()) {
+	// One second per attempt, as our client's default.
+	hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+	order := []int{i % len(ms), (i + 1) % len(ms), (i + 2) % len(ms)}
+	call = func(ctx context.Context, path string, body []byte, check func([]byte) error) error {
+		var last error
+		for round := 0; ctx.Err() == nil; round++ {
+			m := ms[order[round%len(order)]]
+			req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+m.addr+":2379"+path, bytes.NewReader(body))
+			r, err := hc.Do(req)
+			if err == nil {
+				// Read to the end: only then is the connection reused.
+				b, rerr := io.ReadAll(r.Body)
+				r.Body.Close()
+				switch {
+				case rerr != nil:
+					err = rerr
+				case r.StatusCode != http.StatusOK:
+					err = fmt.Errorf("%s: %s", m.addr, r.Status)
+				case check != nil:
+					if err = check(b); err != nil {
+						return err // an answer, but the wrong one
+					}
+					return nil
+				default:
+					return nil
+				}
+			}
+			last = err
+			time.Sleep(5 * time.Millisecond)
+		}
+		return fmt.Errorf("%v (last: %v)", ctx.Err(), last)
+	}
+	return call, hc.CloseIdleConnections
 }
 
 // firstWrite: a writer keeps changing one key; the LEADER is killed; the
@@ -120,7 +154,7 @@ func etcdPut(ms []*etcdMember) func(int) (putFunc, func(), error) {
 // change sent after that and acknowledged (by the new LEADER, necessarily).
 // A change in flight at the kill does not count. kill and its restart act
 // on the system under test.
-func firstWrite(trials int, mk func(int) (putFunc, func(), error), kill func() (restart func() error, err error), settle func() error) (series, error) {
+func firstWrite(trials int, mk func(int) (opFunc, func(), error), kill func() (restart func() error, err error), settle func() error) (series, error) {
 	var out series
 	put, done, err := mk(0)
 	if err != nil {
