@@ -508,17 +508,31 @@ func TestAdversarySessionTheft(t *testing.T) {
 		if !slices.ContainsFunc(st.Chunkservers, func(cs node.CSStatus) bool { return cs.ID == id && cs.Addr == orig.Addr }) {
 			t.Errorf("the registry no longer gives cs %d to %s: %+v", id, orig.Addr, st.Chunkservers)
 		}
-		t.Logf("registry after the clone: %d members (3 before)", st.Registered)
+		// Refused: not a member under its own id either.
+		if st.Registered != 3 {
+			t.Errorf("the clone joined the registry: %d members (3 before)", st.Registered)
+		}
 		// Named in the LEADER's log and in -SCS: the clone connects from
 		// the kernel's choice of source address (127.0.0.1 on loopback).
-		if lines := cluster.LogLines(a.Masters[a.lead].Log, 3, "clon"); len(lines) == 0 {
-			t.Errorf("the LEADER's log does not name the refused clone of cs %d (no line with \"clon\")", id)
+		const from = "127.0.0.1"
+		if lines := cluster.LogLines(a.Masters[a.lead].Log, 3, "clon", `"`+from); len(lines) == 0 {
+			t.Errorf("the LEADER's log does not name the refused clone of cs %d (no line with \"clon\" and %s)", id, from)
 		} else {
 			t.Logf("LEADER log: %s", lines[0])
 		}
 		out, _ := mfscli(t, a.Cluster, "-SCS")
-		if low := strings.ToLower(out); !strings.Contains(low, "clon") || !strings.Contains(low, "127.0.0.1") {
-			t.Errorf("mfscli -SCS does not name the clone (\"clon\" and 127.0.0.1):\n%s", out)
+		named := false
+		for _, l := range strings.Split(out, "\n") {
+			if strings.Contains(strings.ToLower(l), "clon") && strings.Contains(l, from) {
+				named = true
+				t.Logf("-SCS: %s", l)
+			}
+		}
+		if !named {
+			t.Errorf("mfscli -SCS has no line naming the clone (\"clon\" and %s):\n%s", from, out)
+		}
+		if lines := cluster.LogLines(clone.Log, 3, "registering again"); len(lines) > 0 {
+			t.Logf("the clone: %s", lines[0])
 		}
 		clone.Term(5 * time.Second)
 	})
