@@ -70,7 +70,9 @@ type pendingOp struct {
 	hb     uint64 // read: the newest heartbeat sent before it arrived
 	key    string
 	read   bool
-	prefix bool
+	prefix bool   // a list: keys under the prefix key,
+	after  string // after this one,
+	limit  int    // at most this many
 }
 
 // Master is the role machine of one mfsmaster. The zero value is not

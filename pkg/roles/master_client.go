@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/mfs-election/mfs-election/pkg/quorum"
 	"github.com/mfs-election/mfs-election/pkg/wire"
@@ -98,19 +96,16 @@ func (m *Master) onClientWrite(w ClientWrite) {
 }
 
 func (m *Master) onClientRead(r ClientRead) {
-	key := r.Key
-	if r.Prefix {
-		key = listArgs{prefix: r.Key, after: r.After, limit: r.Limit}.String()
-	}
 	switch m.role {
 	case Leader:
 		// Linearizable: answered once everything in the log at arrival is
 		// acknowledged, and only while the quorum lease holds.
-		m.pending = append(m.pending, pendingOp{client: r.Client, seq: r.Seq, ver: m.log.Len(), hb: m.hbSeq, key: key, read: true, prefix: r.Prefix})
+		m.pending = append(m.pending, pendingOp{client: r.Client, seq: r.Seq, ver: m.log.Len(), hb: m.hbSeq, key: r.Key,
+			read: true, prefix: r.Prefix, after: r.After, limit: r.Limit})
 		m.askReadRound()
 		m.answerPending()
 	case Deputy:
-		rep := m.readReply(key, r.Prefix)
+		rep := m.readReply(pendingOp{key: r.Key, prefix: r.Prefix, after: r.After, limit: r.Limit})
 		rep.Version, rep.Stale = m.kv.Applied, true
 		m.reply(r.Client, r.Seq, rep)
 	default:
@@ -175,7 +170,7 @@ func (m *Master) answerPending() {
 			continue
 		}
 		if op.read {
-			r := m.readReply(op.key, op.prefix)
+			r := m.readReply(op)
 			r.Version = m.acked.Version
 			m.reply(op.client, op.seq, r)
 		} else {
@@ -192,42 +187,20 @@ func (m *Master) answerPending() {
 	}
 }
 
-// readReply answers a read of key, or with prefix set one page of a list
-// (key is then listArgs.String()), from the applied namespace.
-func (m *Master) readReply(key string, prefix bool) ClientReply {
-	if prefix {
-		a := parseListArgs(key)
-		limit := a.limit
+// readReply answers a read of op.key, or with op.prefix set one page of
+// a list (keys under the prefix op.key, after op.after, at most op.limit),
+// from the applied namespace.
+func (m *Master) readReply(op pendingOp) ClientReply {
+	if op.prefix {
+		limit := op.limit
 		if limit <= 0 || limit > ListMax {
 			limit = ListMax
 		}
-		es, more := m.kv.List(a.prefix, a.after, limit, ListMaxBytes)
+		es, more := m.kv.List(op.key, op.after, limit, ListMaxBytes)
 		return ClientReply{OK: true, Entries: es, More: more}
 	}
-	it, ok := m.kv.Data[key]
+	it, ok := m.kv.Data[op.key]
 	return ClientReply{OK: true, Value: it.Value, Found: ok, KeyVersion: it.Version}
-}
-
-// listArgs are a list request's arguments while it waits in m.pending,
-// whose one string field carries them (String): "limit,len(prefix),"
-// then the prefix and the after key.
-type listArgs struct {
-	prefix, after string
-	limit         int
-}
-
-func (a listArgs) String() string {
-	return strconv.Itoa(a.limit) + "," + strconv.Itoa(len(a.prefix)) + "," + a.prefix + a.after
-}
-
-// parseListArgs reverses listArgs.String (only ever given its output).
-func parseListArgs(s string) listArgs {
-	limit, s, _ := strings.Cut(s, ",")
-	n, s, _ := strings.Cut(s, ",")
-	l, _ := strconv.Atoi(limit)
-	p, _ := strconv.Atoi(n)
-	p = min(max(p, 0), len(s))
-	return listArgs{prefix: s[:p], after: s[p:], limit: l}
 }
 
 // ---- admin -------------------------------------------------------------------------
