@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -75,6 +76,7 @@ func TestDamagedStore(t *testing.T) {
 		step = 97
 	}
 	var clean, refused, panicked, modified, wrong int
+	why := map[string]int{}
 	start := time.Now()
 	for off := 8 << 10; off < len(good); off += step {
 		for _, val := range []byte{0xff, 0x00, 0x5a} {
@@ -96,6 +98,7 @@ func TestDamagedStore(t *testing.T) {
 				}
 			case err != nil:
 				refused++
+				why[refusal(err)]++
 				if !strings.Contains(err.Error(), path) {
 					t.Errorf("byte %d set to %#02x: the error does not name the file: %v", off, val, err)
 				}
@@ -118,6 +121,27 @@ func TestDamagedStore(t *testing.T) {
 	}
 	t.Logf("%d bytes, %d corruptions in %v: %d refused with an error, %d loaded what was stored, %d loaded something else without an error, %d panics escaped, %d refused files modified",
 		len(good), clean+refused+panicked+wrong, time.Since(start).Round(time.Millisecond), refused, clean, wrong, panicked, modified)
+	t.Logf("refusals: %v", why)
+}
+
+// refusal classifies a refusal for TestDamagedStore's report: which check
+// caught the damage.
+func refusal(err error) string {
+	for _, c := range []struct{ says, is string }{
+		{"reading it failed", "fault or panic recovered"},
+		{"not a readable bbolt file", "page structure (meta)"},
+		{"is damaged: page", "page structure"},
+		{"is damaged: freelist", "page structure"},
+		{"is damaged: the tree", "page structure"},
+		{"consistency check", "bbolt Check"},
+		{"checksum mismatch", "value checksum"},
+		{"too short to hold its checksum", "value checksum"},
+	} {
+		if strings.Contains(err.Error(), c.says) {
+			return c.is
+		}
+	}
+	return "other"
 }
 
 // TestDamagedEntry (the review's T5): one byte changed inside a stored
@@ -147,5 +171,74 @@ func TestDamagedEntry(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(s.Path()); !bytes.Equal(after, before) {
 		t.Fatal("the damaged file was modified")
+	}
+}
+
+// TestDamagedStructure: page damage that would make bbolt loop for ever
+// or allocate without bound, rather than fault, is refused at open and in
+// bounded time: a branch that leads back to itself, a page claiming 4
+// billion overflow pages (bbolt's Check then fills a map with them: what
+// TestDamagedStore's full sweep ran into), a freelist claiming 2^40 pages.
+func TestDamagedStructure(t *testing.T) {
+	good := damageStore(t)
+	const ps = 4096
+	page := func(b []byte, id int) []byte { return b[id*ps : (id+1)*ps] }
+	// The changelog's root is a branch page (400 entries); its first
+	// child a leaf.
+	dir := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(dir, MasterFile), good, 0o600))
+	db, err := bolt.Open(filepath.Join(dir, MasterFile), 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	must(t, err)
+	var root int
+	must(t, db.View(func(tx *bolt.Tx) error { root = int(tx.Bucket(bucketLog).Root()); return nil }))
+	must(t, db.Close())
+	if ne.Uint16(page(good, root)[8:]) != flagBranch {
+		t.Fatalf("the changelog's root page %d is not a branch", root)
+	}
+	leaf := int(ne.Uint64(page(good, root)[pageHeaderSize+8:]))
+	for _, c := range []struct {
+		name, want string
+		edit       func(b []byte)
+	}{
+		{"branch leading to itself", "is reached twice", func(b []byte) {
+			ne.PutUint64(page(b, root)[pageHeaderSize+8:], uint64(root))
+		}},
+		{"overflow count", "overflow pages", func(b []byte) {
+			ne.PutUint32(page(b, leaf)[12:], 0xffff0000)
+		}},
+		{"freelist count", "free pages, more than it holds", func(b []byte) {
+			// The newest meta page names the freelist: damage whichever
+			// freelist page holds the 0xFFFF form, then both candidates.
+			for id := 2; id < len(b)/ps; id++ {
+				if p := page(b, id); ne.Uint64(p) == uint64(id) && ne.Uint16(p[8:]) == flagFreelist {
+					ne.PutUint16(p[10:], 0xFFFF)
+					ne.PutUint64(p[pageHeaderSize:], 1<<40)
+				}
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bad := bytes.Clone(good)
+			c.edit(bad)
+			dir := t.TempDir()
+			path := filepath.Join(dir, MasterFile)
+			must(t, os.WriteFile(path, bad, 0o600))
+			done := make(chan error, 1)
+			go func() {
+				_, err, escaped := openAndLoad(dir)
+				done <- errors.Join(err, fmt.Errorf("panic: %v", escaped))
+			}()
+			select {
+			case err := <-done:
+				if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "panic: <nil>") {
+					t.Fatalf("open: %v; want an error naming %s and saying %q", err, path, c.want)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("the open of a damaged store has not returned after 20 s")
+			}
+			if after, _ := os.ReadFile(path); !bytes.Equal(after, bad) {
+				t.Fatal("the damaged file was modified")
+			}
+		})
 	}
 }

@@ -150,6 +150,12 @@ func openChecked(path, dir string, sp spec, readOnly bool) (db *bolt.DB, schema 
 	returned := false // bolt.Open closes the file itself when it returns an error
 	err = guard(path, sp, func() error {
 		var err error
+		if err = verifyPages(path); errors.Is(err, errNotBolt) {
+			return fmt.Errorf("metadata file %s is not a readable bbolt file: %w", path, err)
+		} else if err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, errLocked) {
+			// A locked file is the lock timeout's error below.
+			return fmt.Errorf("metadata file %s is damaged: %w; the file was not modified%s", path, err, sp.remedy)
+		}
 		db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout, ReadOnly: readOnly,
 			// The freelist is read here, under guard, rather than by
 			// Check's own goroutine, where a fault would kill the process.
@@ -166,6 +172,8 @@ func openChecked(path, dir string, sp spec, readOnly bool) (db *bolt.DB, schema 
 		} else if err != nil {
 			return fmt.Errorf("metadata file %s is not a readable bbolt file: %w", path, err)
 		}
+		// verifyPages vouched for the page structure, so that neither
+		// the walk nor bbolt's Check can fault, loop or blow up.
 		if err := db.View(func(tx *bolt.Tx) (err error) { schema, err = check(tx, sp); return err }); err != nil {
 			return fmt.Errorf("metadata file %s is unusable: %w (the file was left as it is%s)", path, err, sp.remedy)
 		}
@@ -210,10 +218,12 @@ func check(tx *bolt.Tx, sp spec) (uint64, error) {
 	if err := readAll(tx, schema); err != nil {
 		return 0, err
 	}
-	// Every page the tree reaches was just read in this goroutine (under
-	// guard), so Check's goroutine reads no page that faults; what it adds
-	// is the structure: pages reachable twice, or both free and in use,
-	// which a later write would turn into silent damage.
+	// Check runs in a goroutine of its own, where a fault or a runaway
+	// loop would be past guard's reach; verifyPages checked the page
+	// structure it walks, and every page the tree reaches was just read
+	// here. What Check adds: key order, and pages both free and in use
+	// or reached by nothing, which a later write would turn into silent
+	// damage.
 	var problems []error
 	n := 0
 	for err := range tx.Check() {
