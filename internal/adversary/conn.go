@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/internal/secret"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
@@ -220,25 +221,22 @@ func (c *Conn) Local() netip.AddrPort {
 func (c *Conn) Close() error { return c.nc.Close() }
 
 // Proof is the AUTH_CODE proof an honest chunkserver at addr sends for
-// nonce (node's authMAC: HMAC-SHA256 over nonce, cluster id and address).
-// An attacker holding the code computes it for its own address.
+// nonce (node's authMAC: HMAC-SHA256 over nonce, cluster id and address,
+// keyed by the key secret.Key derives from the code for the cluster). An
+// attacker holding the code computes it for its own address.
 func Proof(code string, nonce []byte, cluster string, addr netip.Addr) []byte {
-	h := hmac.New(sha256.New, []byte(code))
-	h.Write(nonce)
-	h.Write([]byte{0})
-	h.Write([]byte(cluster))
-	h.Write([]byte{0})
-	h.Write(addr.AsSlice())
-	return h.Sum(nil)
+	return proof(secret.Key(code, cluster, secret.Chunkserver), nonce, cluster, addr)
 }
 
 // MasterProof is the AUTH_CODE proof a master at addr sends on a peer's
-// 9419 (node's masterMAC: the same MAC under a key derived from the code
-// with its own label, so that no chunkserver proof passes for a master's).
+// 9419 (node's masterMAC: the same MAC under the key derived for masters,
+// so that no chunkserver proof passes for a master's).
 func MasterProof(code string, nonce []byte, cluster string, addr netip.Addr) []byte {
-	k := hmac.New(sha256.New, []byte(code))
-	k.Write([]byte("mfs-master\x00"))
-	h := hmac.New(sha256.New, k.Sum(nil))
+	return proof(secret.Key(code, cluster, secret.Master), nonce, cluster, addr)
+}
+
+func proof(key, nonce []byte, cluster string, addr netip.Addr) []byte {
+	h := hmac.New(sha256.New, key)
 	h.Write(nonce)
 	h.Write([]byte{0})
 	h.Write([]byte(cluster))

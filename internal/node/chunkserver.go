@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/obs"
+	"github.com/mfs-election/mfs-election/internal/secret"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
@@ -120,6 +121,8 @@ func StartChunkserver(opt ChunkserverOptions, store *metadata.ChunkserverStore) 
 			}
 		} else {
 			n.id = id
+			// The slow key derivation now, not in the first handshake.
+			secret.Warm(opt.AuthCode, id.ClusterID)
 		}
 	}
 	for _, m := range opt.Masters {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/obs"
+	"github.com/mfs-election/mfs-election/internal/secret"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
@@ -171,7 +172,21 @@ type input struct {
 	c    *conn
 	msg  wire.Message
 	ev   roles.Event // an event of the driver's own (no connection): stepped as is
+	// admin: an AdminReq's proof, checked by the connection's reader (the
+	// key derivation may be slow the first time; the loop must not wait).
+	admin adminCheck
 }
+
+// adminCheck is what the reader found of an admin command's proof.
+type adminCheck uint8
+
+const (
+	adminOpen      adminCheck = iota // no ADMIN_PASSWORD: commands are open
+	adminProved                      // the proof checks
+	adminMissing                     // no proof
+	adminWrong                       // a proof that does not check
+	adminElsewhere                   // meant for another master (Target)
+)
 
 // StartMaster opens the listeners and starts the loop. The store must hold
 // whatever this master has (nothing, for one started with -e).
@@ -206,6 +221,11 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 	// clock went back. (A voter refuses an epoch it gave to another
 	// incarnation, so a restored master cannot reuse one: architecture §4.)
 	st.Hard.Incarnation = max(st.Hard.Incarnation, uint64(time.Now().UnixMilli()))
+	// The slow key derivations now (tens of ms each), not in the first
+	// handshakes; a master started with -e derives again for the cluster
+	// id it learns, in the readers and links that need it.
+	secret.Warm(opt.AuthCode, store.ClusterID())
+	secret.Warm(opt.AdminPassword, store.ClusterID())
 	for _, l := range []struct {
 		ln   *net.Listener
 		addr string
@@ -787,7 +807,7 @@ func (n *MasterNode) handle(in input) error {
 	case "matoml":
 		return n.fromMaster(in.c, in.msg)
 	}
-	return n.fromClient(in.c, in.msg)
+	return n.fromClient(in)
 }
 
 // csOpened makes a new chunkserver connection its id's route, or refuses
@@ -979,8 +999,9 @@ func (n *MasterNode) adoptCluster(c *conn) error {
 	return nil
 }
 
-func (n *MasterNode) fromClient(c *conn, msg wire.Message) error {
-	switch m := msg.(type) {
+func (n *MasterNode) fromClient(in input) error {
+	c := in.c
+	switch m := in.msg.(type) {
 	case StatusReq:
 		// Step first: a LEADER resumed from a freeze fences itself in
 		// the step and must not report the role it no longer holds.
@@ -988,7 +1009,7 @@ func (n *MasterNode) fromClient(c *conn, msg wire.Message) error {
 		n.later(func() { c.send(n.statusNow()) })
 		return nil
 	case AdminReq:
-		if !n.adminAllowed(c, m) {
+		if !n.adminAllowed(c, m, in.admin) {
 			return nil
 		}
 		n.nextAdm++
@@ -1133,7 +1154,6 @@ func (n *MasterNode) serveConn(nc net.Conn, port string, reg *frame.Registry, ki
 		return
 	}
 	c := newConn(nc, peer)
-	c.nonce = ours.Nonce
 	if port == "matoml" {
 		if a, ok := n.addrOf[wire.MasterID(peer.ID)]; !ok || a != c.remote || MasterIDOf(c.remote) != wire.MasterID(peer.ID) {
 			c.close()
@@ -1188,7 +1208,11 @@ func (n *MasterNode) serveConn(nc net.Conn, port string, reg *frame.Registry, ki
 			deliver(input{kind: inClosed, port: port, c: c})
 			return
 		}
-		deliver(input{kind: inMsg, port: port, c: c, msg: deref(m)})
+		in := input{kind: inMsg, port: port, c: c, msg: deref(m)}
+		if a, ok := in.msg.(AdminReq); ok {
+			in.admin = n.checkAdmin(c, ours, a)
+		}
+		deliver(in)
 	}
 }
 
@@ -1237,11 +1261,30 @@ func (n *MasterNode) challenge(c *conn, port, cluster string) error {
 	return nil
 }
 
-// adminAllowed checks an admin command against ADMIN_PASSWORD (listings
-// stay open) and answers a refusal itself. Wrong proofs count against the
-// source (authGuard): after a few, it is refused without a try for a while.
-func (n *MasterNode) adminAllowed(c *conn, m AdminReq) bool {
-	if n.opt.AdminPassword == "" {
+// checkAdmin checks an admin command's proof against ADMIN_PASSWORD, on
+// the connection's reader: the nonce and cluster id are those of the hello
+// this master sent on it (ours), and the command must name this master,
+// by its MASTER_HOST address or the address the connection reached.
+func (n *MasterNode) checkAdmin(c *conn, ours frame.Hello, m AdminReq) adminCheck {
+	switch {
+	case n.opt.AdminPassword == "":
+		return adminOpen
+	case len(m.Proof) == 0:
+		return adminMissing
+	case m.Target.Unmap() != n.opt.Self && m.Target.Unmap() != localAddr(c.nc):
+		return adminElsewhere
+	case len(ours.Nonce) == 0 || !hmac.Equal(m.Proof, AdminProof(n.opt.AdminPassword, ours.Nonce, ours.Cluster, m)):
+		return adminWrong
+	}
+	return adminProved
+}
+
+// adminAllowed decides on an admin command whose proof the reader checked
+// (listings stay open) and answers a refusal itself. Wrong proofs count
+// against the source (authGuard): after a few, it is refused without a try
+// for a while. A connection's nonce proves one command.
+func (n *MasterNode) adminAllowed(c *conn, m AdminReq, check adminCheck) bool {
+	if check == adminOpen {
 		return true
 	}
 	now := time.Now()
@@ -1255,21 +1298,29 @@ func (n *MasterNode) adminAllowed(c *conn, m AdminReq) bool {
 		c.send(AdminResp{ID: m.ID, Text: fmt.Sprintf("too many wrong ADMIN_PASSWORD proofs from %v lately: admin commands from there are refused for up to %v", c.remote, authBlock)})
 		return false
 	}
-	ok := len(m.Proof) > 0 && !c.nonceSpent && len(c.nonce) > 0 &&
-		hmac.Equal(m.Proof, AdminProof(n.opt.AdminPassword, c.nonce, n.store.ClusterID(), m))
+	ok := check == adminProved && !c.nonceSpent
 	c.nonceSpent = true
 	if ok {
 		return true
 	}
-	reason := "admin-password-wrong"
-	if len(m.Proof) == 0 {
+	reason, text := "admin-password-wrong", "admin commands on this master need ADMIN_PASSWORD: give it with mfscli -a PASSWORD or in MFSCLI_PASSWORD"
+	switch check {
+	case adminMissing:
 		reason = "admin-password-missing"
-	} else if n.auth.failed(c.remote, now) {
-		n.log.Warn().Str(obs.FieldPeer, c.remote.String()).
-			Msgf("%d wrong ADMIN_PASSWORD proofs within %v: admin commands from this address are refused for %v", authFailMax, authFailWindow, authBlock)
+	case adminElsewhere:
+		// Not a guess at the password: a command relayed (or dialed
+		// through an address this master does not know as its own).
+		reason = "admin-wrong-master"
+		text = fmt.Sprintf("this command was meant for the master at %v, and this is %v (reached at %v): refused; send it to that master directly",
+			m.Target, n.opt.Self, localAddr(c.nc))
+	default:
+		if n.auth.failed(c.remote, now) {
+			n.log.Warn().Str(obs.FieldPeer, c.remote.String()).
+				Msgf("%d wrong ADMIN_PASSWORD proofs within %v: admin commands from this address are refused for %v", authFailMax, authFailWindow, authBlock)
+		}
 	}
 	n.metrics.ConnRefused("matocl", reason)
 	n.log.Warn().Str(obs.FieldPeer, c.remote.String()).Str(obs.FieldReason, reason).Msg("admin command refused")
-	c.send(AdminResp{ID: m.ID, Text: "admin commands on this master need ADMIN_PASSWORD: give it with mfscli -a PASSWORD or in MFSCLI_PASSWORD"})
+	c.send(AdminResp{ID: m.ID, Text: text})
 	return false
 }

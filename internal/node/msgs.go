@@ -179,6 +179,11 @@ type AdminReq struct {
 	Change roles.Change
 	// Proof: AdminProof, when the master has an ADMIN_PASSWORD.
 	Proof []byte `msgpack:",omitempty"`
+	// Target is the master the command is meant for: the address mfscli
+	// dialed. The proof covers it, and a master with ADMIN_PASSWORD
+	// refuses a command that names another master (a relay cannot move a
+	// -CMS meant for one master to another).
+	Target netip.Addr
 }
 
 // AdminResp answers AdminReq.

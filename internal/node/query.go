@@ -28,8 +28,9 @@ func Query(addr netip.AddrPort, req wire.Message, timeout time.Duration) (wire.M
 	return query(addr, req, "", timeout)
 }
 
-// Admin sends an admin command, proving password (ADMIN_PASSWORD) with the
-// nonce of the master's hello when it is set.
+// Admin sends an admin command to the master at addr (req.Target is set to
+// addr's address), proving password (ADMIN_PASSWORD) with the nonce of the
+// master's hello when it is set.
 func Admin(addr netip.AddrPort, req AdminReq, password string, timeout time.Duration) (AdminResp, error) {
 	m, err := query(addr, req, password, timeout)
 	if err != nil {
@@ -54,8 +55,13 @@ func query(addr netip.AddrPort, req wire.Message, password string, timeout time.
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBusy, err)
 	}
-	if a, ok := req.(AdminReq); ok && password != "" {
-		a.Proof = AdminProof(password, theirs.Nonce, theirs.Cluster, a)
+	if a, ok := req.(AdminReq); ok {
+		// The master it is meant for is the one dialed, whatever answers:
+		// a relay cannot move the command to another master.
+		a.Target = addr.Addr()
+		if password != "" {
+			a.Proof = AdminProof(password, theirs.Nonce, theirs.Cluster, a)
+		}
 		req = a
 	}
 	_ = nc.SetDeadline(end)
