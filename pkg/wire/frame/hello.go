@@ -8,8 +8,11 @@ import (
 )
 
 // ProtocolVersion is the version of this wire protocol. A peer that speaks
-// another one is refused with a message naming both.
-const ProtocolVersion = 1
+// another one is refused with a message naming both. 2: masters prove
+// AUTH_CODE to each other on 9419, every proof is keyed by the slow KDF of
+// its secret, and an admin command names its target master (a node of
+// version 1 could not take part anyway).
+const ProtocolVersion = 2
 
 // TypeHello opens every connection.
 const TypeHello wire.Type = 1
