@@ -832,6 +832,7 @@ func TestAdversaryMemory(t *testing.T) {
 	defer cancel()
 
 	// E4: half-sent frames, held.
+	t.Logf("%s slow loris starts", time.Now().Format("15:04:05.000"))
 	sent := make(chan struct{}, 1)
 	res := make(chan adversary.LorisResult, 1)
 	go func() {
@@ -871,13 +872,13 @@ func TestAdversaryMemory(t *testing.T) {
 		t.Errorf("the master did not answer a status request during the attack")
 	}
 	rss, _ := cluster.RSS(pid)
-	t.Logf("the slow loris has left: RSS %d MB, heap in use %.0f MB", rss>>20, heap()/(1<<20))
+	t.Logf("%s the slow loris has left: RSS %d MB, heap in use %.0f MB", time.Now().Format("15:04:05.000"), rss>>20, heap()/(1<<20))
 
 	// E7: CSInfo frames under unregistered ids, with the code. 400 MB go
 	// through, so the collector runs: what is in use after it is what
 	// the master keeps (the slow loris's buffers are garbage by now too).
 	r, err := adversary.CSInfoFlood{Target: a.target(a.lead, 9420, a.attacker(94), advCode), Conns: 100, FirstID: 100000}.Run(ctx)
-	t.Logf("CSInfo flood: %+v (%v)", r, err)
+	t.Logf("%s CSInfo flood over: %+v (%v)", time.Now().Format("15:04:05.000"), r, err)
 	h := heap()
 	for end := time.Now().Add(10 * time.Second); (h < 0 || h > heapAfter) && time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
 		h = heap()
