@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -76,7 +78,7 @@ func TestDamagedStore(t *testing.T) {
 		step = 97
 	}
 	var clean, refused, panicked, modified, wrong int
-	why := map[string]int{}
+	why, example := map[string]int{}, map[string]string{}
 	start := time.Now()
 	for off := 8 << 10; off < len(good); off += step {
 		for _, val := range []byte{0xff, 0x00, 0x5a} {
@@ -99,6 +101,9 @@ func TestDamagedStore(t *testing.T) {
 			case err != nil:
 				refused++
 				why[refusal(err)]++
+				if _, ok := example[refusal(err)]; !ok {
+					example[refusal(err)] = fmt.Sprintf("byte %d set to %#02x: %v", off, val, err)
+				}
 				if !strings.Contains(err.Error(), path) {
 					t.Errorf("byte %d set to %#02x: the error does not name the file: %v", off, val, err)
 				}
@@ -122,6 +127,9 @@ func TestDamagedStore(t *testing.T) {
 	t.Logf("%d bytes, %d corruptions in %v: %d refused with an error, %d loaded what was stored, %d loaded something else without an error, %d panics escaped, %d refused files modified",
 		len(good), clean+refused+panicked+wrong, time.Since(start).Round(time.Millisecond), refused, clean, wrong, panicked, modified)
 	t.Logf("refusals: %v", why)
+	for _, k := range slices.Sorted(maps.Keys(example)) {
+		t.Logf("first %s: %s", k, example[k])
+	}
 }
 
 // refusal classifies a refusal for TestDamagedStore's report: which check
