@@ -96,10 +96,11 @@ func driverSeeds() map[wire.Type]wire.Message {
 			Locations: []LocStatus{{Name: "west", Ranges: []netip.Prefix{netip.MustParsePrefix("10.0.1.0/24")}, On: true, Default: true}},
 			Tallies: []TallyStatus{{Config: 3, Outcome: "WON", Participating: 1, Carried: 1, Needed: 1,
 				Locations: []LocTally{{Name: "west", Default: true, Registered: 3, Votes: 2, Reach: 2, Carried: true, CanCarry: true}}}},
-			LeaderChangeUnixMs: 1_700_000_000_000, TempRemoved: []wire.CSID{6}},
+			LeaderChangeUnixMs: 1_700_000_000_000, TempRemoved: []wire.CSID{6}, NoAuthCode: true, AdminOpen: true, ExportsOpen: true},
 		AdminReq{ID: 1, Kind: roles.AdminChange, Change: roles.Change{Kind: roles.ChangeMapRange, Prefix: netip.MustParsePrefix("10.0.3.0/24"), Name: "east"},
-			Proof: []byte("proof")},
+			Proof: []byte("proof"), Target: a},
 		AdminResp{ID: 1, OK: true, Text: "done"},
+		ClientAuth{MAC: bytes.Repeat([]byte{5}, 32)},
 	}
 	out := map[wire.Type]wire.Message{}
 	for _, m := range ms {

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/obs"
@@ -32,9 +33,12 @@ type MasterOptions struct {
 	Bind                         netip.Addr // outgoing connections leave from here (invalid: kernel's choice)
 	AuthCode                     string
 	AdminPassword                string // ADMIN_PASSWORD: admin commands must prove it (AdminProof)
-	Version                      string
-	Log                          zerolog.Logger
-	Metrics                      prometheus.Registerer
+	// ExportsFile is mfsexports.cfg: who may read and change which keys
+	// (empty, or a missing file: everyone everything). Reload re-reads it.
+	ExportsFile string
+	Version     string
+	Log         zerolog.Logger
+	Metrics     prometheus.Registerer
 
 	// Tests shorten the read deadlines (0: the defaults of guard.go).
 	idleOverride, frameOverride time.Duration
@@ -120,6 +124,10 @@ type MasterNode struct {
 
 	statusMu sync.Mutex
 	status   StatusResp // the newest status, for /healthz
+
+	// exports is mfsexports.cfg in force (readers judge client requests
+	// with it; Reload replaces it).
+	exports atomic.Pointer[exportsNow]
 }
 
 // adminWait is an admin command waiting for the core's reply.
@@ -204,6 +212,10 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 		listsOut: map[listKey]time.Time{}, conns: newConnCounter(), bodies: newBodyBudget(largeBodies), auth: &authGuard{}, refusals: &rateLog{}, infoClipped: map[wire.CSID]bool{},
 	}
 	n.snapCtx, n.snapCancel = context.WithCancel(context.Background())
+	ex, err := loadExports(opt.ExportsFile)
+	if err != nil {
+		return nil, err
+	}
 	n.metrics = obs.NewMasterMetrics(opt.Metrics)
 	for _, m := range opt.Masters {
 		n.addrOf[m.ID] = m.Addr.Addr()
@@ -226,6 +238,7 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 	// id it learns, in the readers and links that need it.
 	secret.Warm(opt.AuthCode, store.ClusterID())
 	secret.Warm(opt.AdminPassword, store.ClusterID())
+	n.useExports(ex, store.ClusterID())
 	for _, l := range []struct {
 		ln   *net.Listener
 		addr string
@@ -1179,6 +1192,7 @@ func (n *MasterNode) serveConn(nc net.Conn, port string, reg *frame.Registry, ki
 		}
 	}
 	deliver(input{kind: inOpen, port: port, c: c})
+	var proof clientProof // what a client proved (ClientAuth)
 	fr := &frameReader{nc: nc, idle: n.idleTimeout(port), frame: frameTimeout}
 	if n.opt.frameOverride > 0 {
 		fr.frame = n.opt.frameOverride
@@ -1209,8 +1223,17 @@ func (n *MasterNode) serveConn(nc net.Conn, port string, reg *frame.Registry, ki
 			return
 		}
 		in := input{kind: inMsg, port: port, c: c, msg: deref(m)}
-		if a, ok := in.msg.(AdminReq); ok {
-			in.admin = n.checkAdmin(c, ours, a)
+		switch msg := in.msg.(type) {
+		case AdminReq:
+			in.admin = n.checkAdmin(c, ours, msg)
+		case ClientAuth:
+			proof = clientProof{mac: msg.MAC}
+			continue
+		case roles.ClientWrite, roles.ClientRead:
+			if r := n.clientAccess(c, ours, &proof, msg); r != nil {
+				c.send(*r)
+				continue
+			}
 		}
 		deliver(in)
 	}

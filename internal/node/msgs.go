@@ -22,6 +22,7 @@ const (
 	TypeStatusResp    wire.Type = 46
 	TypeAdminReq      wire.Type = 47
 	TypeAdminResp     wire.Type = 48
+	TypeClientAuth    wire.Type = 49
 )
 
 // AuthChallenge: a master sends it right after its hello on the chunkserver
@@ -121,6 +122,14 @@ type StatusResp struct {
 	// already connected from another address (a cloned chunkserver or an
 	// impostor), newest kept.
 	Clones []CloneStatus `msgpack:",omitempty"`
+	// What is open on this master, for mfscli's alarm: no AUTH_CODE (any
+	// host that reaches 9419/9420 can pose as a master or a chunkserver),
+	// no ADMIN_PASSWORD (admin commands are open to anyone who reaches
+	// 9421), no mfsexports.cfg (every client may read and change every
+	// key).
+	NoAuthCode  bool `msgpack:",omitempty"`
+	AdminOpen   bool `msgpack:",omitempty"`
+	ExportsOpen bool `msgpack:",omitempty"`
 }
 
 // LocStatus is one location of the map.
@@ -186,6 +195,12 @@ type AdminReq struct {
 	Target netip.Addr
 }
 
+// ClientAuth proves, once per connection, a password of mfsexports.cfg: a
+// client sends it right after the hellos when it has a password
+// (ClientProof over the nonce of the master's hello). There is no answer;
+// a request the proof does not open is refused with ErrExportsPassword*.
+type ClientAuth struct{ MAC []byte }
+
 // AdminResp answers AdminReq.
 type AdminResp struct {
 	ID   uint64
@@ -202,6 +217,7 @@ func (StatusReq) MsgType() wire.Type     { return TypeStatusReq }
 func (StatusResp) MsgType() wire.Type    { return TypeStatusResp }
 func (AdminReq) MsgType() wire.Type      { return TypeAdminReq }
 func (AdminResp) MsgType() wire.Type     { return TypeAdminResp }
+func (ClientAuth) MsgType() wire.Type    { return TypeClientAuth }
 
 // registry builds a frame registry that decodes exactly these types.
 func registry(msgs ...wire.Message) *frame.Registry {
@@ -224,7 +240,7 @@ var (
 	// A chunkserver, from a master.
 	cstomaIn = registry(AuthChallenge{}, RegisterReply{}, roles.ProbeReply{}, roles.Heartbeat{}, roles.VoteRelease{}, roles.Redirect{})
 	// A master on 9421, from clients and mfscli.
-	matoclIn = registry(StatusReq{}, AdminReq{}, roles.ClientWrite{}, roles.ClientRead{})
+	matoclIn = registry(StatusReq{}, AdminReq{}, roles.ClientWrite{}, roles.ClientRead{}, ClientAuth{})
 	// A client or mfscli, from a master.
 	cltomaIn = registry(StatusResp{}, AdminResp{}, roles.ClientReply{})
 )

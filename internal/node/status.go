@@ -22,6 +22,10 @@ func (n *MasterNode) statusNow() StatusResp {
 		SnapshotVersion: n.core.SnapshotAt().Version, ChangelogEntries: n.core.Log().Held(),
 		Transition: n.core.Transition(now), InForce: n.core.InForce(), LeaderChangeUnixMs: n.leaderChangeMs,
 		TempRemoved: n.core.TempRemoved(), Clones: n.clones.list(),
+		NoAuthCode: n.opt.AuthCode == "", AdminOpen: n.opt.AdminPassword == "",
+	}
+	if ex := n.exports.Load(); ex == nil || ex.t == nil {
+		st.ExportsOpen = true
 	}
 	if len(st.Clones) == 0 {
 		st.Clones = nil

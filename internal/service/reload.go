@@ -36,9 +36,13 @@ type Daemon interface {
 	Stop(timeout time.Duration) error
 }
 
+// Reloader is a daemon that re-reads files of its own on SIGHUP (the
+// master: mfsexports.cfg).
+type Reloader interface{ Reload() }
+
 // Serve runs a daemon in the foreground until it ends or a signal stops
-// it: SIGHUP reloads the config (ReloadConfig), SIGTERM and SIGINT stop it
-// in order within stopWithin.
+// it: SIGHUP reloads the config (ReloadConfig) and, for a Reloader, its
+// own files; SIGTERM and SIGINT stop it in order within stopWithin.
 func Serve(d Daemon, spec settings.Spec, c *cli.Context, log zerolog.Logger, v settings.Values, stopWithin time.Duration) error {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
@@ -50,6 +54,9 @@ func Serve(d Daemon, spec settings.Spec, c *cli.Context, log zerolog.Logger, v s
 		case s := <-sigs:
 			if s == syscall.SIGHUP {
 				v = ReloadConfig(spec, c, log, v)
+				if r, ok := d.(Reloader); ok {
+					r.Reload()
+				}
 				continue
 			}
 			log.Info().Str("signal", s.String()).Msg("orderly stop")

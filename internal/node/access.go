@@ -1,0 +1,158 @@
+package node
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"fmt"
+	"time"
+
+	"github.com/mfs-election/mfs-election/internal/exports"
+	"github.com/mfs-election/mfs-election/internal/obs"
+	"github.com/mfs-election/mfs-election/internal/secret"
+	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/wire"
+	"github.com/mfs-election/mfs-election/pkg/wire/frame"
+)
+
+// Refusals of client requests by mfsexports.cfg. The master answers with
+// one of these texts in ClientReply.Err, followed by ": client ADDRESS,
+// key KEY" (a list: "prefix KEY"); the texts are stable, for scripts. The
+// core never sees a refused request.
+const (
+	ErrExportsDenied          = "refused by mfsexports.cfg: no line gives this address access to this key"
+	ErrExportsReadOnly        = "refused by mfsexports.cfg: read-only for this address and key"
+	ErrExportsPasswordMissing = "refused by mfsexports.cfg: the line for this address and key needs its password (pkg/client Config.Password; mfscli --mfspassword or MFSPASSWORD)"
+	ErrExportsPasswordWrong   = "refused by mfsexports.cfg: wrong password"
+	ErrExportsThrottled       = "refused by mfsexports.cfg: too many wrong password proofs from this address lately"
+)
+
+// ClientProof is what a client proves a password of mfsexports.cfg with:
+// HMAC-SHA256 keyed by the key derived from the password and the cluster
+// id (secret.Key, purpose mfs-client), over the nonce of the master's hello
+// on this connection, a zero byte and the cluster id. The password never
+// crosses the wire, and the proof is good for this connection only.
+func ClientProof(password string, nonce []byte, cluster string) []byte {
+	h := hmac.New(sha256.New, secret.Key(password, cluster, secret.Client))
+	h.Write(nonce)
+	h.Write([]byte{0})
+	h.Write([]byte(cluster))
+	return h.Sum(nil)
+}
+
+// exportsNow is the table in force: nil when there is no file (every
+// client may read and change every key).
+type exportsNow struct{ t *exports.Table }
+
+// loadExports reads path (empty: no file).
+func loadExports(path string) (*exports.Table, error) {
+	if path == "" {
+		return nil, nil
+	}
+	return exports.Load(path)
+}
+
+// useExports puts t in force, logs what it is, and derives the keys of its
+// passwords for cluster now rather than in a client's first request.
+func (n *MasterNode) useExports(t *exports.Table, cluster string) {
+	if t == nil {
+		n.log.Warn().Str("file", n.opt.ExportsFile).
+			Msg("no mfsexports.cfg: every client that reaches port 9421 may read and change every key")
+	} else {
+		for _, w := range t.Warnings {
+			n.log.Warn().Msg("mfsexports.cfg: " + w)
+		}
+		for _, p := range t.Passwords() {
+			secret.Warm(p, cluster)
+		}
+		n.log.Info().Str("file", t.File).Int("rules", len(t.Rules)).Msg("client access list in force")
+	}
+	n.exports.Store(&exportsNow{t: t})
+}
+
+// Reload re-reads mfsexports.cfg (SIGHUP: service.Serve calls it). A file
+// that does not parse is not taken: the old list stays in force and the
+// error is logged with the lines that are wrong.
+func (n *MasterNode) Reload() {
+	t, err := loadExports(n.opt.ExportsFile)
+	if err != nil {
+		n.log.Error().Err(err).Str("file", n.opt.ExportsFile).Msg("reload: mfsexports.cfg not taken; the previous client access list stays in force")
+		return
+	}
+	n.useExports(t, n.hello().Cluster)
+}
+
+// clientProof tracks what one client connection proved (the reader's).
+type clientProof struct {
+	mac    []byte
+	proved map[string]bool // password -> its proof checks
+}
+
+// clientAccess judges a client request against mfsexports.cfg on the
+// connection's reader; a refusal is the reply to send (the core never sees
+// the request). ours is the hello this master sent on the connection: its
+// nonce and cluster id are what the proof covers.
+func (n *MasterNode) clientAccess(c *conn, ours frame.Hello, p *clientProof, msg wire.Message) *roles.ClientReply {
+	var (
+		client     roles.ClientID
+		seq        uint64
+		key, what  string
+		list, chng bool
+	)
+	switch m := msg.(type) {
+	case roles.ClientWrite:
+		client, seq, key, chng, what = m.Client, m.Seq, m.Key, true, "key"
+	case roles.ClientRead:
+		client, seq, key, list, what = m.Client, m.Seq, m.Key, m.Prefix, "key"
+		if m.Prefix {
+			what = "prefix"
+		}
+	default:
+		return nil
+	}
+	now := n.exports.Load()
+	if now == nil || now.t == nil {
+		return nil
+	}
+	at := time.Now()
+	blocked := n.auth.blocked(c.remote, at)
+	proof := func(password string) (given, ok bool) {
+		if len(p.mac) == 0 || blocked {
+			return len(p.mac) > 0, false
+		}
+		ok, seen := p.proved[password]
+		if !seen {
+			ok = len(ours.Nonce) > 0 && hmac.Equal(p.mac, ClientProof(password, ours.Nonce, ours.Cluster))
+			if p.proved == nil {
+				p.proved = map[string]bool{}
+			}
+			p.proved[password] = ok
+		}
+		return true, ok
+	}
+	d := now.t.Check(c.remote, key, list, chng, proof)
+	if d == exports.Allowed {
+		return nil
+	}
+	text, reason := ErrExportsDenied, "exports-"+d.String()
+	switch d {
+	case exports.ReadOnly:
+		text = ErrExportsReadOnly
+	case exports.PasswordMissing:
+		text = ErrExportsPasswordMissing
+	case exports.PasswordWrong:
+		text = ErrExportsPasswordWrong
+		if blocked {
+			text, reason = ErrExportsThrottled, "auth_rate"
+		} else if n.auth.failed(c.remote, at) {
+			n.log.Warn().Str(obs.FieldPeer, c.remote.String()).
+				Msgf("%d wrong password proofs within %v: client requests from this address that need a password are refused for %v", authFailMax, authFailWindow, authBlock)
+		}
+	}
+	n.metrics.ConnRefused("matocl", reason)
+	if ok, missed := n.refusals.allow("matocl|"+reason+"|"+c.remote.String(), at); ok {
+		n.log.Warn().Str(obs.FieldPeer, c.remote.String()).Str(obs.FieldReason, reason).Str(what, key).Bool("change", chng).
+			Int("not_logged", missed).Msg("client request refused by mfsexports.cfg")
+	}
+	return &roles.ClientReply{From: n.opt.Core.ID, Client: client, Seq: seq,
+		Err: fmt.Sprintf("%s: client %v, %s %q", text, c.remote, what, key)}
+}
