@@ -41,6 +41,12 @@ type Config struct {
 	// whose hello names another cluster (a master wiped and re-initialised
 	// instead of started with -e) is never used.
 	Cluster string
+	// Password is the password of the masters' mfsexports.cfg line that
+	// gives this client access (password=...), if it needs one. It is
+	// proved once per connection over the nonce of the master's hello
+	// (node.ClientProof, keyed by a slow derivation of the password), never
+	// sent.
+	Password string
 }
 
 // ErrNoLeader: the context ended while no master would serve the request.
@@ -389,6 +395,12 @@ func (c *Client) conn(to netip.AddrPort, deadline time.Time) (net.Conn, error) {
 	if err := h.Check(c.cluster, frame.KindMaster); err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("%s: %w", to, err)
+	}
+	if c.cfg.Password != "" {
+		if err := frame.WriteFrame(nc, node.ClientAuth{MAC: node.ClientProof(c.cfg.Password, h.Nonce, h.Cluster)}); err != nil {
+			nc.Close()
+			return nil, err
+		}
 	}
 	c.conns[to] = nc
 	c.ids[to] = h.Cluster

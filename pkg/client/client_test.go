@@ -27,13 +27,17 @@ type fakeMaster struct {
 	answer  func(w roles.ClientWrite) (roles.ClientReply, bool)
 	read    func(r roles.ClientRead) roles.ClientReply // nil: reads end the connection
 	reads   []roles.ClientRead
-	cluster string // the metadata id its hello names
+	cluster string   // the metadata id its hello names
+	nonce   []byte   // its hello's nonce
+	auths   [][]byte // the ClientAuth proofs received, in order
+	order   []string // "auth" and "write" as they came
 }
 
 var requests = func() *frame.Registry {
 	r := frame.NewRegistry()
 	r.Register(roles.TypeClientWrite, func() wire.Message { return &roles.ClientWrite{} })
 	r.Register(roles.TypeClientRead, func() wire.Message { return &roles.ClientRead{} })
+	r.Register(node.TypeClientAuth, func() wire.Message { return &node.ClientAuth{} })
 	return r
 }()
 
@@ -61,13 +65,20 @@ func (f *fakeMaster) serve(nc net.Conn) {
 	if _, err := requests.ReadFrame(nc, 4096); err != nil {
 		return
 	}
-	if frame.WriteFrame(nc, frame.Hello{Proto: frame.ProtocolVersion, Kind: frame.KindMaster, ID: 1, Cluster: f.cluster}) != nil {
+	if frame.WriteFrame(nc, frame.Hello{Proto: frame.ProtocolVersion, Kind: frame.KindMaster, ID: 1, Cluster: f.cluster, Nonce: f.nonce}) != nil {
 		return
 	}
 	for {
 		m, err := requests.ReadFrame(nc, frame.DefaultMaxFrame)
 		if err != nil {
 			return
+		}
+		if a, ok := m.(*node.ClientAuth); ok {
+			f.mu.Lock()
+			f.auths = append(f.auths, a.MAC)
+			f.order = append(f.order, "auth")
+			f.mu.Unlock()
+			continue
 		}
 		if rd, ok := m.(*roles.ClientRead); ok && f.read != nil {
 			f.mu.Lock()
@@ -86,6 +97,7 @@ func (f *fakeMaster) serve(nc net.Conn) {
 		}
 		f.mu.Lock()
 		f.seen = append(f.seen, *w)
+		f.order = append(f.order, "write")
 		r, ok := f.answer(*w)
 		f.mu.Unlock()
 		if !ok {
@@ -326,5 +338,64 @@ func TestClusterPinned(t *testing.T) {
 	wiped.mu.Unlock()
 	if n != 0 {
 		t.Fatalf("the master of another cluster received %d changes", n)
+	}
+}
+
+// TestPasswordProved: with Config.Password a client proves it once per
+// connection, right after the hellos (ClientAuth over the hello's nonce
+// and cluster id); without one it sends no proof. A refusal by
+// mfsexports.cfg ends the call at once with ErrRefused and the master's
+// text.
+func TestPasswordProved(t *testing.T) {
+	const pw = "export-password-0123"
+	f := newFake(t, "127.77.0.7:19421")
+	f.cluster, f.nonce = "C7", []byte("0123456789abcdef")
+	writes := 0
+	f.answer = func(w roles.ClientWrite) (roles.ClientReply, bool) {
+		writes++
+		if w.Key == "ro" {
+			return roles.ClientReply{Err: node.ErrExportsReadOnly + `: client 127.0.0.1, key "ro"`}, true
+		}
+		return roles.ClientReply{OK: true, Version: 5}, true
+	}
+	cl, err := New(Config{MasterHost: "127.77.0.7", Port: 19421, Attempt: time.Second, Password: pw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for i := 0; i < 2; i++ {
+		if _, err := cl.Put(ctx, "k", "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = cl.Put(ctx, "ro", "v")
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), node.ErrExportsReadOnly) {
+		t.Fatalf("a read-only refusal: %v", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	want := node.ClientProof(pw, f.nonce, "C7")
+	if len(f.auths) != 1 || string(f.auths[0]) != string(want) || f.order[0] != "auth" || writes != 3 {
+		t.Fatalf("proofs %x (want one, %x, first), order %v, writes %d", f.auths, want, f.order, writes)
+	}
+
+	g := newFake(t, "127.77.0.8:19421")
+	g.answer = func(roles.ClientWrite) (roles.ClientReply, bool) {
+		return roles.ClientReply{OK: true, Version: 1}, true
+	}
+	plain, err := New(Config{MasterHost: "127.77.0.8", Port: 19421})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if _, err := plain.Put(ctx, "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.auths) != 0 {
+		t.Fatalf("a client without a password sent %d proofs", len(g.auths))
 	}
 }
