@@ -559,6 +559,7 @@ func TestAdversaryEpochBomb(t *testing.T) {
 	follower := 1 - a.lead
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	began := time.Now()
 	sent := 0
 	for _, code := range []string{"", advCode} {
 		for _, m := range []int{follower, a.lead} {
@@ -599,7 +600,7 @@ func TestAdversaryEpochBomb(t *testing.T) {
 			break
 		}
 	}
-	stepDowns = roleChanges(a.Masters[a.lead].Log, time.Time{}, "LEADER")
+	stepDowns = roleChanges(a.Masters[a.lead].Log, began, "LEADER")
 	if len(stepDowns) > 0 {
 		t.Errorf("the LEADER stepped down: %v", stepDowns)
 	}
@@ -765,9 +766,16 @@ func TestAdversaryRegistrationFlood(t *testing.T) {
 	if err != nil {
 		t.Fatalf("flood: %v", err)
 	}
-	st, err := a.status(a.lead)
-	if err != nil {
-		t.Fatal(err)
+	// The registry as any master reports it (the LEADER may be busy, or
+	// gone: a step-down closes its client connections).
+	var st node.StatusResp
+	for end := time.Now().Add(5 * time.Second); st.Registered == 0 && time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		sts, errs := a.Statuses(time.Second)
+		for i := range sts {
+			if errs[i] == nil && sts[i].Registered > st.Registered {
+				st = sts[i]
+			}
+		}
 	}
 	fakes := st.Registered - real
 	t.Logf("flood with the code: %d asked, %d ids given, %d fakes voted (%d heartbeats acked); registry %d members (%d real)",
