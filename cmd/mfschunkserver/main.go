@@ -145,6 +145,13 @@ func foreground(c *cli.Context, v settings.Values, lockPath string) error {
 		}
 		log.Info().Str("bind", bind.String()).Msg("BIND_HOST is empty: every connection leaves from the address the kernel picks towards the first master")
 	}
+	warning, err := startChecks(v, bind, list)
+	if err != nil {
+		return err
+	}
+	if warning != "" {
+		log.Warn().Msg(warning)
+	}
 	lock, err := service.Acquire(lockPath)
 	if err != nil {
 		return err

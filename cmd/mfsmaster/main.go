@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/mfs-election/mfs-election/internal/node"
 	"github.com/mfs-election/mfs-election/internal/obs"
+	"github.com/mfs-election/mfs-election/internal/secret"
 	"github.com/mfs-election/mfs-election/internal/service"
 	"github.com/mfs-election/mfs-election/internal/settings"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
@@ -63,7 +65,7 @@ func run(c *cli.Context) error {
 	}
 	lockPath := filepath.Join(dataPath, ".mfsmaster.lock")
 	if action == service.ActionInit {
-		return initMetadata(v, lockPath, c.StringSlice("location"))
+		return initMetadata(os.Stdout, v, lockPath, c.StringSlice("location"))
 	}
 	if action == service.ActionRepair {
 		return repairMetadata(os.Stdout, v.String("DATA_PATH"), lockPath, c.String("remove-chunkservers"))
@@ -107,8 +109,15 @@ func masters(v settings.Values) ([]node.MasterAddr, netip.Addr, error) {
 }
 
 // initMetadata is `mfsmaster init`: fresh metadata with a new id, for the
-// first master of a new cluster.
-func initMetadata(v settings.Values, lockPath string, locs []string) error {
+// first master of a new cluster. Without AUTH_CODE it prints a new random
+// one and where it goes; the cfg files are the one place secrets live, so
+// it is stored nowhere else.
+func initMetadata(out io.Writer, v settings.Values, lockPath string, locs []string) error {
+	for _, k := range []string{"AUTH_CODE", "ADMIN_PASSWORD"} {
+		if err := secret.Check(k, v.String(k)); err != nil {
+			return err
+		}
+	}
 	lock, err := service.Acquire(lockPath)
 	if err != nil {
 		return err
@@ -144,7 +153,15 @@ func initMetadata(v settings.Values, lockPath string, locs []string) error {
 	if err := st.Init(id, g); err != nil {
 		return err
 	}
-	fmt.Printf("mfsmaster: new metadata %s in %s (founder %s)\n", id, st.Path(), self)
+	fmt.Fprintf(out, "mfsmaster: new metadata %s in %s (founder %s)\n", id, st.Path(), self)
+	if v.String("AUTH_CODE") == "" {
+		code, err := secret.Generate()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "mfsmaster: no AUTH_CODE is set. A new random one (stored nowhere else):\n\nAUTH_CODE = %s\n\n"+
+			"Put this line in the mfsmaster.cfg of every master and the mfschunkserver.cfg of every chunkserver (files readable by their daemons only, mode 0600), then start them.\n", code)
+	}
 	return nil
 }
 
@@ -178,15 +195,22 @@ func foreground(c *cli.Context, v settings.Values, lockPath string, empty bool) 
 		return err
 	}
 	warnSecretFlags(log, v, "AUTH_CODE", "ADMIN_PASSWORD")
+	list, self, err := masters(v)
+	if err != nil {
+		return err
+	}
+	warnings, err := startChecks(v, list)
+	if err != nil {
+		return err
+	}
+	for _, w := range warnings {
+		log.Warn().Msg(w)
+	}
 	lock, err := service.Acquire(lockPath)
 	if err != nil {
 		return err
 	}
 	defer lock.Release()
-	list, self, err := masters(v)
-	if err != nil {
-		return err
-	}
 	st, err := metadata.OpenMaster(v.String("DATA_PATH"))
 	if err != nil {
 		return err
@@ -205,8 +229,9 @@ func foreground(c *cli.Context, v settings.Values, lockPath string, empty bool) 
 		ListenML: node.ListenAddr(v.String("MATOML_LISTEN_HOST"), v.Int("MATOML_LISTEN_PORT")),
 		ListenCS: node.ListenAddr(v.String("MATOCS_LISTEN_HOST"), v.Int("MATOCS_LISTEN_PORT")),
 		ListenCL: node.ListenAddr(v.String("MATOCL_LISTEN_HOST"), v.Int("MATOCL_LISTEN_PORT")),
-		Bind:     bind, AuthCode: v.String("AUTH_CODE"), AdminPassword: v.String("ADMIN_PASSWORD"), Version: node.Version,
-		Log: log, Metrics: reg,
+		Bind:     bind, AuthCode: v.String("AUTH_CODE"), AdminPassword: v.String("ADMIN_PASSWORD"), ExportsFile: v.String("EXPORTS_FILENAME"),
+		Version: node.Version,
+		Log:     log, Metrics: reg,
 	}
 	httpLn, err := net.Listen("tcp", node.ListenAddr(v.String("HTTP_LISTEN_HOST"), v.Int("HTTP_LISTEN_PORT")))
 	if err != nil {
