@@ -244,8 +244,8 @@ func TestFailover(t *testing.T) {
 // wrong AUTH_CODE, and one of another cluster, never count.
 func TestBadInput(t *testing.T) {
 	c, lead := start(t, func(s *cluster.Spec) {
-		s.MasterCfg["AUTH_CODE"] = "s3cret"
-		s.CSCfg = map[string]string{"AUTH_CODE": "s3cret"}
+		s.MasterCfg["AUTH_CODE"] = "cluster-test-s3cret"
+		s.CSCfg = map[string]string{"AUTH_CODE": "cluster-test-s3cret"}
 	})
 	a := c.Masters[lead].Addr
 	kinds := map[uint16]frame.Kind{9419: frame.KindMaster, 9420: frame.KindChunkserver, 9421: frame.KindClient}
@@ -276,7 +276,7 @@ func TestBadInput(t *testing.T) {
 	}
 	b := c.Spec.CS[0].Addr.As4()
 	wrong, err := c.AddCS(cluster.CS{Addr: netip.AddrFrom4([4]byte{b[0], b[1], 1, 50}), VoterOnly: true},
-		map[string]string{"AUTH_CODE": "wrong"})
+		map[string]string{"AUTH_CODE": "wrong-auth-code-0123"})
 	if err != nil {
 		t.Fatal(err)
 	}

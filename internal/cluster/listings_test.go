@@ -50,7 +50,7 @@ type listing struct {
 // the location map, and remove a stopped chunkserver with the command the
 // listing printed, which changes the denominator -SLQ shows.
 func TestListingsAndAdmin(t *testing.T) {
-	const password = "s3cret"
+	const password = "listings-s3cret-pw"
 	c, lead := start(t, func(s *cluster.Spec) { s.MasterCfg["ADMIN_PASSWORD"] = password })
 	list := func(args ...string) listing {
 		t.Helper()
