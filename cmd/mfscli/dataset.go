@@ -29,6 +29,70 @@ type dataset struct {
 	Locations    []locRow
 	Quorum       quorumView
 	Summary      summary
+	// Security is what the answering masters leave open (nil: nothing).
+	Security *securityView
+}
+
+// securityView is what the masters run without: each list names the
+// masters that reported it; Warning is the line -SIM prints.
+type securityView struct {
+	NoAuthCode  []netip.Addr `json:"no_auth_code"` // any host can pose as a master or a chunkserver
+	AdminOpen   []netip.Addr `json:"admin_open"`   // admin commands open to anyone who reaches 9421
+	ExportsOpen []netip.Addr `json:"exports_open"` // every client may read and change every key
+	Warning     string       `json:"warning"`
+}
+
+// securityOf gathers what the answering masters leave open.
+func securityOf(answers []answer) *securityView {
+	var s securityView
+	answered := 0
+	for _, a := range answers {
+		if a.err != nil {
+			continue
+		}
+		answered++
+		ip := a.addr.Addr()
+		if a.st.NoAuthCode {
+			s.NoAuthCode = append(s.NoAuthCode, ip)
+		}
+		if a.st.AdminOpen {
+			s.AdminOpen = append(s.AdminOpen, ip)
+		}
+		if a.st.ExportsOpen {
+			s.ExportsOpen = append(s.ExportsOpen, ip)
+		}
+	}
+	if len(s.NoAuthCode)+len(s.AdminOpen)+len(s.ExportsOpen) == 0 {
+		return nil
+	}
+	for _, l := range []*[]netip.Addr{&s.NoAuthCode, &s.AdminOpen, &s.ExportsOpen} {
+		slices.SortFunc(*l, netip.Addr.Compare)
+		if *l == nil {
+			*l = []netip.Addr{}
+		}
+	}
+	on := func(l []netip.Addr) string {
+		if len(l) == answered {
+			return "every master"
+		}
+		names := make([]string, len(l))
+		for i, a := range l {
+			names[i] = a.String()
+		}
+		return strings.Join(names, ", ")
+	}
+	var parts []string
+	if len(s.NoAuthCode) > 0 {
+		parts = append(parts, "no AUTH_CODE on "+on(s.NoAuthCode)+" (any host that reaches them can pose as a master or a chunkserver)")
+	}
+	if len(s.AdminOpen) > 0 {
+		parts = append(parts, "no ADMIN_PASSWORD on "+on(s.AdminOpen)+" (admin commands are open to anyone who reaches port 9421)")
+	}
+	if len(s.ExportsOpen) > 0 {
+		parts = append(parts, "no mfsexports.cfg on "+on(s.ExportsOpen)+" (every client may read and change every key)")
+	}
+	s.Warning = "WARNING: unauthenticated cluster: " + strings.Join(parts, "; ")
+	return &s
 }
 
 // masterRef names a master and its state word.
@@ -257,6 +321,7 @@ func build(answers []answer, host string, now time.Time) dataset {
 	ds.Locations = locRows(view, counter)
 	ds.Quorum = quorumOf(answers, counter)
 	ds.Summary = summarize(answers, leader, view, ds, now)
+	ds.Security = securityOf(answers)
 	return ds
 }
 

@@ -199,6 +199,18 @@ var scenarios = []struct {
 	{"inflight", inFlight},
 	{"leftout", leftOut},
 	{"clone", clone},
+	{"open", open},
+}
+
+// open: the healthy cluster run as make run runs it: no master has
+// AUTH_CODE or an mfsexports.cfg, and all but 127.0.0.13 lack
+// ADMIN_PASSWORD.
+func open() []answer {
+	as := healthy()
+	for i := range as {
+		as[i].st.NoAuthCode, as[i].st.AdminOpen, as[i].st.ExportsOpen = true, as[i].addr.Addr() != addr("127.0.0.13"), true
+	}
+	return as
 }
 
 // clone: the healthy cluster, where a copy of 127.0.1.1's VM came up at

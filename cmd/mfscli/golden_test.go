@@ -129,6 +129,7 @@ func TestJSONParses(t *testing.T) {
 				Locations    []map[string]any `json:"locations"`
 				Quorum       map[string]any   `json:"quorum"`
 				Summary      map[string]any   `json:"summary"`
+				Security     map[string]any   `json:"security"`
 			} `json:"dataset"`
 			Errors []string `json:"errors"`
 		}
@@ -176,8 +177,53 @@ func TestJSONOnlyAskedFor(t *testing.T) {
 		t.Fatal(err)
 	}
 	for k := range v.Dataset {
-		if k != "masters" && k != "view" && k != "time_reference" {
+		if k != "masters" && k != "view" && k != "time_reference" && k != "security" {
 			t.Errorf("-j -SIM printed %q", k)
+		}
+	}
+}
+
+// TestSecurityAlarm (issue 10, H3): while any master runs without
+// AUTH_CODE, ADMIN_PASSWORD or mfsexports.cfg, -SIM says so in one line
+// naming what is open where (table and plain modes), and -j carries it in
+// "security"; a cluster with all three says nothing.
+func TestSecurityAlarm(t *testing.T) {
+	sim := map[listing]bool{listMasters: true}
+	table := render(t, open(), options{mode: modeTable, show: sim})
+	plain := render(t, open(), options{mode: modePlain, show: sim})
+	js := render(t, open(), options{mode: modeJSON, show: sim})
+	for _, want := range []string{"WARNING", "no AUTH_CODE on every master", "no ADMIN_PASSWORD on 127.0.0.11, 127.0.0.12", "no mfsexports.cfg on every master"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table: %q missing:\n%s", want, table)
+		}
+	}
+	if n := strings.Count(table, "WARNING"); n != 1 {
+		t.Errorf("table: %d warning lines", n)
+	}
+	if !strings.Contains(plain, "Security warning:\t127.0.0.11,127.0.0.12,127.0.0.13\t127.0.0.11,127.0.0.12\t127.0.0.11,127.0.0.12,127.0.0.13\t") {
+		t.Errorf("plain:\n%s", plain)
+	}
+	var v struct {
+		Dataset struct {
+			Security struct {
+				NoAuthCode []string `json:"no_auth_code"`
+				AdminOpen  []string `json:"admin_open"`
+				Warning    string   `json:"warning"`
+			} `json:"security"`
+		} `json:"dataset"`
+	}
+	if err := json.Unmarshal([]byte(js), &v); err != nil || len(v.Dataset.Security.NoAuthCode) != 3 || len(v.Dataset.Security.AdminOpen) != 2 ||
+		!strings.Contains(v.Dataset.Security.Warning, "AUTH_CODE") {
+		t.Errorf("json (%v):\n%s", err, js)
+	}
+	for _, sc := range scenarios {
+		if sc.name == "open" {
+			continue
+		}
+		for _, m := range []options{{mode: modeTable, show: sim}, {mode: modePlain, show: sim}, {mode: modeJSON, show: sim}} {
+			if out := render(t, sc.answers(), m); strings.Contains(out, "ecurity") || strings.Contains(out, "WARNING") {
+				t.Errorf("%s: a secured cluster warned:\n%s", sc.name, out)
+			}
 		}
 	}
 }

@@ -37,7 +37,8 @@ func namespace(c *cli.Context, verb string, args []string) error {
 	if (want >= 0 && len(args) != want) || (want < 0 && len(args) > 1) {
 		return cli.Exit("usage: mfscli [-H HOST] "+kvUsage[verb], exitError)
 	}
-	cl, err := client.New(client.Config{MasterHost: c.String("H"), Port: uint16(c.Int("P")), Attempt: c.Duration("timeout")})
+	cl, err := client.New(client.Config{MasterHost: c.String("H"), Port: uint16(c.Int("P")), Attempt: c.Duration("timeout"),
+		Password: c.String("mfspassword")})
 	if err != nil {
 		return cli.Exit(err.Error(), exitError)
 	}

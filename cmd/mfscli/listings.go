@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/netip"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ const (
 	titleLocations    = "Locations and quorum"
 	titleQuorum       = "Quorum"
 	titleSummary      = "Cluster summary"
+	titleSecurity     = "Security warning"
 )
 
 // mode is how listings are printed.
@@ -141,6 +143,9 @@ func writeListings(out io.Writer, ds dataset, errs []string, o options, now time
 		if l == listLocations {
 			writeVerdict(out, ds.Quorum, o)
 		}
+		if l == listMasters && ds.Security != nil {
+			writeSecurity(out, *ds.Security, o)
+		}
 	}
 	return nil
 }
@@ -191,6 +196,29 @@ func writeVerdict(out io.Writer, q quorumView, o options) {
 		t = toneGood
 	}
 	fmt.Fprintln(out, paint(q.Verdict, t, o.colour))
+}
+
+// writeSecurity prints the alarm under the masters while any of them runs
+// unauthenticated: one coloured line on a terminal; in plain mode,
+// "Security warning:<TAB>no AUTH_CODE<TAB>no ADMIN_PASSWORD<TAB>no
+// mfsexports.cfg<TAB>text", each list of masters comma-separated ("-":
+// none).
+func writeSecurity(out io.Writer, s securityView, o options) {
+	if o.mode == modePlain {
+		list := func(l []netip.Addr) string {
+			if len(l) == 0 {
+				return "-"
+			}
+			names := make([]string, len(l))
+			for i, a := range l {
+				names[i] = a.String()
+			}
+			return strings.Join(names, ",")
+		}
+		fmt.Fprintf(out, "%s:\t%s\t%s\t%s\t%s\n", titleSecurity, list(s.NoAuthCode), list(s.AdminOpen), list(s.ExportsOpen), s.Warning)
+		return
+	}
+	fmt.Fprintln(out, paint(s.Warning, toneBad, o.colour))
 }
 
 // summaryItem is one line of -SIG: its name, its text on a terminal and
@@ -307,14 +335,15 @@ type jsonOut struct {
 }
 
 type jsonDataset struct {
-	View         *masterRef   `json:"view,omitempty"` // absent when no master answered
-	TimeRef      string       `json:"time_reference,omitempty"`
-	Masters      *[]masterRow `json:"masters,omitempty"`
-	Chunkservers *[]csRow     `json:"chunkservers,omitempty"`
-	Clones       []cloneRow   `json:"refused_clones,omitempty"`
-	Locations    *[]locRow    `json:"locations,omitempty"`
-	Quorum       *quorumView  `json:"quorum,omitempty"`
-	Summary      *summary     `json:"summary,omitempty"`
+	View         *masterRef    `json:"view,omitempty"` // absent when no master answered
+	TimeRef      string        `json:"time_reference,omitempty"`
+	Masters      *[]masterRow  `json:"masters,omitempty"`
+	Chunkservers *[]csRow      `json:"chunkservers,omitempty"`
+	Clones       []cloneRow    `json:"refused_clones,omitempty"`
+	Locations    *[]locRow     `json:"locations,omitempty"`
+	Quorum       *quorumView   `json:"quorum,omitempty"`
+	Summary      *summary      `json:"summary,omitempty"`
+	Security     *securityView `json:"security,omitempty"` // with the masters, while any is unauthenticated
 }
 
 func writeJSON(out io.Writer, ds dataset, errs []string, o options, now time.Time) error {
@@ -323,7 +352,7 @@ func writeJSON(out io.Writer, ds dataset, errs []string, o options, now time.Tim
 		j.Dataset.View = &ds.View
 	}
 	if o.show[listMasters] {
-		j.Dataset.Masters, j.Dataset.TimeRef = &ds.Masters, addrText(ds.TimeRef)
+		j.Dataset.Masters, j.Dataset.TimeRef, j.Dataset.Security = &ds.Masters, addrText(ds.TimeRef), ds.Security
 	}
 	if o.show[listChunkservers] {
 		j.Dataset.Chunkservers, j.Dataset.Clones = &ds.Chunkservers, ds.Clones

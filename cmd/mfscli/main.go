@@ -34,7 +34,7 @@ func newApp() *cli.App {
 		Usage: "MooseFS-style listings and admin commands",
 		UsageText: "mfscli [-H HOST] [-P PORT] [-SIM] [-SCS] [-SIG] [-SLQ] [-p|-j] [-o N] [-r]\n" +
 			"   mfscli [-H HOST] [-P PORT] -CRC/ip/port | -CLU/ip | -CLC/ip | -CLS | -CMS/ip | ... (docs/mfscli.md)\n" +
-			"   mfscli [-H HOST] get KEY | set KEY VALUE | cas KEY VALUE VERSION | delete KEY | list [PREFIX]",
+			"   mfscli [-H HOST] [--mfspassword PASS] get KEY | set KEY VALUE | cas KEY VALUE VERSION | delete KEY | list [PREFIX]",
 		Version: node.Version,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "H", Value: "mfsmaster", Usage: "masters: DNS names (every A/AAAA record) or addresses, separated by commas or spaces"},
@@ -51,6 +51,7 @@ func newApp() *cli.App {
 			&cli.StringFlag{Name: "admin", Hidden: true},
 			&cli.StringFlag{Name: "a", EnvVars: []string{"MFSCLI_PASSWORD"}, Usage: "admin commands: the masters' ADMIN_PASSWORD (or MFSCLI_PASSWORD); proved, never sent"},
 			&cli.DurationFlag{Name: "wait", Value: waitDefault, Usage: "get/set/cas/delete/list: how long to keep trying to reach a LEADER"},
+			&cli.StringFlag{Name: "mfspassword", EnvVars: []string{"MFSPASSWORD"}, Usage: "get/set/cas/delete/list: the password of the masters' mfsexports.cfg line for this host (or MFSPASSWORD; as mfsmount -o mfspassword); proved, never sent"},
 		},
 		HideHelpCommand: true,
 		Action:          run,
