@@ -471,6 +471,14 @@ func TestAdversarySessionTheft(t *testing.T) {
 		if len(ports) > 2 {
 			t.Errorf("reconnect fight: the real cs %d connected to the LEADER %d times in 5 s", id, len(ports))
 		}
+		// Without the code: refused at the challenge, nothing routed to it.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		r, err := adversary.Impostor{Target: a.target(a.lead, 9420, a.attacker(198), ""), ID: id}.Run(ctx)
+		t.Logf("impostor without the code: %+v (%v)", r, err)
+		if r.Heartbeats > 0 || (r.Connects > 0 && r.Closed == 0) {
+			t.Errorf("an impostor without the code was not refused: %+v", r)
+		}
 	})
 
 	t.Run("clone", func(t *testing.T) {
