@@ -112,14 +112,25 @@ func StartChunkserver(opt ChunkserverOptions, store *metadata.ChunkserverStore) 
 		}
 	}()
 	if id, ok := store.Identity(); ok {
-		if id.Addr.Port() != n.port || (opt.Bind.IsValid() && id.Addr.Addr() != opt.Bind) {
+		switch {
+		case id.Addr.Port() != n.port:
+			// Another port is another identity (ip:port, as in MooseFS).
 			n.log.Warn().Str("was", id.Addr.String()).Str("now", netip.AddrPortFrom(opt.Bind, n.port).String()).
-				Msg("address changed since registration: registering again")
+				Msg("port changed since registration: registering again")
 			if err := store.ForgetIdentity(); err != nil {
 				_ = ln.Close()
 				return nil, err
 			}
-		} else {
+		default:
+			if opt.Bind.IsValid() && id.Addr.Addr() != opt.Bind {
+				// Kept, so that the masters can tell what happened: a copy
+				// of a running chunkserver (a cloned VM or data directory)
+				// is refused as a clone and named while the original is
+				// connected; a chunkserver that really moved is told its
+				// id is taken (IDTaken) and registers again.
+				n.log.Warn().Str("was", id.Addr.String()).Str("now", netip.AddrPortFrom(opt.Bind, n.port).String()).Uint32("id", uint32(id.CS)).
+					Msg("address changed since registration: keeping the id; the masters refuse this chunkserver as a clone while the one registered at the old address is connected, and tell it to register again otherwise")
+			}
 			n.id = id
 			// The slow key derivation now, not in the first handshake.
 			secret.Warm(opt.AuthCode, id.ClusterID)
