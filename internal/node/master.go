@@ -1125,6 +1125,21 @@ func remoteAddr(nc net.Conn) netip.Addr {
 	return netip.Addr{}
 }
 
+// maxFrameFor is the largest frame port takes: what its biggest honest
+// message needs, so that a peer holding half-sent frames open holds as
+// little as it can (a client's change is at most a 4 KiB key and a 256 KiB
+// value; a chunkserver sends small messages only; masters send 1 MiB
+// batches and snapshot chunks).
+func maxFrameFor(port string) uint32 {
+	switch port {
+	case "matocs":
+		return 64 << 10
+	case "matocl":
+		return 512 << 10
+	}
+	return frame.DefaultMaxFrame
+}
+
 // bodyBudget is the budget large frames on port draw from: none for the
 // master port, whose peers proved AUTH_CODE and send big Appends and
 // snapshot chunks.
@@ -1199,7 +1214,7 @@ func (n *MasterNode) serveConn(nc net.Conn, port string, reg *frame.Registry, ki
 	}
 	for {
 		fr.next()
-		m, err := readFrame(reg, fr, frame.DefaultMaxFrame, n.bodyBudget(port))
+		m, err := readFrame(reg, fr, maxFrameFor(port), n.bodyBudget(port))
 		if err != nil {
 			switch {
 			case c.slow.Load():
