@@ -1,0 +1,357 @@
+package cluster_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mfs-election/mfs-election/internal/adversary"
+	"github.com/mfs-election/mfs-election/internal/cluster"
+	"github.com/mfs-election/mfs-election/pkg/client"
+	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/wire"
+)
+
+// repairMaster runs `mfsmaster -c CFG [--remove-chunkservers IDS] repair`
+// for master p (its own config file), within 20 s.
+func repairMaster(p *cluster.Proc, remove string) (string, error) {
+	args := []string{"-c", p.Cfg}
+	if remove != "" {
+		args = append(args, "--remove-chunkservers", remove)
+	}
+	args = append(args, "repair")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, filepath.Join(bin, "mfsmaster"), args...).CombinedOutput()
+	return string(out), err
+}
+
+// repairListing parses the member lines of `mfsmaster repair` ("  ID\tADDR:PORT[  (forced out...)]").
+var repairListing = regexp.MustCompile(`(?m)^\s+(\d+)\t([0-9.]+):(\d+)(.*)$`)
+
+type listedCS struct {
+	ID     wire.CSID
+	Addr   netip.Addr
+	Port   uint16
+	Forced bool
+}
+
+func parseRepairListing(out string) []listedCS {
+	var l []listedCS
+	for _, m := range repairListing.FindAllStringSubmatch(out, -1) {
+		id, _ := strconv.ParseUint(m[1], 10, 32)
+		port, _ := strconv.ParseUint(m[3], 10, 16)
+		addr, err := netip.ParseAddr(m[2])
+		if err != nil {
+			continue
+		}
+		l = append(l, listedCS{ID: wire.CSID(id), Addr: addr, Port: uint16(port), Forced: strings.Contains(m[4], "forced out")})
+	}
+	return l
+}
+
+func idList(ids []wire.CSID) string {
+	var s []string
+	for _, id := range ids {
+		s = append(s, strconv.FormatUint(uint64(id), 10))
+	}
+	return strings.Join(s, ",")
+}
+
+// slqVerdict is mfscli -SLQ -j's quorum view (held, verdict).
+func slqVerdict(t *testing.T, c *cluster.Cluster) (bool, string, string) {
+	out, _ := mfscli(t, c, "-SLQ", "-j")
+	var j struct {
+		Dataset struct {
+			Quorum *struct {
+				Held    bool   `json:"held"`
+				Verdict string `json:"verdict"`
+			} `json:"quorum"`
+		} `json:"dataset"`
+	}
+	if err := json.Unmarshal([]byte(out), &j); err != nil || j.Dataset.Quorum == nil {
+		return false, "", out
+	}
+	return j.Dataset.Quorum.Held, j.Dataset.Quorum.Verdict, out
+}
+
+// TestRepairStuffedRegistry (issue 10, H1): a holder of the AUTH_CODE
+// registers made-up chunkservers (4 from one source, the most a minute
+// allows) beside the one real chunkserver; they vote, then leave for good.
+// From then on no master can win: kill -9 and restart of the LEADER, and
+// nobody is elected. The way out is offline (docs/operations.md, "A
+// registry no LEADER can be elected under"): every master stopped,
+// `mfsmaster repair` lists the registry, `--remove-chunkservers` with the
+// fakes' ids on every master (refused while a master runs, and for every
+// member), then the masters start, elect a LEADER, the LEADER removes the
+// fakes from the registry, and a client write succeeds. Throughout, never
+// two LEADERs holding quorum, and no daemon panics.
+func TestRepairStuffedRegistry(t *testing.T) {
+	const real = 1
+	began := time.Now()
+	a := startAdv(t, 2, real, nil)
+	realID := a.csID(0)
+
+	// 1. The flood: fakes from one source with the code, voting for a
+	// while, then gone. More than one round if the first gets fewer ids
+	// (each from another source address).
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	fakeAddrs := map[netip.Addr]bool{}
+	var fakeIDs []wire.CSID
+	registered := real
+	for round := 0; round < 3 && registered-real < 4; round++ {
+		flooder := a.attacker(uint8(91 - round))
+		lead := a.leaderNow()
+		if lead < 0 {
+			var err error
+			if lead, err = a.steadyLeader(10 * time.Second); err != nil {
+				t.Fatalf("no LEADER to flood (round %d): %v", round, err)
+			}
+		}
+		a.proveCode(flooder)
+		r, err := adversary.RegistrationFlood{Target: a.target(lead, 9420, flooder, advCode),
+			Ports: adversary.FloodPorts(41001, 4-(registered-real)), Window: 4 * time.Second, Hold: 4 * time.Second}.Run(ctx)
+		if err != nil {
+			t.Fatalf("flood from %s: %v", flooder, err)
+		}
+		fakeAddrs[flooder] = true
+		// The registry as the master that reports the most members sees it.
+		for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+			sts, errs := a.Statuses(time.Second)
+			for i := range sts {
+				if errs[i] == nil && sts[i].Registered > registered {
+					registered = sts[i].Registered
+				}
+			}
+			if registered-real >= len(r.Assigned) {
+				break
+			}
+		}
+		t.Logf("flood %d from %s at %s: %d asked, %d ids given (%v), %d fakes voted (%d acks); registry now %d members (%d real)",
+			round, flooder, a.Masters[lead].Addr, r.Asked, len(r.Assigned), r.Assigned, r.Voters, r.Acks, registered, real)
+	}
+	fakes := registered - real
+	if fakes <= real {
+		t.Fatalf("the flood registered %d fakes beside %d real chunkservers: not enough to stick the cluster", fakes, real)
+	}
+	if out, err := mfscli(t, a.Cluster, "-SCS"); err == nil {
+		t.Logf("-SCS after the flood:\n%s", out)
+	}
+
+	// 2. Stuck: whichever master leads (if any still does) is killed and
+	// restarted, and none wins within 8 s.
+	time.Sleep(500 * time.Millisecond)
+	old := a.leaderNow()
+	if old < 0 {
+		old = a.lead
+	}
+	killedAt := time.Now()
+	a.kill(a.Masters[old])
+	if err := a.Masters[old].Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, st, err := a.WaitLeader(8*time.Second, 100*time.Millisecond); err == nil {
+		t.Fatalf("the cluster is not stuck: %s became LEADER at epoch %d with %d of %d votes, %v after the kill -9 of %s",
+			st.Addr, st.Epoch, st.Voters, st.Registered, time.Since(killedAt).Round(time.Millisecond), a.Masters[old].Addr)
+	}
+	held, verdict, raw := slqVerdict(t, a.Cluster)
+	t.Logf("stuck: no LEADER %v after the kill -9 of %s; -SLQ verdict: %q", time.Since(killedAt).Round(time.Millisecond), a.Masters[old].Addr, verdict)
+	if held || !strings.Contains(verdict, "no quorum") && !strings.Contains(verdict, "no LEADER") {
+		t.Errorf("mfscli -SLQ does not say quorum is missing (held %v):\n%s", held, raw)
+	}
+	{
+		cl, err := client.New(client.Config{MasterHost: a.Spec.MasterHost()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wctx, wcancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+		_, err = cl.Put(wctx, "repair/stuck", "v")
+		wcancel()
+		cl.Close()
+		if err == nil {
+			t.Errorf("a write succeeded while the cluster was stuck")
+		} else {
+			t.Logf("a write while stuck: %v", err)
+		}
+	}
+
+	// 3. Every master stopped in order.
+	for _, p := range a.Masters {
+		p.Term(10 * time.Second)
+		if p.Running() {
+			t.Fatalf("%s did not exit", p.Name)
+		}
+	}
+	// The listing on every master names the fakes (by their source
+	// address) and the real one.
+	var listed [][]listedCS
+	for _, p := range a.Masters {
+		out, err := repairMaster(p, "")
+		if err != nil {
+			t.Fatalf("%s: mfsmaster repair: %v\n%s", p.Name, err, out)
+		}
+		t.Logf("%s: mfsmaster repair:\n%s", p.Name, strings.TrimRight(out, "\n"))
+		listed = append(listed, parseRepairListing(out))
+	}
+	for _, cs := range listed[0] {
+		if fakeAddrs[cs.Addr] {
+			fakeIDs = append(fakeIDs, cs.ID)
+		} else if cs.Addr != a.CS[0].Addr || cs.ID != realID {
+			t.Errorf("the listing names %d %s:%d, neither the real chunkserver (%d %s) nor a fake", cs.ID, cs.Addr, cs.Port, realID, a.CS[0].Addr)
+		}
+	}
+	if len(fakeIDs) != fakes || len(listed[0]) != registered {
+		t.Fatalf("the listing of %s names %d fakes among %d members (the masters reported %d fakes among %d)", a.Masters[0].Name, len(fakeIDs), len(listed[0]), fakes, registered)
+	}
+	for i := 1; i < len(listed); i++ {
+		if !slices.Equal(listed[i], listed[0]) {
+			t.Errorf("%s lists another registry than %s: %v vs %v", a.Masters[i].Name, a.Masters[0].Name, listed[i], listed[0])
+		}
+	}
+	ids := idList(fakeIDs)
+
+	// Refused: every member (nothing left to count), an id that is not
+	// registered, and any repair while the master runs.
+	if out, err := repairMaster(a.Masters[0], idList(append(slices.Clone(fakeIDs), realID))); err == nil {
+		t.Errorf("removing every member was accepted:\n%s", out)
+	} else {
+		t.Logf("removing every member: %v: %s", err, strings.TrimSpace(out))
+	}
+	if out, err := repairMaster(a.Masters[0], "999"); err == nil {
+		t.Errorf("removing an id that is not registered was accepted:\n%s", out)
+	}
+	{
+		p := a.Masters[0]
+		if err := p.Start(); err != nil {
+			t.Fatal(err)
+		}
+		up := false
+		for end := time.Now().Add(10 * time.Second); !up && time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+			_, err := a.status(0)
+			up = err == nil
+		}
+		if !up {
+			t.Fatalf("%s does not answer after a start", p.Name)
+		}
+		out, err := repairMaster(p, ids)
+		var ee *exec.ExitError
+		if err == nil || !errors.As(err, &ee) || !strings.Contains(out, "stopped") {
+			t.Errorf("repair while %s runs: %v\n%s", p.Name, err, out)
+		} else {
+			t.Logf("repair while %s runs: %v: %s", p.Name, err, strings.TrimSpace(out))
+		}
+		p.Term(10 * time.Second)
+		if p.Running() {
+			t.Fatalf("%s did not exit", p.Name)
+		}
+	}
+
+	// 4. The repair, the same on every master.
+	for _, p := range a.Masters {
+		out, err := repairMaster(p, ids)
+		if err != nil {
+			t.Fatalf("%s: mfsmaster --remove-chunkservers %s repair: %v\n%s", p.Name, ids, err, out)
+		}
+		t.Logf("%s: %s", p.Name, strings.TrimSpace(out))
+		out, _ = repairMaster(p, "")
+		for _, cs := range parseRepairListing(out) {
+			if cs.Forced != slices.Contains(fakeIDs, cs.ID) {
+				t.Errorf("%s: after the repair the listing marks %d forced out: %v", p.Name, cs.ID, cs.Forced)
+			}
+		}
+	}
+
+	// 5. Started again: a LEADER, the fakes removed, a write.
+	restarted := time.Now()
+	for _, p := range a.Masters {
+		if err := p.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lead, st, err := a.WaitLeader(15*time.Second, 100*time.Millisecond)
+	if err != nil {
+		sts, errs := a.Statuses(time.Second)
+		for i := range sts {
+			t.Logf("%s: %v %v at epoch %d, %d of %d votes: %v", a.Masters[i].Addr, sts[i].Role, sts[i].Transition, sts[i].Epoch, sts[i].Voters, sts[i].Registered, errs[i])
+		}
+		_, verdict, _ := slqVerdict(t, a.Cluster)
+		t.Fatalf("after the repair: %v (-SLQ: %s)", err, verdict)
+	}
+	t.Logf("after the repair: LEADER %s at epoch %d after %v (%d of %d votes)", st.Addr, st.Epoch,
+		time.Since(restarted).Round(time.Millisecond), st.Voters, st.Registered)
+	if out, err := mfscli(t, a.Cluster, "-SCS", "-j"); err == nil {
+		var j struct {
+			Dataset struct {
+				Chunkservers []struct {
+					ID        wire.CSID    `json:"csid"`
+					LeftOutBy []netip.Addr `json:"left_out_by"`
+				} `json:"chunkservers"`
+			} `json:"dataset"`
+		}
+		if json.Unmarshal([]byte(out), &j) == nil {
+			var lo []string
+			for _, r := range j.Dataset.Chunkservers {
+				if len(r.LeftOutBy) > 0 {
+					lo = append(lo, fmt.Sprintf("%d by %v", r.ID, r.LeftOutBy))
+				}
+			}
+			t.Logf("-SCS right after the election: %d members, left out: %v", len(j.Dataset.Chunkservers), lo)
+		}
+	}
+	removed := false
+	var last []string
+	for end := time.Now().Add(10 * time.Second); !removed && time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		sts, errs := a.Statuses(time.Second)
+		removed = true
+		last = last[:0]
+		for i := range sts {
+			if errs[i] != nil {
+				removed = false
+				last = append(last, fmt.Sprintf("%s: %v", a.Masters[i].Addr, errs[i]))
+				continue
+			}
+			last = append(last, fmt.Sprintf("%s: %v, %d registered, config %d in force %d", a.Masters[i].Addr, sts[i].Role, sts[i].Registered, sts[i].ConfigVersion, sts[i].InForce))
+			removed = removed && sts[i].Registered == real && sts[i].InForce == sts[i].ConfigVersion
+		}
+	}
+	if !removed {
+		t.Fatalf("the fakes %s were not removed from the registry within 10 s of the election: %v", ids, last)
+	}
+	t.Logf("the fakes are out of the registry %v after the restart: %v", time.Since(restarted).Round(time.Millisecond), last)
+	if lines := cluster.LogLines(a.Masters[lead].Log, 3, "forced-removal"); len(lines) > 0 {
+		t.Logf("LEADER log: %s", strings.Join(lines, " | "))
+	}
+	cl, err := client.New(client.Config{MasterHost: a.Spec.MasterHost()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer wcancel()
+	if v, err := cl.Put(wctx, "repair/after", "v"); err != nil {
+		t.Errorf("a write after the repair: %v", err)
+	} else {
+		t.Logf("a write after the repair: version %d", v)
+	}
+	if held, verdict, raw := slqVerdict(t, a.Cluster); !held {
+		t.Errorf("after the repair mfscli -SLQ says quorum is not held:\n%s", raw)
+	} else {
+		t.Logf("-SLQ verdict: %s", verdict)
+	}
+	if sts, errs := a.Statuses(time.Second); errs[lead] != nil || sts[lead].Role != roles.Leader {
+		t.Errorf("the LEADER %s now reports %v: %v", a.Masters[lead].Addr, sts[lead].Role, errs[lead])
+	}
+	a.aftermath()
+	t.Logf("%v in all", time.Since(began).Round(time.Millisecond))
+}
