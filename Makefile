@@ -69,8 +69,9 @@ endef
 chaos:
 	$(GO) run ./internal/sim/chaos -seeds=$(SEEDS) -doc docs/sim.md
 
-# Failover of real processes (kill -9, SIGSTOP, 200 ms stalls) against a
-# 3-member etcd in the same run; rewrites docs/benchmarks.md. About 5 minutes
-# at TRIALS=20; installs etcd from Debian's packages when it is missing.
+# Failover of real processes (kill -9 with and without the fast path,
+# SIGSTOP, 200 ms stalls), changes and reads against a 3-member etcd in the
+# same run; rewrites docs/benchmarks.md. About 8 minutes at TRIALS=20;
+# installs etcd from Debian's packages when it is missing.
 bench:
 	$(GO) run ./internal/cluster/bench -trials=$(TRIALS) -doc docs/benchmarks.md
