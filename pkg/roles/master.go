@@ -694,6 +694,14 @@ func (m *Master) onVoteHello(h VoteHello) {
 	if !member || m.role == Leader || m.implausible(h.MaxEpoch) {
 		h.MaxEpoch = 0
 	}
+	// A nomination starts an election at a new epoch: only a member may
+	// ask for one, except while the registry is empty (bootstrap: the
+	// founder is the only master that can win, and chunkservers not yet
+	// registered nominate it sooner than it would nominate itself).
+	if h.Nominate && !member && m.HasMetadata() && len(m.Config().Members) > 0 {
+		h.Nominate = false
+		m.ignore("nomination-unregistered")
+	}
 	if h.MaxEpoch > m.hard.MaxEpoch {
 		m.hard.MaxEpoch = h.MaxEpoch
 		m.persistHard()
@@ -716,9 +724,12 @@ func (m *Master) onVoteHello(h VoteHello) {
 		m.send(ToCS(h.CS), Redirect{From: m.cfg.ID, Session: h.Session, Leader: m.Leader(), IDTaken: true})
 		return
 	}
-	if old := m.voters[h.CS]; old != nil && old.session >= h.Session {
+	if old := m.voters[h.CS]; old != nil && old.session >= h.Session && old.addr == h.Addr && old.port == h.Port {
 		// An older session, or this one again (a duplicate): keep what the
-		// session has earned.
+		// session has earned. (From another address it is not the same
+		// chunkserver's: a registered id was checked above, and for an id
+		// not registered yet the newest claim replaces the old one, so a
+		// made-up session number cannot lock the real holder out.)
 		m.ignore("stale-session")
 		return
 	}

@@ -416,3 +416,39 @@ func TestForcedRemovalUnsticksStuffedRegistry(t *testing.T) {
 		t.Fatalf("registry %v, forced out %v, %v; want CS1 alone, the record cleared, still LEADER", got, h.m.Hard().ForcedOut, h.m.Role())
 	}
 }
+
+// H2 and C1: a peer that is not a registered member cannot start elections
+// (each would take a new epoch), and a made-up session number for an id not
+// registered yet does not lock the real holder out.
+func TestUnregisteredPeersCannotNominateOrLockOut(t *testing.T) {
+	h := newHarness(t)
+	h.run("master id=2 masters=1,2 registry=1@10.0.1.1,2@10.0.1.2,3@10.0.1.3 acks=0")
+	for i, hello := range []string{
+		"hello cs=5000 addr=10.9.9.9 session=1 nominate", // unregistered
+		"hello cs=1 addr=10.9.9.9 session=2 nominate",    // a member's id, another address
+	} {
+		h.run("time +50ms")
+		h.run(hello)
+		if h.m.Role() != Follower || h.m.Hard().Epoch != 0 {
+			t.Fatalf("hello %d started an election: %v at epoch %d", i, h.m.Role(), h.m.Hard().Epoch)
+		}
+	}
+	if h.run("hello cs=1 nominate"); h.m.Role() != Elect {
+		t.Fatalf("a member's nomination was not taken: %v", h.m.Role())
+	}
+	// Bootstrap: with an empty registry, an unregistered chunkserver may
+	// nominate the founder.
+	b := newHarness(t)
+	b.run("master id=1 masters=1,2 genesis")
+	if b.run("hello cs=7 addr=10.0.1.7 nominate"); b.m.Role() != Leader {
+		t.Fatalf("the founder was not elected on an unregistered chunkserver's nomination: %v", b.m.Role())
+	}
+	// A made-up session number for id 9 (not registered) from one address
+	// does not keep the real chunkserver at another from opening its own.
+	l := leaderOf3(t)
+	l.run("hello cs=9 addr=10.9.9.9 session=9223372036854775807")
+	l.run("hello cs=9 addr=10.0.1.9 session=4294967297")
+	if v := l.m.voters[9]; v == nil || v.addr != netip.MustParseAddr("10.0.1.9") {
+		t.Fatalf("the real holder of id 9 was locked out by a made-up session: %+v", v)
+	}
+}
