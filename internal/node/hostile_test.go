@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mfs-election/mfs-election/pkg/metadata"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
@@ -677,27 +676,12 @@ func (s *syncBuffer) String() string {
 // storeWithKeys returns the data directory of a founder whose store holds
 // keys distinct keys, all committed.
 func storeWithKeys(t *testing.T, self netip.Addr, keys int) string {
-	t.Helper()
-	dir := t.TempDir()
-	st, err := metadata.OpenMaster(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if err := st.Init("C1", roles.Genesis(MasterIDOf(self))); err != nil {
-		t.Fatal(err)
-	}
 	var es []roles.Entry
-	last := uint64(keys + 1)
-	for v := uint64(2); v <= last; v++ {
+	for v := uint64(2); v <= uint64(keys+1); v++ {
 		es = append(es, roles.Entry{Pos: roles.Pos{Version: v, Epoch: 1}, Kind: roles.EntryPut,
 			Client: 1, Seq: v, Key: fmt.Sprintf("key/%08d", v), Value: "value-of-moderate-length"})
 	}
-	hard := roles.HardState{Epoch: 1, MaxEpoch: 1, LeaderEpoch: 1, Commit: roles.Pos{Version: last, Epoch: 1}, InForce: 1}
-	if err := st.Apply(roles.Persist{Append: es, Hard: &hard}); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return storeWith(t, self, es)
 }
 
 // TestClientFloodKeepsQuorum (review M2, E6, E6b): 300 pipelined list

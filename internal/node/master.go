@@ -1096,24 +1096,22 @@ func (n *MasterNode) accept(ln net.Listener, port string, reg *frame.Registry, k
 // refuse closes nc, counts why, and logs it: once per source, port and
 // reason per refuseLogEvery, so that a flood does not flood the log.
 func (n *MasterNode) refuse(nc net.Conn, src netip.Addr, port string, err error) {
-	reason := refuseReason(err)
-	n.metrics.ConnRefused(port, reason) // before the peer can see the close
-	_ = nc.Close()
-	if ok, missed := n.refusals.allow(port+"|"+reason+"|"+src.String(), time.Now()); ok {
-		n.log.Warn().Str(obs.FieldPeer, nc.RemoteAddr().String()).Str("port", port).Str(obs.FieldReason, reason).
-			Int("not_logged", missed).Err(err).Msg("connection refused")
-	}
+	n.cut(nc, src, port, err, "connection refused")
 }
 
 // dropped closes an established connection that broke the rules, counts
 // and logs it like refuse.
 func (n *MasterNode) dropped(nc net.Conn, src netip.Addr, port string, err error) {
+	n.cut(nc, src, port, err, "connection dropped")
+}
+
+func (n *MasterNode) cut(nc net.Conn, src netip.Addr, port string, err error, what string) {
 	reason := refuseReason(err)
 	n.metrics.ConnRefused(port, reason) // before the peer can see the close
 	_ = nc.Close()
 	if ok, missed := n.refusals.allow(port+"|"+reason+"|"+src.String(), time.Now()); ok {
 		n.log.Warn().Str(obs.FieldPeer, nc.RemoteAddr().String()).Str("port", port).Str(obs.FieldReason, reason).
-			Int("not_logged", missed).Err(err).Msg("connection dropped")
+			Int("not_logged", missed).Err(err).Msg(what)
 	}
 }
 

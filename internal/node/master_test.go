@@ -18,6 +18,17 @@ import (
 // storeWithChanges returns the data directory of a founder whose store
 // holds the genesis entry and changes 2..last, all committed.
 func storeWithChanges(t *testing.T, self netip.Addr, last uint64) string {
+	var es []roles.Entry
+	for v := uint64(2); v <= last; v++ {
+		es = append(es, roles.Entry{Pos: roles.Pos{Version: v, Epoch: 1}, Kind: roles.EntryPut,
+			Client: roles.ClientID(v % 7), Seq: v, Key: fmt.Sprint("k", v%50), Value: fmt.Sprint("v", v)})
+	}
+	return storeWith(t, self, es)
+}
+
+// storeWith returns the data directory of a founder whose store holds the
+// genesis entry and es (versions 2.., epoch 1), all committed.
+func storeWith(t *testing.T, self netip.Addr, es []roles.Entry) string {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := metadata.OpenMaster(dir)
@@ -28,11 +39,7 @@ func storeWithChanges(t *testing.T, self netip.Addr, last uint64) string {
 	if err := st.Init("C1", roles.Genesis(MasterIDOf(self))); err != nil {
 		t.Fatal(err)
 	}
-	var es []roles.Entry
-	for v := uint64(2); v <= last; v++ {
-		es = append(es, roles.Entry{Pos: roles.Pos{Version: v, Epoch: 1}, Kind: roles.EntryPut,
-			Client: roles.ClientID(v % 7), Seq: v, Key: fmt.Sprint("k", v%50), Value: fmt.Sprint("v", v)})
-	}
+	last := uint64(len(es) + 1)
 	hard := roles.HardState{Epoch: 1, MaxEpoch: 1, LeaderEpoch: 1, Commit: roles.Pos{Version: last, Epoch: 1}, InForce: 1}
 	if err := st.Apply(roles.Persist{Append: es, Hard: &hard}); err != nil {
 		t.Fatal(err)
@@ -183,32 +190,33 @@ func TestMasterSnapshotFailureRetried(t *testing.T) {
 	}
 }
 
-// counter reads one unlabelled counter from reg (0 if it has no value yet).
+// counter reads one unlabelled counter from reg.
 func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			return mf.GetMetric()[0].GetCounter().GetValue()
-		}
-	}
-	t.Fatalf("no metric %s", name)
-	return 0
+	return unlabelled(t, reg, name, true)
 }
 
 // gauge reads one unlabelled gauge from reg.
 func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
+	return unlabelled(t, reg, name, false)
+}
+
+// unlabelled is the value of the one sample of metric name in reg, a
+// counter or a gauge.
+func unlabelled(t *testing.T, reg *prometheus.Registry, name string, isCounter bool) float64 {
+	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
 		if mf.GetName() == name {
-			return mf.GetMetric()[0].GetGauge().GetValue()
+			m := mf.GetMetric()[0]
+			if isCounter {
+				return m.GetCounter().GetValue()
+			}
+			return m.GetGauge().GetValue()
 		}
 	}
 	t.Fatalf("no metric %s", name)

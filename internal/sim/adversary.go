@@ -119,24 +119,6 @@ func (w *world) echo(cs int, to ref, msg roles.Event) {
 	w.adv.sent++
 }
 
-// stampAdversary is the driver's stamp for a message from an adversary
-// host: its own source address, whatever the message claims.
-func stampAdversary(from ref, msg roles.Event) roles.Event {
-	addr := advAddr(from.i)
-	switch m := msg.(type) {
-	case roles.HeartbeatAck:
-		m.Addr = addr
-		return m
-	case roles.VoteBye:
-		m.Addr = addr
-		return m
-	case roles.VoteHello:
-		m.Addr = addr
-		return m
-	}
-	return msg
-}
-
 // checkEpochs: no master or voter ever adopts a bomb's epoch.
 func (c *checker) checkEpochs(w *world) {
 	for _, m := range w.masters {

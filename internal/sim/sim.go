@@ -433,18 +433,30 @@ func (w *world) deliver(e *event) {
 // stamp fills in what a master's driver adds to a chunkserver's message:
 // the source address of the connection it came on.
 func (w *world) stamp(from, to ref, msg roles.Event) roles.Event {
-	if to.k == kMaster && from.k == kAdversary {
-		return stampAdversary(from, msg)
-	}
-	if to.k != kMaster || from.k != kCS {
+	if to.k != kMaster {
 		return msg
 	}
-	addr := w.css[from.i].cfg.Addr
+	switch from.k {
+	case kCS:
+		return withSource(msg, w.css[from.i].cfg.Addr)
+	case kAdversary:
+		return withSource(msg, advAddr(from.i))
+	}
+	return msg
+}
+
+// withSource is msg as a master's driver hands it to the core: stamped
+// with the source address of the connection it came on, whatever it
+// claims.
+func withSource(msg roles.Event, addr netip.Addr) roles.Event {
 	switch m := msg.(type) {
 	case roles.HeartbeatAck:
 		m.Addr = addr
 		return m
 	case roles.VoteBye:
+		m.Addr = addr
+		return m
+	case roles.VoteHello:
 		m.Addr = addr
 		return m
 	}
