@@ -25,6 +25,7 @@ type failover struct {
 type checker struct {
 	lastHard       []roles.HardState
 	leaderSince    []int64 // per master: when it last became LEADER
+	handoversAfter int     // LEADER -> FOLLOWER by handover after the heal
 	maxLeaderEpoch uint64
 	leaderTerms    int
 	acked          []ackedWrite
@@ -95,6 +96,17 @@ func (c *checker) batch(w *world, r ref, acts []roles.Action) {
 			if a.From == roles.Leader && (a.Reason == roles.ReasonQuorumLost || a.Reason == roles.ReasonHigherEpoch) &&
 				c.healed && c.leaderSince[r.i] >= c.healAt && w.now-c.leaderSince[r.i] >= int64(w.prof.masterCfg.VoteLease) && c.liveness == "" {
 				c.liveness = fmt.Sprintf("%v lost the lead %v after the heal (%s): flapping", r, time.Duration(w.now-c.healAt), a.Reason)
+			}
+			// L2 for preferred leaders: a handover yields, and a master
+			// that yielded reclaims only after an election or an admin
+			// order (none come after the heal), so after the heal each
+			// master hands over at most once. More is KEEP_LEADERSHIP
+			// masters taking the role from each other in turn.
+			if a.From == roles.Leader && a.Reason == roles.ReasonHandover && c.healed {
+				c.handoversAfter++
+				if c.handoversAfter > len(w.masters) && c.liveness == "" {
+					c.liveness = fmt.Sprintf("%d handovers after the heal (keep=%s): flapping", c.handoversAfter, w.prof.keepString())
+				}
 			}
 			if a.To == roles.Leader {
 				c.leaderSince[r.i] = w.now

@@ -51,7 +51,7 @@ type profile struct {
 	diskMax                             time.Duration
 	masterCfg                           roles.Config
 	maxPromise                          time.Duration
-	keep                                int // master with KEEP_LEADERSHIP (0 none)
+	keep                                uint32 // masters with KEEP_LEADERSHIP: bit i is master i
 	faults                              []faultKind
 	meanGap                             time.Duration
 	extremeClocks                       bool // every clock starts at +rho or -rho
@@ -99,8 +99,17 @@ func drawProfile(r *rand.Rand) profile {
 	c.LogRetain = []uint64{0, 5, 50}[r.Intn(3)]
 	p.masterCfg = c
 	p.maxPromise = 2 * c.VoteLease
-	if r.Intn(5) == 0 {
-		p.keep = 1 + r.Intn(p.masters)
+	// KEEP_LEADERSHIP on no master, one, two (a config copied to two
+	// hosts) or every master (copied everywhere): each must settle on one
+	// LEADER (docs/roles.md §3.12; L2).
+	switch k := r.Intn(8); {
+	case k == 4 || k == 5:
+		p.keep = 1 << r.Intn(p.masters)
+	case k == 6:
+		a := r.Intn(p.masters)
+		p.keep = 1<<a | 1<<((a+1+r.Intn(p.masters-1))%p.masters)
+	case k == 7:
+		p.keep = 1<<p.masters - 1
 	}
 	for f := faultKind(0); f < numFaults; f++ {
 		if r.Intn(10) < 6 {
@@ -121,10 +130,23 @@ func (p profile) String() string {
 	for _, f := range p.faults {
 		fs = append(fs, faultNames[f])
 	}
-	return fmt.Sprintf("masters=%d cs=%d+%d spare locations=%d clients=%d delay=%v+%v loss=%.2f dup=%.2f disk<=%v lease=%v hb=%v drift<=%.2f deputy=%v ack_replicas=%d snapshot_every=%d log_retain=%d keep=M%d gap~%v extreme_clocks=%v reject=%v faults=[%s]",
+	return fmt.Sprintf("masters=%d cs=%d+%d spare locations=%d clients=%d delay=%v+%v loss=%.2f dup=%.2f disk<=%v lease=%v hb=%v drift<=%.2f deputy=%v ack_replicas=%d snapshot_every=%d log_retain=%d keep=%s gap~%v extreme_clocks=%v reject=%v faults=[%s]",
 		p.masters, p.css, p.spares, p.locs, p.clients, p.delayBase, p.delayJitter, p.loss, p.dup, p.diskMax,
 		p.masterCfg.VoteLease, p.masterCfg.HeartbeatInterval, p.masterCfg.MaxClockDrift, p.masterCfg.DeputyElectionTime,
-		p.masterCfg.AckReplicas, p.masterCfg.SnapshotEvery, p.masterCfg.LogRetain, p.keep, p.meanGap, p.extremeClocks, p.reject, strings.Join(fs, ","))
+		p.masterCfg.AckReplicas, p.masterCfg.SnapshotEvery, p.masterCfg.LogRetain, p.keepString(), p.meanGap, p.extremeClocks, p.reject, strings.Join(fs, ","))
+}
+
+func (p profile) keepString() string {
+	var ms []string
+	for i := range p.masters {
+		if p.keep&(1<<i) != 0 {
+			ms = append(ms, fmt.Sprintf("M%d", i+1))
+		}
+	}
+	if len(ms) == 0 {
+		return "none"
+	}
+	return strings.Join(ms, "+")
 }
 
 var locNames = []string{"default", "b", "c"}

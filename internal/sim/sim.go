@@ -10,6 +10,7 @@ import (
 	"container/heap"
 	"fmt"
 	"hash/fnv"
+	"math/bits"
 	"math/rand"
 	"net/netip"
 	"runtime"
@@ -60,6 +61,10 @@ type Result struct {
 	// Forged: messages the adversary fault sent (impostor acks, a clone's
 	// echoes, epoch bombs).
 	Forged int
+	// Keep: how many masters had KEEP_LEADERSHIP, and AllKeep whether that
+	// was every master.
+	Keep    int
+	AllKeep bool
 }
 
 // Failed reports whether the run broke an invariant or liveness.
@@ -774,7 +779,7 @@ func newWorld(opt Options) *world {
 			cfg.LeaseMargin = -opt.Sabotage
 		}
 		cfg.ID, cfg.Masters = ids[i], ids
-		cfg.KeepLeadership = w.prof.keep == i+1
+		cfg.KeepLeadership = w.prof.keep&(1<<i) != 0
 		n := &masterNode{cfg: cfg}
 		n.ref = ref{kMaster, i}
 		n.clk = clock{anchorLocal: w.rng.Int63n(int64(time.Hour)), rate: w.prof.initialRate(w.rng)}
@@ -854,6 +859,8 @@ func (w *world) run() Result {
 	res.Snapshots = w.chk.snaps
 	res.TempRemovals = w.chk.tempRemovals
 	res.Forged = w.adv.sent
+	res.Keep = bits.OnesCount32(w.prof.keep)
+	res.AllKeep = res.Keep == len(w.masters)
 	res.TraceHash = w.hash
 	res.Trace = w.tail()
 	return res

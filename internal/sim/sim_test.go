@@ -26,8 +26,19 @@ func TestSeeds(t *testing.T) {
 	failed := 0
 	var snaps Snapshots
 	forged := 0
+	keeps := map[string]int{}
 	RunSeeds(*firstFlag, n, func(r Result) {
 		forged += r.Forged
+		switch {
+		case r.AllKeep:
+			keeps["every master"]++
+		case r.Keep >= 2:
+			keeps["two"]++
+		case r.Keep == 1:
+			keeps["one"]++
+		default:
+			keeps["none"]++
+		}
 		snaps.Installed += r.Snapshots.Installed
 		snaps.Trims += r.Snapshots.Trims
 		if r.Failed() {
@@ -48,7 +59,14 @@ func TestSeeds(t *testing.T) {
 	if n >= 50 && forged == 0 {
 		t.Fatalf("%d seeds and no adversary sent anything: the hostile-peer paths went untested", n)
 	}
-	t.Logf("%d seeds: %d trims, %d snapshots installed, %d forged messages", n, snaps.Trims, snaps.Installed, forged)
+	// KEEP_LEADERSHIP on none, one, two and every master must each be
+	// drawn, or L2 says nothing about preferred leaders that flap.
+	for _, k := range []string{"none", "one", "two", "every master"} {
+		if n >= 50 && keeps[k] == 0 {
+			t.Fatalf("%d seeds and none with KEEP_LEADERSHIP on %s: %v", n, k, keeps)
+		}
+	}
+	t.Logf("%d seeds: %d trims, %d snapshots installed, %d forged messages, KEEP_LEADERSHIP on %v", n, snaps.Trims, snaps.Installed, forged, keeps)
 }
 
 // TestReplay plays one seed with the full trace: the command a failure

@@ -14,9 +14,10 @@ type Candidate struct {
 }
 
 // Better reports whether a should be nominated rather than b: a USURPER
-// first (an admin asked for it), then a KEEP_LEADERSHIP master, then one that
-// did not give leadership away on purpose, then the newest metadata, then the
-// lower id so that every voter breaks ties the same way.
+// first (an admin asked for it), then a KEEP_LEADERSHIP master that has not
+// yielded (the lowest id among several), then one that did not give
+// leadership away on purpose, then the newest metadata, then the lower id so
+// that every voter breaks ties the same way.
 func Better(a, b Candidate) bool {
 	if a.Eligible != b.Eligible {
 		return a.Eligible
@@ -26,6 +27,11 @@ func Better(a, b Candidate) bool {
 	}
 	if a.Keep != b.Keep {
 		return a.Keep
+	}
+	if a.Keep && a.ID != b.ID {
+		// Masters that keep rank by id alone (keep.go): the one a vote
+		// or a step-down picks is the one that would not be reclaimed from.
+		return a.ID < b.ID
 	}
 	if a.Yielded != b.Yielded {
 		return !a.Yielded

@@ -121,6 +121,12 @@ type Master struct {
 	yieldFrom  wire.MasterID // the LEADER an ELECT first heard from (leaderPersists)
 	yieldFirst Instant
 
+	// placed: an admin command made this master USURPER, and it is still
+	// on that path (USURPER, ELECT, LEADER). A KEEP master does not take
+	// the role from such a LEADER (keep.go).
+	placed    bool
+	startedAt Instant // this run began (keep.go waits to hear its peers)
+
 	handover       wire.MasterID
 	handoverSince  Instant
 	handoverWhy    string
@@ -155,6 +161,7 @@ func NewMaster(cfg Config, st Stored, now Instant) (*Master, []Action) {
 	m := &Master{
 		cfg:        cfg,
 		now:        now,
+		startedAt:  now,
 		role:       Follower,
 		hard:       st.Hard,
 		peers:      map[wire.MasterID]*peerView{},
@@ -321,6 +328,9 @@ func (m *Master) NextDeadline() Instant {
 		if m.Eligible() {
 			at(m.selfNominateAt())
 		}
+		if m.keeps() {
+			at(m.startedAt.Add(m.cfg.PeerTimeout)) // mayReclaim's wait
+		}
 	case Elect:
 		at(m.lastVoteSeen.Add(m.cfg.ElectTimeout))
 		if m.cfg.DeputyElectionTime > 0 {
@@ -460,6 +470,9 @@ func (m *Master) become(to Role, reason string) {
 	}
 	m.releaseNext = wire.NoMaster
 	m.role = to
+	if to == Follower || to == Dummy {
+		m.placed = false
+	}
 	m.emit(Transition{From: from, To: to, Epoch: m.Epoch(), Reason: reason, Section: rule.Section})
 	switch to {
 	case Leader:
@@ -678,7 +691,7 @@ func (m *Master) probeReply(nonce uint64) ProbeReply {
 		From: m.cfg.ID, Incarnation: m.hard.Incarnation, Nonce: nonce,
 		Role: m.role, Epoch: m.Epoch(), Leader: m.Leader(), LeaderFresh: m.role == Leader || m.leaderFresh(),
 		Eligible: m.Eligible(), Sync: m.Sync(), Last: m.log.Last(),
-		Usurper: m.role == Usurper, Keep: m.cfg.KeepLeadership && !m.hard.Yielded, Yielded: m.hard.Yielded,
+		Usurper: m.role == Usurper, Keep: m.keeps(), Yielded: m.hard.Yielded,
 	}
 }
 
@@ -1041,8 +1054,7 @@ func (m *Master) timers() {
 	case Follower, Usurper:
 		if m.Eligible() && m.now >= m.selfNominateAt() {
 			m.startElect(ReasonSelfNominated)
-		} else if m.role == Follower && m.cfg.KeepLeadership && !m.hard.Yielded && m.Eligible() &&
-			m.leaderFresh() && m.leader != m.cfg.ID && m.Sync() == Synced {
+		} else if m.mayReclaim() {
 			m.become(Usurper, ReasonKeepLeader)
 		}
 	case Elect:

@@ -231,6 +231,7 @@ func (m *Master) admin(a Admin) (bool, string) {
 			m.hard.Yielded = false
 			m.persistHard()
 		}
+		m.placed = true
 		m.become(Usurper, ReasonAdminUsurper)
 		return true, "USURPER: will take over as soon as it has caught up"
 	case AdminCancelUsurper:
@@ -243,8 +244,7 @@ func (m *Master) admin(a Admin) (bool, string) {
 		if m.role != Leader {
 			return false, fmt.Sprintf("this master is %v, not LEADER", m.role)
 		}
-		m.hard.Yielded = true
-		m.persistHard()
+		m.yield()
 		target := m.bestFollower()
 		if target == wire.NoMaster {
 			m.stepDown(ReasonStepDown)
@@ -286,8 +286,9 @@ func (m *Master) bestFollower() wire.MasterID {
 		if id == m.cfg.ID || !m.fresh(p) || !p.st.Eligible || p.st.Sync != Synced {
 			continue
 		}
+		// A master that keeps is preferred: it would take the role from
+		// anyone else, a second move.
 		c := peerCandidate(p.st)
-		c.Keep = false // a step-down ignores KEEP_LEADERSHIP of the others
 		if best == wire.NoMaster || Better(c, bc) {
 			best, bc = id, c
 		}

@@ -19,8 +19,8 @@ func (m *Master) sendStatus() {
 	st := PeerStatus{
 		From: m.cfg.ID, Incarnation: m.hard.Incarnation, Role: m.role, Epoch: m.Epoch(), MaxEpoch: m.hard.MaxEpoch,
 		Last: m.log.Last(), Commit: m.hard.Commit, Eligible: m.Eligible(), Sync: m.Sync(),
-		Usurper: m.role == Usurper, Keep: m.cfg.KeepLeadership && !m.hard.Yielded, Leader: m.Leader(),
-		Snap: m.SnapshotAt().Version,
+		Usurper: m.role == Usurper, Keep: m.keeps(), KeepSet: m.cfg.KeepLeadership, Placed: m.placed,
+		Leader: m.Leader(), Snap: m.SnapshotAt().Version,
 	}
 	for _, id := range m.cfg.Masters {
 		if id != m.cfg.ID {
@@ -31,7 +31,7 @@ func (m *Master) sendStatus() {
 
 func (m *Master) candidate() Candidate {
 	return Candidate{ID: m.cfg.ID, Eligible: m.Eligible(), Usurper: m.role == Usurper,
-		Keep: m.cfg.KeepLeadership && !m.hard.Yielded, Yielded: m.hard.Yielded, Last: m.log.Last()}
+		Keep: m.keeps(), Yielded: m.hard.Yielded, Last: m.log.Last()}
 }
 
 func peerCandidate(st PeerStatus) Candidate {
@@ -443,6 +443,7 @@ func (m *Master) tryHandover() {
 		return
 	}
 	m.releaseNext = m.handover
+	m.yield() // a move made on purpose sticks (§3.10)
 	m.stepDown(m.handoverWhy)
 }
 

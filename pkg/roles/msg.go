@@ -150,7 +150,9 @@ type PeerStatus struct {
 	Eligible    bool
 	Sync        SyncState
 	Usurper     bool
-	Keep        bool
+	Keep        bool // KEEP_LEADERSHIP and not yielded
+	KeepSet     bool `msgpack:",omitempty"` // KEEP_LEADERSHIP is on (yielded or not)
+	Placed      bool `msgpack:",omitempty"` // an admin command put it in its role (§3.12: not reclaimed from)
 	Leader      wire.MasterID
 	WallUnixMs  int64
 	Snap        uint64 `msgpack:",omitempty"` // the version of its durable snapshot (trimming waits for every master's)

@@ -223,7 +223,8 @@ func (h *harness) event(name string, a map[string]string) Event {
 		return ack
 	case "peer":
 		st := PeerStatus{From: from, Incarnation: 1, Role: roleOf(orDefault(a["role"], "FOLLOWER")), Epoch: mustU(orDefault(a["epoch"], "0")),
-			Eligible: a["eligible"] != "false", Sync: Synced, Usurper: a["usurper"] == "true", Keep: a["keep"] == "true"}
+			Eligible: a["eligible"] != "false", Sync: Synced, Usurper: a["usurper"] == "true", Keep: a["keep"] == "true",
+			KeepSet: a["keep"] == "true" || a["yielded"] == "true", Placed: a["placed"] == "true"}
 		st.MaxEpoch = st.Epoch
 		if l, ok := a["last"]; ok {
 			st.Last = parsePos(l)
