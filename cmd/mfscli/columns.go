@@ -150,6 +150,8 @@ func masterCols(zone *time.Location) []column[masterRow] {
 		infoNum("cs connected", func(in *masterInfo) int { return in.Connected }, nil),
 		infoNum("votes", func(in *masterInfo) int { return in.Votes }, nil),
 		infoText("quorum", false, func(in *masterInfo) string { return yesNo(in.HoldsQuorum) }),
+		infoText("keep", false, func(in *masterInfo) string { return yesNo(in.Keep) }),
+		infoText("yielded", false, func(in *masterInfo) string { return yesNo(in.Yielded) }),
 		infoNum("snapshot", func(in *masterInfo) uint64 { return in.Snapshot },
 			func(in *masterInfo) string { return zeroDash(in.Snapshot) }),
 		infoNum("changelog", func(in *masterInfo) int { return in.Changelog }, nil),

@@ -31,6 +31,8 @@ type dataset struct {
 	Summary      summary
 	// Security is what the answering masters leave open (nil: nothing).
 	Security *securityView
+	// Warnings are configuration traps (warnings.go).
+	Warnings []layoutWarning
 }
 
 // securityView is what the masters run without: each list names the
@@ -143,6 +145,9 @@ type masterInfo struct {
 	Changelog     int        `json:"changelog_entries"`
 	RSS           uint64     `json:"memory_rss"`
 	CPU           float64    `json:"cpu_percent"`
+	Keep          bool       `json:"keep_leadership"` // KEEP_LEADERSHIP = 1
+	Yielded       bool       `json:"yielded"`         // leadership was moved away from it on purpose
+	Placed        bool       `json:"placed_by_admin"` // an admin command put it in its role
 }
 
 // csRow is one registered chunkserver: its identity from the View
@@ -322,6 +327,7 @@ func build(answers []answer, host string, now time.Time) dataset {
 	ds.Quorum = quorumOf(answers, counter)
 	ds.Summary = summarize(answers, leader, view, ds, now)
 	ds.Security = securityOf(answers)
+	ds.Warnings = warningsOf(answers, ds.Locations)
 	return ds
 }
 
@@ -384,6 +390,7 @@ func infoOf(st node.StatusResp, timeRef *answer, refID string) *masterInfo {
 		Connected: st.Connected, Votes: st.Voters, Registered: st.Registered, HoldsQuorum: st.HoldsQuorum,
 		ConfigVersion: st.ConfigVersion, InForce: st.InForce,
 		Snapshot: st.SnapshotVersion, Changelog: st.ChangelogEntries, RSS: st.RSS, CPU: st.CPU,
+		Keep: st.Keep, Yielded: st.Yielded, Placed: st.Placed,
 	}
 	if timeRef != nil {
 		in.OffsetMs = st.WallUnixMs - timeRef.st.WallUnixMs

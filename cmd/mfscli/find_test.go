@@ -216,8 +216,8 @@ func TestCheckSort(t *testing.T) {
 		o    options
 		want string
 	}{
-		{options{show: show(listMasters), sortCol: 17}, ""},
-		{options{show: show(listMasters), sortCol: 18}, `-o 18: the "Metadata Servers (masters)" table (-SIM) has 17 columns`},
+		{options{show: show(listMasters), sortCol: 19}, ""},
+		{options{show: show(listMasters), sortCol: 20}, `-o 20: the "Metadata Servers (masters)" table (-SIM) has 19 columns`},
 		{options{show: show(listMasters, listLocations), sortCol: 12}, `-o 12: the "Locations and quorum" table (-SLQ) has 9 columns`},
 		{options{show: show(listSummary), sortCol: 1}, "-SIG is a list of values"},
 		{options{show: show(listSummary, listChunkservers), sortCol: 2}, ""},

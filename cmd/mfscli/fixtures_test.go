@@ -200,6 +200,48 @@ var scenarios = []struct {
 	{"leftout", leftOut},
 	{"clone", clone},
 	{"open", open},
+	{"keep", keep},
+	{"twosites", twoSites},
+}
+
+// keep: mfsmaster.cfg with KEEP_LEADERSHIP = 1 was copied to every master.
+// An admin moved leadership from 127.0.0.11 to 127.0.0.12 (-CLU): .11 has
+// yielded and .12 leads, placed by the admin; .13 keeps, and is the one
+// that would take the role back from any LEADER not placed by an admin.
+func keep() []answer {
+	as := healthy()
+	every := []netip.Addr{addr("127.0.0.11"), addr("127.0.0.12"), addr("127.0.0.13")}
+	for i := range as {
+		st := &as[i].st
+		st.Keep, st.KeepMasters, st.Leader = true, every, addr("127.0.0.12")
+		switch as[i].addr.Addr() {
+		case addr("127.0.0.11"):
+			st.Role, st.Yielded, st.HoldsQuorum = roles.Follower, true, false
+		case addr("127.0.0.12"):
+			st.Role, st.Placed, st.HoldsQuorum = roles.Leader, true, true
+		}
+	}
+	as[0].st.Chunkservers, as[0].st.Tallies, as[0].st.Voters = as[1].st.Chunkservers, as[1].st.Tallies, as[1].st.Voters
+	as[1].st.Chunkservers, as[1].st.Tallies, as[1].st.Voters = registry(all, none), nil, 0
+	return as
+}
+
+// twoSites: two data centres, dc1 and dc2, and the default location with
+// no chunkserver: an even split of the two elects nobody (no tie-break).
+func twoSites() []answer {
+	as := healthy()
+	two := func(cs []node.CSStatus) []node.CSStatus { return cs[:4] }
+	for i := range as {
+		st := &as[i].st
+		st.Locations = st.Locations[:3]
+		st.Chunkservers, st.Registered = two(st.Chunkservers), 4
+		st.Connected = min(st.Connected, 4)
+		st.Voters = min(st.Voters, 4)
+		if st.Tallies != nil {
+			st.Tallies = []node.TallyStatus{tally(3, "WON", loc("dc1", 2, 2, 2), loc("dc2", 2, 2, 2))}
+		}
+	}
+	return as
 }
 
 // open: the healthy cluster run as make run runs it: no master has

@@ -130,6 +130,7 @@ func TestJSONParses(t *testing.T) {
 				Quorum       map[string]any   `json:"quorum"`
 				Summary      map[string]any   `json:"summary"`
 				Security     map[string]any   `json:"security"`
+				Warnings     []map[string]any `json:"warnings"`
 			} `json:"dataset"`
 			Errors []string `json:"errors"`
 		}
@@ -221,7 +222,7 @@ func TestSecurityAlarm(t *testing.T) {
 			continue
 		}
 		for _, m := range []options{{mode: modeTable, show: sim}, {mode: modePlain, show: sim}, {mode: modeJSON, show: sim}} {
-			if out := render(t, sc.answers(), m); strings.Contains(out, "ecurity") || strings.Contains(out, "WARNING") {
+			if out := render(t, sc.answers(), m); strings.Contains(out, "ecurity") || strings.Contains(out, "unauthenticated") {
 				t.Errorf("%s: a secured cluster warned:\n%s", sc.name, out)
 			}
 		}

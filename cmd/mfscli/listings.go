@@ -142,9 +142,13 @@ func writeListings(out io.Writer, ds dataset, errs []string, o options, now time
 		}
 		if l == listLocations {
 			writeVerdict(out, ds.Quorum, o)
+			writeWarnings(out, ds.Warnings, []string{warnKeep, warnTieBreak}, o)
 		}
 		if l == listMasters && ds.Security != nil {
 			writeSecurity(out, *ds.Security, o)
+		}
+		if l == listMasters {
+			writeWarnings(out, ds.Warnings, []string{warnKeep}, o)
 		}
 	}
 	return nil
@@ -335,15 +339,16 @@ type jsonOut struct {
 }
 
 type jsonDataset struct {
-	View         *masterRef    `json:"view,omitempty"` // absent when no master answered
-	TimeRef      string        `json:"time_reference,omitempty"`
-	Masters      *[]masterRow  `json:"masters,omitempty"`
-	Chunkservers *[]csRow      `json:"chunkservers,omitempty"`
-	Clones       []cloneRow    `json:"refused_clones,omitempty"`
-	Locations    *[]locRow     `json:"locations,omitempty"`
-	Quorum       *quorumView   `json:"quorum,omitempty"`
-	Summary      *summary      `json:"summary,omitempty"`
-	Security     *securityView `json:"security,omitempty"` // with the masters, while any is unauthenticated
+	View         *masterRef      `json:"view,omitempty"` // absent when no master answered
+	TimeRef      string          `json:"time_reference,omitempty"`
+	Masters      *[]masterRow    `json:"masters,omitempty"`
+	Chunkservers *[]csRow        `json:"chunkservers,omitempty"`
+	Clones       []cloneRow      `json:"refused_clones,omitempty"`
+	Locations    *[]locRow       `json:"locations,omitempty"`
+	Quorum       *quorumView     `json:"quorum,omitempty"`
+	Summary      *summary        `json:"summary,omitempty"`
+	Security     *securityView   `json:"security,omitempty"` // with the masters, while any is unauthenticated
+	Warnings     []layoutWarning `json:"warnings,omitempty"` // with the masters or the locations
 }
 
 func writeJSON(out io.Writer, ds dataset, errs []string, o options, now time.Time) error {
@@ -362,6 +367,9 @@ func writeJSON(out io.Writer, ds dataset, errs []string, o options, now time.Tim
 	}
 	if o.show[listSummary] {
 		j.Dataset.Summary = &ds.Summary
+	}
+	if o.show[listMasters] || o.show[listLocations] {
+		j.Dataset.Warnings = ds.Warnings
 	}
 	enc := json.NewEncoder(out)
 	enc.SetIndent("", "  ")

@@ -108,6 +108,7 @@ type MasterNode struct {
 	syncedAt       time.Time
 	observedRole   roles.Role
 	observedAt     time.Time
+	layout         layoutWarnings
 
 	helloMu sync.Mutex
 	helloV  frame.Hello

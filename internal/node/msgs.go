@@ -130,6 +130,14 @@ type StatusResp struct {
 	NoAuthCode  bool `msgpack:",omitempty"`
 	AdminOpen   bool `msgpack:",omitempty"`
 	ExportsOpen bool `msgpack:",omitempty"`
+	// Preferred leaders (docs/roles.md §3.12): KEEP_LEADERSHIP is on here;
+	// leadership was moved away from it on purpose (yielded); an admin
+	// command put it in its role (placed); and the masters it knows to
+	// have KEEP_LEADERSHIP on, itself included.
+	Keep        bool         `msgpack:",omitempty"`
+	Yielded     bool         `msgpack:",omitempty"`
+	Placed      bool         `msgpack:",omitempty"`
+	KeepMasters []netip.Addr `msgpack:",omitempty"`
 }
 
 // LocStatus is one location of the map.

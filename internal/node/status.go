@@ -23,6 +23,7 @@ func (n *MasterNode) statusNow() StatusResp {
 		Transition: n.core.Transition(now), InForce: n.core.InForce(), LeaderChangeUnixMs: n.leaderChangeMs,
 		TempRemoved: n.core.TempRemoved(), Clones: n.clones.list(),
 		NoAuthCode: n.opt.AuthCode == "", AdminOpen: n.opt.AdminPassword == "",
+		Keep: n.opt.Core.KeepLeadership, Yielded: n.core.Yielded(), Placed: n.core.Placed(), KeepMasters: n.keepMasters(),
 	}
 	if ex := n.exports.Load(); ex == nil || ex.t == nil {
 		st.ExportsOpen = true
@@ -92,6 +93,7 @@ func (n *MasterNode) observe() {
 	if role == n.observedRole && time.Since(n.observedAt) < observeEvery {
 		return
 	}
+	n.warnLayout()
 	n.observedRole, n.observedAt = role, time.Now()
 	st := n.statusNow()
 	n.statusMu.Lock()

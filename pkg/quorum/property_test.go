@@ -270,3 +270,42 @@ func TestPropertyMonotonic(t *testing.T) {
 		}
 	})
 }
+
+// TestPropertyTieBreak: TieBreak is true exactly when every split of
+// whole locations between two masters elects one of them. With it false,
+// the half/half split elects nobody.
+func TestPropertyTieBreak(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		m, members := genRegistry(t)
+		e := NewElectorate(m, members)
+		if len(e.places) == 0 {
+			return
+		}
+		side := map[wire.LocationID]wire.MasterID{}
+		if e.TieBreak() {
+			for _, p := range e.places {
+				side[p.id] = wire.MasterID(rapid.IntRange(1, 2).Draw(t, "side"))
+			}
+		} else {
+			for i, p := range e.places {
+				side[p.id] = wire.MasterID(1 + 2*i/len(e.places))
+			}
+		}
+		votes := map[wire.CSID]wire.MasterID{}
+		for _, v := range e.voters {
+			votes[v.ID] = side[v.Loc]
+		}
+		winners := 0
+		for master := wire.MasterID(1); master <= 2; master++ {
+			if e.TallyFor(master, votes).Outcome == Won {
+				winners++
+			}
+		}
+		if e.TieBreak() && winners != 1 {
+			t.Fatalf("TieBreak true but %d winners: electorate %s, sides %v", winners, e, side)
+		}
+		if !e.TieBreak() && winners != 0 {
+			t.Fatalf("TieBreak false but the half/half split elected: electorate %s, sides %v", e, side)
+		}
+	})
+}

@@ -121,6 +121,24 @@ func (e Electorate) Size() int { return len(e.voters) }
 // Divided reports whether two or more locations participate.
 func (e Electorate) Divided() bool { return len(e.places) >= 2 }
 
+// TieBreak reports whether an even split of the participating locations
+// has a winner: true with an odd number of them (no even split), or when
+// the default location participates (it is carried by one side). False
+// means two halves of the locations elect nobody: losing either half (a
+// site, a link) leaves no LEADER. The fix is a chunkserver, voter-only is
+// enough, in the default location, or a default that has chunkservers.
+func (e Electorate) TieBreak() bool {
+	if len(e.places)%2 == 1 {
+		return true
+	}
+	for _, p := range e.places {
+		if p.def {
+			return true
+		}
+	}
+	return len(e.places) == 0
+}
+
 // Contains reports whether the chunkserver counts in this electorate.
 func (e Electorate) Contains(id wire.CSID) bool {
 	_, ok := slices.BinarySearchFunc(e.voters, id, func(v Voter, id wire.CSID) int { return cmp.Compare(v.ID, id) })

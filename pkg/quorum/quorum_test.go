@@ -240,6 +240,7 @@ func TestElectorate(t *testing.T) {
 		{name: "Contains unregistered", got: e.Contains(99), want: false},
 		{name: "Voters sorted", got: fmt.Sprint(e.Voters()), want: fmt.Sprint([]Voter{{1, a.ID}, {2, a.ID}, {3, a.ID}, {6, c.ID}, {7, c.ID}})},
 		{name: "String", got: e.String(), want: "L2*:CS1,CS2,CS3 L4:CS6,CS7"},
+		{name: "TieBreak: a and c, default a", got: e.TieBreak(), want: true},
 		{name: "zero Electorate", got: fmt.Sprint(Electorate{}.Size(), Electorate{}.Divided(), Electorate{}.Tally(nil).Outcome, Electorate{}), want: "0 false LOST (empty)"},
 	}
 	for _, tt := range tests {
@@ -255,6 +256,25 @@ func TestElectorate(t *testing.T) {
 			t.Errorf("electorate changed through Voters()")
 		}
 	})
+}
+
+func TestTieBreak(t *testing.T) {
+	for _, tt := range []struct {
+		sites []site
+		want  bool
+	}{
+		{[]site{{name: "a", votes: "UU"}}, true},
+		{[]site{{name: "a", def: true, votes: "UU"}, {name: "b", votes: "UU"}}, true},
+		// The two-site trap: the default location has no chunkserver.
+		{[]site{{name: "a", votes: "UU"}, {name: "b", votes: "UU"}}, false},
+		{[]site{{name: "a", votes: "UU"}, {name: "b", votes: "UU"}, {name: "c", votes: "u"}}, true},
+		{[]site{{name: "a", def: true, off: true, votes: "UU"}, {name: "b", votes: "U"}, {name: "c", votes: "U"}}, false},
+	} {
+		m, members, _ := cluster(t, tt.sites...)
+		if got := NewElectorate(m, members).TieBreak(); got != tt.want {
+			t.Errorf("%v: TieBreak %v, want %v", tt.sites, got, tt.want)
+		}
+	}
 }
 
 func TestTallyCallsVoteInOrder(t *testing.T) {
