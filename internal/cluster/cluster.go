@@ -33,8 +33,10 @@ type Spec struct {
 	Masters   []netip.Addr
 	CS        []CS
 	Locations map[string]netip.Prefix // name -> range, set at init
-	// Extra config keys for every master / chunkserver.
+	// Extra config keys for every master / chunkserver; then, by index,
+	// for one master (e.g. KEEP_LEADERSHIP on one of them).
 	MasterCfg, CSCfg map[string]string
+	PerMaster        []map[string]string
 	// Netns, when set, is a network namespace (made by the caller) that
 	// every process runs in; Statuses enter it too.
 	Netns string
@@ -115,6 +117,11 @@ func Start(s Spec) (*Cluster, error) {
 		}
 		for k, v := range s.MasterCfg {
 			kv[k] = v
+		}
+		if i < len(s.PerMaster) {
+			for k, v := range s.PerMaster[i] {
+				kv[k] = v
+			}
 		}
 		p := &Proc{Name: fmt.Sprintf("master%d", i+1), Addr: a, Cfg: filepath.Join(dir, "mfsmaster.cfg"),
 			Log: filepath.Join(s.Dir, fmt.Sprintf("master%d.log", i+1)), bin: filepath.Join(s.Bin, "mfsmaster"), netns: s.Netns}
