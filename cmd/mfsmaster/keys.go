@@ -30,7 +30,7 @@ var spec = settings.Spec{Daemon: "mfsmaster", Keys: []settings.Key{
 	{Name: "DEPUTY_ELECTION_TIME", Kind: settings.Duration, Default: "0", Min: "0", Max: "1h",
 		Usage: "An ELECT that cannot gather quorum this long becomes DEPUTY and serves reads. 0 = never (MooseFS's default)."},
 	{Name: "KEEP_LEADERSHIP", Kind: settings.Bool, Default: "0",
-		Usage: "1: this master takes the LEADER role back whenever it is a synced FOLLOWER, unless leadership was moved away on purpose."},
+		Usage: "1: this master takes the LEADER role back whenever it is a synced FOLLOWER, unless leadership was moved away on purpose. Set it on one master; on several, only the lowest address that has not yielded reclaims (see \"Moving leadership\")."},
 	{Name: "LEASE_READS", Kind: settings.Bool, Default: "0",
 		Usage: "1: the LEADER answers reads on its vote leases alone, about a round trip sooner. Safe only where this machine's monotonic clock counts every moment the master is stopped: not in a VM that may be paused or suspended. 0: each read waits for a quorum to acknowledge a heartbeat sent after it arrived."},
 	{Name: "LOG_LEVEL", Kind: settings.String, Default: "info", Usage: "debug, info, warn or error."},
