@@ -105,7 +105,11 @@ func (n *MasterNode) metricsRole() obs.MasterRole {
 func (n *MasterNode) Health() (ok bool, text string) { return n.health(n.reportNow()) }
 
 func (n *MasterNode) health(r roleReport) (ok bool, text string) {
-	text = fmt.Sprintf("%v epoch %d leader %v", r.Role, r.Epoch, n.addrOf[r.Leader])
+	leader := "none"
+	if a, ok := n.addrOf[r.Leader]; ok {
+		leader = a.String()
+	}
+	text = fmt.Sprintf("%v epoch %d leader %s", r.Role, r.Epoch, leader)
 	if !r.quorum {
 		if r.Role == roles.Leader {
 			text += " (no quorum)" // never, by the fence's arithmetic; said if it ever were
