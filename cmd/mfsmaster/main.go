@@ -242,10 +242,9 @@ func foreground(c *cli.Context, v settings.Values, lockPath string, empty bool) 
 		_ = httpLn.Close()
 		return err
 	}
-	srv := obs.Serve(httpLn, reg, func() (bool, string) {
-		s := n.Status()
-		return s.Role != roles.Dummy, fmt.Sprintf("%v epoch %d leader %v", s.Role, s.Epoch, s.Leader)
-	}, log)
+	// /healthz: 200 only while this master is LEADER holding a quorum at
+	// the instant of the request (docs/operations.md, Health checks).
+	srv := obs.Serve(httpLn, reg, n.Health, log)
 	defer srv.Close()
 	return service.Serve(n, spec, c, log, v, 10*time.Second)
 }

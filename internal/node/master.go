@@ -123,8 +123,11 @@ type MasterNode struct {
 	// (tests shorten it); it doubles up to snapRetryMax.
 	snapRetry time.Duration
 
-	statusMu sync.Mutex
-	status   StatusResp // the newest status, for /healthz
+	// fenceOut: the core's fence as of the newest batch, with the
+	// location index the gauges need, for the reports built away from
+	// the loop (fence.go); locs is the loop's current index.
+	fenceOut atomic.Pointer[outward]
+	locs     *locIndex
 
 	// exports is mfsexports.cfg in force (readers judge client requests
 	// with it; Reload replaces it).
@@ -263,6 +266,8 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 			n.saveSnapshot(s.Snap)
 		}
 	}
+	n.publishFence()
+	n.metrics.RoleFrom(n.metricsRole)
 	for _, m := range opt.Masters {
 		if m.ID != opt.Core.ID {
 			n.links[m.ID] = startLink(n, m)
@@ -305,13 +310,6 @@ func (n *MasterNode) Err() error {
 	default:
 		return nil
 	}
-}
-
-// Status is the newest state, for /healthz and tests.
-func (n *MasterNode) Status() StatusResp {
-	n.statusMu.Lock()
-	defer n.statusMu.Unlock()
-	return n.status
 }
 
 func (n *MasterNode) now() roles.Instant { return roles.Instant(n.clock.since()) }
@@ -531,6 +529,10 @@ func drain[T any](inbox <-chan T, max int, handle func(T) error) error {
 // shutdown closes everything; goodbyes already queued get a moment to leave.
 func (n *MasterNode) shutdown(err error) {
 	n.err = err
+	// Whatever the core last was (a failed write ends the loop in any
+	// role), a master that stops reports DUMMY from now on.
+	stopped := roles.RoleReport{Role: roles.Dummy, Epoch: n.core.Epoch()}
+	n.fenceOut.Store(&outward{fence: roles.Fence{Now: stopped, Fenced: stopped}, locs: newLocIndex(nil)})
 	if err != nil {
 		n.log.Error().Err(err).Msg("master stops")
 	}
@@ -584,6 +586,8 @@ func (n *MasterNode) flush() error {
 		if err := n.carry(acts); err != nil {
 			return err
 		}
+	} else {
+		n.publishFence() // acknowledgements renew votes without an action
 	}
 	for _, f := range after {
 		f()
@@ -597,6 +601,9 @@ func (n *MasterNode) carry(acts []roles.Action) error {
 	if err := n.persist(acts); err != nil {
 		return err
 	}
+	// Before anything leaves: a step-down's vote releases let the voters
+	// move on, and no report may say LEADER once they can.
+	n.publishFence()
 	// Admin replies go first: an admin's connection is closed with the
 	// clients' when a step-down's disconnect rules run, and the reply says
 	// what the command did.
@@ -907,6 +914,9 @@ func (n *MasterNode) fromCS(c *conn, msg wire.Message) error {
 		}
 		// The address it registers with is the one it connects from:
 		// locations are decided by address, so a claim is not enough.
+		// Step first: a LEADER resumed from a freeze fences itself in the
+		// step, and must neither hand out ids nor name itself LEADER.
+		n.step(roles.Tick{})
 		got, ok := n.core.AssignID(c.remote, m.Port)
 		reply := RegisterReply{ID: got}
 		if !ok {

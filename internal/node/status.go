@@ -9,13 +9,18 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
-// statusNow builds what mfscli and /healthz see, from the loop goroutine.
+// statusNow builds what mfscli sees (and the gauges beside the role), from
+// the loop goroutine. It is judged at its own instant, which may be later
+// than the core's last step (the batch's fsync came between, or the
+// process was frozen): a LEADER whose quorum lapsed meanwhile is shown as
+// the FOLLOWER its next step makes it (fenceStatus).
 func (n *MasterNode) statusNow() StatusResp {
+	f := n.core.Fence()
 	now := n.now()
 	cfg := n.core.Config()
 	st := StatusResp{
-		Addr: n.opt.Self, Version: n.opt.Version, Role: n.core.Role(), Sync: n.core.Sync(),
-		Epoch: n.core.Epoch(), Leader: n.addrOf[n.core.Leader()], HoldsQuorum: n.core.HoldsQuorum(now),
+		Addr: n.opt.Self, Version: n.opt.Version, Role: f.Now.Role, Sync: f.Now.Sync,
+		Epoch: f.Now.Epoch, Leader: n.addrOf[f.Now.Leader],
 		MetaVersion: n.core.Log().Last().Version, Commit: n.core.Hard().Commit.Version,
 		ClusterID: n.store.ClusterID(), WallUnixMs: time.Now().UnixMilli(),
 		Connected: len(n.cs), Behind: n.core.Behind(),
@@ -41,7 +46,7 @@ func (n *MasterNode) statusNow() StatusResp {
 		st.Delay = time.Since(n.syncedAt)
 	}
 	counted := map[wire.CSID]bool{}
-	for _, id := range n.core.CountedVoters() {
+	for _, id := range f.CountedAt(now) {
 		counted[id] = true
 	}
 	st.Voters = len(counted)
@@ -69,19 +74,20 @@ func (n *MasterNode) statusNow() StatusResp {
 			})
 		}
 	}
+	n.fenceStatus(&st, f, now)
 	return st
 }
 
-// observeEvery bounds how stale /healthz and the gauges may be.
+// observeEvery bounds how stale the gauges that do not say whether this
+// master is LEADER may be (those that do are built at each scrape: fence.go).
 const observeEvery = 100 * time.Millisecond
 
-// observe updates metrics, the /healthz status, and logs a LEADER change
-// once; called after every batch.
+// observe updates metrics and logs a LEADER change once; called after
+// every batch.
 func (n *MasterNode) observe() {
-	// A LEADER change is logged and counted at once; the full snapshot
-	// (status for /healthz, gauges) is rebuilt at most every
-	// observeEvery, or when the role changes: it is not worth its cost on
-	// every batch of a busy LEADER.
+	// A LEADER change is logged and counted at once; the gauges are
+	// rebuilt at most every observeEvery, or when the role changes: a full
+	// status is not worth its cost on every batch of a busy LEADER.
 	role, leader := n.core.Role(), n.core.Leader()
 	if leader != n.lastLeader {
 		n.metrics.LeaderChange()
@@ -96,9 +102,6 @@ func (n *MasterNode) observe() {
 	n.warnLayout()
 	n.observedRole, n.observedAt = role, time.Now()
 	st := n.statusNow()
-	n.statusMu.Lock()
-	n.status = st
-	n.statusMu.Unlock()
 
 	byLoc := map[string]int{}
 	for _, c := range st.Chunkservers {

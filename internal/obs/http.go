@@ -22,8 +22,11 @@ func NewRegistry() *prometheus.Registry {
 	return reg
 }
 
-// Serve serves GET /metrics from reg and GET /healthz from health (nil means
-// always healthy) on ln, in its own goroutine. Stop it with Shutdown.
+// Serve serves GET /metrics from reg, GET /healthz from health (nil means
+// always healthy; asked at each request, so it must judge its answer then)
+// and GET /livez (200 while the process answers at all: a liveness probe
+// for orchestrators, where /healthz is a readiness or routing check) on
+// ln, in its own goroutine. Stop it with Shutdown.
 func Serve(ln net.Listener, reg *prometheus.Registry, health func() (ok bool, text string), log zerolog.Logger) *http.Server {
 	el := errLog{log.With().Str("component", "http").Logger()}
 	mux := http.NewServeMux()
@@ -44,6 +47,11 @@ func Serve(ln net.Listener, reg *prometheus.Registry, health func() (ok bool, te
 			text += "\n"
 		}
 		_, _ = w.Write([]byte(text))
+	})
+	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		_, _ = w.Write([]byte("ok\n"))
 	})
 	srv := &http.Server{
 		Handler:           mux,

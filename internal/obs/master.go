@@ -23,15 +23,25 @@ var (
 
 // MasterMetrics are the metrics of one mfsmaster.
 type MasterMetrics struct {
-	role, sync, votes                                    *prometheus.GaugeVec
-	epoch, quorum, registered, connected, version, delay prometheus.Gauge
-	snapVersion, changelog                               prometheus.Gauge
-	leaderChanges, snapInstalls, snapFailures            prometheus.Counter
-	regRefused                                           prometheus.Counter
-	rtt, snapWrite                                       prometheus.Histogram
-	ignored, refused                                     *prometheus.CounterVec
-	mu                                                   sync.Mutex
-	locs                                                 map[string]bool
+	roleGauges                                *roleCollector
+	registered, connected, version, delay     prometheus.Gauge
+	snapVersion, changelog                    prometheus.Gauge
+	leaderChanges, snapInstalls, snapFailures prometheus.Counter
+	regRefused                                prometheus.Counter
+	rtt, snapWrite                            prometheus.Histogram
+	ignored, refused                          *prometheus.CounterVec
+	mu                                        sync.Mutex
+}
+
+// MasterRole is what the gauges say about whether this master is LEADER:
+// its role, epoch and sync state, whether it holds a quorum, and the votes
+// it counts per location.
+type MasterRole struct {
+	Role            roles.Role
+	Epoch           uint64
+	Sync            roles.SyncState
+	QuorumHeld      bool
+	VotesByLocation map[string]int // location name -> votes this master counts now
 }
 
 // MasterSnapshot is the master state exported as gauges.
@@ -56,14 +66,7 @@ func NewMasterMetrics(reg prometheus.Registerer) *MasterMetrics {
 		return f.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
 	}
 	m := &MasterMetrics{
-		role: f.NewGaugeVec(prometheus.GaugeOpts{Name: "mfs_master_role",
-			Help: "Current role of this master: 1 on the series of its role (LEADER, ELECT, FOLLOWER, USURPER, DEPUTY, DUMMY), 0 on the others."}, []string{"role"}),
-		sync: f.NewGaugeVec(prometheus.GaugeOpts{Name: "mfs_master_sync_state",
-			Help: "Metadata sync state of this master relative to the LEADER: 1 on the current state (SYNCED, INIT, DESYNC, DELAYED), 0 on the others."}, []string{"state"}),
-		votes: f.NewGaugeVec(prometheus.GaugeOpts{Name: "mfs_master_votes",
-			Help: "Chunkserver votes this master currently counts, per location."}, []string{"location"}),
-		epoch:       g("mfs_master_epoch", "Election epoch this master is in."),
-		quorum:      g("mfs_master_quorum_held", "1 if this master currently holds a quorum of chunkserver votes, else 0."),
+		roleGauges:  newRoleCollector(),
 		registered:  g("mfs_master_chunkservers_registered", "Chunkservers known to this master's registry."),
 		connected:   g("mfs_master_chunkservers_connected", "Chunkservers with an open connection to this master."),
 		version:     g("mfs_master_metadata_version", "Metadata version this master has applied."),
@@ -89,14 +92,8 @@ func NewMasterMetrics(reg prometheus.Registerer) *MasterMetrics {
 			Help: "Election messages this master ignored, by reason."}, []string{"reason"}),
 		refused: f.NewCounterVec(prometheus.CounterOpts{Name: "mfs_master_connections_refused_total",
 			Help: "Connections this master closed, by listening port and reason."}, []string{"port", "reason"}),
-		locs: map[string]bool{},
 	}
-	for _, r := range allRoles {
-		m.role.WithLabelValues(r.String())
-	}
-	for _, s := range allSyncStates {
-		m.sync.WithLabelValues(s.String())
-	}
+	reg.MustRegister(m.roleGauges)
 	for _, p := range refusePorts {
 		for _, r := range refuseReasons {
 			m.refused.WithLabelValues(p, r)
@@ -105,28 +102,13 @@ func NewMasterMetrics(reg prometheus.Registerer) *MasterMetrics {
 	return m
 }
 
-// Set exports the snapshot. Locations absent from it lose their series.
+// Set exports the snapshot. The role gauges take their part of it only
+// while no RoleFrom source is set. Locations absent from it lose their
+// series.
 func (m *MasterMetrics) Set(s MasterSnapshot) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, r := range allRoles {
-		m.role.WithLabelValues(r.String()).Set(b2f(r == s.Role))
-	}
-	for _, st := range allSyncStates {
-		m.sync.WithLabelValues(st.String()).Set(b2f(st == s.Sync))
-	}
-	for loc := range m.locs {
-		if _, ok := s.VotesByLocation[loc]; !ok {
-			m.votes.DeleteLabelValues(loc)
-			delete(m.locs, loc)
-		}
-	}
-	for loc, v := range s.VotesByLocation {
-		m.votes.WithLabelValues(loc).Set(float64(v))
-		m.locs[loc] = true
-	}
-	m.epoch.Set(float64(s.Epoch))
-	m.quorum.Set(b2f(s.QuorumHeld))
+	m.roleGauges.set(MasterRole{Role: s.Role, Epoch: s.Epoch, Sync: s.Sync, QuorumHeld: s.QuorumHeld, VotesByLocation: s.VotesByLocation})
 	m.registered.Set(float64(s.Registered))
 	m.connected.Set(float64(s.Connected))
 	m.version.Set(float64(s.MetadataVersion))
@@ -134,6 +116,14 @@ func (m *MasterMetrics) Set(s MasterSnapshot) {
 	m.snapVersion.Set(float64(s.SnapshotVersion))
 	m.changelog.Set(float64(s.ChangelogEntries))
 }
+
+// RoleFrom makes every scrape build mfs_master_role, _epoch,
+// _sync_state, _quorum_held and _votes from src, called once per scrape
+// (all five from one answer), instead of from the last Set. src must judge
+// its answer at the instant it is called: a copy of the state taken
+// earlier may say LEADER for a master whose quorum has since lapsed (one
+// frozen, say), which is what src is there to prevent.
+func (m *MasterMetrics) RoleFrom(src func() MasterRole) { m.roleGauges.from(src) }
 
 // SnapshotInstalled counts one snapshot received from another master.
 func (m *MasterMetrics) SnapshotInstalled() { m.snapInstalls.Inc() }

@@ -107,18 +107,72 @@ func TestServeMetrics(t *testing.T) {
 	if strings.Contains(body, `location="dc2"`) || !strings.Contains(body, `mfs_master_role{role="LEADER"} 0`) {
 		t.Errorf("after drop:\n%s", body)
 	}
-	if n := testutil.CollectAndCount(m.votes); n != 1 {
+	if n := testutil.CollectAndCount(m.roleGauges, "mfs_master_votes"); n != 1 {
 		t.Errorf("vote series: %d", n)
 	}
-	if v := testutil.ToFloat64(m.role.WithLabelValues("FOLLOWER")); v != 1 {
-		t.Errorf("FOLLOWER = %v", v)
+	if !strings.Contains(body, `mfs_master_role{role="FOLLOWER"} 1`) {
+		t.Errorf("FOLLOWER not 1:\n%s", body)
 	}
 
 	if code, body := get(t, base+"/healthz"); code != 503 || body != "no quorum\n" {
 		t.Errorf("healthz: %d %q", code, body)
 	}
+	if code, body := get(t, base+"/livez"); code != 200 || body != "ok\n" {
+		t.Errorf("livez: %d %q", code, body)
+	}
 	healthy.Store(true)
 	if code, body := get(t, base+"/healthz"); code != 200 || body != "LEADER\n" {
 		t.Errorf("healthz: %d %q", code, body)
+	}
+}
+
+// TestRoleFrom: with a source set, each scrape asks it once and builds the
+// role, epoch, sync, quorum and vote gauges from that one answer, whatever
+// Set said before; the other gauges still come from Set.
+func TestRoleFrom(t *testing.T) {
+	reg := NewRegistry()
+	m := NewMasterMetrics(reg)
+	m.Set(MasterSnapshot{Role: roles.Leader, Epoch: 3, QuorumHeld: true, Sync: roles.Synced, Registered: 6,
+		VotesByLocation: map[string]int{"dc1": 2, "dc2": 2}})
+	var calls atomic.Int32
+	m.RoleFrom(func() MasterRole {
+		calls.Add(1)
+		return MasterRole{Role: roles.Follower, Epoch: 4, Sync: roles.Desync, VotesByLocation: map[string]int{"dc1": 0, "dc2": 0}}
+	})
+	want := `
+# HELP mfs_master_quorum_held 1 if this master holds a quorum of chunkserver votes at the instant of the scrape, else 0.
+# TYPE mfs_master_quorum_held gauge
+mfs_master_quorum_held 0
+# HELP mfs_master_epoch Election epoch this master is in.
+# TYPE mfs_master_epoch gauge
+mfs_master_epoch 4
+# HELP mfs_master_votes Chunkserver votes this master may count at the instant of the scrape, per location.
+# TYPE mfs_master_votes gauge
+mfs_master_votes{location="dc1"} 0
+mfs_master_votes{location="dc2"} 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "mfs_master_quorum_held", "mfs_master_epoch", "mfs_master_votes"); err != nil {
+		t.Error(err)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("the source was asked %d times in one scrape", n)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		switch mf.GetName() {
+		case "mfs_master_role":
+			for _, s := range mf.GetMetric() {
+				if on := s.GetGauge().GetValue() == 1; on != (s.GetLabel()[0].GetValue() == "FOLLOWER") {
+					t.Errorf("role %s = %v", s.GetLabel()[0].GetValue(), s.GetGauge().GetValue())
+				}
+			}
+		case "mfs_master_chunkservers_registered":
+			if v := mf.GetMetric()[0].GetGauge().GetValue(); v != 6 {
+				t.Errorf("registered %v, want 6 from Set", v)
+			}
+		}
 	}
 }

@@ -1,0 +1,131 @@
+package roles
+
+import (
+	"sort"
+
+	"github.com/mfs-election/mfs-election/pkg/quorum"
+	"github.com/mfs-election/mfs-election/pkg/wire"
+)
+
+// RoleReport is what a master tells the outside about its role (listings,
+// metrics, health checks): the role, its epoch, the LEADER it knows of and
+// its sync state.
+type RoleReport struct {
+	Role   Role
+	Epoch  uint64
+	Leader wire.MasterID
+	Sync   SyncState
+}
+
+// VoteLease is one vote a master counts and the instant (its own clock)
+// from which it may no longer count it.
+type VoteLease struct {
+	CS    wire.CSID
+	Until Instant
+}
+
+// Fence is what a master may say of its role at any instant t from its last
+// step on, without stepping again: the core's own answer to "what would the
+// re-tally at the start of the next Step (checkQuorum, roles.md §3.8) make
+// of this master at t". It is for reports built away from the loop that
+// owns the core (a metrics scrape, a health check), from a copy the loop
+// takes after its steps, judged at the instant the report is built.
+//
+// Invariant, for every t >= At with no input stepped since the copy: if Now
+// is LEADER, ReportAt(t) is what Role, Epoch, Leader and Sync say after
+// Step(t, Tick{}), HoldsQuorum(t) is the core's HoldsQuorum(t), and
+// CountedAt(t) its CountedVoters(). For another role Now stands (its timers
+// never make it LEADER: that takes a vote, which is an input), and nothing
+// is over-reported: HoldsQuorum is false and CountedAt counts only votes
+// whose lease still holds at t.
+type Fence struct {
+	At  Instant    // the instant of the last step
+	Now RoleReport // the master as it stands at At
+	// Until: a LEADER is fenced from this instant on, the first at which
+	// the votes it may count no longer make a quorum (Never: its count
+	// cannot lapse, as for a founder with no registered chunkserver).
+	// At for any other role.
+	Until Instant
+	// Fenced is what a LEADER is from Until on (a FOLLOWER: §3.8); Now for
+	// any other role.
+	Fenced RoleReport
+	Votes  []VoteLease // the votes counted at At, by id
+}
+
+// Fence returns the master's fence as of its last step.
+func (m *Master) Fence() Fence {
+	f := Fence{At: m.now, Until: m.now,
+		Now: RoleReport{Role: m.role, Epoch: m.Epoch(), Leader: m.Leader(), Sync: m.Sync()}}
+	f.Fenced = f.Now
+	ok := m.countable(m.now, nil)
+	for _, id := range m.voterIDs() {
+		if v := m.voters[id]; ok(v) {
+			f.Votes = append(f.Votes, VoteLease{CS: id, Until: v.validUntil})
+		}
+	}
+	if m.role != Leader {
+		return f
+	}
+	f.Until = m.quorumLapse()
+	// What become(Follower) leaves: the epoch shown is the highest seen, the
+	// recorded LEADER is the handover target (if any), none heard of yet.
+	f.Fenced = RoleReport{Role: Follower, Epoch: m.hard.MaxEpoch, Leader: m.handover, Sync: Desync}
+	if !m.HasMetadata() {
+		f.Fenced.Sync = Init
+	}
+	return f
+}
+
+// quorumLapse is the first instant from m.now on at which this LEADER's
+// counted votes no longer make a quorum (quorumAt, the check of
+// checkQuorum), or Never. The tally at t changes only where a vote stops
+// counting (validUntil, exclusive), and a tally with fewer votes never wins
+// where one with more lost (the electorate is fixed, and a location or the
+// whole is carried by a majority of it), so the answer is the first
+// validUntil at which the tally is lost: found by binary search.
+func (m *Master) quorumLapse() Instant {
+	if m.quorumAt(m.now, nil) != quorum.Won {
+		return m.now // not stepped down yet (a vote lost within this step)
+	}
+	var ends []Instant
+	for _, v := range m.voters {
+		if v.validUntil > m.now {
+			ends = append(ends, v.validUntil)
+		}
+	}
+	sort.Slice(ends, func(i, j int) bool { return ends[i] < ends[j] })
+	i := sort.Search(len(ends), func(i int) bool { return m.quorumAt(ends[i], nil) != quorum.Won })
+	if i == len(ends) {
+		return Never // won with no vote at all: no registered chunkserver
+	}
+	return ends[i]
+}
+
+// HoldsQuorum reports whether the master holds a quorum at t (t >= At).
+func (f Fence) HoldsQuorum(t Instant) bool {
+	return f.Now.Role == Leader && t < f.Until
+}
+
+// ReportAt is what the master may report of its role at t (t >= At): Now,
+// or Fenced once a LEADER's quorum has lapsed.
+func (f Fence) ReportAt(t Instant) RoleReport {
+	if f.Now.Role == Leader && t >= f.Until {
+		return f.Fenced
+	}
+	return f.Now
+}
+
+// CountedAt lists, by id, the votes the master may count at t (t >= At):
+// none once a LEADER is fenced (stepping down releases them all).
+func (f Fence) CountedAt(t Instant) []wire.CSID {
+	if f.Now.Role == Leader && t >= f.Until {
+		return nil
+	}
+	var out []wire.CSID
+	for _, v := range f.Votes {
+		if v.Until > t {
+			out = append(out, v.CS)
+		}
+	}
+	return out
+}
