@@ -37,6 +37,16 @@ type VoteConnLost struct {
 	Closed bool
 }
 
+// StopRequested: the chunkserver is being stopped in order (SIGTERM). The
+// voter ends its vote session, grants nothing more, and answers Stopped
+// once no promise stands (released, proven void or lapsed).
+type StopRequested struct{}
+
+// Stopped: the voter has ended in order and the batch's Persist carries
+// the clean-stop mark (VoterHardState.CleanStop). The driver makes it
+// durable and exits; it steps the voter no more.
+type Stopped struct{}
+
 // ForeignCluster: Master, one of MASTER_HOST, answered with another
 // cluster's metadata id (its driver refused the connection). A founder
 // that hears it does not bootstrap.
@@ -135,6 +145,19 @@ type VoterHardState struct {
 	// restart it keeps quiet at least that long, even if MAX_PROMISE was
 	// lowered meanwhile.
 	MaxGranted time.Duration `msgpack:",omitempty"`
+	// CleanStop: the last run ended in order with no promise standing, and
+	// granted nothing after (Voter, StopVoting). It is written only then,
+	// as that run's last record, and NewVoter clears it in its first
+	// Persist, which is durable before any grant of the new run: so a
+	// crash can never leave it set while a promise stands.
+	CleanStop bool `msgpack:",omitempty"`
+}
+
+// NeverPromised reports that the record shows no promise ever made. The
+// first grant raises MaxGranted above 0 and names EpochOwner, and is
+// persisted before its acknowledgement leaves (Voter.onHeartbeat).
+func (h VoterHardState) NeverPromised() bool {
+	return h.MaxGranted == 0 && h.EpochOwner == wire.NoMaster
 }
 
 // Persist must be durable before any Send of the same batch. For a master,

@@ -198,6 +198,11 @@ type VoterConfig struct {
 	// Seed for the small jitter source kept in the state (logged by the
 	// driver, drawn by the simulator).
 	Seed uint64
+	// RecordLost: the durable record may not show every promise this id
+	// made (the driver got back an id that was already a member into a
+	// record that is new: a wiped data directory). The voter then keeps
+	// quiet as after a crash, even though the record says it never voted.
+	RecordLost bool
 }
 
 // DefaultVoterConfig returns the shipped chunkserver defaults.

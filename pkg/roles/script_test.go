@@ -143,6 +143,14 @@ func (h *harness) run(cmd string) string {
 		if c, ok := a["commit"]; ok {
 			hs.Commit = parsePos(c)
 		}
+		if o, ok := a["owner"]; ok {
+			hs.EpochOwner = wire.MasterID(mustU(o))
+		}
+		if g, ok := a["granted"]; ok {
+			hs.MaxGranted = mustDur(g)
+		}
+		hs.CleanStop = a["clean"] == "true"
+		cfg.RecordLost = a["lost"] == "true"
 		var acts []Action
 		h.v, acts = NewVoter(cfg, hs, h.now)
 		return h.format(acts)
@@ -300,6 +308,8 @@ func (h *harness) event(name string, a map[string]string) Event {
 		return ForeignCluster{Master: wire.MasterID(mustU(a["master"]))}
 	case "refused":
 		return Refused{Master: wire.MasterID(mustU(a["master"])), SentAt: h.now}
+	case "stop":
+		return StopRequested{}
 	}
 	h.t.Fatalf("unknown command %q", name)
 	return nil
@@ -339,7 +349,11 @@ func (h *harness) format(acts []Action) string {
 				parts = append(parts, "append="+entryText(e))
 			}
 			if a.Voter != nil {
-				parts = append(parts, fmt.Sprintf("voter{epoch=%d owner=%v reg=%d inforce=%d commit=%v}", a.Voter.MaxEpoch, a.Voter.EpochOwner, a.Voter.KnownReg, a.Voter.InForce, a.Voter.Commit))
+				clean := ""
+				if a.Voter.CleanStop {
+					clean = " clean"
+				}
+				parts = append(parts, fmt.Sprintf("voter{epoch=%d owner=%v reg=%d inforce=%d commit=%v%s}", a.Voter.MaxEpoch, a.Voter.EpochOwner, a.Voter.KnownReg, a.Voter.InForce, a.Voter.Commit, clean))
 			}
 			lines = append(lines, "persist "+strings.Join(parts, " "))
 		case Disconnect:
@@ -365,6 +379,8 @@ func (h *harness) format(acts []Action) string {
 			lines = append(lines, "ignored "+a.Reason)
 		case AdminReply:
 			lines = append(lines, fmt.Sprintf("admin ok=%v %s", a.OK, a.Text))
+		case Stopped:
+			lines = append(lines, "stopped")
 		}
 	}
 	if len(lines) == 0 {
@@ -538,7 +554,7 @@ func TestScriptsCoverTable(t *testing.T) {
 			t.Errorf("no golden script produces %v -> %v (%s %s)", r.From, r.To, r.Reason, r.Section)
 		}
 	}
-	for _, s := range []string{"§4.1", "§4.2", "§4.3", "§4.4", "§5.1", "§5.2", "§6.1", "§6.2", "§6.3", "§6.4"} {
+	for _, s := range []string{"§4.1", "§4.2", "§4.3", "§4.4", "§5.1", "§5.2", "§6.1", "§6.2", "§6.3", "§6.4", "§6.5"} {
 		if !cited[s] {
 			t.Errorf("no golden script cites %s", s)
 		}

@@ -216,7 +216,8 @@ func TestVoterQuietForLongestPromise(t *testing.T) {
 	if v.voteAfter != Instant(10*time.Second) {
 		t.Fatalf("quiet until %v, want 10s (MAX_PROMISE is %v)", time.Duration(v.voteAfter), cfg.MaxPromise)
 	}
-	// And the record grows with what it grants.
+	// And the record grows with what it grants (from a record that shows
+	// no promise, so it votes at once).
 	v, _ = NewVoter(cfg, VoterHardState{}, 0)
 	now := Instant(cfg.MaxPromise + time.Second)
 	v.Step(now, ProbeReply{From: 1, Incarnation: 1, Role: Leader, Epoch: 1, Eligible: true})
@@ -450,5 +451,82 @@ func TestUnregisteredPeersCannotNominateOrLockOut(t *testing.T) {
 	l.run("hello cs=9 addr=10.0.1.9 session=4294967297")
 	if v := l.m.voters[9]; v == nil || v.addr != netip.MustParseAddr("10.0.1.9") {
 		t.Fatalf("the real holder of id 9 was locked out by a made-up session: %+v", v)
+	}
+}
+
+// The start rules of docs/roles.md §6.4 as a table: only a record that may
+// hide a standing promise makes a voter keep quiet.
+func TestQuietAfterStart(t *testing.T) {
+	cfg := DefaultVoterConfig(3, netip.MustParseAddr("10.0.1.3"), []wire.MasterID{1})
+	lost := cfg
+	lost.RecordLost = true
+	for _, c := range []struct {
+		name string
+		cfg  VoterConfig
+		hard VoterHardState
+		want time.Duration
+	}{
+		{"never voted", cfg, VoterHardState{}, 0},
+		{"never voted, started before", cfg, VoterHardState{Boot: 3}, 0},
+		{"clean stop", cfg, VoterHardState{MaxEpoch: 4, EpochOwner: 1, MaxGranted: 800 * time.Millisecond, CleanStop: true}, 0},
+		{"crash after promising", cfg, VoterHardState{MaxEpoch: 4, EpochOwner: 1, MaxGranted: 800 * time.Millisecond}, cfg.MaxPromise},
+		{"crash, a longer promise once", cfg, VoterHardState{EpochOwner: 1, MaxGranted: 10 * time.Second}, 10 * time.Second},
+		{"crash, a record from before MaxGranted", cfg, VoterHardState{MaxEpoch: 4, EpochOwner: 1}, cfg.MaxPromise},
+		{"an empty record for a known member (wiped)", lost, VoterHardState{}, cfg.MaxPromise},
+	} {
+		if got := QuietAfterStart(c.cfg, c.hard); got != c.want {
+			t.Errorf("%s: quiet %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// The clean-stop mark is cleared in the start's first Persist (which the
+// driver makes durable before stepping the voter), and written only in
+// the batch that says Stopped, after which nothing is granted.
+func TestCleanStopMark(t *testing.T) {
+	cfg := DefaultVoterConfig(3, netip.MustParseAddr("10.0.1.3"), []wire.MasterID{1})
+	v, acts := NewVoter(cfg, VoterHardState{MaxEpoch: 4, EpochOwner: 1, MaxGranted: time.Second, CleanStop: true}, 0)
+	if len(acts) != 1 {
+		t.Fatalf("start: %v, want one Persist", acts)
+	}
+	if p, ok := acts[0].(Persist); !ok || p.Voter == nil || p.Voter.CleanStop || p.Voter.Boot != 1 {
+		t.Fatalf("start: %+v, want a Persist of the record with the mark cleared", acts[0])
+	}
+	if v.Hard().CleanStop {
+		t.Fatal("the mark is still set in the running voter's record")
+	}
+	now := Instant(time.Millisecond)
+	v.Step(now, ProbeReply{From: 1, Incarnation: 1, Role: Leader, Epoch: 4, Eligible: true})
+	if v.VoteFor() != 1 {
+		t.Fatal("a voter whose last run stopped clean did not vote at once")
+	}
+	v.Step(now, Heartbeat{From: 1, Incarnation: 1, Session: v.Session(), Seq: 1, Role: Leader, Epoch: 4, Lease: time.Second})
+	sess := v.Session()
+	acts = v.Step(now, StopRequested{})
+	for _, a := range acts {
+		if p, ok := a.(Persist); ok && p.Voter != nil && p.Voter.CleanStop {
+			t.Fatal("the mark was written while the promise stood")
+		}
+	}
+	// A heartbeat of the old session is refused, not granted.
+	for _, a := range v.Step(now, Heartbeat{From: 1, Incarnation: 1, Session: sess, Seq: 2, Role: Leader, Epoch: 4, Lease: time.Second}) {
+		if s, ok := a.(Send); ok {
+			if ack, ok := s.Msg.(HeartbeatAck); ok && ack.OK {
+				t.Fatal("a stopping voter granted a promise")
+			}
+		}
+	}
+	acts = v.Step(now, VoteRelease{From: 1, Incarnation: 1, Session: sess})
+	marked, stopped := false, false
+	for _, a := range acts {
+		switch a := a.(type) {
+		case Persist:
+			marked = a.Voter != nil && a.Voter.CleanStop
+		case Stopped:
+			stopped = true
+		}
+	}
+	if !marked || !stopped || !v.Stopped() || v.NextDeadline() != Never {
+		t.Fatalf("after the release: %v", acts)
 	}
 }

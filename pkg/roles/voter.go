@@ -32,6 +32,11 @@ type Voter struct {
 
 	voteAfter Instant // a restarted voter keeps quiet until then
 
+	// An orderly stop: stopping from StopRequested on (no session, no
+	// grant: voteFor stays NoMaster), stopped once the clean-stop mark
+	// was emitted (nothing is stepped after).
+	stopping, stopped bool
+
 	// The vote session: voteFor is the master the vote connection is with.
 	voteFor    wire.MasterID
 	session    uint64
@@ -65,19 +70,38 @@ type Voter struct {
 // helloTimeout: a vote session that got no heartbeat this long is dropped.
 const helloTimeout = 500 * time.Millisecond
 
-// NewVoter starts a voter from its durable record. It will not vote before
-// now + MaxPromise: any promise made before the restart has lapsed by then.
+// NewVoter starts a voter from its durable record. It keeps quiet for
+// QuietAfterStart: until any promise made before the start has lapsed.
+// The first batch's Persist (Boot raised, the clean-stop mark cleared)
+// must be durable before the voter is stepped: a grant of this run must
+// never sit beside a mark that says the run before ended clean.
 func NewVoter(cfg VoterConfig, hard VoterHardState, now Instant) (*Voter, []Action) {
 	v := &Voter{cfg: cfg, now: now, hard: hard, rng: cfg.Seed | 1, views: map[wire.MasterID]*view{}}
 	v.hard.Boot++
-	// A promise made before the restart may have been longer than today's
-	// MAX_PROMISE: keep quiet for the longest ever made.
-	v.voteAfter = now.Add(max(cfg.MaxPromise, hard.MaxGranted))
+	v.hard.CleanStop = false
+	v.voteAfter = now.Add(QuietAfterStart(cfg, hard))
 	v.nextProbe = now
 	h := v.hard
 	v.emit(Persist{Voter: &h})
 	return v, v.flush()
 }
+
+// QuietAfterStart is how long a voter starting from hard keeps quiet
+// (docs/architecture.md §3, Restart; docs/roles.md §6.4): not at all when
+// no promise of an earlier run can stand (it never promised, or its last
+// run stopped in order), else the longest promise it can have made
+// (MaxPromise, or MaxGranted if MAX_PROMISE was lowered since).
+func QuietAfterStart(cfg VoterConfig, hard VoterHardState) time.Duration {
+	switch {
+	case cfg.RecordLost:
+	case hard.CleanStop, hard.NeverPromised():
+		return 0
+	}
+	return max(cfg.MaxPromise, hard.MaxGranted)
+}
+
+// Stopped reports that the voter ended in order (Stopped was emitted).
+func (v *Voter) Stopped() bool { return v.stopped }
 
 // Session is the current vote session's number (meaningful while VoteFor
 // names a master): what a VoteBye must carry.
@@ -101,6 +125,9 @@ func (v *Voter) Hard() VoterHardState { return v.hard }
 // (only deadlines still ahead count).
 func (v *Voter) NextDeadline() Instant {
 	d := Never
+	if v.stopped {
+		return d
+	}
 	at := func(t Instant) {
 		if t > v.now && t < d {
 			d = t
@@ -172,8 +199,20 @@ func (v *Voter) Step(now Instant, ev Event) []Action {
 		panic(fmt.Sprintf("invariant monotonic-clock: %d after %d", now, v.now))
 	}
 	v.now = now
+	if v.stopped {
+		// Its last record is written: nothing may change it, and above
+		// all no grant may follow the clean-stop mark.
+		return []Action{Ignored{Reason: "stopped"}}
+	}
 	switch e := ev.(type) {
 	case Tick:
+	case StopRequested:
+		v.stopping = true
+		if v.voteFor != wire.NoMaster {
+			// The master drops the vote and answers with a release.
+			v.send(v.voteFor, VoteBye{CS: v.cfg.ID, Session: v.session})
+			v.endSession()
+		}
 	case ProbeReply:
 		v.onProbeReply(e)
 	case Heartbeat:
@@ -319,6 +358,9 @@ func (v *Voter) onHeartbeat(h Heartbeat) {
 	if v.promiseTo != wire.NoMaster && v.promiseTo != h.From && v.now < v.promiseUntil {
 		panic(fmt.Sprintf("invariant one-promise: voting for %v while promised to %v", h.From, v.promiseTo))
 	}
+	if v.stopping {
+		panic("invariant stopping-grants-nothing: a vote session while stopping")
+	}
 	dirty := false
 	if h.Epoch > v.hard.MaxEpoch || v.hard.EpochOwner != h.From || v.hard.EpochInc != h.Incarnation {
 		v.hard.MaxEpoch, v.hard.EpochOwner, v.hard.EpochInc = h.Epoch, h.From, h.Incarnation
@@ -456,8 +498,18 @@ func (v *Voter) decide() {
 		v.send(v.voteFor, VoteBye{CS: v.cfg.ID, Session: v.session})
 		v.endSession()
 	}
-	if v.voteFor == wire.NoMaster && v.now >= v.voteAfter {
+	if v.voteFor == wire.NoMaster && v.now >= v.voteAfter && !v.stopping {
 		v.choose(leader, elect)
+	}
+	if v.stopping && v.promiseTo == wire.NoMaster {
+		// No session, no promise, and none can be made any more: the
+		// run's last record says so, and the next start votes at once.
+		v.stopped = true
+		v.hard.CleanStop = true
+		h := v.hard
+		v.emit(Persist{Voter: &h})
+		v.emit(Stopped{})
+		return
 	}
 	if v.heartbeatsLate() != Never && v.nextProbe > v.now.Add(v.cfg.ProbeInterval) {
 		v.nextProbe = v.now // the slow probe round would come too late
@@ -572,6 +624,9 @@ func (v *Voter) turnDelay() time.Duration {
 func (v *Voter) openSession(m wire.MasterID, nominate bool) {
 	if !v.mayVoteFor(m) {
 		panic("invariant one-promise: opening a session while promised elsewhere")
+	}
+	if v.stopping {
+		panic("invariant stopping-grants-nothing: opening a session while stopping")
 	}
 	v.sessionSeq++
 	v.session = v.hard.Boot<<32 | v.sessionSeq
