@@ -175,8 +175,12 @@ func (n *ChunkserverNode) loop() {
 	defer close(n.done)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	// An orderly stop: stopReq is set to nil once asked, stopBy bounds the
+	// wait for the promise to end.
+	stopReq := n.stopReq
+	var stopBy <-chan time.Time
 	if n.Identity().CS != wire.NoCS {
-		if err := n.startVoter(netip.Addr{}); err != nil {
+		if err := n.startVoter(netip.Addr{}, false); err != nil {
 			n.fail(err)
 			return
 		}
@@ -204,7 +208,19 @@ func (n *ChunkserverNode) loop() {
 			} else {
 				n.register()
 			}
-		case <-n.stopReq:
+		case <-stopReq:
+			stopReq = nil // asked once
+			if n.voter == nil {
+				n.goodbye()
+				return
+			}
+			err = n.step(roles.StopRequested{})
+			// Bounded: a promise that is neither released nor proven void
+			// lapses within the longest ever made; past that the process
+			// ends without the mark (and its next start keeps quiet).
+			stopBy = time.After(max(n.opt.Voter.MaxPromise, n.voter.Hard().MaxGranted) + 500*time.Millisecond)
+		case <-stopBy:
+			n.log.Warn().Msg("chunkserver stopped with a promise standing: its next start keeps quiet")
 			n.goodbye()
 			return
 		}
@@ -213,6 +229,12 @@ func (n *ChunkserverNode) loop() {
 		}
 		if err != nil {
 			n.fail(err)
+			return
+		}
+		if stopReq == nil && (n.voter == nil || n.voter.Stopped()) {
+			// The clean-stop mark is durable (flush wrote it before
+			// anything else): nothing steps the voter after this.
+			n.goodbye()
 			return
 		}
 	}
@@ -224,16 +246,9 @@ func (n *ChunkserverNode) fail(err error) {
 	n.closeAll()
 }
 
-// goodbye: an orderly stop tells the master it votes for, so the vote is
-// released at once rather than when the promise lapses.
+// goodbye ends an orderly stop: the voter already said goodbye to the
+// master it voted for (StopRequested), and every connection closes.
 func (n *ChunkserverNode) goodbye() {
-	if n.voter != nil {
-		if m := n.voter.VoteFor(); m != wire.NoMaster {
-			if l := n.links[m]; l != nil {
-				l.send(roles.VoteBye{CS: n.Identity().CS, Session: n.voter.Session()})
-			}
-		}
-	}
 	n.closeAll()
 	// Give the goodbye a moment to leave before the process ends.
 	deadline := time.Now().Add(500 * time.Millisecond)
@@ -263,7 +278,10 @@ func (n *ChunkserverNode) register() {
 	}
 }
 
-func (n *ChunkserverNode) startVoter(local netip.Addr) error {
+// startVoter starts the voter once the chunkserver has an id. lost: the id
+// came back from a registration of this run as a known member while the
+// record shows no promise (a wiped data directory: roles.VoterConfig).
+func (n *ChunkserverNode) startVoter(local netip.Addr, lost bool) error {
 	id := n.Identity()
 	cfg := n.opt.Voter
 	cfg.ID, cfg.Port, cfg.VoterOnly = id.CS, n.port, len(n.opt.Disks) == 0
@@ -271,23 +289,36 @@ func (n *ChunkserverNode) startVoter(local netip.Addr) error {
 	for _, m := range n.opt.Masters {
 		cfg.Masters = append(cfg.Masters, m.ID)
 	}
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
 	hard, err := n.store.VoterHard()
 	if err != nil {
+		return err
+	}
+	cfg.RecordLost = lost && hard.NeverPromised()
+	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	if err := n.flush(); err != nil {
 		return err
 	}
 	v, acts := roles.NewVoter(cfg, hard, n.now())
-	n.voter = v
-	n.log.Info().Str(obs.FieldCS, id.Addr.String()).Uint32("id", uint32(id.CS)).Str("cluster", id.ClusterID).
-		Dur("quiet", cfg.MaxPromise).Msg("voter started (quiet until any earlier promise has lapsed)")
+	// carry makes the start's record (the clean-stop mark cleared) durable
+	// before anything can be granted: the voter is stepped only after.
 	if err := n.carry(acts); err != nil {
 		return err
 	}
+	n.voter = v
+	quiet := roles.QuietAfterStart(cfg, hard)
+	why := "its last run may have left a promise: quiet until it has lapsed"
+	switch {
+	case quiet > 0 && cfg.RecordLost:
+		why = "an empty record for an id already registered (data directory wiped?): quiet as after a crash"
+	case quiet == 0 && hard.CleanStop:
+		why = "its last run stopped in order with no promise standing: voting at once"
+	case quiet == 0:
+		why = "it never promised a vote: voting at once"
+	}
+	n.log.Info().Str(obs.FieldCS, id.Addr.String()).Uint32("id", uint32(id.CS)).Str("cluster", id.ClusterID).
+		Dur("quiet", quiet).Msg("voter started: " + why)
 	for _, l := range n.links {
 		l.sendInfo()
 	}
@@ -315,7 +346,7 @@ func (n *ChunkserverNode) handle(in csInput) error {
 		for _, l := range n.links {
 			l.reconnect()
 		}
-		return n.startVoter(addr)
+		return n.startVoter(addr, !in.reply.New)
 	}
 	if in.up {
 		return nil

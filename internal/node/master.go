@@ -922,6 +922,8 @@ func (n *MasterNode) fromCS(c *conn, msg wire.Message) error {
 		if !ok {
 			reply.Leader = n.addrOf[n.core.Leader()]
 		} else {
+			_, member := n.core.Config().Member(got)
+			reply.New = !member
 			n.log.Info().Str(obs.FieldCS, netip.AddrPortFrom(c.remote, m.Port).String()).Uint32("id", uint32(got)).Msg("chunkserver id assigned")
 		}
 		n.later(func() { c.send(reply) })

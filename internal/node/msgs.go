@@ -49,9 +49,15 @@ type RegisterReq struct {
 
 // RegisterReply answers RegisterReq: ID is 0 when this master is not the
 // LEADER; Leader is then the LEADER's address it recorded (invalid: none).
+// New says the id is no member of the registry (not the id of an earlier
+// chunkserver at this address): no promise can have been made under it
+// that a master could count. A chunkserver whose record is empty and
+// gets a known id back (a wiped data directory) keeps quiet as after a
+// crash; a master that does not send New leaves every one quiet.
 type RegisterReply struct {
 	ID     wire.CSID
 	Leader netip.Addr
+	New    bool `msgpack:",omitempty"`
 }
 
 // CSInfo is what a chunkserver tells each master it connects to, for the

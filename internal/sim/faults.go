@@ -270,12 +270,8 @@ func (w *world) fault(f faultKind, dur int64, pick int, leaderFirst bool, mode i
 		if !w.css[i].started {
 			return
 		}
-		w.killCS(i)
-		w.at(w.now+dur, func() {
-			if !w.css[i].up {
-				w.startCS(i)
-			}
-		})
+		w.downCS(i, mode == 0) // one in three an orderly stop
+		w.at(w.now+dur, func() { w.upCS(i) })
 	case fPauseMaster:
 		i := pickMaster()
 		if i == w.leaderIdx() && !w.masters[i].paused && time.Duration(dur) > w.prof.masterCfg.VoteLease {

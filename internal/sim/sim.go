@@ -34,6 +34,10 @@ type Options struct {
 	// masters count each vote this much longer than the lease arithmetic
 	// allows (a negative margin that Validate would refuse).
 	Sabotage time.Duration
+	// SabotageCleanStop, for the test that proves the checks see the
+	// clean-stop path: an orderly stop writes the clean-stop mark at once,
+	// with the promise still standing, and the process ends.
+	SabotageCleanStop bool
 }
 
 // DefaultOptions are what `make test` and `make chaos` run.
@@ -65,6 +69,9 @@ type Result struct {
 	// was every master.
 	Keep    int
 	AllKeep bool
+	// CleanStarts: chunkservers started from a record with the clean-stop
+	// mark (an orderly stop before), which vote at once.
+	CleanStarts int
 }
 
 // Failed reports whether the run broke an invariant or liveness.
@@ -213,11 +220,12 @@ func saveSnapshot(st *roles.Stored, s *roles.Snapshot) {
 
 type csNode struct {
 	proc
-	cfg     roles.VoterConfig
-	v       *roles.Voter
-	hard    roles.VoterHardState
-	spare   bool // starts later: a registration
-	started bool
+	cfg      roles.VoterConfig
+	v        *roles.Voter
+	hard     roles.VoterHardState
+	spare    bool // starts later: a registration
+	started  bool
+	stopping bool // an orderly stop was asked and has not ended
 }
 
 // ---- events -------------------------------------------------------------------
@@ -300,6 +308,8 @@ type world struct {
 
 	chk checker
 	adv adversary
+
+	cleanStarts int // chunkserver starts from a clean-stop mark
 }
 
 func (w *world) masterIDs() []wire.MasterID {
@@ -587,6 +597,12 @@ func (w *world) effects(r ref, acts []roles.Action) {
 			w.tracef("%v %v -> %v epoch %d (%s %s)", r, a.From, a.To, a.Epoch, a.Reason, a.Section)
 		case roles.AdminReply:
 			w.tracef("%v admin #%d ok=%v: %s", r, a.ID, a.OK, a.Text)
+		case roles.Stopped:
+			// The batch with the clean-stop mark is durable: the process
+			// ends (its connections close, with nothing to release).
+			w.tracef("%v STOPPED (clean)", r)
+			w.css[r.i].stopping = false
+			p.setUp(false)
 		case roles.SaveSnapshot:
 			// Written in the background: durable after a disk delay
 			// (longer than a batch's), unless the process dies first.
@@ -682,10 +698,13 @@ func (w *world) killMaster(i int) {
 func (w *world) startCS(i int) {
 	n := w.css[i]
 	n.setUp(true)
-	n.started = true
+	n.started, n.stopping = true, false
+	if n.hard.CleanStop {
+		w.cleanStarts++
+	}
 	var acts []roles.Action
 	n.v, acts = roles.NewVoter(n.cfg, n.hard, roles.Instant(n.clk.local(w.now)))
-	w.tracef("CS%d start", i+1)
+	w.tracef("CS%d start (clean=%v)", i+1, n.hard.CleanStop)
 	w.handle(n.ref, acts)
 	w.drain(n.ref)
 }
@@ -698,8 +717,48 @@ func (w *world) killCS(i int) {
 	w.tracef("CS%d KILL", i+1)
 	voted := n.v.VoteFor()
 	n.setUp(false)
+	n.stopping = false
 	if voted != wire.NoMaster {
 		w.send(n.ref, ref{kMaster, int(voted) - 1}, roles.ConnLost{CS: n.cfg.ID}, 0)
+	}
+}
+
+// downCS takes chunkserver i down for a kill-cs fault: kill -9, or an
+// orderly stop (SIGTERM), which ends once no promise stands and leaves the
+// clean-stop mark, so that its restart votes at once.
+func (w *world) downCS(i int, clean bool) {
+	n := w.css[i]
+	if !clean {
+		w.killCS(i)
+		return
+	}
+	if !n.up || n.stopping {
+		return
+	}
+	w.tracef("CS%d STOP", i+1)
+	if w.opt.SabotageCleanStop {
+		// The mark a crash must never leave: promise or not.
+		voted := n.v.VoteFor()
+		n.hard.CleanStop = true
+		n.setUp(false)
+		if voted != wire.NoMaster {
+			w.send(n.ref, ref{kMaster, int(voted) - 1}, roles.ConnLost{CS: n.cfg.ID}, 0)
+		}
+		return
+	}
+	n.stopping = true
+	w.enqueue(n.ref, roles.StopRequested{})
+}
+
+// upCS restarts chunkserver i after a kill-cs fault. A stop still waiting
+// for its promise to end is cut short first, as the daemon's bound does:
+// the process ends without the mark.
+func (w *world) upCS(i int) {
+	if w.css[i].stopping {
+		w.killCS(i)
+	}
+	if !w.css[i].up {
+		w.startCS(i)
 	}
 }
 
@@ -861,6 +920,7 @@ func (w *world) run() Result {
 	res.Forged = w.adv.sent
 	res.Keep = bits.OnesCount32(w.prof.keep)
 	res.AllKeep = res.Keep == len(w.masters)
+	res.CleanStarts = w.cleanStarts
 	res.TraceHash = w.hash
 	res.Trace = w.tail()
 	return res
@@ -889,8 +949,8 @@ func (w *world) heal() {
 		}
 	}
 	for i, c := range w.css {
-		if !c.up {
-			w.startCS(i)
+		if !c.up || c.stopping {
+			w.upCS(i)
 		} else if c.paused {
 			w.resume(c.ref)
 		}

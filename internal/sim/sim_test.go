@@ -25,10 +25,11 @@ func TestSeeds(t *testing.T) {
 	}
 	failed := 0
 	var snaps Snapshots
-	forged := 0
+	forged, clean := 0, 0
 	keeps := map[string]int{}
 	RunSeeds(*firstFlag, n, func(r Result) {
 		forged += r.Forged
+		clean += r.CleanStarts
 		switch {
 		case r.AllKeep:
 			keeps["every master"]++
@@ -66,7 +67,10 @@ func TestSeeds(t *testing.T) {
 			t.Fatalf("%d seeds and none with KEEP_LEADERSHIP on %s: %v", n, k, keeps)
 		}
 	}
-	t.Logf("%d seeds: %d trims, %d snapshots installed, %d forged messages, KEEP_LEADERSHIP on %v", n, snaps.Trims, snaps.Installed, forged, keeps)
+	if n >= 50 && clean == 0 {
+		t.Fatalf("%d seeds and no chunkserver started from a clean-stop mark: the orderly-stop path went untested", n)
+	}
+	t.Logf("%d seeds: %d trims, %d snapshots installed, %d forged messages, KEEP_LEADERSHIP on %v, %d starts after an orderly stop", n, snaps.Trims, snaps.Installed, forged, keeps, clean)
 }
 
 // TestReplay plays one seed with the full trace: the command a failure
@@ -109,6 +113,65 @@ func TestChecksCatchOverlongLeases(t *testing.T) {
 	if caught == 0 {
 		t.Fatal("60 seeds with over-long leases and not one S1 violation: the check is blind")
 	}
+}
+
+// TestChecksCatchEarlyCleanMark proves the checks reach the clean-stop
+// path: with the LEADER frozen, every chunkserver is stopped in order and
+// started again at once. Writing the mark over a standing promise (the
+// sabotage) lets them elect another master while the frozen one still
+// counts their votes: S1 must be reported. The real stop waits for the
+// promise to end, and the same scenario passes.
+func TestChecksCatchEarlyCleanMark(t *testing.T) {
+	scenario := func(seed int64, sabotage bool) (Result, bool) {
+		opt := DefaultOptions(seed)
+		opt.SabotageCleanStop = sabotage
+		w := newWorld(opt)
+		hit := false
+		w.at(int64(4500*time.Millisecond), func() {
+			l := w.leaderIdx()
+			if l < 0 {
+				return
+			}
+			hit = true
+			w.pause(w.masters[l].ref)
+			for i, c := range w.css {
+				if c.up {
+					w.downCS(i, true)
+				}
+			}
+			w.at(w.now+int64(10*time.Millisecond), func() {
+				for i := range w.css {
+					if w.css[i].started && !w.css[i].up {
+						w.upCS(i)
+					}
+				}
+			})
+		})
+		return w.run(), hit
+	}
+	tried := 0
+	for s := int64(1); s <= 40 && tried < 5; s++ {
+		r, hit := scenario(s, true)
+		if !hit {
+			continue
+		}
+		tried++
+		caught := false
+		for _, v := range r.Violations {
+			caught = caught || strings.Contains(v, "S1")
+		}
+		if !caught {
+			t.Errorf("seed %d: the clean-stop mark written over standing promises went unreported:\n%s", s, strings.Join(r.Trace, "\n"))
+			continue
+		}
+		if r, _ := scenario(s, false); len(r.Violations) > 0 {
+			t.Errorf("seed %d: the real orderly stop broke an invariant:\n%s", s, r.Report())
+		}
+	}
+	if tried == 0 {
+		t.Fatal("no seed had a LEADER at 4.5 s to freeze")
+	}
+	t.Logf("%d seeds: the early mark was caught, the real stop passed", tried)
 }
 
 // TestChecksCatchLostChange proves the S2 check can fail: a new LEADER

@@ -486,8 +486,10 @@ func TestQuietAfterStart(t *testing.T) {
 func TestCleanStopMark(t *testing.T) {
 	cfg := DefaultVoterConfig(3, netip.MustParseAddr("10.0.1.3"), []wire.MasterID{1})
 	v, acts := NewVoter(cfg, VoterHardState{MaxEpoch: 4, EpochOwner: 1, MaxGranted: time.Second, CleanStop: true}, 0)
-	if len(acts) != 1 {
-		t.Fatalf("start: %v, want one Persist", acts)
+	for _, a := range acts[1:] {
+		if s, ok := a.(Send); !ok || s.Msg.MsgType() != (Probe{}).MsgType() {
+			t.Fatalf("start: %v, want the Persist, then probes only", acts)
+		}
 	}
 	if p, ok := acts[0].(Persist); !ok || p.Voter == nil || p.Voter.CleanStop || p.Voter.Boot != 1 {
 		t.Fatalf("start: %+v, want a Persist of the record with the mark cleared", acts[0])

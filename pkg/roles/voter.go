@@ -83,6 +83,10 @@ func NewVoter(cfg VoterConfig, hard VoterHardState, now Instant) (*Voter, []Acti
 	v.nextProbe = now
 	h := v.hard
 	v.emit(Persist{Voter: &h})
+	// Look around at once: the first probes leave with this batch (after
+	// its Persist), and NextDeadline has a deadline ahead to report even
+	// when the voter need not keep quiet.
+	v.decide()
 	return v, v.flush()
 }
 
