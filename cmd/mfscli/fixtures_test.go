@@ -202,6 +202,7 @@ var scenarios = []struct {
 	{"open", open},
 	{"keep", keep},
 	{"twosites", twoSites},
+	{"orphaned", orphaned},
 }
 
 // keep: mfsmaster.cfg with KEEP_LEADERSHIP = 1 was copied to every master.
@@ -242,6 +243,27 @@ func twoSites() []answer {
 		}
 	}
 	return as
+}
+
+// orphaned: the founder 127.0.0.11 of a new cluster was killed before any
+// chunkserver registration was in force. 127.0.0.12 synced the genesis
+// config (an empty registry, only the founder can win); 127.0.0.13 holds
+// no metadata. No chunkserver can elect either: -SLQ says why.
+func orphaned() []answer {
+	f := master("127.0.0.12", roles.Follower, 1, 3)
+	f.Sync, f.Delay, f.ConfigVersion, f.InForce, f.Registered = roles.Desync, 3*time.Second, 2, 1, 1
+	f.Locations, f.Connected = locations(), 6
+	f.Chunkservers = registry(ids(1), none)[:1]
+	f.NotEligible = "no chunkserver registration is in force yet: only the founder 127.0.0.11 can be elected"
+	i := master("127.0.0.13", roles.Follower, 0, 0)
+	i.Sync, i.Commit, i.ConfigVersion, i.InForce, i.Locations, i.Connected = roles.Init, 0, 0, 0, nil, 6
+	i.ClusterID, i.WallUnixMs = "", ms(-300*time.Millisecond)
+	i.NotEligible = "it holds no metadata yet (started with -e): it must sync from a LEADER first"
+	return []answer{
+		{addr: at("127.0.0.11"), err: fmt.Errorf("%w: dial tcp 127.0.0.11:9421: connect: connection refused", node.ErrUnreachable)},
+		{addr: at("127.0.0.12"), st: f},
+		{addr: at("127.0.0.13"), st: i},
+	}
 }
 
 // open: the healthy cluster run as make run runs it: no master has

@@ -113,11 +113,17 @@ func defaultCarried(t node.TallyStatus) bool {
 }
 
 // noCounterVerdict: nobody counts votes; say so and list every master's
-// state so the reason is at hand.
+// state, with why it may not be elected where it may not, so the reason
+// is at hand (a founder gone before any registration was in force leaves
+// masters that no chunkserver can elect).
 func noCounterVerdict(answers []answer) string {
 	var states []string
 	for _, a := range answers {
-		states = append(states, fmt.Sprintf("%s %s", a.addr.Addr(), stateWord(a)))
+		s := fmt.Sprintf("%s %s", a.addr.Addr(), stateWord(a))
+		if a.err == nil && a.st.NotEligible != "" {
+			s += " (not eligible: " + a.st.NotEligible + ")"
+		}
+		states = append(states, s)
 	}
 	return "no LEADER or ELECT counts votes: " + strings.Join(states, ", ")
 }

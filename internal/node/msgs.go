@@ -144,6 +144,9 @@ type StatusResp struct {
 	Yielded     bool         `msgpack:",omitempty"`
 	Placed      bool         `msgpack:",omitempty"`
 	KeepMasters []netip.Addr `msgpack:",omitempty"`
+	// NotEligible says why this master may not be ELECT (empty: it may),
+	// in words: what mfscli -SLQ prints when nobody counts votes.
+	NotEligible string `msgpack:",omitempty"`
 }
 
 // LocStatus is one location of the map.

@@ -33,6 +33,7 @@ func (n *MasterNode) statusNow() StatusResp {
 	if ex := n.exports.Load(); ex == nil || ex.t == nil {
 		st.ExportsOpen = true
 	}
+	st.NotEligible = n.notEligible(cfg)
 	if len(st.Clones) == 0 {
 		st.Clones = nil
 	}
@@ -158,4 +159,26 @@ func tallyStatus(cfg *roles.ClusterConfig, tv roles.TallyView) TallyStatus {
 			Votes: lt.For, Reach: reach, Carried: lt.Carried, CanCarry: 2*reach > lt.Registered})
 	}
 	return t
+}
+
+// notEligible puts the core's reason why this master may not be ELECT in
+// words ("" when it may).
+func (n *MasterNode) notEligible(cfg *roles.ClusterConfig) string {
+	switch n.core.Ineligible() {
+	case "":
+		return ""
+	case roles.IneligibleNoMetadata:
+		return "it holds no metadata yet (started with -e): it must sync from a LEADER first"
+	case roles.IneligibleFounder:
+		founder := "the founder"
+		if cfg != nil {
+			if a, ok := n.addrOf[cfg.Founder]; ok {
+				founder = "the founder " + a.String()
+			}
+		}
+		return "no chunkserver registration is in force yet: only " + founder + " can be elected"
+	case roles.IneligibleForeign:
+		return "a master of MASTER_HOST belongs to another cluster: this founder does not bootstrap"
+	}
+	return "its registry could not be won even with every chunkserver's vote"
 }

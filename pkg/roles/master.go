@@ -256,6 +256,37 @@ func (m *Master) Eligible() bool {
 	return all(latest)
 }
 
+// Reasons Ineligible gives (stable: the listings map them to text).
+const (
+	IneligibleNoMetadata = "no-metadata"     // INIT: started with -e, not synced yet
+	IneligibleFounder    = "founder-only"    // bootstrap: only the founder can win until a registration is in force
+	IneligibleForeign    = "foreign-cluster" // the founder beside a master of another cluster (ForeignCluster)
+	IneligibleUnwinnable = "unwinnable"      // its registry could not be won even with every vote
+)
+
+// Ineligible says why the master may not be ELECT, "" when it may
+// (Eligible): what mfscli -SLQ prints when nobody counts votes.
+func (m *Master) Ineligible() string {
+	switch {
+	case m.Eligible():
+		return ""
+	case !m.HasMetadata():
+		return IneligibleNoMetadata
+	}
+	latest, prev := m.log.Configs(m.log.Len())
+	boot := latest != nil && latest.Bootstrap
+	if prev != nil && latest.Version > m.hard.InForce && prev.Bootstrap {
+		boot = true // the first registration is not in force yet
+	}
+	switch {
+	case boot && latest.Founder == m.cfg.ID && len(m.foreign) > 0:
+		return IneligibleForeign
+	case boot:
+		return IneligibleFounder
+	}
+	return IneligibleUnwinnable
+}
+
 // Leader is the LEADER this master recorded (possibly itself).
 func (m *Master) Leader() wire.MasterID {
 	if m.role == Leader {

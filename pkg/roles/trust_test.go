@@ -532,3 +532,22 @@ func TestCleanStopMark(t *testing.T) {
 		t.Fatalf("after the release: %v", acts)
 	}
 }
+
+// Ineligible names why a master may not be ELECT, for mfscli -SLQ: a
+// master without metadata, a non-founder before any registration is in
+// force (the founder gone early), and none for a founder or a master of a
+// registry it could win.
+func TestIneligibleReasons(t *testing.T) {
+	for _, c := range []struct{ cmd, want string }{
+		{"master id=2 masters=1,2 empty", IneligibleNoMetadata},
+		{"master id=2 masters=1,2 genesis founder=1", IneligibleFounder},
+		{"master id=1 masters=1,2 genesis founder=1", ""},
+		{"master id=2 masters=1,2 registry=1@10.0.1.1", ""},
+	} {
+		h := newHarness(t)
+		h.run(c.cmd)
+		if got := h.m.Ineligible(); got != c.want {
+			t.Errorf("%s: %q, want %q", c.cmd, got, c.want)
+		}
+	}
+}
