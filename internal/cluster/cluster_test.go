@@ -160,8 +160,9 @@ func TestFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	holdsLeader(t, c, lead, 3*time.Second, "follower restart")
-	// A chunkserver restarted: it keeps quiet until its promise could
-	// have lapsed, and the LEADER keeps its quorum.
+	// A chunkserver restarted in order: it waits for the LEADER's release
+	// before it exits, votes again at once after its start, and the
+	// LEADER keeps its quorum.
 	c.CS[0].Term(5 * time.Second)
 	if err := c.CS[0].Start(); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,158 @@
+package cluster_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mfs-election/mfs-election/internal/cluster"
+	"github.com/mfs-election/mfs-election/pkg/roles"
+)
+
+// founderMaxPromise: the chunkservers' MAX_PROMISE in these tests, long
+// enough that "well below MAX_PROMISE" is no tight bound. Chunkservers that
+// kept quiet for MAX_PROMISE after registering (issue 11, part 4) would
+// leave no LEADER for at least this long after the founder died.
+const founderMaxPromise = 10 * time.Second
+
+// newCluster starts the make run topology without waiting for a LEADER;
+// withCS false starts the masters only. It returns the topology's
+// chunkservers either way.
+func newCluster(t *testing.T, withCS bool) (*cluster.Cluster, []cluster.CS) {
+	t.Helper()
+	dir := t.TempDir()
+	if keep := os.Getenv("MFS_TEST_DIR"); keep != "" {
+		dir = filepath.Join(keep, t.Name())
+		os.RemoveAll(dir)
+	}
+	s := cluster.Local(dir, bin, base())
+	s.MasterCfg = map[string]string{}
+	for k, v := range fastStart {
+		s.MasterCfg[k] = v
+	}
+	s.CSCfg = map[string]string{"MAX_PROMISE": founderMaxPromise.String()}
+	all := s.CS
+	if !withCS {
+		s.CS = nil
+	}
+	c, err := cluster.Start(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Stop()
+		if t.Failed() {
+			dumpLogs(t, s.Dir)
+		}
+	})
+	return c, all
+}
+
+// waitFounderLeader waits (bounded) for the first election: the founder,
+// master 0, LEADER.
+func waitFounderLeader(t *testing.T, c *cluster.Cluster) time.Time {
+	t.Helper()
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if ls := c.Leaders(); len(ls) == 1 && ls[0] == 0 {
+			return time.Now()
+		}
+	}
+	t.Fatal("the founder was not elected within 20 s")
+	return time.Time{}
+}
+
+// TestFounderDiesEarly (issue 11, part 4): a brand-new cluster whose
+// founder is killed about 1 s after the first election, once the
+// chunkservers registered. Chunkservers that never promised a vote vote at
+// once (docs/roles.md §6.4), so registrations go in force within that
+// second and a surviving synced master is elected well within
+// MAX_PROMISE.
+func TestFounderDiesEarly(t *testing.T) {
+	c, _ := newCluster(t, true)
+	elected := waitFounderLeader(t, c)
+
+	// About 1 s after the first election; the kill waits (bounded) for
+	// a survivor the rules allow to be elected: synced, with a
+	// registration in force.
+	time.Sleep(time.Until(elected.Add(time.Second)))
+	var registered int
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		st, errs := c.Statuses(time.Second)
+		ok := false
+		for i := 1; i < len(st); i++ {
+			if errs[i] == nil && st[i].Sync == roles.Synced && st[i].NotEligible == "" {
+				ok = true
+			}
+		}
+		if errs[0] == nil {
+			registered = st[0].Registered
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("11 s after the first election no survivor may be elected: %+v %v", st, errs)
+		}
+	}
+	killed := time.Now()
+	t.Logf("founder elected, killed %v later with %d chunkservers registered", killed.Sub(elected).Round(time.Millisecond), registered)
+	c.Masters[0].Kill()
+
+	next, st, err := c.WaitLeader(founderMaxPromise/2, 20*time.Millisecond, 0)
+	if err != nil {
+		out, _ := mfscli(t, c, "-SLQ", "-p")
+		t.Fatalf("after kill -9 of the founder: %v (MAX_PROMISE %v)\n%s", err, founderMaxPromise, out)
+	}
+	t.Logf("kill -9 of the founder: LEADER %s after %v (epoch %d, %d/%d votes)",
+		c.Masters[next].Addr, time.Since(killed).Round(time.Millisecond), st.Epoch, st.Voters, st.Registered)
+	if st.Registered == 0 {
+		t.Fatalf("a LEADER without a registry: %+v", st)
+	}
+	if r, err := write(c.Masters[next].Addr, "after-founder", 3*time.Second); err != nil || !r.OK {
+		t.Fatalf("a write at the new LEADER failed: %+v %v", r, err)
+	}
+	// Every chunkserver started without a promise to keep: none waited.
+	for _, p := range c.CS {
+		mustLog(t, p.Log, "it never promised a vote: voting at once")
+	}
+}
+
+// TestFounderDiesBeforeRegistration: where the rules allow no LEADER (the
+// founder died before any chunkserver registered: only it could win),
+// none is elected, and mfscli -SLQ says why.
+func TestFounderDiesBeforeRegistration(t *testing.T) {
+	c, css := newCluster(t, false)
+	waitFounderLeader(t, c)
+	// The others sync the genesis config first (bounded).
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		st, errs := c.Statuses(time.Second)
+		if errs[1] == nil && errs[2] == nil && st[1].Sync == roles.Synced && st[2].Sync == roles.Synced {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the followers did not sync within 10 s: %+v %v", st, errs)
+		}
+	}
+	c.Masters[0].Kill()
+	// The chunkservers come up now: none can register (no LEADER gives
+	// ids), and the survivors hold only the founder's genesis config.
+	for _, cs := range css {
+		if _, err := c.AddCS(cs, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Nobody may be elected: watch for a while (no LEADER may appear),
+	// then ask mfscli why.
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if ls := c.Leaders(); len(ls) > 0 {
+			t.Fatalf("a LEADER without the founder before any registration: %v", ls)
+		}
+	}
+	out, _ := mfscli(t, c, "-SLQ", "-p")
+	t.Logf("mfscli -SLQ -p:\n%s", out)
+	if !strings.Contains(out, "only the founder "+c.Masters[0].Addr.String()+" can be elected") {
+		t.Fatalf("mfscli -SLQ does not say that only the founder can be elected:\n%s", out)
+	}
+}
