@@ -2,9 +2,9 @@
 // kill -9 (with the fast path, and with TRUST_REFUSED = 0) and SIGSTOP,
 // 200 ms stalls that must depose nobody, change throughput, read
 // throughput (confirmed by a heartbeat round, and with LEASE_READS = 1),
-// and a 3-member etcd cluster's kill -9 failover, changes and linearizable
-// reads with its default settings in the same run. It writes
-// docs/benchmarks.md.
+// a 3-member etcd cluster's kill -9 failover, changes and linearizable
+// reads with its default settings in the same run, and whole-cluster cold
+// starts (coldstart.go). It writes docs/benchmarks.md.
 package main
 
 import (
@@ -29,9 +29,11 @@ func main() {
 	doc := flag.String("doc", "docs/benchmarks.md", "where to write the results")
 	base := flag.Int("base", 60, "second octet of the loopback addresses used (127.B.x.y)")
 	keep := flag.String("keep", "", "keep configs, data and logs in this directory")
-	only := flag.String("only", "", "run one kind only: "+strings.Join(kinds, ", ")+" (for a look; the doc is not written)")
+	only := flag.String("only", "", "run one kind only: "+strings.Join(kinds, ", ")+" (for a look; the doc is not written, but for coldstart, which rewrites its own section)")
+	coldTrials := flag.Int("cold-trials", 7, "cold starts of each way down (planned restart, power cut)")
+	before := flag.String("before", "", "a directory with an older build's mfsmaster and mfschunkserver: the cold start is measured with them too")
 	flag.Parse()
-	if err := run(*trials, *doc, uint8(*base), *keep, *only); err != nil {
+	if err := run(*trials, *doc, uint8(*base), *keep, *only, *coldTrials, *before); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -63,9 +65,9 @@ func (s series) stats() (med, p90, max time.Duration) {
 }
 
 // kinds are the values of -only.
-var kinds = []string{"kill", "kill-notrust", "freeze", "writes", "reads", "etcd"}
+var kinds = []string{"kill", "kill-notrust", "freeze", "writes", "reads", "etcd", "coldstart"}
 
-func run(trials int, doc string, base uint8, keep, only string) error {
+func run(trials int, doc string, base uint8, keep, only string, coldTrials int, before string) error {
 	if only != "" && !slices.Contains(kinds, only) {
 		return fmt.Errorf("-only %q: one of %s", only, strings.Join(kinds, ", "))
 	}
@@ -140,6 +142,34 @@ func run(trials int, doc string, base uint8, keep, only string) error {
 		if err != nil {
 			return err
 		}
+	}
+
+	if want("coldstart") {
+		if before != "" {
+			s := spec("mfs-cold-before", nil, nil)
+			s.Bin = before
+			err := withCluster(s, func(c *cluster.Cluster) error {
+				r, err := coldPhase(c, coldTrials, "before ("+filepath.Base(before)+")")
+				res.cold = append(res.cold, r)
+				return err
+			})
+			if err != nil {
+				return fmt.Errorf("cold start with %s: %w", before, err)
+			}
+		}
+		err := withCluster(spec("mfs-cold", nil, nil), func(c *cluster.Cluster) error {
+			r, err := coldPhase(c, coldTrials, "this build")
+			res.cold = append(res.cold, r)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if only == "coldstart" {
+		section := coldSection(res.cold)
+		fmt.Print("\n" + section)
+		return spliceCold(doc, section)
 	}
 
 	et := etcdWants{kill: want("etcd", "kill-notrust"), writes: want("etcd", "writes"), reads: want("etcd", "reads")}
@@ -246,6 +276,7 @@ type results struct {
 	confirmed, lease, etcdReads         []load
 	etcdVersion                         string
 	etcdErr                             error
+	cold                                []coldRun // this build's, after an older one's (-before)
 }
 
 // etcdWants says which etcd phases a run needs.
@@ -523,6 +554,9 @@ func write(doc string, r results) error {
 		b.WriteString("Lease (LEASE_READS = 1): the read is answered in the step it arrives in, once everything before it is acknowledged, while the LEADER's vote leases still make a quorum, and no heartbeat is sent for it; ")
 		b.WriteString("it trusts the LEADER's monotonic clock to have counted every moment the process was stopped, which a paused VM breaks (docs/architecture.md §7, Reads): that is why it is not the default. ")
 		b.WriteString("etcd's linearizable read is a round of the same kind (Raft ReadIndex: the leader confirms with a heartbeat round to a majority that it still leads, batching the reads that wait; a follower first asks the leader for the index), then served once the member has applied up to it; the JSON gateway adds its own HTTP-to-gRPC hop to every etcd figure.\n")
+	}
+	if len(r.cold) > 0 {
+		b.WriteString("\n" + coldSection(r.cold))
 	}
 	if err := os.MkdirAll(filepath.Dir(doc), 0o755); err != nil {
 		return err
