@@ -28,7 +28,7 @@ var spec = settings.Spec{Daemon: "mfschunkserver", Keys: []settings.Key{
 	{Name: "HTTP_LISTEN_HOST", Kind: settings.String, Default: "*", Usage: "Address of the HTTP endpoint (/metrics, /healthz)."},
 	{Name: "HTTP_LISTEN_PORT", Kind: settings.Int, Default: "9426", Min: "0", Max: "65535", Usage: "Port of the HTTP endpoint."},
 	{Name: "MAX_PROMISE", Kind: settings.Duration, Default: "2s", Min: "10ms", Max: "1m",
-		Usage: "The longest promise given to a master; at least every master's VOTE_LEASE. A restarted chunkserver keeps quiet this long, since it cannot remember its promises."},
+		Usage: "The longest promise given to a master; at least every master's VOTE_LEASE. A chunkserver that may still hold a promise when it starts (killed, crashed, power cut) keeps quiet this long; one stopped in order, or that never promised, votes at once. An orderly stop waits at most this long (+0.5s) for its promise to end."},
 	{Name: "PROBE_INTERVAL", Kind: settings.Duration, Default: "50ms", Min: "1ms", Max: "10s",
 		Usage: "How often a chunkserver without a LEADER asks every master for its role."},
 	{Name: "NOMINATE_SLOT", Kind: settings.Duration, Default: "60ms", Min: "1ms", Max: "10s",
