@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/cluster"
+	"github.com/mfs-election/mfs-election/pkg/metadata"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 )
 
@@ -154,5 +155,61 @@ func TestFounderDiesBeforeRegistration(t *testing.T) {
 	t.Logf("mfscli -SLQ -p:\n%s", out)
 	if !strings.Contains(out, "only the founder "+c.Masters[0].Addr.String()+" can be elected") {
 		t.Fatalf("mfscli -SLQ does not say that only the founder can be elected:\n%s", out)
+	}
+}
+
+// TestChunkserverRestartKinds: how a chunkserver starts again depends on
+// how it ended (docs/roles.md §6.4): after an orderly stop it votes at once;
+// after kill -9 it keeps quiet; with its data directory wiped it gets its
+// old id back from the LEADER and keeps quiet too, since its empty record
+// cannot show the promises it made under that id.
+func TestChunkserverRestartKinds(t *testing.T) {
+	c, lead := start(t, nil)
+	p := c.CS[0]
+	restart := func(how string, down func()) {
+		t.Helper()
+		down()
+		if err := p.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// Bounded: the LEADER counts all six again.
+		for end := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			st, errs := c.Statuses(time.Second)
+			if errs[lead] == nil && st[lead].Role == roles.Leader && st[lead].Voters == len(c.CS) {
+				break
+			}
+			if time.Now().After(end) {
+				t.Fatalf("%s: the LEADER does not count %s again within 15 s: %+v", how, p.Name, st[lead])
+			}
+		}
+	}
+	restart("orderly stop", func() { p.Term(5 * time.Second) })
+	restart("kill -9", p.Kill)
+	restart("wiped", func() {
+		p.Kill()
+		if err := os.Remove(filepath.Join(filepath.Dir(p.Cfg), metadata.ChunkserverFile)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	b, _ := os.ReadFile(p.Log)
+	var starts []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if i := strings.Index(l, `"message":"voter started: `); i >= 0 {
+			starts = append(starts, strings.TrimSuffix(l[i+len(`"message":"voter started: `):], `"}`))
+		}
+	}
+	want := []string{
+		"it never promised a vote: voting at once",
+		"its last run stopped in order with no promise standing: voting at once",
+		"its last run may have left a promise: quiet until it has lapsed",
+		"an empty record for an id already registered (data directory wiped?): quiet as after a crash",
+	}
+	if len(starts) != len(want) {
+		t.Fatalf("voter starts logged: %q, want %q", starts, want)
+	}
+	for i := range want {
+		if starts[i] != want[i] {
+			t.Fatalf("start %d: %q, want %q", i+1, starts[i], want[i])
+		}
 	}
 }
