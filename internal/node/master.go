@@ -922,8 +922,12 @@ func (n *MasterNode) fromCS(c *conn, msg wire.Message) error {
 		if !ok {
 			reply.Leader = n.addrOf[n.core.Leader()]
 		} else {
-			_, member := n.core.Config().Member(got)
-			reply.New = !member
+			// New only when the id is surely no member's (no config: say
+			// nothing, and the chunkserver keeps quiet).
+			if cfg := n.core.Config(); cfg != nil {
+				_, member := cfg.Member(got)
+				reply.New = !member
+			}
 			n.log.Info().Str(obs.FieldCS, netip.AddrPortFrom(c.remote, m.Port).String()).Uint32("id", uint32(got)).Msg("chunkserver id assigned")
 		}
 		n.later(func() { c.send(reply) })
