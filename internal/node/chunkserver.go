@@ -357,6 +357,12 @@ func (n *ChunkserverNode) handle(in csInput) error {
 	if _, ok := in.ev.(roles.Refused); ok && !n.opt.TrustRefused {
 		return nil // the fast path is off: a promise to a dead master lapses
 	}
+	switch e := in.ev.(type) {
+	case roles.VoteConnLost:
+		n.log.Debug().Str("master", n.addrOf[e.Master].String()).Bool("closed", e.Closed).Msg("master connection lost")
+	case roles.Refused:
+		n.log.Debug().Str("master", n.addrOf[e.Master].String()).Dur("sent_ago", time.Duration(n.now()-e.SentAt)).Msg("dial refused")
+	}
 	return n.step(in.ev)
 }
 

@@ -126,6 +126,7 @@ func coldSection(runs []coldRun) string {
 		med, _, mx := r.stopped.stats()
 		fmt.Fprintf(&b, "%s: the SIGTERM of everything took %s (median; max %s) until every process had exited. ", r.label, ms(med), ms(mx))
 	}
+	b.WriteString("A stop of about VOTE_LEASE (800 ms) is a chunkserver whose promise ended by lapsing, neither the release of the LEADER (stopping at the same moment) nor a refusal proving it gone having ended it first. ")
 	b.WriteString("\n\nWhy: a chunkserver that may still hold a promise keeps quiet for MAX_PROMISE after it starts (docs/architecture.md §3, Restart), which is all of a power cut's figure. ")
 	b.WriteString("An orderly stop ends the vote session, waits until the LEADER's release arrives (or the promise is shown void or lapses), and writes a clean-stop mark as its last record; a chunkserver that finds the mark, or whose record shows it never promised, votes at once. ")
 	b.WriteString("Before that change every start kept quiet, so a planned restart cost MAX_PROMISE too.")
