@@ -551,3 +551,71 @@ func TestIneligibleReasons(t *testing.T) {
 		}
 	}
 }
+
+// Every grant leaves a durable record that shows it, before the
+// acknowledgement that carries it is sent: MaxGranted at least the grant
+// and an epoch owner named, so NeverPromised (which lets a start vote at
+// once) never holds of a record from which a promise went out. Random
+// heartbeats, keepalives, releases, refusals and ticks from three masters;
+// the record is the last Persist carried out, in batch order.
+func TestGrantsDurableBeforeSent(t *testing.T) {
+	grants := 0
+	for seed := uint64(1); seed <= 200; seed++ {
+		r := seed*0x9E3779B97F4A7C15 | 1
+		next := func(n uint64) uint64 {
+			r ^= r << 13
+			r ^= r >> 7
+			r ^= r << 17
+			return r % n
+		}
+		cfg := DefaultVoterConfig(2, netip.MustParseAddr("10.0.1.2"), []wire.MasterID{1, 2, 3})
+		v, acts := NewVoter(cfg, VoterHardState{}, 0)
+		var durable VoterHardState
+		carry := func(acts []Action) {
+			for _, a := range acts {
+				switch a := a.(type) {
+				case Persist:
+					if a.Voter != nil {
+						durable = *a.Voter
+					}
+				case Send:
+					if ack, ok := a.Msg.(HeartbeatAck); ok && ack.OK && ack.Granted > 0 {
+						if durable.NeverPromised() || durable.MaxGranted < ack.Granted {
+							t.Fatalf("seed %d: a grant of %v sent while the durable record is %+v", seed, ack.Granted, durable)
+						}
+						grants++
+					}
+				}
+			}
+		}
+		carry(acts)
+		now := Instant(0)
+		epoch := uint64(1)
+		for step := 0; step < 300; step++ {
+			now = now.Add(time.Duration(next(200)) * time.Millisecond)
+			m := wire.MasterID(1 + next(3))
+			var ev Event
+			switch next(6) {
+			case 0:
+				ev = ProbeReply{From: m, Incarnation: 1, Role: []Role{Leader, Elect, Follower}[next(3)], Epoch: epoch, Eligible: true}
+			case 1, 2:
+				if next(4) == 0 {
+					epoch++
+				}
+				ev = Heartbeat{From: m, Incarnation: 1, Session: v.Session(), Seq: uint64(step), Role: Leader, Epoch: epoch,
+					Lease: time.Duration(next(3)) * 400 * time.Millisecond, Keepalive: next(5) == 0}
+			case 3:
+				ev = VoteRelease{From: m, Incarnation: 1, Session: v.Session()}
+			case 4:
+				ev = Refused{Master: m, SentAt: now}
+			default:
+				ev = Tick{}
+			}
+			carry(v.Step(now, ev))
+		}
+	}
+	if grants < 100 {
+		t.Fatalf("only %d grants in 200 runs: the check saw too little", grants)
+	}
+	t.Logf("%d grants, each durable before it was sent", grants)
+}
