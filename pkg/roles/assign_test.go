@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mfs-election/mfs-election/pkg/locations"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
@@ -70,5 +71,30 @@ func TestVoterIDTaken(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("no IDTaken action: %#v", acts)
+	}
+}
+
+// TestAssignIDNeverReusesARemovedID: the registry remembers the highest id
+// it ever registered, so a newcomer after the removal of the highest-id
+// member gets a fresh id, even from a LEADER that did not assign the
+// removed one (a promise made under the old id may still stand, and a
+// newcomer votes at once).
+func TestAssignIDNeverReusesARemovedID(t *testing.T) {
+	cur := &ClusterConfig{Version: 3, Locations: locations.New(), Members: []Chunkserver{
+		{ID: 1, Addr: netip.MustParseAddr("10.0.0.1"), Port: 9422}, {ID: 2, Addr: netip.MustParseAddr("10.0.0.2"), Port: 9422},
+	}, TopID: 2}
+	next, err := Change{Kind: ChangeRegister, CS: Chunkserver{ID: 3, Addr: netip.MustParseAddr("10.0.0.3"), Port: 9422}}.apply(cur)
+	if err != nil || next.TopID != 3 {
+		t.Fatalf("register CS3: %v, TopID %d", err, next.TopID)
+	}
+	after, err := Change{Kind: ChangeRemove, ID: 3}.apply(next)
+	if err != nil || after.TopID != 3 || len(after.Members) != 2 {
+		t.Fatalf("remove CS3: %v, TopID %d, %d members", err, after.TopID, len(after.Members))
+	}
+	if checkConfig(after) != "" {
+		t.Fatalf("a config with TopID above every member is refused: %s", checkConfig(after))
+	}
+	if bad := (&ClusterConfig{Members: after.Members, TopID: 1}); checkConfig(bad) == "" {
+		t.Fatal("a config with TopID below a member's id is accepted")
 	}
 }

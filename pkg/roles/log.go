@@ -89,6 +89,13 @@ type ClusterConfig struct {
 	Bootstrap bool
 	Members   []Chunkserver // sorted by ID
 	Locations locations.Map
+	// TopID is the highest chunkserver id ever registered under this
+	// config's history (removed members included), so that a LEADER never
+	// hands a newcomer the id of a removed chunkserver: a promise made
+	// under that id may still stand, and the newcomer, having never
+	// promised, votes at once (docs/architecture.md §3, Restart). 0 in
+	// configs written before it was kept: the members' highest id then.
+	TopID wire.CSID `msgpack:",omitempty"`
 }
 
 // Electorate is who counts under this config.

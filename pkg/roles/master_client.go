@@ -309,7 +309,7 @@ func (m *Master) AssignID(addr netip.Addr, port uint16) (wire.CSID, bool) {
 	}
 	key := netip.AddrPortFrom(addr, port)
 	cfg := m.Config()
-	top := wire.NoCS
+	top := cfg.TopID // never an id a removed chunkserver had
 	for _, c := range cfg.Members {
 		if c.Is(addr, port) {
 			return c.ID, true

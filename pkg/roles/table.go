@@ -151,6 +151,7 @@ func (c Change) apply(cur *ClusterConfig) (*ClusterConfig, error) {
 			return nil, fmt.Errorf("registration needs an id and an address, got %v %v", c.CS.ID, c.CS.Addr)
 		}
 		n.Members = append(n.Members, c.CS)
+		n.TopID = max(cur.TopID, c.CS.ID)
 		n.Bootstrap = false
 		slices.SortFunc(n.Members, func(a, b Chunkserver) int { return cmp.Compare(a.ID, b.ID) })
 	case ChangeRemove:

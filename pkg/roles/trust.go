@@ -114,5 +114,9 @@ func checkConfig(c *ClusterConfig) string {
 		}
 		prev = mem.ID
 	}
+	// TopID, once kept, is at least every member's id (0: not kept).
+	if c.TopID != 0 && c.TopID < prev {
+		return "malformed-config"
+	}
 	return ""
 }
