@@ -98,3 +98,16 @@ func TestAssignIDNeverReusesARemovedID(t *testing.T) {
 		t.Fatal("a config with TopID below a member's id is accepted")
 	}
 }
+
+// TestTopIDFromAnOlderRegistry: in a registry written before TopID was
+// kept, a removed chunkserver that registers again with its own (lower) id
+// still leaves TopID at the highest member.
+func TestTopIDFromAnOlderRegistry(t *testing.T) {
+	cur := &ClusterConfig{Version: 3, Locations: locations.New(), Members: []Chunkserver{
+		{ID: 1, Addr: netip.MustParseAddr("10.0.0.1"), Port: 9422}, {ID: 5, Addr: netip.MustParseAddr("10.0.0.5"), Port: 9422},
+	}}
+	next, err := Change{Kind: ChangeRegister, CS: Chunkserver{ID: 2, Addr: netip.MustParseAddr("10.0.0.2"), Port: 9422}}.apply(cur)
+	if err != nil || next.TopID != 5 || checkConfig(next) != "" {
+		t.Fatalf("register CS2 again: %v, TopID %d, check %q", err, next.TopID, checkConfig(next))
+	}
+}

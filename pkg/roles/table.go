@@ -151,9 +151,11 @@ func (c Change) apply(cur *ClusterConfig) (*ClusterConfig, error) {
 			return nil, fmt.Errorf("registration needs an id and an address, got %v %v", c.CS.ID, c.CS.Addr)
 		}
 		n.Members = append(n.Members, c.CS)
-		n.TopID = max(cur.TopID, c.CS.ID)
 		n.Bootstrap = false
 		slices.SortFunc(n.Members, func(a, b Chunkserver) int { return cmp.Compare(a.ID, b.ID) })
+		// Members are sorted: the last has the highest id (a config
+		// written before TopID was kept starts from it).
+		n.TopID = max(cur.TopID, n.Members[len(n.Members)-1].ID)
 	case ChangeRemove:
 		i := slices.IndexFunc(n.Members, func(m Chunkserver) bool { return uint32(m.ID) == c.ID })
 		if i < 0 {
