@@ -7,6 +7,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
 type ackedWrite struct {
@@ -24,6 +25,8 @@ type failover struct {
 // every event.
 type checker struct {
 	lastHard       []roles.HardState
+	lastVoter      []roles.VoterHardState
+	refusals       map[string]int // voter refusals of heartbeats, by reason
 	leaderSince    []int64 // per master: when it last became LEADER
 	handoversAfter int     // LEADER -> FOLLOWER by handover after the heal
 	maxLeaderEpoch uint64
@@ -53,6 +56,8 @@ type Snapshots struct {
 
 func (c *checker) init(w *world) {
 	c.lastHard = make([]roles.HardState, len(w.masters))
+	c.lastVoter = make([]roles.VoterHardState, len(w.css))
+	c.refusals = map[string]int{}
 	c.leaderSince = make([]int64, len(w.masters))
 	c.failovers = map[string][]time.Duration{}
 }
@@ -113,6 +118,9 @@ func (c *checker) batch(w *world, r ref, acts []roles.Action) {
 				c.newLeader(w, r, a.Epoch)
 			}
 		case roles.Ignored:
+			if r.k == kCS {
+				c.refusals[a.Reason]++
+			}
 			if a.Reason == "conflict-below-commit" {
 				w.violate("%v was asked to overwrite a committed entry", r)
 			}
@@ -149,8 +157,25 @@ func (c *checker) newLeader(w *world, r ref, epoch uint64) {
 	c.pending = nil
 }
 
-// persisted: epochs on disk never go down.
+// persisted: epochs on disk never go down. A voter's record (V1): its
+// epoch never goes down, and at one epoch its owner (master and
+// incarnation) never changes once recorded. Two owners at one epoch in one
+// voter's record is a vote given to both; quorum intersection (S1) rests
+// on every voter of a quorum refusing the second.
 func (c *checker) persisted(w *world, r ref) {
+	if r.k == kCS {
+		h, last := w.css[r.i].hard, c.lastVoter[r.i]
+		switch {
+		case h.MaxEpoch < last.MaxEpoch:
+			w.violate("V1: %v: persisted epoch went down: %d after %d", r, h.MaxEpoch, last.MaxEpoch)
+		case h.MaxEpoch == last.MaxEpoch && last.EpochOwner != wire.NoMaster &&
+			(h.EpochOwner != last.EpochOwner || h.EpochInc != last.EpochInc):
+			w.violate("V1: %v: epoch %d owned by M%d (incarnation %d), then by M%d (incarnation %d)",
+				r, h.MaxEpoch, last.EpochOwner, last.EpochInc, h.EpochOwner, h.EpochInc)
+		}
+		c.lastVoter[r.i] = h
+		return
+	}
 	if r.k != kMaster {
 		return
 	}

@@ -72,6 +72,9 @@ type Result struct {
 	// CleanStarts: chunkservers started from a record with the clean-stop
 	// mark (an orderly stop before), which vote at once.
 	CleanStarts int
+	// Refusals: heartbeats the voters refused, by reason (stale-epoch,
+	// epoch-owned, ...): the epoch guards' paths were taken.
+	Refusals map[string]int
 }
 
 // Failed reports whether the run broke an invariant or liveness.
@@ -921,6 +924,7 @@ func (w *world) run() Result {
 	res.Keep = bits.OnesCount32(w.prof.keep)
 	res.AllKeep = res.Keep == len(w.masters)
 	res.CleanStarts = w.cleanStarts
+	res.Refusals = w.chk.refusals
 	res.TraceHash = w.hash
 	res.Trace = w.tail()
 	return res

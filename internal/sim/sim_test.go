@@ -26,9 +26,12 @@ func TestSeeds(t *testing.T) {
 	failed := 0
 	var snaps Snapshots
 	forged, clean := 0, 0
-	keeps := map[string]int{}
+	keeps, refusals := map[string]int{}, map[string]int{}
 	RunSeeds(*firstFlag, n, func(r Result) {
 		forged += r.Forged
+		for k, c := range r.Refusals {
+			refusals[k] += c
+		}
 		clean += r.CleanStarts
 		switch {
 		case r.AllKeep:
@@ -70,7 +73,7 @@ func TestSeeds(t *testing.T) {
 	if n >= 50 && clean == 0 {
 		t.Fatalf("%d seeds and no chunkserver started from a clean-stop mark: the orderly-stop path went untested", n)
 	}
-	t.Logf("%d seeds: %d trims, %d snapshots installed, %d forged messages, KEEP_LEADERSHIP on %v, %d starts after an orderly stop", n, snaps.Trims, snaps.Installed, forged, keeps, clean)
+	t.Logf("%d seeds: %d trims, %d snapshots installed, %d forged messages, KEEP_LEADERSHIP on %v, %d starts after an orderly stop, voter refusals %v", n, snaps.Trims, snaps.Installed, forged, keeps, clean, refusals)
 }
 
 // TestReplay plays one seed with the full trace: the command a failure

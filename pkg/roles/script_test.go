@@ -146,6 +146,9 @@ func (h *harness) run(cmd string) string {
 		if o, ok := a["owner"]; ok {
 			hs.EpochOwner = wire.MasterID(mustU(o))
 		}
+		if i, ok := a["inc"]; ok {
+			hs.EpochInc = mustU(i)
+		}
 		if g, ok := a["granted"]; ok {
 			hs.MaxGranted = mustDur(g)
 		}
