@@ -27,8 +27,8 @@ type checker struct {
 	lastHard       []roles.HardState
 	lastVoter      []roles.VoterHardState
 	refusals       map[string]int // voter refusals of heartbeats, by reason
-	leaderSince    []int64 // per master: when it last became LEADER
-	handoversAfter int     // LEADER -> FOLLOWER by handover after the heal
+	leaderSince    []int64        // per master: when it last became LEADER
+	handoversAfter int            // LEADER -> FOLLOWER by handover after the heal
 	maxLeaderEpoch uint64
 	leaderTerms    int
 	acked          []ackedWrite
