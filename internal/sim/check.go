@@ -81,6 +81,10 @@ func (c *checker) batch(w *world, r ref, acts []roles.Action) {
 			}
 		case roles.Disconnect:
 			disc[a.Class] = true
+		case roles.Send:
+			if ack, ok := a.Msg.(roles.HeartbeatAck); ok && r.k == kCS && !ack.OK {
+				c.refusal(w, r, a.To, ack)
+			}
 		case roles.Transition:
 			if _, ok := roles.FindRule(a.From, a.To, a.Reason); !ok {
 				w.violate("%v: transition %v -> %v (%s) is not in docs/roles.md", r, a.From, a.To, a.Reason)
@@ -156,6 +160,30 @@ func (c *checker) newLeader(w *world, r ref, epoch uint64) {
 	}
 	c.pending = nil
 }
+
+// refusal: a voter's refusal names its true reason (V2), for the master
+// acts on it and logs it. An epoch another master owns is "epoch-owned";
+// "epoch-reused" is only ever said to the owner itself, in another
+// incarnation. With incarnations taken from the wall clock, two masters'
+// incarnations differ, so a voter that lost its epoch-owned check would
+// still refuse, under the wrong name: this is what sees that check.
+func (c *checker) refusal(w *world, r ref, to roles.Peer, ack roles.HeartbeatAck) {
+	owner := uint64(ack.EpochOwner)
+	switch ack.Reason {
+	case "epoch-owned":
+		if owner == to.ID {
+			w.violate("V2: %v refused M%d epoch %d as owned by another master, but owned by M%d", r, to.ID, ack.MaxEpoch, owner)
+		}
+	case "epoch-reused":
+		if owner != to.ID {
+			w.violate("V2: %v refused M%d epoch %d as its own from another incarnation, but owned by M%d", r, to.ID, ack.MaxEpoch, owner)
+		}
+	}
+}
+
+// restored: master i's store was replaced by an older copy; its epochs on
+// disk went down by the operator's hand, and are judged from there on.
+func (c *checker) restored(i int, h roles.HardState) { c.lastHard[i] = h }
 
 // persisted: epochs on disk never go down. A voter's record (V1): its
 // epoch never goes down, and at one epoch its owner (master and

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,12 +35,13 @@ const (
 	fMaintenance
 	fTempRemove
 	fAdversary
+	fRestore
 	numFaults
 )
 
 var faultNames = [numFaults]string{"kill-master", "kill-cs", "pause-master", "pause-cs", "partition-master",
 	"partition-location", "cut-cs", "drift", "wall-jump", "register", "remove", "remap", "default", "on-off",
-	"usurper", "step-down", "maintenance", "temp-remove", "adversary"}
+	"usurper", "step-down", "maintenance", "temp-remove", "adversary", "restore-master"}
 
 // profile is everything drawn from the seed before the run starts: sizes,
 // network quality, config within its documented ranges, and which faults
@@ -408,12 +410,82 @@ func (w *world) fault(f faultKind, dur int64, pick int, leaderFirst bool, mode i
 		}
 	case fAdversary:
 		w.adversaryFault(dur, pick, mode)
+	case fRestore:
+		// An operator copies a master's DATA_PATH (a VM snapshot, a
+		// backup) and later brings the master back from that copy.
+		i := pickMaster()
+		backup := copyStored(w.masters[i].store)
+		w.tracef("M%d data directory copied (log %v, epoch %d)", i+1, storedLast(backup), backup.Hard.Epoch)
+		w.at(w.now+dur, func() { w.restoreMaster(i, backup) })
 	case fStepDown:
 		if w.leaderIdx() >= 0 {
 			w.chk.startFailover(w, "step-down")
 			w.admin(-1, roles.Admin{ID: next(), Kind: roles.AdminStepDown}, 0)
 		}
 	}
+}
+
+// restoreMaster stops master i and starts it again from an older copy of
+// its store: it forgets epochs it took, its incarnation (wall-clock ms at
+// every start, as the daemon takes it), and its newest entries. That is
+// what M7 guards against: voters refuse it the epochs it forgot
+// (epoch-reused), so it cannot write a second log at one of them.
+//
+// What a restore cannot be made safe against is losing changes that no
+// other master holds (with ACK_REPLICAS = 0, or while every follower is
+// down, the LEADER acknowledges changes only it stores): docs/operations.md
+// says so. Such a restore is not done here, since S2 would rightly fail; a
+// master's store is restored only while its newest durable entry is also
+// durable on another master (or under another master's snapshot).
+func (w *world) restoreMaster(i int, backup roles.Stored) {
+	n := w.masters[i]
+	if !w.heldElsewhere(i, storedLast(n.store)) {
+		w.tracef("M%d restore skipped: its log holds entries no other master stores", i+1)
+		return
+	}
+	w.killMaster(i)
+	n.store = backup
+	w.chk.restored(i, backup.Hard)
+	w.restores++
+	w.tracef("M%d RESTORED from its copy (log %v, epoch %d)", i+1, storedLast(backup), backup.Hard.Epoch)
+	w.at(w.now+int64(100*time.Millisecond), func() {
+		if !n.up {
+			w.startMaster(i)
+		}
+	})
+}
+
+// heldElsewhere: some master other than i durably stores the entry at pos,
+// or has trimmed past it under a snapshot (committed, so unique at its
+// version: an entry of i's at that version that differs was never
+// committed, so never acknowledged).
+func (w *world) heldElsewhere(i int, pos roles.Pos) bool {
+	for k, o := range w.masters {
+		if k == i {
+			continue
+		}
+		st := &o.store
+		if st.Base.Pos.Version >= pos.Version {
+			return true
+		}
+		if j := int(pos.Version - st.Base.Pos.Version - 1); j < len(st.Entries) && st.Entries[j].Pos == pos {
+			return true
+		}
+	}
+	return false
+}
+
+func copyStored(st roles.Stored) roles.Stored {
+	st.Entries = slices.Clip(slices.Clone(st.Entries))
+	return st
+}
+
+// storedLast is the position of the newest entry a store holds.
+func storedLast(st roles.Stored) roles.Pos {
+	if len(st.Entries) == 0 {
+		return st.Base.Pos
+	}
+	return st.Entries[len(st.Entries)-1].Pos
 }
 
 func (w *world) addCuts(what string, dur int64, cs []cut) {

@@ -75,6 +75,9 @@ type Result struct {
 	// Refusals: heartbeats the voters refused, by reason (stale-epoch,
 	// epoch-owned, ...): the epoch guards' paths were taken.
 	Refusals map[string]int
+	// Restores: masters started again from an older copy of their store
+	// (the restore-master fault).
+	Restores int
 }
 
 // Failed reports whether the run broke an invariant or liveness.
@@ -313,6 +316,7 @@ type world struct {
 	adv adversary
 
 	cleanStarts int // chunkserver starts from a clean-stop mark
+	restores    int // masters started again from an older copy of their store
 }
 
 func (w *world) masterIDs() []wire.MasterID {
@@ -668,6 +672,10 @@ func (w *world) startMaster(i int) {
 	n.setUp(true)
 	st := n.store
 	st.Entries = slices.Clone(st.Entries)
+	// As the daemon does: a store restored from an older copy has
+	// forgotten its last incarnation, and the wall clock keeps the new one
+	// above it (docs/architecture.md §10).
+	st.Hard.Incarnation = max(st.Hard.Incarnation, uint64(n.wallMs(w.now)))
 	var acts []roles.Action
 	func() {
 		defer func() {
@@ -924,6 +932,7 @@ func (w *world) run() Result {
 	res.Keep = bits.OnesCount32(w.prof.keep)
 	res.AllKeep = res.Keep == len(w.masters)
 	res.CleanStarts = w.cleanStarts
+	res.Restores = w.restores
 	res.Refusals = w.chk.refusals
 	res.TraceHash = w.hash
 	res.Trace = w.tail()

@@ -25,7 +25,7 @@ func TestSeeds(t *testing.T) {
 	}
 	failed := 0
 	var snaps Snapshots
-	forged, clean := 0, 0
+	forged, clean, restores := 0, 0, 0
 	keeps, refusals := map[string]int{}, map[string]int{}
 	RunSeeds(*firstFlag, n, func(r Result) {
 		forged += r.Forged
@@ -33,6 +33,7 @@ func TestSeeds(t *testing.T) {
 			refusals[k] += c
 		}
 		clean += r.CleanStarts
+		restores += r.Restores
 		switch {
 		case r.AllKeep:
 			keeps["every master"]++
@@ -73,7 +74,7 @@ func TestSeeds(t *testing.T) {
 	if n >= 50 && clean == 0 {
 		t.Fatalf("%d seeds and no chunkserver started from a clean-stop mark: the orderly-stop path went untested", n)
 	}
-	t.Logf("%d seeds: %d trims, %d snapshots installed, %d forged messages, KEEP_LEADERSHIP on %v, %d starts after an orderly stop, voter refusals %v", n, snaps.Trims, snaps.Installed, forged, keeps, clean, refusals)
+	t.Logf("%d seeds: %d trims, %d snapshots installed, %d forged messages, KEEP_LEADERSHIP on %v, %d starts after an orderly stop, %d masters restored from a copy, voter refusals %v", n, snaps.Trims, snaps.Installed, forged, keeps, clean, restores, refusals)
 }
 
 // TestReplay plays one seed with the full trace: the command a failure
