@@ -127,6 +127,14 @@ func (h *harness) run(cmd string) string {
 		default:
 			st.Entries, st.Hard.InForce = registry(a["registry"], a["ranges"])
 			st.Hard.Commit = Pos{Version: 2}
+			if p, ok := a["pending"]; ok {
+				// A registry change written but not yet in force: version 3
+				// with these members, uncommitted.
+				next, _ := registry(p, a["ranges"])
+				cfg := next[len(next)-1].Config
+				cfg.Version = 3
+				st.Entries = append(st.Entries, Entry{Pos: Pos{Version: 3}, Kind: EntryConfig, Config: cfg})
+			}
 		}
 		if e, ok := a["epoch"]; ok {
 			st.Hard.Epoch, st.Hard.MaxEpoch = mustU(e), mustU(e)
