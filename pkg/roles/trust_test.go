@@ -550,6 +550,14 @@ func TestIneligibleReasons(t *testing.T) {
 			t.Errorf("%s: %q, want %q", c.cmd, got, c.want)
 		}
 	}
+	// The founder beside a master of another cluster says so, not merely
+	// that only the founder can win (it is the founder).
+	h := newHarness(t)
+	h.run("master id=1 masters=1,2 genesis founder=1")
+	h.run("foreign master=2")
+	if got := h.m.Ineligible(); got != IneligibleForeign {
+		t.Errorf("the founder beside another cluster's master: %q, want %q", got, IneligibleForeign)
+	}
 }
 
 // Every grant leaves a durable record that shows it, before the
