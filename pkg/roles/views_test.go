@@ -1,0 +1,50 @@
+package roles
+
+import "testing"
+
+// What a master reports of itself to the listings (mfscli -SIM/-SLQ, the
+// web page) is as true as its role: a FOLLOWER shows how far it is behind
+// its LEADER and counts no votes; an ELECT that has won its quorum but
+// still catches up shows the transition it is in.
+func TestOperatorViews(t *testing.T) {
+	h := newHarness(t)
+	h.run("master id=2 masters=1,2 registry=1@10.0.1.1,2@10.0.1.2,3@10.0.1.3")
+	h.run("peer from=1 role=LEADER epoch=2 last=9@2")
+	if got := h.m.Behind(); got != 7 {
+		t.Errorf("a FOLLOWER at 2 beside a LEADER at 9: behind %d, want 7", got)
+	}
+	if tv := h.m.Tallies(h.now); tv != nil {
+		t.Errorf("a FOLLOWER shows tallies %+v; it counts no votes", tv)
+	}
+	if tr := h.m.Transition(h.now); tr != "" {
+		t.Errorf("a FOLLOWER shows the transition %q", tr)
+	}
+	// The LEADER's status goes stale: behind what is no longer known.
+	h.run("time +10s")
+	h.run("tick")
+	if got := h.m.Behind(); got != 0 {
+		t.Errorf("no fresh LEADER: behind %d, want 0", got)
+	}
+
+	// Nominated, voted for, and told of a commit point it lacks: it has
+	// won its quorum, and fetches before it may lead.
+	h.run("peer from=1 role=FOLLOWER epoch=2 last=5@2")
+	h.run("hello cs=1 nominate")
+	h.run("hello cs=2")
+	h.run("ack cs=1 commit=5@2 tag=2")
+	h.run("ack cs=2 commit=5@2 tag=2")
+	if h.m.Role() != Elect {
+		t.Fatalf("role %v, want ELECT catching up", h.m.Role())
+	}
+	if tr := h.m.Transition(h.now); tr != "ELECT -> LEADER" {
+		t.Errorf("an ELECT holding its quorum while it catches up shows %q", tr)
+	}
+	tv := h.m.Tallies(h.now)
+	if len(tv) != 1 || tv[0].Config != 2 {
+		t.Fatalf("an ELECT's tallies: %+v, want one, under registry version 2", tv)
+	}
+	h.run("fetchresp from=1 base=2@0 upto=5 epoch=2")
+	if h.m.Role() != Leader || h.m.Behind() != 0 || h.m.Transition(h.now) != "" {
+		t.Errorf("after catching up: %v, behind %d, transition %q; want LEADER, 0, none", h.m.Role(), h.m.Behind(), h.m.Transition(h.now))
+	}
+}
