@@ -48,3 +48,23 @@ func TestOperatorViews(t *testing.T) {
 		t.Errorf("after catching up: %v, behind %d, transition %q; want LEADER, 0, none", h.m.Role(), h.m.Behind(), h.m.Transition(h.now))
 	}
 }
+
+// A change is checked before it is logged, and each refusal names what is
+// wrong; the client library checks the same before it sends.
+func TestCheckWrite(t *testing.T) {
+	big := func(n int) string { return string(make([]byte, n)) }
+	for _, c := range []struct {
+		w    ClientWrite
+		want string
+	}{
+		{ClientWrite{Client: 0, Key: "a"}, ErrNoSession},
+		{ClientWrite{Client: 1, Key: ""}, "empty key"},
+		{ClientWrite{Client: 1, Key: big(MaxKey + 1)}, "key of 4097 bytes, at most 4096"},
+		{ClientWrite{Client: 1, Key: "a", Value: big(MaxValue + 1)}, "value of 262145 bytes, at most 262144"},
+		{ClientWrite{Client: 1, Key: big(MaxKey), Value: big(MaxValue)}, ""},
+	} {
+		if got := CheckWrite(c.w); got != c.want {
+			t.Errorf("client %d, key of %d bytes, value of %d: %q, want %q", c.w.Client, len(c.w.Key), len(c.w.Value), got, c.want)
+		}
+	}
+}
