@@ -1,6 +1,9 @@
 package roles
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // What a master reports of itself to the listings (mfscli -SIM/-SLQ, the
 // web page) is as true as its role: a FOLLOWER shows how far it is behind
@@ -66,5 +69,50 @@ func TestCheckWrite(t *testing.T) {
 		if got := CheckWrite(c.w); got != c.want {
 			t.Errorf("client %d, key of %d bytes, value of %d: %q, want %q", c.w.Client, len(c.w.Key), len(c.w.Value), got, c.want)
 		}
+	}
+}
+
+// A voter's own report (the chunkserver's metrics and status) shows a
+// promise only while it stands; and a voter whose LEADER's heartbeats are
+// late looks around at full rate, so that it knows where to go the moment
+// its promise lapses (the SIGSTOP failover time rests on it).
+func TestVoterPromiseAndLateProbes(t *testing.T) {
+	h := newHarness(t)
+	h.run("voter id=1 masters=1,2,3 addr=10.0.1.1")
+	h.run("time 2s")
+	h.run("reply from=1 role=LEADER epoch=1")
+	h.run("heartbeat from=1 role=LEADER epoch=1 lease=800ms")
+	start := h.now
+	if m, until := h.v.Promise(); m != 1 || until != start.Add(800*time.Millisecond) {
+		t.Fatalf("promise %v until %v, want M1 until %v", m, until, start.Add(800*time.Millisecond))
+	}
+	probes := func(from, to time.Duration) int {
+		n := 0
+		for d := from; d < to; d += 10 * time.Millisecond {
+			h.now = start.Add(d)
+			for _, a := range h.v.Step(h.now, Tick{}) {
+				if s, ok := a.(Send); ok {
+					if _, ok := s.Msg.(Probe); ok {
+						n++
+					}
+				}
+			}
+		}
+		return n
+	}
+	// On time (the first 4 probe intervals) it probes rarely; once the
+	// heartbeats are late, every 50 ms, each round to all three masters.
+	onTime := probes(10*time.Millisecond, 190*time.Millisecond)
+	late := probes(300*time.Millisecond, 700*time.Millisecond)
+	if onTime > 3 {
+		t.Errorf("%d probes in the first 180 ms, while the heartbeats were on time; want at most one round (3)", onTime)
+	}
+	if late < 3*6 {
+		t.Errorf("%d probes in the 400 ms after the heartbeats became late, want at least %d (a round every 50 ms)", late, 3*6)
+	}
+	h.now = start.Add(800 * time.Millisecond)
+	h.v.Step(h.now, Tick{})
+	if m, _ := h.v.Promise(); m != 0 {
+		t.Errorf("the lease ended and the voter still reports a promise to M%d", m)
 	}
 }
