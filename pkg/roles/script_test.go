@@ -265,7 +265,11 @@ func (h *harness) event(name string, a map[string]string) Event {
 		}
 		return r
 	case "write":
-		return ClientWrite{Client: ClientID(mustU(a["client"])), Seq: mustU(a["seq"]), Key: a["key"], Value: a["val"]}
+		w := ClientWrite{Client: ClientID(mustU(a["client"])), Seq: mustU(a["seq"]), Key: a["key"], Value: a["val"], Delete: a["delete"] == "true"}
+		if e, ok := a["expect"]; ok {
+			w.CAS, w.Expect = true, mustU(e)
+		}
+		return w
 	case "read":
 		return ClientRead{Client: ClientID(mustU(a["client"])), Seq: mustU(a["seq"]), Key: a["key"]}
 	case "probe":
@@ -408,6 +412,10 @@ func entryText(e Entry) string {
 		return fmt.Sprintf("%v:config-v%d", e.Pos, e.Config.Version)
 	case EntryPut:
 		return fmt.Sprintf("%v:put(%s=%s)", e.Pos, e.Key, e.Value)
+	case EntryDelete:
+		return fmt.Sprintf("%v:delete(%s)", e.Pos, e.Key)
+	case EntryCAS:
+		return fmt.Sprintf("%v:cas(%s=%s if version %d)", e.Pos, e.Key, e.Value, e.Expect)
 	}
 	return e.Pos.String()
 }
