@@ -71,6 +71,9 @@ func TestSeeds(t *testing.T) {
 			t.Fatalf("%d seeds and none with KEEP_LEADERSHIP on %s: %v", n, k, keeps)
 		}
 	}
+	if n >= 50 && restores == 0 {
+		t.Fatalf("%d seeds and no master restored from a copy: the M7 paths went untested", n)
+	}
 	if n >= 50 && clean == 0 {
 		t.Fatalf("%d seeds and no chunkserver started from a clean-stop mark: the orderly-stop path went untested", n)
 	}
