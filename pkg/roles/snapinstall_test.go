@@ -116,3 +116,69 @@ func TestSnapshotInstallGuards(t *testing.T) {
 		}
 	})
 }
+
+// A master asks for a snapshot every SnapshotEvery applied changes, never
+// with SnapshotEvery 0, one save at a time; a save reported for another
+// position than the one asked for is not taken as done, and an older
+// snapshot never replaces a newer one.
+func TestSnapshotTaking(t *testing.T) {
+	run := func(every uint64) (m *Master, step func(ev Event) []*Snapshot) {
+		cfg := DefaultConfig(2, []wire.MasterID{1, 2})
+		cfg.SnapshotEvery, cfg.LogRetain = every, 1000
+		m, _ = NewMaster(cfg, rigStored(), 0)
+		return m, func(ev Event) (saves []*Snapshot) {
+			for _, a := range m.Step(0, ev) {
+				if s, ok := a.(SaveSnapshot); ok {
+					saves = append(saves, s.Snap)
+				}
+			}
+			return saves
+		}
+	}
+	appendOne := func(v uint64) Append {
+		p := Pos{Version: v, Epoch: 1}
+		prev := Pos{Version: v - 1, Epoch: 1}
+		if v == 3 {
+			prev = Pos{Version: 2}
+		}
+		return Append{From: 1, Epoch: 1, Prev: prev, Entries: []Entry{{Pos: p, Kind: EntryNoop}}, Commit: p, InForce: 2}
+	}
+
+	_, step := run(0)
+	for v := uint64(3); v <= 12; v++ {
+		if saves := step(appendOne(v)); len(saves) > 0 {
+			t.Fatalf("SNAPSHOT_CHANGES off, and a snapshot was asked for at %v", saves[0].Pos)
+		}
+	}
+
+	m, step := run(3)
+	var asked []*Snapshot
+	for v := uint64(3); v <= 8; v++ {
+		asked = append(asked, step(appendOne(v))...)
+	}
+	if len(asked) != 1 {
+		t.Fatalf("%d saves asked for while the first was not done; want 1", len(asked))
+	}
+	first := asked[0]
+	step(SnapshotSaved{Pos: Pos{Version: first.Pos.Version + 1, Epoch: 1}})
+	if m.SnapshotAt() != (Pos{}) {
+		t.Fatalf("a save reported at another position was taken: snapshot at %v", m.SnapshotAt())
+	}
+	next := step(SnapshotSaved{Pos: first.Pos})
+	if m.SnapshotAt() != first.Pos {
+		t.Fatalf("snapshot at %v after its save, want %v", m.SnapshotAt(), first.Pos)
+	}
+	// Applied is at 8 by now, SnapshotEvery past the first: the next save
+	// is asked for at once.
+	if len(next) != 1 || next[0].Pos.Version != 8 {
+		t.Fatalf("after the first save (at %v), with 8 applied: saves %v, want one at 8", first.Pos, next)
+	}
+	// A newer snapshot is installed meanwhile (as from a LEADER); the save
+	// of the older one then finishes and must not replace it.
+	newer := &Snapshot{Pos: Pos{Version: 10, Epoch: 1}}
+	m.snap = newer
+	step(SnapshotSaved{Pos: next[0].Pos})
+	if m.SnapshotAt() != newer.Pos {
+		t.Fatalf("the older save replaced the newer snapshot: at %v, want %v", m.SnapshotAt(), newer.Pos)
+	}
+}
