@@ -3,6 +3,7 @@ package roles
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -92,6 +93,28 @@ func TestTempRemoveRules(t *testing.T) {
 	}
 	if ok, text := m.tempRemove(1); !ok {
 		t.Fatalf("tempRemove(1) refused: %s", text)
+	}
+	if ok, text := m.tempRemove(1); !ok || !strings.Contains(text, "already left out") {
+		t.Errorf("tempRemove(1) again = %v (%s), want it reported as already left out", ok, text)
+	}
+	// The refusals name where to go instead.
+	for _, c := range []struct {
+		set  func()
+		want string
+	}{
+		{func() { m.role = Dummy }, "shutting down"},
+		{func() { m.role, m.leader, m.leaderSeen, m.leaderHeard = Follower, 2, true, m.now }, "follows LEADER M2"},
+	} {
+		saved, leader, seen := m.role, m.leader, m.leaderSeen
+		c.set()
+		if ok, text := m.tempRemove(4); ok || !strings.Contains(text, c.want) {
+			t.Errorf("tempRemove as %v = %v (%s), want refused with %q", m.role, ok, text, c.want)
+		}
+		m.role, m.leader, m.leaderSeen = saved, leader, seen
+	}
+	empty, _ := NewMaster(DefaultConfig(1, []wire.MasterID{1}), Stored{}, 0)
+	if ok, text := empty.tempRemove(1); ok || !strings.Contains(text, "no metadata") {
+		t.Errorf("tempRemove without metadata = %v (%s)", ok, text)
 	}
 	delete(m.voters, 2)
 	if ok, _ := m.tempRemove(2); ok {
