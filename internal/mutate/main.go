@@ -349,7 +349,9 @@ func firstFailure(out []byte) string {
 }
 
 // buildError is the first compiler message, with the temporary path put
-// back to the original file's.
+// back to the original file's. The go command prints the mutated copy's
+// path absolute or relative to the working directory, whichever is
+// shorter, so both forms are replaced.
 func buildError(out []byte, mutated, orig string) string {
 	s := string(compileErr.Find(out))
 	if s == "" {
@@ -358,7 +360,13 @@ func buildError(out []byte, mutated, orig string) string {
 		}
 		return "build failed"
 	}
-	return strings.ReplaceAll(s, mutated, orig)
+	s = strings.ReplaceAll(s, mutated, orig)
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, mutated); err == nil {
+			s = strings.ReplaceAll(s, rel, orig)
+		}
+	}
+	return s
 }
 
 func main() {

@@ -3,6 +3,8 @@ package main
 import (
 	"go/parser"
 	"go/token"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -158,6 +160,15 @@ func TestFirstFailure(t *testing.T) {
 	}
 	if got := buildError([]byte(build), "/tmp/mutate-1/p.go", "pkg/p/p.go"); got != "pkg/p/p.go:12:2: declared and not used: ok" {
 		t.Errorf("buildError = %q", got)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mutated := filepath.Join(filepath.Dir(wd), "mutate-2", "p.go")
+	rel := "# example.com/p\n../mutate-2/p.go:3:1: declared and not used: x\nFAIL\texample.com/p [build failed]\n"
+	if got := buildError([]byte(rel), mutated, "pkg/p/p.go"); got != "pkg/p/p.go:3:1: declared and not used: x" {
+		t.Errorf("buildError of a relative path = %q", got)
 	}
 	if buildFailed([]byte(out)) {
 		t.Error("a test failure taken for a build failure")
