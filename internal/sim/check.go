@@ -26,7 +26,7 @@ type failover struct {
 type checker struct {
 	lastHard       []roles.HardState
 	lastVoter      []roles.VoterHardState
-	refusals       map[string]int // voter refusals of heartbeats, by reason
+	refusals       map[string]int // what voters ignored (refused heartbeats among it), by reason
 	leaderSince    []int64        // per master: when it last became LEADER
 	handoversAfter int            // LEADER -> FOLLOWER by handover after the heal
 	maxLeaderEpoch uint64

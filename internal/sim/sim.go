@@ -72,8 +72,9 @@ type Result struct {
 	// CleanStarts: chunkservers started from a record with the clean-stop
 	// mark (an orderly stop before), which vote at once.
 	CleanStarts int
-	// Refusals: heartbeats the voters refused, by reason (stale-epoch,
-	// epoch-owned, ...): the epoch guards' paths were taken.
+	// Refusals: what the voters ignored, by reason: refused heartbeats
+	// (stale-epoch, epoch-owned, ...: the epoch guards' paths were taken)
+	// and stale releases and sessions.
 	Refusals map[string]int
 	// Restores: masters started again from an older copy of their store
 	// (the restore-master fault).

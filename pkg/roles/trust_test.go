@@ -18,8 +18,15 @@ import (
 // three (10.0.1.1-3).
 func leaderOf3(t *testing.T) *harness {
 	t.Helper()
+	return leaderAmong(t, "1")
+}
+
+// leaderAmong is leaderOf3 with other masters configured beside M1
+// (masters: the MASTER_HOST ids, M1 first), so that their statuses count.
+func leaderAmong(t *testing.T, masters string) *harness {
+	t.Helper()
 	h := newHarness(t)
-	h.run("master id=1 masters=1 registry=1@10.0.1.1,2@10.0.1.2,3@10.0.1.3 acks=0")
+	h.run("master id=1 masters=" + masters + " registry=1@10.0.1.1,2@10.0.1.2,3@10.0.1.3 acks=0")
 	for _, cmd := range []string{"hello cs=1 nominate", "hello cs=2", "ack cs=1", "ack cs=2"} {
 		h.run(cmd)
 	}

@@ -122,15 +122,7 @@ func TestVoterPromiseAndLateProbes(t *testing.T) {
 // not the one it heard of: its status and listings name the epoch its
 // votes were given for.
 func TestLeaderReportsItsOwnEpoch(t *testing.T) {
-	h := newHarness(t)
-	h.run("master id=1 masters=1,2 registry=1@10.0.1.1,2@10.0.1.2,3@10.0.1.3 acks=0")
-	h.run("hello cs=1 nominate")
-	h.run("hello cs=2")
-	h.run("ack cs=1")
-	h.run("ack cs=2")
-	if h.m.Role() != Leader || h.m.Epoch() != 1 {
-		t.Fatalf("%v at epoch %d, want LEADER at 1", h.m.Role(), h.m.Epoch())
-	}
+	h := leaderAmong(t, "1,2")
 	h.run("peer from=2 role=ELECT epoch=6")
 	if h.m.Role() != Leader || h.m.Epoch() != 1 {
 		t.Errorf("after an ELECT's status at epoch 6: %v reporting epoch %d, want LEADER at 1", h.m.Role(), h.m.Epoch())
