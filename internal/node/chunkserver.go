@@ -48,7 +48,7 @@ type ChunkserverNode struct {
 	log     zerolog.Logger
 	store   *metadata.ChunkserverStore
 	voter   *roles.Voter
-	pending []roles.Action // the group being stepped (flush carries it out)
+	pending []roles.Batch // the group being stepped (flush carries it out)
 	metrics *obs.ChunkserverMetrics
 	start   time.Time
 	clock   clock // the core's time (CLOCK_BOOTTIME)
@@ -300,10 +300,10 @@ func (n *ChunkserverNode) startVoter(local netip.Addr, lost bool) error {
 	if err := n.flush(); err != nil {
 		return err
 	}
-	v, acts := roles.NewVoter(cfg, hard, n.now())
-	// carry makes the start's record (the clean-stop mark cleared) durable
+	v, b := roles.NewVoter(cfg, hard, n.now())
+	// Carry makes the start's record (the clean-stop mark cleared) durable
 	// before anything can be granted: the voter is stepped only after.
-	if err := n.carry(acts); err != nil {
+	if err := roles.Carry(n.store, csFx{n}, b); err != nil {
 		return err
 	}
 	n.voter = v
@@ -368,63 +368,85 @@ func (n *ChunkserverNode) handle(in csInput) error {
 
 // step runs one event through the voter; its actions wait for flush.
 func (n *ChunkserverNode) step(ev roles.Event) error {
-	n.pending = append(n.pending, n.voter.Step(n.now(), ev)...)
+	if b := n.voter.Step(n.now(), ev); !b.Empty() {
+		n.pending = append(n.pending, b)
+	}
 	return nil
 }
 
 // flush carries out what the steps since the last flush asked for.
 func (n *ChunkserverNode) flush() error {
-	acts := n.pending
+	group := n.pending
 	n.pending = nil
-	return n.carry(acts)
-}
-
-// carry makes the newest voter record durable (each is a whole record, so
-// the last one of a group stands for all), then sends.
-func (n *ChunkserverNode) carry(acts []roles.Action) error {
-	var last *roles.Persist
-	for _, a := range acts {
-		if p, ok := a.(roles.Persist); ok && p.Voter != nil {
-			last = &p
-		}
-	}
-	if last != nil {
-		if err := n.store.Apply(*last); err != nil {
-			return err
-		}
-	}
-	for _, a := range acts {
-		switch a := a.(type) {
-		case roles.Send:
-			switch m := a.Msg.(type) {
-			case roles.VoteHello:
-				n.log.Debug().Str("master", n.addrOf[wire.MasterID(a.To.ID)].String()).Bool("nominate", m.Nominate).Msg("vote session opened")
-			case roles.VoteBye:
-				n.log.Debug().Str("master", n.addrOf[wire.MasterID(a.To.ID)].String()).Msg("vote session closed")
-			}
-			if l := n.links[wire.MasterID(a.To.ID)]; l != nil {
-				l.send(a.Msg)
-			}
-		case roles.IDTaken:
-			n.log.Warn().Str("master", n.addrOf[a.Master].String()).Uint32("id", uint32(n.Identity().CS)).
-				Msg("the registry gives this id to another chunkserver: registering again")
-			if err := n.store.ForgetIdentity(); err != nil {
-				return err
-			}
-			n.idMu.Lock()
-			n.id = metadata.Identity{}
-			n.idMu.Unlock()
-			n.voter = nil
-			for _, l := range n.links {
-				l.reconnect()
-			}
-			return nil
-		case roles.Ignored:
-			n.log.Debug().Str(obs.FieldReason, a.Reason).Msg("ignored")
-		}
+	if err := roles.Carry(n.store, csFx{n}, group...); err != nil {
+		return err
 	}
 	n.observe()
 	return nil
+}
+
+// csFx carries a voter's batch out to the links and the log
+// (roles.Effects). The store is the Persister: one fsync for the newest
+// voter record of the group, before anything leaves.
+type csFx struct{ n *ChunkserverNode }
+
+// Durable: nothing of the chunkserver's reports waits on its disk.
+func (fx csFx) Durable() {}
+
+func (fx csFx) WallUnixMs() int64 { return time.Now().UnixMilli() }
+
+func (fx csFx) Send(to roles.Peer, msg wire.Message) {
+	n := fx.n
+	switch m := msg.(type) {
+	case roles.VoteHello:
+		n.log.Debug().Str("master", n.addrOf[wire.MasterID(to.ID)].String()).Bool("nominate", m.Nominate).Msg("vote session opened")
+	case roles.VoteBye:
+		n.log.Debug().Str("master", n.addrOf[wire.MasterID(to.ID)].String()).Msg("vote session closed")
+	}
+	if l := n.links[wire.MasterID(to.ID)]; l != nil {
+		l.send(msg)
+	}
+}
+
+// IDTaken: the store forgets the id, and the links reconnect to register
+// again; Carry drops whatever the old voter asked for after this.
+func (fx csFx) IDTaken(t roles.IDTaken) error {
+	n := fx.n
+	n.log.Warn().Str("master", n.addrOf[t.Master].String()).Uint32("id", uint32(n.Identity().CS)).
+		Msg("the registry gives this id to another chunkserver: registering again")
+	if err := n.store.ForgetIdentity(); err != nil {
+		return err
+	}
+	n.idMu.Lock()
+	n.id = metadata.Identity{}
+	n.idMu.Unlock()
+	n.voter = nil
+	for _, l := range n.links {
+		l.reconnect()
+	}
+	return nil
+}
+
+// Stopped: the loop ends after this flush (it asks voter.Stopped()).
+func (fx csFx) Stopped() {}
+
+func (fx csFx) Ignored(reason string) { fx.n.log.Debug().Str(obs.FieldReason, reason).Msg("ignored") }
+
+// A voter's batch carries no role change, admin reply or snapshot.
+func (fx csFx) Close(c roles.ConnClass) {
+	panic("invariant batch-kinds: a voter's batch closed " + c.String())
+}
+
+func (fx csFx) Transitioned(t roles.Transition) {
+	panic(fmt.Sprintf("invariant batch-kinds: a voter's batch said %v -> %v", t.From, t.To))
+}
+
+func (fx csFx) AdminReplied(roles.AdminReply) {
+	panic("invariant batch-kinds: a voter's batch answered an admin command")
+}
+
+func (fx csFx) SaveSnapshot(*roles.Snapshot) {
+	panic("invariant batch-kinds: a voter's batch saved a snapshot")
 }
 
 func (n *ChunkserverNode) observe() {

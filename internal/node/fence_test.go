@@ -37,11 +37,9 @@ func fenceCore(t *testing.T) (*roles.Master, roles.Instant) {
 	now := roles.Instant(0)
 	hbs := map[wire.CSID]roles.Heartbeat{}
 	step := func(ev roles.Event) {
-		for _, a := range core.Step(now, ev) {
-			if s, ok := a.(roles.Send); ok {
-				if hb, ok := s.Msg.(roles.Heartbeat); ok && s.To.Kind == roles.PeerCS {
-					hbs[wire.CSID(s.To.ID)] = hb
-				}
+		for _, s := range core.Step(now, ev).Sends {
+			if hb, ok := s.Msg.(roles.Heartbeat); ok && s.To.Kind == roles.PeerCS {
+				hbs[wire.CSID(s.To.ID)] = hb
 			}
 		}
 	}

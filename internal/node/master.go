@@ -94,9 +94,9 @@ type MasterNode struct {
 	clones      cloneBook          // refused clones, for the listings (loop)
 	infoClipped map[wire.CSID]bool // logged once: its CSInfo was cut (loop)
 
-	// The group being built: actions of the steps since the last flush,
-	// and the driver's own replies that must follow them.
-	group []roles.Action
+	// The group being built: the batches of the steps since the last
+	// flush, and the driver's own replies that must follow them.
+	group []roles.Batch
 	after []func()
 
 	// What observe() last saw, to log and count changes once.
@@ -254,19 +254,15 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 		}
 		*l.ln = ln
 	}
-	core, acts := roles.NewMaster(opt.Core, st, n.now())
+	core, b := roles.NewMaster(opt.Core, st, n.now())
 	n.core = core
 	n.setHello()
-	if err := n.persist(acts); err != nil {
+	// No link is up yet: the first batch is its Persist (the new
+	// incarnation), carried out before anything is heard.
+	if err := roles.Carry(masterDisk{n}, masterFx{n}, b); err != nil {
 		n.closeListeners()
 		return nil, err
 	}
-	for _, a := range acts {
-		if s, ok := a.(roles.SaveSnapshot); ok {
-			n.saveSnapshot(s.Snap)
-		}
-	}
-	n.publishFence()
 	n.metrics.RoleFrom(n.metricsRole)
 	for _, m := range opt.Masters {
 		if m.ID != opt.Core.ID {
@@ -570,22 +566,25 @@ func (n *MasterNode) shutdown(err error) {
 // step runs one event through the machine; its actions wait in the group
 // until flush.
 func (n *MasterNode) step(ev roles.Event) {
-	n.group = append(n.group, n.core.Step(n.now(), ev)...)
+	if b := n.core.Step(n.now(), ev); !b.Empty() {
+		n.group = append(n.group, b)
+	}
 }
 
 // later queues a reply of the driver's own (status, registration) to leave
 // after the group's actions: never before the disk has what it reports.
 func (n *MasterNode) later(f func()) { n.after = append(n.after, f) }
 
-// flush carries out the group: one fsync, then the effects in order, then
-// the driver's own replies.
+// flush carries out the group (roles.Carry: one fsync, then the effects
+// in order), then the driver's own replies.
 func (n *MasterNode) flush() error {
-	acts, after := n.group, n.after
+	group, after := n.group, n.after
 	n.group, n.after = nil, nil
-	if len(acts) > 0 {
-		if err := n.carry(acts); err != nil {
+	if len(group) > 0 {
+		if err := roles.Carry(masterDisk{n}, masterFx{n}, group...); err != nil {
 			return err
 		}
+		n.observe()
 	} else {
 		n.publishFence() // acknowledgements renew votes without an action
 	}
@@ -595,61 +594,14 @@ func (n *MasterNode) flush() error {
 	return nil
 }
 
-// carry executes one batch: persist (fsync) first, then everything else in
-// order, so nothing leaves before the disk has it.
-func (n *MasterNode) carry(acts []roles.Action) error {
-	if err := n.persist(acts); err != nil {
-		return err
-	}
-	// Before anything leaves: a step-down's vote releases let the voters
-	// move on, and no report may say LEADER once they can.
-	n.publishFence()
-	// Admin replies go first: an admin's connection is closed with the
-	// clients' when a step-down's disconnect rules run, and the reply says
-	// what the command did.
-	for _, a := range acts {
-		if r, ok := a.(roles.AdminReply); ok {
-			if w, ok := n.admins[r.ID]; ok {
-				w.c.send(AdminResp{ID: w.id, OK: r.OK, Text: r.Text})
-				delete(n.admins, r.ID)
-			}
-		}
-	}
-	for _, a := range acts {
-		switch a := a.(type) {
-		case roles.Send:
-			n.route(a.To, a.Msg)
-		case roles.Disconnect:
-			for _, g := range a.Goodbyes {
-				n.route(g.To, g.Msg)
-			}
-			n.disconnect(a.Class)
-		case roles.Transition:
-			n.log.Info().Str(obs.FieldFrom, a.From.String()).Str(obs.FieldTo, a.To.String()).
-				Uint64(obs.FieldEpoch, a.Epoch).Str(obs.FieldReason, a.Reason).Str("section", a.Section).Msg("role change")
-		case roles.Ignored:
-			n.metrics.Ignored(a.Reason)
-			n.log.Debug().Str(obs.FieldReason, a.Reason).Msg("ignored")
-		case roles.SaveSnapshot:
-			n.saveSnapshot(a.Snap)
-		}
-	}
-	n.observe()
-	return nil
-}
+// masterDisk is the master's store as roles.Carry uses it: a failure ends
+// the process (never run ahead of the disk); an installed snapshot is
+// logged and counted.
+type masterDisk struct{ n *MasterNode }
 
-func (n *MasterNode) persist(acts []roles.Action) error {
-	var ps []roles.Persist
-	for _, a := range acts {
-		if p, ok := a.(roles.Persist); ok {
-			ps = append(ps, p)
-		}
-	}
-	if len(ps) == 0 {
-		return nil
-	}
-	// Never run ahead of the disk: a failure ends the process.
-	if err := n.store.ApplyAll(ps); err != nil {
+func (d masterDisk) Apply(ps ...roles.Persist) error {
+	n := d.n
+	if err := n.store.Apply(ps...); err != nil {
 		return err
 	}
 	for _, p := range ps {
@@ -662,6 +614,46 @@ func (n *MasterNode) persist(acts []roles.Action) error {
 		}
 	}
 	return nil
+}
+
+// masterFx carries a batch's effects out to the connections, the logs and
+// the metrics (roles.Effects).
+type masterFx struct{ n *MasterNode }
+
+// Durable: before anything leaves, a step-down's vote releases let the
+// voters move on, and no report may say LEADER once they can.
+func (fx masterFx) Durable() { fx.n.publishFence() }
+
+func (fx masterFx) WallUnixMs() int64 { return time.Now().UnixMilli() }
+
+func (fx masterFx) Send(to roles.Peer, msg wire.Message) { fx.n.route(to, msg) }
+
+func (fx masterFx) Close(class roles.ConnClass) { fx.n.disconnect(class) }
+
+func (fx masterFx) Transitioned(t roles.Transition) {
+	fx.n.log.Info().Str(obs.FieldFrom, t.From.String()).Str(obs.FieldTo, t.To.String()).
+		Uint64(obs.FieldEpoch, t.Epoch).Str(obs.FieldReason, t.Reason).Str("section", t.Section).Msg("role change")
+}
+
+func (fx masterFx) AdminReplied(r roles.AdminReply) {
+	if w, ok := fx.n.admins[r.ID]; ok {
+		w.c.send(AdminResp{ID: w.id, OK: r.OK, Text: r.Text})
+		delete(fx.n.admins, r.ID)
+	}
+}
+
+func (fx masterFx) SaveSnapshot(s *roles.Snapshot) { fx.n.saveSnapshot(s) }
+
+// IDTaken and Stopped are a voter's: a master's batches never carry them.
+func (fx masterFx) IDTaken(t roles.IDTaken) error {
+	return fmt.Errorf("invariant batch-kinds: a master's batch said IDTaken (%v)", t.Master)
+}
+
+func (fx masterFx) Stopped() { panic("invariant batch-kinds: a master's batch said Stopped") }
+
+func (fx masterFx) Ignored(reason string) {
+	fx.n.metrics.Ignored(reason)
+	fx.n.log.Debug().Str(obs.FieldReason, reason).Msg("ignored")
 }
 
 // saveSnapshot writes a snapshot of the core's making in the background:
@@ -728,12 +720,6 @@ func (n *MasterNode) snapshotSaved(r snapResult) error {
 
 func (n *MasterNode) route(to roles.Peer, msg wire.Message) {
 	switch m := msg.(type) {
-	case roles.PeerStatus:
-		m.WallUnixMs = time.Now().UnixMilli()
-		msg = m
-	case roles.ProbeReply:
-		m.WallUnixMs = time.Now().UnixMilli()
-		msg = m
 	case roles.Heartbeat:
 		n.hbSent[hbKey{wire.CSID(to.ID), m.Seq}] = time.Now()
 	case roles.ClientReply:

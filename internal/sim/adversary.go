@@ -111,7 +111,7 @@ func (w *world) snoop(m ref, cs int, hb roles.Heartbeat) {
 
 // echo: chunkserver index cs sends msg to a master; its clone, seeing the
 // same traffic, sends the same from its own address.
-func (w *world) echo(cs int, to ref, msg roles.Event) {
+func (w *world) echo(cs int, to ref, msg wire.Message) {
 	if !w.adv.clone[cs] || to.k != kMaster {
 		return
 	}

@@ -62,73 +62,80 @@ func (c *checker) init(w *world) {
 	c.failovers = map[string][]time.Duration{}
 }
 
-// batch checks one batch of actions as the node emitted it.
-func (c *checker) batch(w *world, r ref, acts []roles.Action) {
-	disc := map[roles.ConnClass]bool{}
-	for _, a := range acts {
-		switch a := a.(type) {
-		case roles.SaveSnapshot:
-			c.snaps.Saved++
-		case roles.Persist:
-			if a.Trim != nil {
-				c.snaps.Trims++
-			}
-			if a.Snapshot != nil {
-				c.snaps.Installed++
-				if w.masters[r.i].m.Role() == roles.Elect {
-					c.snaps.ElectInstall++
-				}
-			}
-		case roles.Disconnect:
-			disc[a.Class] = true
-		case roles.Send:
-			if ack, ok := a.Msg.(roles.HeartbeatAck); ok && r.k == kCS && !ack.OK {
-				c.refusal(w, r, a.To, ack)
-			}
-		case roles.Transition:
-			if _, ok := roles.FindRule(a.From, a.To, a.Reason); !ok {
-				w.violate("%v: transition %v -> %v (%s) is not in docs/roles.md", r, a.From, a.To, a.Reason)
-			}
-			want := roles.MustDisconnect(a.From, a.To)
-			got := disc[roles.ConnChunkservers] && disc[roles.ConnClients] && disc[roles.ConnSessions]
-			if want && !got {
-				w.violate("%v: %v -> %v took effect before disconnecting %v", r, a.From, a.To, disc)
-			}
-			if !want && len(disc) > 0 {
-				w.violate("%v: %v -> %v disconnected %v but must take effect at once", r, a.From, a.To, disc)
-			}
-			disc = map[roles.ConnClass]bool{}
-			// L2: a LEADER elected after the heal that has led for a whole
-			// lease is settled; nothing but a planned handover may unseat it
-			// (no flapping). Candidates racing in the first moments after
-			// the heal may still replace each other.
-			if a.From == roles.Leader && (a.Reason == roles.ReasonQuorumLost || a.Reason == roles.ReasonHigherEpoch) &&
-				c.healed && c.leaderSince[r.i] >= c.healAt && w.now-c.leaderSince[r.i] >= int64(w.prof.masterCfg.VoteLease) && c.liveness == "" {
-				c.liveness = fmt.Sprintf("%v lost the lead %v after the heal (%s): flapping", r, time.Duration(w.now-c.healAt), a.Reason)
-			}
-			// L2 for preferred leaders: a handover yields, and a master
-			// that yielded reclaims only after an election or an admin
-			// order (none come after the heal), so after the heal each
-			// master hands over at most once. More is KEEP_LEADERSHIP
-			// masters taking the role from each other in turn.
-			if a.From == roles.Leader && a.Reason == roles.ReasonHandover && c.healed {
-				c.handoversAfter++
-				if c.handoversAfter > len(w.masters) && c.liveness == "" {
-					c.liveness = fmt.Sprintf("%d handovers after the heal (keep=%s): flapping", c.handoversAfter, w.prof.keepString())
-				}
-			}
-			if a.To == roles.Leader {
-				c.leaderSince[r.i] = w.now
-				c.newLeader(w, r, a.Epoch)
-			}
-		case roles.Ignored:
-			if r.k == kCS {
-				c.refusals[a.Reason]++
-			}
-			if a.Reason == "conflict-below-commit" {
-				w.violate("%v was asked to overwrite a committed entry", r)
+// batch checks one batch as the node made it.
+func (c *checker) batch(w *world, r ref, b roles.Batch) {
+	if b.SaveSnapshot != nil {
+		c.snaps.Saved++
+	}
+	for _, p := range b.Persist {
+		if p.Trim != nil {
+			c.snaps.Trims++
+		}
+		if p.Snapshot != nil {
+			c.snaps.Installed++
+			if w.masters[r.i].m.Role() == roles.Elect {
+				c.snaps.ElectInstall++
 			}
 		}
+	}
+	for _, s := range b.Sends {
+		if ack, ok := s.Msg.(roles.HeartbeatAck); ok && r.k == kCS && !ack.OK {
+			c.refusal(w, r, s.To, ack)
+		}
+	}
+	for _, t := range b.Transitions {
+		c.transition(w, r, t)
+	}
+	for _, reason := range b.Ignored {
+		if r.k == kCS {
+			c.refusals[reason]++
+		}
+		if reason == "conflict-below-commit" {
+			w.violate("%v was asked to overwrite a committed entry", r)
+		}
+	}
+}
+
+// transition checks one role change: it is in the table, its disconnect
+// rule was followed, and no settled LEADER flaps after the heal (L2).
+func (c *checker) transition(w *world, r ref, a roles.Transition) {
+	if _, ok := roles.FindRule(a.From, a.To, a.Reason); !ok {
+		w.violate("%v: transition %v -> %v (%s) is not in docs/roles.md", r, a.From, a.To, a.Reason)
+	}
+	disc := map[roles.ConnClass]bool{}
+	for _, d := range a.Disconnects {
+		disc[d.Class] = true
+	}
+	want := roles.MustDisconnect(a.From, a.To)
+	got := disc[roles.ConnChunkservers] && disc[roles.ConnClients] && disc[roles.ConnSessions]
+	if want && !got {
+		w.violate("%v: %v -> %v took effect before disconnecting %v", r, a.From, a.To, disc)
+	}
+	if !want && len(disc) > 0 {
+		w.violate("%v: %v -> %v disconnected %v but must take effect at once", r, a.From, a.To, disc)
+	}
+	// L2: a LEADER elected after the heal that has led for a whole
+	// lease is settled; nothing but a planned handover may unseat it
+	// (no flapping). Candidates racing in the first moments after
+	// the heal may still replace each other.
+	if a.From == roles.Leader && (a.Reason == roles.ReasonQuorumLost || a.Reason == roles.ReasonHigherEpoch) &&
+		c.healed && c.leaderSince[r.i] >= c.healAt && w.now-c.leaderSince[r.i] >= int64(w.prof.masterCfg.VoteLease) && c.liveness == "" {
+		c.liveness = fmt.Sprintf("%v lost the lead %v after the heal (%s): flapping", r, time.Duration(w.now-c.healAt), a.Reason)
+	}
+	// L2 for preferred leaders: a handover yields, and a master
+	// that yielded reclaims only after an election or an admin
+	// order (none come after the heal), so after the heal each
+	// master hands over at most once. More is KEEP_LEADERSHIP
+	// masters taking the role from each other in turn.
+	if a.From == roles.Leader && a.Reason == roles.ReasonHandover && c.healed {
+		c.handoversAfter++
+		if c.handoversAfter > len(w.masters) && c.liveness == "" {
+			c.liveness = fmt.Sprintf("%d handovers after the heal (keep=%s): flapping", c.handoversAfter, w.prof.keepString())
+		}
+	}
+	if a.To == roles.Leader {
+		c.leaderSince[r.i] = w.now
+		c.newLeader(w, r, a.Epoch)
 	}
 }
 
@@ -207,7 +214,7 @@ func (c *checker) persisted(w *world, r ref) {
 	if r.k != kMaster {
 		return
 	}
-	h := w.masters[r.i].store.Hard
+	h := w.masters[r.i].store.Hard()
 	last := c.lastHard[r.i]
 	if h.MaxEpoch < last.MaxEpoch || h.Epoch < last.Epoch {
 		w.violate("%v: persisted epochs went down: %d/%d after %d/%d", r, h.Epoch, h.MaxEpoch, last.Epoch, last.MaxEpoch)

@@ -92,7 +92,7 @@ func (c *client) disconnected(w *world, m wire.MasterID) {
 	}
 }
 
-func (c *client) onReply(w *world, ev roles.Event) {
+func (c *client) onReply(w *world, ev any) {
 	r, ok := ev.(roles.ClientReply)
 	if !ok || c.op == nil || r.Seq != c.op.seq {
 		return

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand"
 	"net/netip"
-	"slices"
 	"strings"
 	"time"
 
@@ -184,10 +183,8 @@ func (w *world) admin(target int, a roles.Admin, retries int) {
 	m := w.masters[i]
 	acts := m.m.Step(roles.Instant(m.clk.local(w.now)), a)
 	ok := false
-	for _, x := range acts {
-		if r, isReply := x.(roles.AdminReply); isReply {
-			ok = r.OK
-		}
+	for _, r := range acts.AdminReplies {
+		ok = r.OK
 	}
 	w.tracef("admin %v at M%d ok=%v", adminText(a), i+1, ok)
 	if ok && a.Kind == roles.AdminTempRemove {
@@ -414,8 +411,8 @@ func (w *world) fault(f faultKind, dur int64, pick int, leaderFirst bool, mode i
 		// An operator copies a master's DATA_PATH (a VM snapshot, a
 		// backup) and later brings the master back from that copy.
 		i := pickMaster()
-		backup := copyStored(w.masters[i].store)
-		w.tracef("M%d data directory copied (log %v, epoch %d)", i+1, storedLast(backup), backup.Hard.Epoch)
+		backup := w.masters[i].store.Copy()
+		w.tracef("M%d data directory copied (log %v, epoch %d)", i+1, backup.Last(), backup.Hard().Epoch)
 		w.at(w.now+dur, func() { w.restoreMaster(i, backup) })
 	case fStepDown:
 		if w.leaderIdx() >= 0 {
@@ -437,17 +434,17 @@ func (w *world) fault(f faultKind, dur int64, pick int, leaderFirst bool, mode i
 // says so. Such a restore is not done here, since S2 would rightly fail; a
 // master's store is restored only while its newest durable entry is also
 // durable on another master (or under another master's snapshot).
-func (w *world) restoreMaster(i int, backup roles.Stored) {
+func (w *world) restoreMaster(i int, backup *roles.MemStore) {
 	n := w.masters[i]
-	if !w.heldElsewhere(i, storedLast(n.store)) {
+	if !w.heldElsewhere(i, n.store.Last()) {
 		w.tracef("M%d restore skipped: its log holds entries no other master stores", i+1)
 		return
 	}
 	w.killMaster(i)
 	n.store = backup
-	w.chk.restored(i, backup.Hard)
+	w.chk.restored(i, backup.Hard())
 	w.restores++
-	w.tracef("M%d RESTORED from its copy (log %v, epoch %d)", i+1, storedLast(backup), backup.Hard.Epoch)
+	w.tracef("M%d RESTORED from its copy (log %v, epoch %d)", i+1, backup.Last(), backup.Hard().Epoch)
 	w.at(w.now+int64(100*time.Millisecond), func() {
 		if !n.up {
 			w.startMaster(i)
@@ -464,28 +461,11 @@ func (w *world) heldElsewhere(i int, pos roles.Pos) bool {
 		if k == i {
 			continue
 		}
-		st := &o.store
-		if st.Base.Pos.Version >= pos.Version {
-			return true
-		}
-		if j := int(pos.Version - st.Base.Pos.Version - 1); j < len(st.Entries) && st.Entries[j].Pos == pos {
+		if o.store.Base().Pos.Version >= pos.Version || o.store.Holds(pos) {
 			return true
 		}
 	}
 	return false
-}
-
-func copyStored(st roles.Stored) roles.Stored {
-	st.Entries = slices.Clip(slices.Clone(st.Entries))
-	return st
-}
-
-// storedLast is the position of the newest entry a store holds.
-func storedLast(st roles.Stored) roles.Pos {
-	if len(st.Entries) == 0 {
-		return st.Base.Pos
-	}
-	return st.Entries[len(st.Entries)-1].Pos
 }
 
 func (w *world) addCuts(what string, dur int64, cs []cut) {

@@ -190,39 +190,7 @@ type masterNode struct {
 	proc
 	cfg   roles.Config
 	m     *roles.Master
-	store roles.Stored
-}
-
-// applyPersist is what the daemon's store does with a Persist, in its
-// order (roles.Persist). The whole batch is durable at once, or (killed
-// before it completed) none of it.
-func applyPersist(st *roles.Stored, pa roles.Persist) {
-	if pa.Snapshot != nil {
-		saveSnapshot(st, pa.Snapshot)
-	}
-	if t := pa.Trim; t != nil {
-		drop := min(int(t.Pos.Version-min(t.Pos.Version, st.Base.Pos.Version)), len(st.Entries))
-		st.Entries = slices.Clone(st.Entries[drop:])
-		st.Base = *t
-	}
-	if pa.TruncateAfter != nil {
-		keep := int(*pa.TruncateAfter - st.Base.Pos.Version)
-		if keep < len(st.Entries) {
-			st.Entries = slices.Clip(st.Entries[:keep])
-		}
-	}
-	st.Entries = append(st.Entries, pa.Append...)
-	if pa.Hard != nil {
-		st.Hard = *pa.Hard
-	}
-}
-
-// saveSnapshot keeps the newer of the stored snapshot and s (a background
-// save of an older one may finish after a newer one was installed).
-func saveSnapshot(st *roles.Stored, s *roles.Snapshot) {
-	if st.Snapshot == nil || s.Pos.Version > st.Snapshot.Pos.Version {
-		st.Snapshot = s
-	}
+	store *roles.MemStore // its disk: what completed batches made durable
 }
 
 type csNode struct {
@@ -254,9 +222,9 @@ type event struct {
 	to      ref
 	from    ref
 	inc     uint64
-	msg     roles.Event
+	msg     any   // what a link delivers: a wire message, or a refused dial
 	sentLoc int64 // sender's clock at send (for Refused)
-	batch   []roles.Action
+	batch   roles.Batch
 	fn      func()
 }
 
@@ -395,7 +363,7 @@ func (w *world) cutBetween(from, to ref) bool {
 }
 
 // send puts a message on the wire from one node to another.
-func (w *world) send(from, to ref, msg roles.Event, sentLoc int64) {
+func (w *world) send(from, to ref, msg any, sentLoc int64) {
 	if to.k == kCS && to.i >= len(w.css) {
 		return // an id only an adversary used: the answer goes back to it
 	}
@@ -420,7 +388,7 @@ func (w *world) send(from, to ref, msg roles.Event, sentLoc int64) {
 // ICMP port-unreachable), a chunkserver's dial across a cut is refused
 // while the master lives: what the fast path must not mistake for a dead
 // master (docs/architecture.md §3).
-func (w *world) reject(from, to ref, msg roles.Event, sentLoc int64) {
+func (w *world) reject(from, to ref, msg any, sentLoc int64) {
 	if !w.prof.reject || from.k != kCS || to.k != kMaster {
 		return
 	}
@@ -450,12 +418,17 @@ func (w *world) deliver(e *event) {
 		}
 		return
 	}
-	w.enqueue(e.to, w.stamp(e.from, e.to, e.msg))
+	ev, ok := w.stamp(e.from, e.to, e.msg).(roles.Event)
+	if !ok {
+		w.violate("%v was sent %T, which is no input of the core", e.to, e.msg)
+		return
+	}
+	w.enqueue(e.to, ev)
 }
 
 // stamp fills in what a master's driver adds to a chunkserver's message:
 // the source address of the connection it came on.
-func (w *world) stamp(from, to ref, msg roles.Event) roles.Event {
+func (w *world) stamp(from, to ref, msg any) any {
 	if to.k != kMaster {
 		return msg
 	}
@@ -471,7 +444,7 @@ func (w *world) stamp(from, to ref, msg roles.Event) roles.Event {
 // withSource is msg as a master's driver hands it to the core: stamped
 // with the source address of the connection it came on, whatever it
 // claims.
-func withSource(msg roles.Event, addr netip.Addr) roles.Event {
+func withSource(msg any, addr netip.Addr) any {
 	switch m := msg.(type) {
 	case roles.HeartbeatAck:
 		m.Addr = addr
@@ -508,7 +481,7 @@ func (w *world) drain(r ref) {
 func (w *world) step(r ref, ev roles.Event) {
 	p := w.proc(r)
 	now := roles.Instant(p.clk.local(w.now))
-	var acts []roles.Action
+	var b roles.Batch
 	func() {
 		defer func() {
 			if x := recover(); x != nil {
@@ -516,36 +489,30 @@ func (w *world) step(r ref, ev roles.Event) {
 			}
 		}()
 		if r.k == kMaster {
-			acts = w.masters[r.i].m.Step(now, ev)
+			b = w.masters[r.i].m.Step(now, ev)
 		} else {
-			acts = w.css[r.i].v.Step(now, ev)
+			b = w.css[r.i].v.Step(now, ev)
 		}
 	}()
 	if w.opt.FullTrace {
 		w.tracef("%v <- %T %+v", r, ev, ev)
 	}
-	w.handle(r, acts)
+	w.handle(r, b)
 }
 
-// handle carries out one batch: Persist first (the node waits for its
-// disk), then Disconnects and Sends.
-func (w *world) handle(r ref, acts []roles.Action) {
+// handle carries out one batch as the daemons do (roles.Carry): a batch
+// with a Persist waits for the node's disk, whose delay is drawn here;
+// one without is carried out at once.
+func (w *world) handle(r ref, b roles.Batch) {
 	p := w.proc(r)
-	w.chk.batch(w, r, acts)
-	hasPersist := false
-	for _, a := range acts {
-		if _, ok := a.(roles.Persist); ok {
-			hasPersist = true
-			break
-		}
-	}
-	if !hasPersist {
-		w.effects(r, acts)
+	w.chk.batch(w, r, b)
+	if len(b.Persist) == 0 {
+		w.carry(r, b)
 		return
 	}
 	p.busy = true
 	d := w.diskMin + w.rng.Int63n(w.diskMax-w.diskMin+1)
-	w.push(&event{at: w.now + d, kind: evBatch, to: r, inc: p.inc, batch: acts})
+	w.push(&event{at: w.now + d, kind: evBatch, to: r, inc: p.inc, batch: b})
 }
 
 // batchDone: the disk has the batch; its sends leave now.
@@ -554,79 +521,113 @@ func (w *world) batchDone(e *event) {
 	if e.inc != p.inc || !p.up {
 		return // killed before the persist completed: it never happened
 	}
-	for _, a := range e.batch {
-		pa, ok := a.(roles.Persist)
-		if !ok {
-			continue
-		}
-		if e.to.k == kMaster {
-			applyPersist(&w.masters[e.to.i].store, pa)
-		} else if pa.Voter != nil {
-			w.css[e.to.i].hard = *pa.Voter
-		}
-	}
-	w.chk.persisted(w, e.to)
 	p.busy = false
-	w.effects(e.to, e.batch)
+	w.carry(e.to, e.batch)
 	w.drain(e.to)
 }
 
-func (w *world) effects(r ref, acts []roles.Action) {
-	p := w.proc(r)
-	loc := p.clk.local(w.now)
-	for _, a := range acts {
-		switch a := a.(type) {
-		case roles.Send:
-			msg := a.Msg
-			switch m := msg.(type) {
-			case roles.PeerStatus:
-				m.WallUnixMs = p.wallMs(w.now)
-				msg = m
-			case roles.ProbeReply:
-				m.WallUnixMs = p.wallMs(w.now)
-				msg = m
-			case roles.Heartbeat:
-				w.snoop(r, int(a.To.ID)-1, m)
-			}
-			if _, hello := msg.(roles.VoteHello); r.k == kCS && !hello {
-				w.echo(r.i, w.peerRef(a.To), msg)
-			}
-			w.send(r, w.peerRef(a.To), msg, loc)
-		case roles.Disconnect:
-			for _, g := range a.Goodbyes {
-				w.send(r, w.peerRef(g.To), g.Msg, loc)
-			}
-			if a.Class == roles.ConnClients {
-				for _, c := range w.clients {
-					c.disconnected(w, wire.MasterID(r.i+1))
-				}
-			}
-		case roles.Transition:
-			w.tracef("%v %v -> %v epoch %d (%s %s)", r, a.From, a.To, a.Epoch, a.Reason, a.Section)
-		case roles.AdminReply:
-			w.tracef("%v admin #%d ok=%v: %s", r, a.ID, a.OK, a.Text)
-		case roles.Stopped:
-			// The batch with the clean-stop mark is durable: the process
-			// ends (its connections close, with nothing to release).
-			w.tracef("%v STOPPED (clean)", r)
-			w.css[r.i].stopping = false
-			p.setUp(false)
-		case roles.SaveSnapshot:
-			// Written in the background: durable after a disk delay
-			// (longer than a batch's), unless the process dies first.
-			inc, s := p.inc, a.Snap
-			d := 2*w.diskMax + w.rng.Int63n(4*w.diskMax+1)
-			w.at(w.now+d, func() {
-				if p.inc != inc || !p.up {
-					return
-				}
-				saveSnapshot(&w.masters[r.i].store, s)
-				w.tracef("%v snapshot %v durable", r, s.Pos)
-				w.enqueue(r, roles.SnapshotSaved{Pos: s.Pos})
-			})
+// carry is roles.Carry over the node's disk and the simulated world. A
+// store that refuses a batch is a violation: the bbolt store would refuse
+// it too, and end the daemon.
+func (w *world) carry(r ref, b roles.Batch) {
+	var disk roles.Persister
+	if r.k == kMaster {
+		disk = w.masters[r.i].store
+	} else {
+		disk = voterDisk{&w.css[r.i].hard}
+	}
+	if err := roles.Carry(disk, &simFx{w: w, r: r, loc: w.proc(r).clk.local(w.now)}, b); err != nil {
+		w.violate("%v: its store refused a batch: %v", r, err)
+	}
+}
+
+// voterDisk is a chunkserver's disk: its newest record.
+type voterDisk struct{ hard *roles.VoterHardState }
+
+func (d voterDisk) Apply(ps ...roles.Persist) error {
+	for _, p := range ps {
+		if p.Voter != nil {
+			*d.hard = *p.Voter
+		}
+	}
+	return nil
+}
+
+// simFx carries a batch's effects into the simulated world
+// (roles.Effects): the network, the clients, the trace.
+type simFx struct {
+	w   *world
+	r   ref
+	loc int64 // the node's clock when the batch is carried out
+}
+
+// Durable: the checks on what the disk now holds.
+func (fx *simFx) Durable() { fx.w.chk.persisted(fx.w, fx.r) }
+
+func (fx *simFx) WallUnixMs() int64 { return fx.w.proc(fx.r).wallMs(fx.w.now) }
+
+func (fx *simFx) Send(to roles.Peer, msg wire.Message) {
+	w, r := fx.w, fx.r
+	if hb, ok := msg.(roles.Heartbeat); ok {
+		w.snoop(r, int(to.ID)-1, hb)
+	}
+	if _, hello := msg.(roles.VoteHello); r.k == kCS && !hello {
+		w.echo(r.i, w.peerRef(to), msg)
+	}
+	w.send(r, w.peerRef(to), msg, fx.loc)
+}
+
+func (fx *simFx) Close(class roles.ConnClass) {
+	if class == roles.ConnClients {
+		for _, c := range fx.w.clients {
+			c.disconnected(fx.w, wire.MasterID(fx.r.i+1))
 		}
 	}
 }
+
+func (fx *simFx) Transitioned(t roles.Transition) {
+	fx.w.tracef("%v %v -> %v epoch %d (%s %s)", fx.r, t.From, t.To, t.Epoch, t.Reason, t.Section)
+}
+
+func (fx *simFx) AdminReplied(a roles.AdminReply) {
+	fx.w.tracef("%v admin #%d ok=%v: %s", fx.r, a.ID, a.OK, a.Text)
+}
+
+// SaveSnapshot: written in the background, durable after a disk delay
+// (longer than a batch's), unless the process dies first.
+func (fx *simFx) SaveSnapshot(s *roles.Snapshot) {
+	w, r := fx.w, fx.r
+	p := w.proc(r)
+	inc := p.inc
+	d := 2*w.diskMax + w.rng.Int63n(4*w.diskMax+1)
+	w.at(w.now+d, func() {
+		if p.inc != inc || !p.up {
+			return
+		}
+		w.masters[r.i].store.SaveSnapshot(s)
+		w.tracef("%v snapshot %v durable", r, s.Pos)
+		w.enqueue(r, roles.SnapshotSaved{Pos: s.Pos})
+	})
+}
+
+// IDTaken: only an impostor's registration takes a simulated
+// chunkserver's id; the chunkserver keeps it (re-registering is the
+// daemon's, tested on real processes).
+func (fx *simFx) IDTaken(t roles.IDTaken) error {
+	fx.w.tracef("%v told its id is taken by M%d", fx.r, t.Master)
+	return nil
+}
+
+// Stopped: the batch with the clean-stop mark is durable: the process
+// ends (its connections close, with nothing to release).
+func (fx *simFx) Stopped() {
+	fx.w.tracef("%v STOPPED (clean)", fx.r)
+	fx.w.css[fx.r.i].stopping = false
+	fx.w.proc(fx.r).setUp(false)
+}
+
+// Ignored inputs are counted by the checker when the batch is made.
+func (fx *simFx) Ignored(string) {}
 
 func (w *world) peerRef(p roles.Peer) ref {
 	switch p.Kind {
@@ -671,23 +672,22 @@ func (w *world) tick(e *event) {
 func (w *world) startMaster(i int) {
 	n := w.masters[i]
 	n.setUp(true)
-	st := n.store
-	st.Entries = slices.Clone(st.Entries)
+	st, _ := n.store.Load()
 	// As the daemon does: a store restored from an older copy has
 	// forgotten its last incarnation, and the wall clock keeps the new one
 	// above it (docs/architecture.md §10).
 	st.Hard.Incarnation = max(st.Hard.Incarnation, uint64(n.wallMs(w.now)))
-	var acts []roles.Action
+	var b roles.Batch
 	func() {
 		defer func() {
 			if x := recover(); x != nil {
 				w.violate("M%d panicked at start: %v", i+1, x)
 			}
 		}()
-		n.m, acts = roles.NewMaster(n.cfg, st, roles.Instant(n.clk.local(w.now)))
+		n.m, b = roles.NewMaster(n.cfg, st, roles.Instant(n.clk.local(w.now)))
 	}()
 	w.tracef("M%d start (log %v)", i+1, n.m.Log().Last())
-	w.handle(n.ref, acts)
+	w.handle(n.ref, b)
 	w.drain(n.ref)
 }
 
@@ -714,7 +714,7 @@ func (w *world) startCS(i int) {
 	if n.hard.CleanStop {
 		w.cleanStarts++
 	}
-	var acts []roles.Action
+	var acts roles.Batch
 	n.v, acts = roles.NewVoter(n.cfg, n.hard, roles.Instant(n.clk.local(w.now)))
 	w.tracef("CS%d start (clean=%v)", i+1, n.hard.CleanStop)
 	w.handle(n.ref, acts)
@@ -851,11 +851,11 @@ func newWorld(opt Options) *world {
 		}
 		cfg.ID, cfg.Masters = ids[i], ids
 		cfg.KeepLeadership = w.prof.keep&(1<<i) != 0
-		n := &masterNode{cfg: cfg}
+		n := &masterNode{cfg: cfg, store: roles.NewMemStore(roles.Stored{})}
 		n.ref = ref{kMaster, i}
 		n.clk = clock{anchorLocal: w.rng.Int63n(int64(time.Hour)), rate: w.prof.initialRate(w.rng)}
 		if i == 0 {
-			n.store.Entries = roles.Genesis(1) // `mfsmaster init` on the first master only
+			n.store = roles.NewMemStore(roles.Stored{Entries: roles.Genesis(1)}) // `mfsmaster init` on the first master only
 		}
 		w.masters = append(w.masters, n)
 	}

@@ -82,11 +82,18 @@ func (s *ChunkserverStore) VoterHard() (h roles.VoterHardState, err error) {
 	return h, nil
 }
 
-// Apply makes a chunkserver's Persist durable: *p.Voter when set. The
+// Apply makes a chunkserver's Persists durable (roles.Persister): the
+// newest voter record among them, the one that counts, in one fsync. The
 // master's fields are ignored.
-func (s *ChunkserverStore) Apply(p roles.Persist) error {
-	if p.Voter == nil {
+func (s *ChunkserverStore) Apply(ps ...roles.Persist) error {
+	var last *roles.VoterHardState
+	for _, p := range ps {
+		if p.Voter != nil {
+			last = p.Voter
+		}
+	}
+	if last == nil {
 		return nil
 	}
-	return s.db.Update(func(tx *bolt.Tx) error { return put(tx, keyVoter, p.Voter) })
+	return s.db.Update(func(tx *bolt.Tx) error { return put(tx, keyVoter, last) })
 }

@@ -15,25 +15,14 @@ import (
 func coreConfig() roles.Config { return roles.DefaultConfig(7, []wire.MasterID{7, 8, 9}) }
 
 // startCore is a master's start: Load, NewMaster, and the Persists of its
-// first batch applied in one ApplyAll, as the driver does.
+// first batch applied in one Apply, as the driver does.
 func startCore(t *testing.T, s *MasterStore) (*roles.Master, []roles.Persist) {
 	t.Helper()
 	st, err := s.Load()
 	must(t, err)
-	m, acts := roles.NewMaster(coreConfig(), st, 0)
-	ps := persists(acts)
-	must(t, s.ApplyAll(ps))
-	return m, ps
-}
-
-func persists(acts []roles.Action) []roles.Persist {
-	var ps []roles.Persist
-	for _, a := range acts {
-		if p, ok := a.(roles.Persist); ok {
-			ps = append(ps, p)
-		}
-	}
-	return ps
+	m, b := roles.NewMaster(coreConfig(), st, 0)
+	must(t, s.Apply(b.Persist...))
+	return m, b.Persist
 }
 
 // repairs reports whether ps trims or truncates the log.
@@ -122,7 +111,7 @@ func TestCrashDuringInstall(t *testing.T) {
 				hard := before.Hard
 				hard.Commit = snap.Pos
 				crashAfter = func(w writeStep) bool { return w == step }
-				if err := s.ApplyAll([]roles.Persist{p, {Hard: &hard}}); !errors.Is(err, errCrashed) {
+				if err := s.Apply(p, roles.Persist{Hard: &hard}); !errors.Is(err, errCrashed) {
 					t.Fatalf("the install was not stopped after %v: %v", step, err)
 				}
 				crashAfter = nil
@@ -185,7 +174,7 @@ func TestSnapshotWithoutTrim(t *testing.T) {
 			next := roles.Entry{Pos: roles.Pos{Version: 16, Epoch: 4}, Kind: roles.EntryPut, Client: 3, Seq: 1, Key: "k", Value: "v"}
 			out := m.Step(1, roles.Append{From: 8, Epoch: 4, Prev: roles.Pos{Version: 15, Epoch: 4},
 				Entries: []roles.Entry{next}, Commit: roles.Pos{Version: 15, Epoch: 4}})
-			ps := persists(out)
+			ps := out.Persist
 			appended := false
 			for _, p := range ps {
 				appended = appended || len(p.Append) > 0
@@ -193,7 +182,7 @@ func TestSnapshotWithoutTrim(t *testing.T) {
 			if !appended {
 				t.Fatalf("the core did not append 16@4: %+v", out)
 			}
-			must(t, s.ApplyAll(ps))
+			must(t, s.Apply(ps...))
 			st, err := s.Load()
 			must(t, err)
 			if st.Base.Pos != (roles.Pos{Version: 15, Epoch: 4}) || len(st.Entries) != 1 || st.Entries[0].Pos != next.Pos {
@@ -237,7 +226,7 @@ func TestRepairPersist(t *testing.T) {
 			b := roles.LogBase{Pos: snap, Latest: ss.Latest, Previous: ss.Previous}
 			v := snap.Version
 			hard := roles.HardState{Incarnation: 2, Commit: snap}
-			must(t, s.ApplyAll([]roles.Persist{{Trim: &b, TruncateAfter: &v}, {Hard: &hard}}))
+			must(t, s.Apply(roles.Persist{Trim: &b, TruncateAfter: &v}, roles.Persist{Hard: &hard}))
 			must(t, s.Apply(roles.Persist{Append: entries(16, 17, 4)}))
 			must(t, s.Close())
 			s = openMaster(t, dir)

@@ -234,21 +234,16 @@ func decodeEntry(k, v []byte, schema uint64) (e roles.Entry, err error) {
 	return e, nil
 }
 
-// Apply makes a master's Persist durable: see ApplyAll. p.Voter is a
-// chunkserver's and is ignored.
-func (s *MasterStore) Apply(p roles.Persist) error {
-	return s.ApplyAll([]roles.Persist{p})
-}
-
-// ApplyAll carries out several Persists, in order, in one transaction: one
-// fsync for a group of steps (the driver's group commit). The newest
+// Apply makes Persists durable (roles.Store): several, in order, in one
+// transaction: one fsync for a group of steps (the driver's group
+// commit). p.Voter is a chunkserver's and is ignored. The newest
 // Snapshot among them is written first, durably (SaveSnapshot: never over
 // a newer one); then, in one bbolt transaction, each Persist's Trim,
 // TruncateAfter and Append in turn, and the newest Hard. Either the whole
 // transaction is durable or none of it: anything inconsistent (an entry
 // that does not continue the log, a cut below the base) rolls it back and
 // is returned.
-func (s *MasterStore) ApplyAll(ps []roles.Persist) error {
+func (s *MasterStore) Apply(ps ...roles.Persist) error {
 	var snap *roles.Snapshot
 	for _, p := range ps {
 		if p.Snapshot != nil && (snap == nil || p.Snapshot.Pos.Version > snap.Pos.Version) {
@@ -309,7 +304,7 @@ func (s *MasterStore) ApplyAll(ps []roles.Persist) error {
 // trim drops every entry at or below b.Pos and makes b the log's base.
 // conflict: an entry at b.Pos's version was held with another epoch, so the
 // entries after it do not continue the new base; the same Persist must drop
-// them (TruncateAfter), which ApplyAll checks.
+// them (TruncateAfter), which Apply checks.
 func trim(tx *bolt.Tx, b roles.LogBase) (conflict bool, err error) {
 	cur, err := base(tx)
 	if err != nil {

@@ -91,7 +91,7 @@ type SnapshotWrite struct {
 // and the directory fsynced. Only the compare and rename are serialised,
 // so a background save does not hold up a snapshot installed meanwhile.
 // ctx stops a write in progress (the temporary file is removed). Safe for
-// concurrent use, and for use beside ApplyAll.
+// concurrent use, and for use beside Apply.
 func (s *MasterStore) SaveSnapshot(ctx context.Context, snap *roles.Snapshot) (SnapshotWrite, error) {
 	if snap == nil || snap.Latest == nil {
 		return SnapshotWrite{}, fmt.Errorf("snapshot file %s: refusing a snapshot without a config", s.snapPath)
@@ -352,12 +352,12 @@ func (c *countWriter) Write(p []byte) (int, error) {
 // test can stop it as a crash would (crashAfter).
 type writeStep int
 
-// The steps, in the order an install through ApplyAll takes them.
+// The steps, in the order an install through Apply takes them.
 const (
 	stepTempWritten writeStep = 1 + iota // the temporary file written and fsynced
 	stepRenamed                          // renamed over snapshot.mfs
 	stepDirSynced                        // the directory fsynced: the snapshot is durable
-	stepCommitted                        // ApplyAll's bbolt transaction (trim, truncate, append) committed
+	stepCommitted                        // Apply's bbolt transaction (trim, truncate, append) committed
 )
 
 func (w writeStep) String() string {

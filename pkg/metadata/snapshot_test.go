@@ -265,7 +265,7 @@ func TestSnapshotNeverOlder(t *testing.T) {
 }
 
 // TestTrimTruncateAppend: a trim, a truncation and an append in one
-// ApplyAll, then a load after the trim, before and after a reopen; the
+// Apply, then a load after the trim, before and after a reopen; the
 // install case (trim past the end); and the refusals.
 func TestTrimTruncateAppend(t *testing.T) {
 	s, dir := initStore(t)
@@ -281,11 +281,11 @@ func TestTrimTruncateAppend(t *testing.T) {
 	b := roles.LogBase{Pos: roles.Pos{Version: 5, Epoch: 2}, Latest: latest, Previous: prev}
 	cut := uint64(8)
 	hard := roles.HardState{Incarnation: 3, Epoch: 3, MaxEpoch: 3, LeaderEpoch: 3, Commit: roles.Pos{Version: 8, Epoch: 2}}
-	must(t, s.ApplyAll([]roles.Persist{
+	must(t, s.Apply([]roles.Persist{
 		{Snapshot: snap, Trim: &b},
 		{TruncateAfter: &cut, Append: []roles.Entry{entry(9, 3, "n9"), entry(10, 3, "n10")}},
 		{Hard: &hard},
-	}))
+	}...))
 	want := []roles.Entry{es[4], es[5], es[6], entry(9, 3, "n9"), entry(10, 3, "n10")} // 6, 7, 8, 9, 10
 	check := func() {
 		t.Helper()
@@ -383,7 +383,7 @@ func TestTrimInconsistent(t *testing.T) {
 		es = append(es, entry(v, 2, "k"))
 	}
 	b := roles.LogBase{Pos: roles.Pos{Version: 4, Epoch: 2}, Latest: latest, Previous: prev}
-	must(t, s.ApplyAll([]roles.Persist{{Append: es}, {Trim: &b}}))
+	must(t, s.Apply(roles.Persist{Append: es}, roles.Persist{Trim: &b}))
 	if _, err := s.Load(); err == nil || !strings.Contains(err.Error(), "trimmed to 4@2 but there is no snapshot file "+s.SnapshotPath()) {
 		t.Fatalf("load of a trimmed log without a snapshot: %v", err)
 	}

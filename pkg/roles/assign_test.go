@@ -63,13 +63,7 @@ func TestVoterIDTaken(t *testing.T) {
 		t.Fatalf("setup: the voter opened no session:\n%s", out)
 	}
 	acts := h.v.Step(h.now, Redirect{From: 1, Session: h.v.Session(), IDTaken: true})
-	found := false
-	for _, a := range acts {
-		if it, ok := a.(IDTaken); ok && it.Master == 1 {
-			found = true
-		}
-	}
-	if !found {
+	if acts.IDTaken == nil || acts.IDTaken.Master != 1 {
 		t.Fatalf("no IDTaken action: %#v", acts)
 	}
 }

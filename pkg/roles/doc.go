@@ -5,11 +5,16 @@
 //   - Step never blocks, never fails and never reads a clock: time arrives as
 //     an Instant, a reading of the calling node's own monotonic clock.
 //     Readings of two nodes are never compared.
-//   - Every effect is returned as an Action. Within one batch the caller
-//     performs every Persist (durably) first, then every Disconnect, then
-//     every Send, then logs. A batch whose Persist failed must not go further.
-//   - Stale, duplicate and foreign input becomes an Ignored action with a
-//     stable reason, never an error. A broken invariant panics with its name.
+//   - Every effect is returned in a Batch, whose fields are in the order
+//     they must be carried out: Persist (durably, through a Store), admin
+//     replies, transitions (each after the disconnects its rule requires),
+//     sends, a snapshot to save. Carry is the one executor; both daemons
+//     and the simulator use it. A batch whose Persist failed goes no
+//     further.
+//   - Event is a closed set: only the core's inputs compile as one.
+//   - Stale, duplicate and foreign input becomes an Ignored reason in the
+//     batch, stable and never an error. A broken invariant panics with its
+//     name.
 //   - No goroutines, channels, sync, os, net, time.Now or global random
 //     source: the same inputs give the same outputs, which is what lets the
 //     simulator in internal/sim replay thousands of fault schedules.

@@ -10,16 +10,6 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
-// Stored is what a master finds on its disk at start: its newest durable
-// snapshot (nil if none), the base its log was trimmed to, and the entries
-// after that base.
-type Stored struct {
-	Hard     HardState
-	Snapshot *Snapshot
-	Base     LogBase
-	Entries  []Entry
-}
-
 // voterRec is one open vote session at this master.
 type voterRec struct {
 	session   uint64
@@ -85,7 +75,7 @@ type Master struct {
 	hard HardState
 	log  Log
 	kv   KV
-	out  []Action
+	out  Batch // what this step asks of the driver so far
 
 	snap       *Snapshot  // the newest durable snapshot (nil: none)
 	snapSaving *Snapshot  // asked of the driver, not yet durable
@@ -155,9 +145,9 @@ type Master struct {
 }
 
 // NewMaster starts a master from what its disk holds. The caller must carry
-// out the returned actions (the first is the Persist of the new
-// incarnation) before handling any event.
-func NewMaster(cfg Config, st Stored, now Instant) (*Master, []Action) {
+// out the returned batch (its Persist holds the new incarnation) before
+// handling any event.
+func NewMaster(cfg Config, st Stored, now Instant) (*Master, Batch) {
 	m := &Master{
 		cfg:        cfg,
 		now:        now,
@@ -189,7 +179,7 @@ func NewMaster(cfg Config, st Stored, now Instant) (*Master, []Action) {
 			// (docs/architecture.md §10, "Snapshots").
 			b, v := s.base(), s.Pos.Version
 			m.log.reset(b)
-			m.emit(Persist{Trim: &b, TruncateAfter: &v})
+			m.persist(Persist{Trim: &b, TruncateAfter: &v})
 		}
 		if s.Pos.Version > m.hard.Commit.Version {
 			m.hard.Commit = s.Pos
@@ -389,7 +379,7 @@ func (m *Master) selfNominateAt() Instant {
 }
 
 // Step advances the machine by one event at this master's time now.
-func (m *Master) Step(now Instant, ev Event) []Action {
+func (m *Master) Step(now Instant, ev Event) Batch {
 	if now < m.now {
 		panic(fmt.Sprintf("invariant monotonic-clock: %d after %d", now, m.now))
 	}
@@ -447,41 +437,30 @@ func (m *Master) Step(now Instant, ev Event) []Action {
 	return m.flush()
 }
 
-func (m *Master) emit(a Action) { m.out = append(m.out, a) }
-
-func (m *Master) flush() []Action {
-	out := m.out
-	m.out = nil
+// flush hands the step's batch over, with the durable record last when
+// it changed.
+func (m *Master) flush() Batch {
 	if m.hardDirty {
 		h := m.hard
-		out = append(out, Persist{Hard: &h})
+		m.persist(Persist{Hard: &h})
 		m.hardDirty = false
 	}
-	// Persist first, then Disconnects and the Transition in the order
-	// emitted, then Sends: the batch contract of doc.go.
-	sort.SliceStable(out, func(i, j int) bool { return actionRank(out[i]) < actionRank(out[j]) })
-	return out
+	b := m.out
+	m.out = Batch{}
+	return b
 }
 
-func actionRank(a Action) int {
-	switch a.(type) {
-	case Persist:
-		return 0
-	case Disconnect, Transition:
-		return 1
-	case Send:
-		return 2
-	}
-	return 3
-}
+func (m *Master) persist(p Persist) { m.out.Persist = append(m.out.Persist, p) }
 
-func (m *Master) ignore(reason string) { m.emit(Ignored{Reason: reason}) }
+func (m *Master) ignore(reason string) { m.out.Ignored = append(m.out.Ignored, reason) }
 
 // persistHard marks the durable record changed; flush writes it once per
 // batch, whatever changed it how often.
 func (m *Master) persistHard() { m.hardDirty = true }
 
-func (m *Master) send(to Peer, msg wire.Message) { m.emit(Send{To: to, Msg: msg}) }
+func (m *Master) send(to Peer, msg wire.Message) {
+	m.out.Sends = append(m.out.Sends, Send{To: to, Msg: msg})
+}
 
 // ---- roles -----------------------------------------------------------------
 
@@ -496,15 +475,17 @@ func (m *Master) become(to Role, reason string) {
 	if rule.Disconnect != MustDisconnect(from, to) {
 		panic(fmt.Sprintf("invariant disconnect-rule: table row %s disagrees with MustDisconnect", rule.Section))
 	}
+	var disc []Disconnect
 	if rule.Disconnect {
-		m.disconnectAll(m.releaseNext)
+		disc = m.disconnectAll(m.releaseNext)
 	}
 	m.releaseNext = wire.NoMaster
 	m.role = to
 	if to == Follower || to == Dummy {
 		m.placed = false
 	}
-	m.emit(Transition{From: from, To: to, Epoch: m.Epoch(), Reason: reason, Section: rule.Section})
+	m.out.Transitions = append(m.out.Transitions,
+		Transition{From: from, To: to, Epoch: m.Epoch(), Reason: reason, Section: rule.Section, Disconnects: disc})
 	switch to {
 	case Leader:
 		m.enterLeader()
@@ -531,7 +512,7 @@ func (m *Master) become(to Role, reason string) {
 // may vote elsewhere at once: this master no longer counts it), then
 // clients and other sessions are closed. next is a master the chunkservers
 // should vote for at once (a handover), or none.
-func (m *Master) disconnectAll(next wire.MasterID) {
+func (m *Master) disconnectAll(next wire.MasterID) []Disconnect {
 	var bye []Send
 	for _, id := range m.voterIDs() {
 		v := m.voters[id]
@@ -539,9 +520,7 @@ func (m *Master) disconnectAll(next wire.MasterID) {
 	}
 	// Votes stop counting before the goodbyes leave.
 	m.voters = map[wire.CSID]*voterRec{}
-	m.emit(Disconnect{Class: ConnChunkservers, Goodbyes: bye})
-	m.emit(Disconnect{Class: ConnClients})
-	m.emit(Disconnect{Class: ConnSessions})
+	return []Disconnect{{Class: ConnChunkservers, Goodbyes: bye}, {Class: ConnClients}, {Class: ConnSessions}}
 }
 
 func (m *Master) voterIDs() []wire.CSID {
@@ -591,7 +570,7 @@ func (m *Master) enterLeader() {
 	// A new term starts with an entry of its own epoch.
 	e := Entry{Pos: Pos{Version: m.log.Len() + 1, Epoch: m.hard.Epoch}, Kind: EntryNoop}
 	m.log.append(e)
-	m.emit(Persist{Append: []Entry{e}})
+	m.persist(Persist{Append: []Entry{e}})
 	m.replicated, m.acked = m.hard.Commit, m.hard.Commit
 	m.kv.applyUpTo(&m.log, m.acked.Version)
 	m.progress = map[wire.MasterID]*progress{}

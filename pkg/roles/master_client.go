@@ -89,7 +89,7 @@ func (m *Master) onClientWrite(w ClientWrite) {
 	}
 	e := Entry{Pos: Pos{Version: m.log.Len() + 1, Epoch: m.hard.Epoch}, Kind: kind, Client: w.Client, Seq: w.Seq, Key: w.Key, Value: w.Value, Expect: w.Expect}
 	m.log.append(e)
-	m.emit(Persist{Append: []Entry{e}})
+	m.persist(Persist{Append: []Entry{e}})
 	m.pending = append(m.pending, pendingOp{client: w.Client, seq: w.Seq, ver: e.Version, key: w.Key})
 	m.replicate()
 	m.advanceReplicated()
@@ -207,7 +207,7 @@ func (m *Master) readReply(op pendingOp) ClientReply {
 
 func (m *Master) onAdmin(a Admin) {
 	ok, text := m.admin(a)
-	m.emit(AdminReply{ID: a.ID, OK: ok, Text: text})
+	m.out.AdminReplies = append(m.out.AdminReplies, AdminReply{ID: a.ID, OK: ok, Text: text})
 }
 
 func (m *Master) admin(a Admin) (bool, string) {

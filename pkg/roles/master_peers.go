@@ -209,7 +209,7 @@ func (m *Master) onAppend(a Append) {
 		return
 	}
 	if trunc != nil || len(app) > 0 {
-		m.emit(Persist{TruncateAfter: trunc, Append: app})
+		m.persist(Persist{TruncateAfter: trunc, Append: app})
 	}
 	// Entries at or below the base are committed history already held.
 	match := m.log.PosAt(max(a.Prev.Version+uint64(len(a.Entries)), m.log.base.Version))
@@ -415,7 +415,7 @@ func (m *Master) onFetchResp(r FetchResp) {
 		return
 	}
 	if trunc != nil || len(app) > 0 {
-		m.emit(Persist{TruncateAfter: trunc, Append: app})
+		m.persist(Persist{TruncateAfter: trunc, Append: app})
 	}
 	m.fetchAt = m.now
 	m.tryWin()
@@ -491,7 +491,7 @@ func (m *Master) proposeChange(c Change) error {
 	}
 	e := Entry{Pos: Pos{Version: m.log.Len() + 1, Epoch: m.hard.Epoch}, Kind: EntryConfig, Config: next}
 	m.log.append(e)
-	m.emit(Persist{Append: []Entry{e}})
+	m.persist(Persist{Append: []Entry{e}})
 	m.replicate()
 	m.advanceReplicated()
 	return nil

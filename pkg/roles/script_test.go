@@ -139,9 +139,9 @@ func (h *harness) run(cmd string) string {
 		if e, ok := a["epoch"]; ok {
 			st.Hard.Epoch, st.Hard.MaxEpoch = mustU(e), mustU(e)
 		}
-		var acts []Action
-		h.m, acts = NewMaster(cfg, st, h.now)
-		return h.format(acts)
+		var b Batch
+		h.m, b = NewMaster(cfg, st, h.now)
+		return h.format(b)
 	case "voter":
 		cfg := DefaultVoterConfig(wire.CSID(mustU(a["id"])), netip.MustParseAddr(a["addr"]), ids(a["masters"]))
 		var hs VoterHardState
@@ -162,9 +162,9 @@ func (h *harness) run(cmd string) string {
 		}
 		hs.CleanStop = a["clean"] == "true"
 		cfg.RecordLost = a["lost"] == "true"
-		var acts []Action
-		h.v, acts = NewVoter(cfg, hs, h.now)
-		return h.format(acts)
+		var b Batch
+		h.v, b = NewVoter(cfg, hs, h.now)
+		return h.format(b)
 	case "time":
 		if strings.HasPrefix(fields[1], "+") {
 			h.now = h.now.Add(mustDur(fields[1][1:]))
@@ -346,62 +346,69 @@ func roleOf(s string) Role {
 	panic("unknown role " + s)
 }
 
-// format prints a batch the way the golden files show it. Probes and peer
-// status broadcasts are left out: they are routine and would drown the rest.
-func (h *harness) format(acts []Action) string {
+// format prints a batch the way the golden files show it, in the order
+// Carry carries it out. Probes and peer status broadcasts are left out:
+// they are routine and would drown the rest.
+func (h *harness) format(b Batch) string {
 	var lines []string
-	for _, a := range acts {
-		switch a := a.(type) {
-		case Persist:
-			var parts []string
-			if a.Hard != nil {
-				parts = append(parts, fmt.Sprintf("hard{epoch=%d max=%d commit=%v inforce=%d yielded=%v}", a.Hard.Epoch, a.Hard.MaxEpoch, a.Hard.Commit, a.Hard.InForce, a.Hard.Yielded))
-			}
-			if a.TruncateAfter != nil {
-				parts = append(parts, fmt.Sprintf("truncate-after=%d", *a.TruncateAfter))
-			}
-			for _, e := range a.Append {
-				parts = append(parts, "append="+entryText(e))
-			}
-			if a.Voter != nil {
-				clean := ""
-				if a.Voter.CleanStop {
-					clean = " clean"
-				}
-				parts = append(parts, fmt.Sprintf("voter{epoch=%d owner=%v reg=%d inforce=%d commit=%v%s}", a.Voter.MaxEpoch, a.Voter.EpochOwner, a.Voter.KnownReg, a.Voter.InForce, a.Voter.Commit, clean))
-			}
-			lines = append(lines, "persist "+strings.Join(parts, " "))
-		case Disconnect:
+	for _, p := range b.Persist {
+		lines = append(lines, "persist "+persistText(p))
+	}
+	for _, r := range b.AdminReplies {
+		lines = append(lines, fmt.Sprintf("admin ok=%v %s", r.OK, r.Text))
+	}
+	for _, t := range b.Transitions {
+		for _, d := range t.Disconnects {
 			var gs []string
-			for _, g := range a.Goodbyes {
+			for _, g := range d.Goodbyes {
 				gs = append(gs, g.To.String()+":"+msgText(g.Msg))
 			}
-			lines = append(lines, fmt.Sprintf("disconnect %v %s", a.Class, strings.Join(gs, " ")))
-		case Transition:
-			lines = append(lines, fmt.Sprintf("transition %v -> %v epoch %d (%s %s)", a.From, a.To, a.Epoch, a.Reason, a.Section))
-		case Send:
-			switch a.Msg.(type) {
-			case Probe, PeerStatus:
-				continue
-			case Heartbeat:
-				hb := a.Msg.(Heartbeat)
-				h.lastHB[wire.CSID(a.To.ID)] = hb
-			case VoteHello:
-				h.vsess = a.Msg.(VoteHello).Session
-			}
-			lines = append(lines, fmt.Sprintf("send %v %s", a.To, msgText(a.Msg)))
-		case Ignored:
-			lines = append(lines, "ignored "+a.Reason)
-		case AdminReply:
-			lines = append(lines, fmt.Sprintf("admin ok=%v %s", a.OK, a.Text))
-		case Stopped:
-			lines = append(lines, "stopped")
+			lines = append(lines, fmt.Sprintf("disconnect %v %s", d.Class, strings.Join(gs, " ")))
 		}
+		lines = append(lines, fmt.Sprintf("transition %v -> %v epoch %d (%s %s)", t.From, t.To, t.Epoch, t.Reason, t.Section))
+	}
+	for _, s := range b.Sends {
+		switch m := s.Msg.(type) {
+		case Probe, PeerStatus:
+			continue
+		case Heartbeat:
+			h.lastHB[wire.CSID(s.To.ID)] = m
+		case VoteHello:
+			h.vsess = m.Session
+		}
+		lines = append(lines, fmt.Sprintf("send %v %s", s.To, msgText(s.Msg)))
+	}
+	if b.Stopped {
+		lines = append(lines, "stopped")
+	}
+	for _, r := range b.Ignored {
+		lines = append(lines, "ignored "+r)
 	}
 	if len(lines) == 0 {
 		return "(nothing)"
 	}
 	return strings.Join(lines, "\n")
+}
+
+func persistText(p Persist) string {
+	var parts []string
+	if p.Hard != nil {
+		parts = append(parts, fmt.Sprintf("hard{epoch=%d max=%d commit=%v inforce=%d yielded=%v}", p.Hard.Epoch, p.Hard.MaxEpoch, p.Hard.Commit, p.Hard.InForce, p.Hard.Yielded))
+	}
+	if p.TruncateAfter != nil {
+		parts = append(parts, fmt.Sprintf("truncate-after=%d", *p.TruncateAfter))
+	}
+	for _, e := range p.Append {
+		parts = append(parts, "append="+entryText(e))
+	}
+	if v := p.Voter; v != nil {
+		clean := ""
+		if v.CleanStop {
+			clean = " clean"
+		}
+		parts = append(parts, fmt.Sprintf("voter{epoch=%d owner=%v reg=%d inforce=%d commit=%v%s}", v.MaxEpoch, v.EpochOwner, v.KnownReg, v.InForce, v.Commit, clean))
+	}
+	return strings.Join(parts, " ")
 }
 
 func entryText(e Entry) string {

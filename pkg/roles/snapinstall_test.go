@@ -36,16 +36,13 @@ func TestSnapshotInstallGuards(t *testing.T) {
 	installed := func(m *Master) bool { return m.SnapshotAt() == s.Pos && m.Hard().Commit == s.Pos }
 	feed := func(m *Master, cs []SnapshotChunk) (acks []AppendAck, ignored []string) {
 		for _, c := range cs {
-			for _, a := range m.Step(0, c) {
-				switch a := a.(type) {
-				case Send:
-					if ack, ok := a.Msg.(AppendAck); ok {
-						acks = append(acks, ack)
-					}
-				case Ignored:
-					ignored = append(ignored, a.Reason)
+			b := m.Step(0, c)
+			for _, s := range b.Sends {
+				if ack, ok := s.Msg.(AppendAck); ok {
+					acks = append(acks, ack)
 				}
 			}
+			ignored = append(ignored, b.Ignored...)
 		}
 		return acks, ignored
 	}
@@ -127,10 +124,8 @@ func TestSnapshotTaking(t *testing.T) {
 		cfg.SnapshotEvery, cfg.LogRetain = every, 1000
 		m, _ = NewMaster(cfg, rigStored(), 0)
 		return m, func(ev Event) (saves []*Snapshot) {
-			for _, a := range m.Step(0, ev) {
-				if s, ok := a.(SaveSnapshot); ok {
-					saves = append(saves, s.Snap)
-				}
+			if s := m.Step(0, ev).SaveSnapshot; s != nil {
+				saves = append(saves, s)
 			}
 			return saves
 		}

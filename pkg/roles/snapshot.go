@@ -109,7 +109,7 @@ func (m *Master) maybeSnapshot() {
 		return
 	}
 	m.snapSaving = snapshotOf(&m.kv, &m.log)
-	m.emit(SaveSnapshot{Snap: m.snapSaving})
+	m.out.SaveSnapshot = m.snapSaving
 }
 
 func (m *Master) onSnapshotSaved(e SnapshotSaved) {
@@ -163,7 +163,7 @@ func (m *Master) maybeTrim() {
 		return
 	}
 	b := m.log.trim(floor)
-	m.emit(Persist{Trim: &b})
+	m.persist(Persist{Trim: &b})
 }
 
 // ---- sending snapshots ---------------------------------------------------------------
@@ -280,7 +280,7 @@ func (m *Master) install(s *Snapshot, commit Pos) {
 		p.Trim, p.TruncateAfter = &b, &v
 	}
 	p.Snapshot = s
-	m.emit(p)
+	m.persist(p)
 	m.snap = s
 	m.kv = s.kv()
 	if s.Pos.Version > m.hard.Commit.Version {

@@ -125,11 +125,9 @@ func TestSnapshotChunksRoundTrip(t *testing.T) {
 	for off := uint64(0); off < s.records(); {
 		c := s.chunk(1, 1, off, 200)
 		c.Commit = s.Pos
-		for _, a := range m.Step(0, c) {
-			if snd, ok := a.(Send); ok {
-				if ack, ok := snd.Msg.(AppendAck); ok {
-					acks = append(acks, ack)
-				}
+		for _, snd := range m.Step(0, c).Sends {
+			if ack, ok := snd.Msg.(AppendAck); ok {
+				acks = append(acks, ack)
 			}
 		}
 		off += uint64(len(c.Items) + len(c.Sessions))

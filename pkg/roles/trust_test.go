@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -36,14 +37,7 @@ func leaderAmong(t *testing.T, masters string) *harness {
 	return h
 }
 
-func hasIgnored(acts []Action, reason string) bool {
-	for _, a := range acts {
-		if ig, ok := a.(Ignored); ok && ig.Reason == reason {
-			return true
-		}
-	}
-	return false
-}
+func hasIgnored(b Batch, reason string) bool { return slices.Contains(b.Ignored, reason) }
 
 // C1: acks that echo a real voter's session from another address (a clone,
 // or an impostor the driver let through) never count; the LEADER fences
@@ -188,11 +182,9 @@ func TestRolledBackMasterCannotReuseEpoch(t *testing.T) {
 	h.run("reply from=1 role=ELECT epoch=7")
 	acts := v.Step(h.now, Heartbeat{From: 1, Incarnation: 2, Session: v.Session(), Seq: 1, Role: Elect, Epoch: 7, Lease: 800 * time.Millisecond})
 	var nack *HeartbeatAck
-	for _, a := range acts {
-		if s, ok := a.(Send); ok {
-			if ack, ok := s.Msg.(HeartbeatAck); ok {
-				nack = &ack
-			}
+	for _, s := range acts.Sends {
+		if ack, ok := s.Msg.(HeartbeatAck); ok {
+			nack = &ack
 		}
 	}
 	if nack == nil || nack.OK || nack.Reason != "epoch-reused" || nack.EpochInc != 4 {
@@ -230,8 +222,8 @@ func TestVoterQuietForLongestPromise(t *testing.T) {
 	v.Step(now, ProbeReply{From: 1, Incarnation: 1, Role: Leader, Epoch: 1, Eligible: true})
 	acts := v.Step(now, Heartbeat{From: 1, Incarnation: 1, Session: v.Session(), Seq: 1, Role: Leader, Epoch: 1, Lease: 800 * time.Millisecond})
 	persisted := false
-	for _, a := range acts {
-		if p, ok := a.(Persist); ok && p.Voter != nil && p.Voter.MaxGranted == 800*time.Millisecond {
+	for _, p := range acts.Persist {
+		if p.Voter != nil && p.Voter.MaxGranted == 800*time.Millisecond {
 			persisted = true
 		}
 	}
@@ -252,8 +244,8 @@ func TestStoredLogRepairedAfterSnapshotInstall(t *testing.T) {
 	cfg := DefaultConfig(2, []wire.MasterID{1, 2})
 	m, acts := NewMaster(cfg, Stored{Hard: HardState{Commit: Pos{10, 2}, InForce: inForce}, Snapshot: snap, Entries: entries}, 0)
 	var repair *Persist
-	for _, a := range acts {
-		if p, ok := a.(Persist); ok && p.Trim != nil {
+	for _, p := range acts.Persist {
+		if p.Trim != nil {
 			repair = &p
 		}
 	}
@@ -387,7 +379,7 @@ func TestForcedRemovalUnsticksStuffedRegistry(t *testing.T) {
 	entries, inForce := registry("1@10.0.1.1,2@10.7.0.1,3@10.7.0.2,4@10.7.0.3", "")
 	start := func(forced []wire.CSID) *harness {
 		h := newHarness(t)
-		var acts []Action
+		var acts Batch
 		h.m, acts = NewMaster(DefaultConfig(1, []wire.MasterID{1}), Stored{Entries: entries,
 			Hard: HardState{Commit: Pos{Version: 2}, InForce: inForce, ForcedOut: forced}}, 0)
 		h.format(acts)
@@ -493,13 +485,13 @@ func TestQuietAfterStart(t *testing.T) {
 func TestCleanStopMark(t *testing.T) {
 	cfg := DefaultVoterConfig(3, netip.MustParseAddr("10.0.1.3"), []wire.MasterID{1})
 	v, acts := NewVoter(cfg, VoterHardState{MaxEpoch: 4, EpochOwner: 1, MaxGranted: time.Second, CleanStop: true}, 0)
-	for _, a := range acts[1:] {
-		if s, ok := a.(Send); !ok || s.Msg.MsgType() != (Probe{}).MsgType() {
+	for _, s := range acts.Sends {
+		if s.Msg.MsgType() != (Probe{}).MsgType() {
 			t.Fatalf("start: %v, want the Persist, then probes only", acts)
 		}
 	}
-	if p, ok := acts[0].(Persist); !ok || p.Voter == nil || p.Voter.CleanStop || p.Voter.Boot != 1 {
-		t.Fatalf("start: %+v, want a Persist of the record with the mark cleared", acts[0])
+	if len(acts.Persist) != 1 || acts.Persist[0].Voter == nil || acts.Persist[0].Voter.CleanStop || acts.Persist[0].Voter.Boot != 1 {
+		t.Fatalf("start: %+v, want a Persist of the record with the mark cleared", acts.Persist)
 	}
 	if v.Hard().CleanStop {
 		t.Fatal("the mark is still set in the running voter's record")
@@ -512,30 +504,23 @@ func TestCleanStopMark(t *testing.T) {
 	v.Step(now, Heartbeat{From: 1, Incarnation: 1, Session: v.Session(), Seq: 1, Role: Leader, Epoch: 4, Lease: time.Second})
 	sess := v.Session()
 	acts = v.Step(now, StopRequested{})
-	for _, a := range acts {
-		if p, ok := a.(Persist); ok && p.Voter != nil && p.Voter.CleanStop {
+	for _, p := range acts.Persist {
+		if p.Voter != nil && p.Voter.CleanStop {
 			t.Fatal("the mark was written while the promise stood")
 		}
 	}
 	// A heartbeat of the old session is refused, not granted.
-	for _, a := range v.Step(now, Heartbeat{From: 1, Incarnation: 1, Session: sess, Seq: 2, Role: Leader, Epoch: 4, Lease: time.Second}) {
-		if s, ok := a.(Send); ok {
-			if ack, ok := s.Msg.(HeartbeatAck); ok && ack.OK {
-				t.Fatal("a stopping voter granted a promise")
-			}
+	for _, s := range v.Step(now, Heartbeat{From: 1, Incarnation: 1, Session: sess, Seq: 2, Role: Leader, Epoch: 4, Lease: time.Second}).Sends {
+		if ack, ok := s.Msg.(HeartbeatAck); ok && ack.OK {
+			t.Fatal("a stopping voter granted a promise")
 		}
 	}
 	acts = v.Step(now, VoteRelease{From: 1, Incarnation: 1, Session: sess})
-	marked, stopped := false, false
-	for _, a := range acts {
-		switch a := a.(type) {
-		case Persist:
-			marked = a.Voter != nil && a.Voter.CleanStop
-		case Stopped:
-			stopped = true
-		}
+	marked := false
+	for _, p := range acts.Persist {
+		marked = p.Voter != nil && p.Voter.CleanStop
 	}
-	if !marked || !stopped || !v.Stopped() || v.NextDeadline() != Never {
+	if !marked || !acts.Stopped || !v.Stopped() || v.NextDeadline() != Never {
 		t.Fatalf("after the release: %v", acts)
 	}
 }
@@ -586,20 +571,18 @@ func TestGrantsDurableBeforeSent(t *testing.T) {
 		cfg := DefaultVoterConfig(2, netip.MustParseAddr("10.0.1.2"), []wire.MasterID{1, 2, 3})
 		v, acts := NewVoter(cfg, VoterHardState{}, 0)
 		var durable VoterHardState
-		carry := func(acts []Action) {
-			for _, a := range acts {
-				switch a := a.(type) {
-				case Persist:
-					if a.Voter != nil {
-						durable = *a.Voter
+		carry := func(b Batch) {
+			for _, p := range b.Persist {
+				if p.Voter != nil {
+					durable = *p.Voter
+				}
+			}
+			for _, s := range b.Sends {
+				if ack, ok := s.Msg.(HeartbeatAck); ok && ack.OK && ack.Granted > 0 {
+					if durable.NeverPromised() || durable.MaxGranted < ack.Granted {
+						t.Fatalf("seed %d: a grant of %v sent while the durable record is %+v", seed, ack.Granted, durable)
 					}
-				case Send:
-					if ack, ok := a.Msg.(HeartbeatAck); ok && ack.OK && ack.Granted > 0 {
-						if durable.NeverPromised() || durable.MaxGranted < ack.Granted {
-							t.Fatalf("seed %d: a grant of %v sent while the durable record is %+v", seed, ack.Granted, durable)
-						}
-						grants++
-					}
+					grants++
 				}
 			}
 		}

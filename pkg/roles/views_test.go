@@ -90,11 +90,9 @@ func TestVoterPromiseAndLateProbes(t *testing.T) {
 		n := 0
 		for d := from; d < to; d += 10 * time.Millisecond {
 			h.now = start.Add(d)
-			for _, a := range h.v.Step(h.now, Tick{}) {
-				if s, ok := a.(Send); ok {
-					if _, ok := s.Msg.(Probe); ok {
-						n++
-					}
+			for _, s := range h.v.Step(h.now, Tick{}).Sends {
+				if _, ok := s.Msg.(Probe); ok {
+					n++
 				}
 			}
 		}

@@ -2,7 +2,6 @@ package roles
 
 import (
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/mfs-election/mfs-election/pkg/wire"
@@ -28,7 +27,7 @@ type Voter struct {
 	now  Instant
 	hard VoterHardState
 	rng  uint64
-	out  []Action
+	out  Batch // what this step asks of the driver so far
 
 	voteAfter Instant // a restarted voter keeps quiet until then
 
@@ -75,14 +74,14 @@ const helloTimeout = 500 * time.Millisecond
 // The first batch's Persist (Boot raised, the clean-stop mark cleared)
 // must be durable before the voter is stepped: a grant of this run must
 // never sit beside a mark that says the run before ended clean.
-func NewVoter(cfg VoterConfig, hard VoterHardState, now Instant) (*Voter, []Action) {
+func NewVoter(cfg VoterConfig, hard VoterHardState, now Instant) (*Voter, Batch) {
 	v := &Voter{cfg: cfg, now: now, hard: hard, rng: cfg.Seed | 1, views: map[wire.MasterID]*view{}}
 	v.hard.Boot++
 	v.hard.CleanStop = false
 	v.voteAfter = now.Add(QuietAfterStart(cfg, hard))
 	v.nextProbe = now
 	h := v.hard
-	v.emit(Persist{Voter: &h})
+	v.persist(h)
 	// Look around at once: the first probes leave with this batch (after
 	// its Persist), and NextDeadline has a deadline ahead to report even
 	// when the voter need not keep quiet.
@@ -174,18 +173,23 @@ func (v *Voter) dropAt() Instant {
 	return v.lastHB.Add(v.granted)
 }
 
-func (v *Voter) emit(a Action) { v.out = append(v.out, a) }
-
-func (v *Voter) flush() []Action {
-	out := v.out
-	v.out = nil
-	sort.SliceStable(out, func(i, j int) bool { return actionRank(out[i]) < actionRank(out[j]) })
-	return out
+// persist asks for the voter's record to be made durable before anything
+// else of the batch happens.
+func (v *Voter) persist(h VoterHardState) {
+	v.out.Persist = append(v.out.Persist, Persist{Voter: &h})
 }
 
-func (v *Voter) send(m wire.MasterID, msg wire.Message) { v.emit(Send{To: ToMaster(m), Msg: msg}) }
+func (v *Voter) flush() Batch {
+	b := v.out
+	v.out = Batch{}
+	return b
+}
 
-func (v *Voter) ignore(reason string) { v.emit(Ignored{Reason: reason}) }
+func (v *Voter) send(m wire.MasterID, msg wire.Message) {
+	v.out.Sends = append(v.out.Sends, Send{To: ToMaster(m), Msg: msg})
+}
+
+func (v *Voter) ignore(reason string) { v.out.Ignored = append(v.out.Ignored, reason) }
 
 func (v *Voter) rand(n int64) int64 {
 	v.rng ^= v.rng >> 12
@@ -198,7 +202,7 @@ func (v *Voter) rand(n int64) int64 {
 }
 
 // Step advances the voter by one event at its own time now.
-func (v *Voter) Step(now Instant, ev Event) []Action {
+func (v *Voter) Step(now Instant, ev Event) Batch {
 	if now < v.now {
 		panic(fmt.Sprintf("invariant monotonic-clock: %d after %d", now, v.now))
 	}
@@ -206,7 +210,7 @@ func (v *Voter) Step(now Instant, ev Event) []Action {
 	if v.stopped {
 		// Its last record is written: nothing may change it, and above
 		// all no grant may follow the clean-stop mark.
-		return []Action{Ignored{Reason: "stopped"}}
+		return Batch{Ignored: []string{"stopped"}}
 	}
 	switch e := ev.(type) {
 	case Tick:
@@ -228,7 +232,7 @@ func (v *Voter) Step(now Instant, ev Event) []Action {
 		if e.From == v.voteFor && e.Session == v.session {
 			v.endSession()
 			if e.IDTaken {
-				v.emit(IDTaken{Master: e.From})
+				v.out.IDTaken = &IDTaken{Master: e.From}
 			}
 			if e.Leader != e.From {
 				v.hint = e.Leader
@@ -394,7 +398,7 @@ func (v *Voter) onHeartbeat(h Heartbeat) {
 		// Quorum intersection needs these remembered across a restart, so
 		// they are durable before the acknowledgement leaves.
 		hs := v.hard
-		v.emit(Persist{Voter: &hs})
+		v.persist(hs)
 	}
 	if v.promiseTo != h.From || v.promiseInc != h.Incarnation || v.promiseSession != h.Session || v.now >= v.promiseUntil {
 		v.promiseStart = v.now
@@ -511,8 +515,8 @@ func (v *Voter) decide() {
 		v.stopped = true
 		v.hard.CleanStop = true
 		h := v.hard
-		v.emit(Persist{Voter: &h})
-		v.emit(Stopped{})
+		v.persist(h)
+		v.out.Stopped = true
 		return
 	}
 	if v.heartbeatsLate() != Never && v.nextProbe > v.now.Add(v.cfg.ProbeInterval) {

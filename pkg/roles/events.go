@@ -1,0 +1,96 @@
+package roles
+
+import "github.com/mfs-election/mfs-election/pkg/wire"
+
+// Event is one input to Step: a received message or something the driver
+// observed. The set is closed (the unexported method), so a value that is
+// no input of the core does not compile as one: a driver that decodes a
+// frame asserts roles.Event on it, and a message the core does not take
+// (ClientReply, the daemons' own) is refused there, not ignored here.
+type Event interface{ event() }
+
+// Tick is the event of time passing; the driver sends one at NextDeadline.
+type Tick struct{}
+
+// ConnLost: a chunkserver's vote connection to this master closed.
+type ConnLost struct{ CS wire.CSID }
+
+// Refused: a chunkserver's dial to a master, made at its own time SentAt,
+// was refused. Alone it proves little: a firewall's REJECT and a moved
+// address refuse too. With the connection the promise was granted on
+// closed by the master's host after the grant (VoteConnLost.Closed) and
+// before SentAt, it proves the process that held the promise is gone
+// (docs/architecture.md §3, "fast path").
+type Refused struct {
+	Master wire.MasterID
+	SentAt Instant
+}
+
+// VoteConnLost: the chunkserver's connection to a master closed. Closed
+// says the master's host closed it (a FIN or a RST arrived), as a killed
+// process's kernel does; false for a timeout, an ICMP error or our own
+// close. Alone it proves nothing about the master; the promise stands.
+type VoteConnLost struct {
+	Master wire.MasterID
+	Closed bool
+}
+
+// StopRequested: the chunkserver is being stopped in order (SIGTERM). The
+// voter ends its vote session, grants nothing more, and answers Stopped
+// once no promise stands (released, proven void or lapsed).
+type StopRequested struct{}
+
+// ForeignCluster: Master, one of MASTER_HOST, answered with another
+// cluster's metadata id (its driver refused the connection). A founder
+// that hears it does not bootstrap.
+type ForeignCluster struct{ Master wire.MasterID }
+
+// AdminKind is an operator command a master receives (through mfscli).
+type AdminKind uint8
+
+// Admin commands.
+const (
+	AdminSetUsurper    AdminKind = 1 + iota // at the master to become USURPER
+	AdminCancelUsurper                      // at the USURPER
+	AdminStepDown                           // at the LEADER: hand over to the best synced follower
+	AdminShutdown                           // any master: orderly stop through DUMMY
+	AdminChange                             // at the LEADER: a registry or location change
+	AdminTempRemove                         // at an ELECT or DEPUTY: count without a chunkserver that is down (Change.ID)
+)
+
+// Admin is an operator command. ID is echoed in the AdminReply.
+type Admin struct {
+	ID     uint64
+	Kind   AdminKind
+	Change Change // for AdminChange
+}
+
+// SnapshotSaved: the snapshot at Pos asked for by SaveSnapshot is durable.
+type SnapshotSaved struct{ Pos Pos }
+
+// The events. Each message a master or a voter takes from a peer is one,
+// beside what the drivers observe.
+func (Tick) event()           {}
+func (ConnLost) event()       {}
+func (Refused) event()        {}
+func (VoteConnLost) event()   {}
+func (StopRequested) event()  {}
+func (ForeignCluster) event() {}
+func (Admin) event()          {}
+func (SnapshotSaved) event()  {}
+func (Probe) event()          {}
+func (ProbeReply) event()     {}
+func (VoteHello) event()      {}
+func (VoteBye) event()        {}
+func (Heartbeat) event()      {}
+func (HeartbeatAck) event()   {}
+func (VoteRelease) event()    {}
+func (Redirect) event()       {}
+func (PeerStatus) event()     {}
+func (Append) event()         {}
+func (AppendAck) event()      {}
+func (FetchReq) event()       {}
+func (FetchResp) event()      {}
+func (SnapshotChunk) event()  {}
+func (ClientWrite) event()    {}
+func (ClientRead) event()     {}
