@@ -355,14 +355,21 @@ func truncateAfter(tx *bolt.Tx, v uint64) error {
 
 // appendEntries adds es after the last entry (or the base); each must be
 // exactly the next version, with an epoch that does not fall, so that
-// Load's checks hold by construction. (The epoch of an entry already held
-// is not decoded to compare: the hot path appends on every batch.)
+// Load's checks hold by construction: an entry that broke them would be
+// refused only at the next start, leaving a master that cannot start.
+// (One entry is decoded per batch for it, beside the batch's fsync.)
 func appendEntries(tx *bolt.Tx, es []roles.Entry) error {
 	if len(es) == 0 {
 		return nil
 	}
-	last := roles.Pos{Version: lastKey(tx)}
-	if last.Version == 0 {
+	var last roles.Pos
+	if k := lastKey(tx); k > 0 {
+		e, err := decodeEntry(u64key(k), tx.Bucket(bucketLog).Get(u64key(k)), SchemaVersion)
+		if err != nil {
+			return err
+		}
+		last = e.Pos
+	} else {
 		b, err := base(tx)
 		if err != nil {
 			return err
