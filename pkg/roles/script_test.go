@@ -17,7 +17,8 @@ import (
 )
 
 // Golden scripts: each file under testdata/ is a protocol trace. A block is
-// a command, a line "----", and the actions it must produce. Run with
+// one command, a line "----", and the actions it must produce ("(nothing)"
+// when none); "elect cs=1,2" is the usual election preamble in one. Run with
 // -update to rewrite the expectations after a deliberate change (and read
 // the diff). Every script names the docs/roles.md sections it covers in a
 // "# covers: §x.y ..." line; TestScriptsCoverTable checks that every row of
@@ -165,6 +166,8 @@ func (h *harness) run(cmd string) string {
 		var b Batch
 		h.v, b = NewVoter(cfg, hs, h.now)
 		return h.format(b)
+	case "elect":
+		return h.elect(strings.Split(a["cs"], ","))
 	case "time":
 		if strings.HasPrefix(fields[1], "+") {
 			h.now = h.now.Add(mustDur(fields[1][1:]))
@@ -180,6 +183,33 @@ func (h *harness) run(cmd string) string {
 	return h.format(h.v.Step(h.now, ev))
 }
 
+// elect is the usual preamble in one command: the first chunkserver
+// nominates the master, the others open vote sessions, then each
+// acknowledges the heartbeat it was sent. It prints the role changes and
+// where they left the master; the rest (heartbeats, the LEADER's no-op)
+// is what nominated.txt and the other scripts of the election show.
+func (h *harness) elect(css []string) string {
+	var lines []string
+	keep := func(out string) {
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "transition ") {
+				lines = append(lines, l)
+			}
+		}
+	}
+	for i, cs := range css {
+		cmd := "hello cs=" + cs
+		if i == 0 {
+			cmd += " nominate"
+		}
+		keep(h.run(cmd))
+	}
+	for _, cs := range css {
+		keep(h.run("ack cs=" + cs))
+	}
+	return strings.Join(append(lines, fmt.Sprintf("role %v epoch %d", h.m.Role(), h.m.Epoch())), "\n")
+}
+
 // sourceOf is the source address of a chunkserver's connection, as the
 // driver stamps it: addr= when given, else where its hello came from.
 func (h *harness) sourceOf(cs wire.CSID, a map[string]string) netip.Addr {
@@ -192,25 +222,28 @@ func (h *harness) sourceOf(cs wire.CSID, a map[string]string) netip.Addr {
 	return netip.MustParseAddr(fmt.Sprintf("10.0.1.%d", cs))
 }
 
-func (h *harness) event(name string, a map[string]string) Event {
-	cs := wire.CSID(mustU(orDefault(a["cs"], "0")))
-	from := wire.MasterID(mustU(orDefault(a["from"], "0")))
-	switch name {
-	case "tick":
+// scriptEvents builds the input a script command names, from its
+// arguments (cs= and from= are parsed for every command).
+var scriptEvents = map[string]func(h *harness, a map[string]string, cs wire.CSID, from wire.MasterID) Event{
+	"tick": func(h *harness, a map[string]string, cs wire.CSID, from wire.MasterID) Event {
 		return Tick{}
-	case "hello":
+	},
+	"hello": func(h *harness, a map[string]string, cs wire.CSID, from wire.MasterID) Event {
 		addr := netip.MustParseAddr(orDefault(a["addr"], fmt.Sprintf("10.0.1.%d", cs)))
 		h.csAddr[cs] = addr
 		return VoteHello{CS: cs, Addr: addr, Session: mustU(orDefault(a["session"], "1")),
 			Nominate: a["nominate"] == "true", MaxEpoch: mustU(orDefault(a["maxepoch"], "0"))}
-	case "bye":
+	},
+	"bye": func(h *harness, a map[string]string, cs wire.CSID, from wire.MasterID) Event {
 		return VoteBye{CS: cs, Session: mustU(orDefault(a["session"], "1")), Addr: h.sourceOf(cs, a)}
-	case "connlost":
+	},
+	"connlost": func(h *harness, a map[string]string, cs wire.CSID, from wire.MasterID) Event {
 		if h.v != nil {
 			return VoteConnLost{Master: wire.MasterID(mustU(a["master"])), Closed: a["closed"] == "true"}
 		}
 		return ConnLost{CS: cs}
-	case "ack":
+	},
+	"ack": func(h *harness, a map[string]string, cs wire.CSID, from wire.MasterID) Event {
 		hb := h.lastHB[cs]
 		ack := HeartbeatAck{CS: cs, Session: hb.Session, Seq: hb.Seq, OK: a["nack"] == "", Granted: hb.Lease,
 			MaxEpoch: hb.Epoch, EpochOwner: hb.From, KnownReg: hb.RegVersion, InForce: hb.InForce, Addr: h.sourceOf(cs, a)}
@@ -240,7 +273,8 @@ func (h *harness) event(name string, a map[string]string) Event {
 			ack.InForce = mustU(r)
 		}
 		return ack
-	case "peer":
+	},
+	"peer": func(h *harness, a map[string]string, cs wire.CSID, from wire.MasterID) Event {
 		st := PeerStatus{From: from, Incarnation: 1, Role: roleOf(orDefault(a["role"], "FOLLOWER")), Epoch: mustU(orDefault(a["epoch"], "0")),
 			Eligible: a["eligible"] != "false", Sync: Synced, Usurper: a["usurper"] == "true", Keep: a["keep"] == "true",
 			KeepSet: a["keep"] == "true" || a["yielded"] == "true", Placed: a["placed"] == "true"}
@@ -249,32 +283,39 @@ func (h *harness) event(name string, a map[string]string) Event {
 			st.Last = parsePos(l)
 		}
 		return st
-	case "append":
+	},
+	"append": func(h *harness, a map[string]string, cs wire.CSID, from wire.MasterID) Event {
 		ap := Append{From: from, Epoch: mustU(a["epoch"]), Prev: parsePos(orDefault(a["prev"], "0@0")), Commit: parsePos(orDefault(a["commit"], "0@0"))}
 		if n, ok := a["noop"]; ok {
 			ap.Entries = []Entry{{Pos: parsePos(n), Kind: EntryNoop}}
 		}
 		return ap
-	case "appendack":
+	},
+	"appendack": func(h *harness, a map[string]string, cs wire.CSID, from wire.MasterID) Event {
 		return AppendAck{From: from, Epoch: mustU(a["epoch"]), OK: a["ok"] != "false", Match: parsePos(orDefault(a["match"], "0@0")), Last: mustU(orDefault(a["last"], "0"))}
-	case "fetchresp":
+	},
+	"fetchresp": func(h *harness, a map[string]string, cs wire.CSID, from wire.MasterID) Event {
 		base := parsePos(a["base"])
 		r := FetchResp{From: from, Base: base}
 		for v := base.Version + 1; v <= mustU(a["upto"]); v++ {
 			r.Entries = append(r.Entries, Entry{Pos: Pos{Version: v, Epoch: mustU(a["epoch"])}, Kind: EntryNoop})
 		}
 		return r
-	case "write":
+	},
+	"write": func(h *harness, a map[string]string, cs wire.CSID, from wire.MasterID) Event {
 		w := ClientWrite{Client: ClientID(mustU(a["client"])), Seq: mustU(a["seq"]), Key: a["key"], Value: a["val"], Delete: a["delete"] == "true"}
 		if e, ok := a["expect"]; ok {
 			w.CAS, w.Expect = true, mustU(e)
 		}
 		return w
-	case "read":
+	},
+	"read": func(h *harness, a map[string]string, cs wire.CSID, from wire.MasterID) Event {
 		return ClientRead{Client: ClientID(mustU(a["client"])), Seq: mustU(a["seq"]), Key: a["key"]}
-	case "probe":
+	},
+	"probe": func(h *harness, a map[string]string, cs wire.CSID, from wire.MasterID) Event {
 		return Probe{CS: cs, Nonce: 1}
-	case "admin":
+	},
+	"admin": func(h *harness, a map[string]string, cs wire.CSID, from wire.MasterID) Event {
 		ad := Admin{ID: 1}
 		switch a["do"] {
 		case "usurper":
@@ -297,8 +338,9 @@ func (h *harness) event(name string, a map[string]string) Event {
 			ad.Kind, ad.Change = AdminChange, Change{Kind: ChangeSetOn, Name: a["name"]}
 		}
 		return ad
+	},
 	// voter inputs
-	case "reply":
+	"reply": func(h *harness, a map[string]string, cs wire.CSID, from wire.MasterID) Event {
 		r := ProbeReply{From: from, Incarnation: mustU(orDefault(a["inc"], "1")), Role: roleOf(orDefault(a["role"], "FOLLOWER")),
 			Epoch: mustU(orDefault(a["epoch"], "0")), Eligible: a["eligible"] != "false", Sync: Synced,
 			Usurper: a["usurper"] == "true", Keep: a["keep"] == "true", Last: parsePos(orDefault(a["last"], "2@0"))}
@@ -306,7 +348,8 @@ func (h *harness) event(name string, a map[string]string) Event {
 			r.Leader, r.LeaderFresh = wire.MasterID(mustU(l)), true
 		}
 		return r
-	case "heartbeat":
+	},
+	"heartbeat": func(h *harness, a map[string]string, cs wire.CSID, from wire.MasterID) Event {
 		if a["lease"] == "0s" {
 			return Heartbeat{From: from, Incarnation: 1, Session: h.vsess, Seq: 1, Role: roleOf(orDefault(a["role"], "ELECT")), Keepalive: true}
 		}
@@ -314,20 +357,31 @@ func (h *harness) event(name string, a map[string]string) Event {
 			Seq: mustU(orDefault(a["seq"], "1")), Role: roleOf(orDefault(a["role"], "ELECT")), Epoch: mustU(a["epoch"]),
 			Lease: mustDur(orDefault(a["lease"], "800ms")), RegVersion: mustU(orDefault(a["reg"], "0")), Commit: parsePos(orDefault(a["commit"], "0@0")),
 			Rank: uint32(mustU(orDefault(a["rank"], "0"))), Ranks: uint32(mustU(orDefault(a["ranks"], "0")))}
-	case "release":
+	},
+	"release": func(h *harness, a map[string]string, cs wire.CSID, from wire.MasterID) Event {
 		return VoteRelease{From: from, Incarnation: mustU(orDefault(a["inc"], "1")), Session: mustU(orDefault(a["session"], strconv.FormatUint(h.vsess, 10))),
 			Next: wire.MasterID(mustU(orDefault(a["next"], "0")))}
-	case "redirect":
+	},
+	"redirect": func(h *harness, a map[string]string, cs wire.CSID, from wire.MasterID) Event {
 		return Redirect{From: from, Session: h.vsess, Leader: wire.MasterID(mustU(orDefault(a["leader"], "0")))}
-	case "foreign":
+	},
+	"foreign": func(h *harness, a map[string]string, cs wire.CSID, from wire.MasterID) Event {
 		return ForeignCluster{Master: wire.MasterID(mustU(a["master"]))}
-	case "refused":
+	},
+	"refused": func(h *harness, a map[string]string, cs wire.CSID, from wire.MasterID) Event {
 		return Refused{Master: wire.MasterID(mustU(a["master"])), SentAt: h.now}
-	case "stop":
+	},
+	"stop": func(h *harness, a map[string]string, cs wire.CSID, from wire.MasterID) Event {
 		return StopRequested{}
+	},
+}
+
+func (h *harness) event(name string, a map[string]string) Event {
+	build, ok := scriptEvents[name]
+	if !ok {
+		h.t.Fatalf("unknown command %q", name)
 	}
-	h.t.Fatalf("unknown command %q", name)
-	return nil
+	return build(h, a, wire.CSID(mustU(orDefault(a["cs"], "0"))), wire.MasterID(mustU(orDefault(a["from"], "0"))))
 }
 
 func orDefault(s, d string) string {
@@ -492,6 +546,11 @@ func runScript(t *testing.T, path string) (got, want string) {
 				out.WriteString("\n")
 			}
 			continue
+		}
+		if len(cmds) > 1 {
+			// One command a block, as etcd's datadriven files: every
+			// output line then belongs to the command above it.
+			t.Fatalf("%s: a block with %d commands (%q ...): give each its own block", path, len(cmds), cmds[0])
 		}
 		var res []string
 		for _, c := range cmds {
