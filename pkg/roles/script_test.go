@@ -34,6 +34,7 @@ type harness struct {
 	lastHB map[wire.CSID]Heartbeat
 	vsess  uint64 // the voter's current session, as last seen in a VoteHello
 	csAddr map[wire.CSID]netip.Addr
+	net    *netScript // a multi-node script (netscript_test.go)
 }
 
 func newHarness(t *testing.T) *harness {
@@ -110,6 +111,12 @@ func registry(spec, ranges string) ([]Entry, uint64) {
 func (h *harness) run(cmd string) string {
 	fields := strings.Fields(cmd)
 	a := parseArgs(fields[1:])
+	switch {
+	case fields[0] == "net":
+		return h.netStart(a)
+	case h.net != nil:
+		return h.netRun(cmd, fields, a)
+	}
 	switch fields[0] {
 	case "master":
 		cfg := DefaultConfig(wire.MasterID(mustU(a["id"])), ids(a["masters"]))
@@ -192,6 +199,9 @@ func (h *harness) elect(css []string) string {
 	var lines []string
 	keep := func(out string) {
 		for _, l := range strings.Split(out, "\n") {
+			if _, t, ok := strings.Cut(l, ": transition "); ok {
+				l = "transition " + t // a multi-node script's "[1.2s ]M1: transition ..."
+			}
 			if strings.HasPrefix(l, "transition ") {
 				lines = append(lines, l)
 			}

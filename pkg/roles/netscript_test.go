@@ -1,0 +1,298 @@
+package roles
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/mfs-election/mfs-election/pkg/wire"
+)
+
+// Multi-node scripts: "net masters=1,2 cs=1,2,3" starts real Masters and
+// Voters in one script, and their messages wait in a queue the script
+// drives, as etcd's interaction tests do: nothing is typed by hand.
+//
+//	net masters=1,2 cs=1,2,3   masters with a registry of the chunkservers
+//	                           (10.0.1.N, one location), voters that never
+//	                           promised (they vote at once)
+//	time +D                    every node's clock moves on; each is ticked
+//	run +D                     time moves on in steps of 10ms, each
+//	                           followed by a stabilize (a network with no
+//	                           delay); prints what the nodes did
+//	deliver                    the messages queued now are delivered (what
+//	                           they cause waits for the next deliver)
+//	stabilize                  deliver until nothing is queued
+//	cut M1 / heal              M1's messages, both ways, are lost / not
+//	kill M1                    M1 stops: what is queued for it is lost
+//	on M1 <command>            one input of the single-node commands, to M1
+//	status                     each node's role, epoch and vote
+//
+// Deliveries print "M1 -> CS2 heartbeat ..."; what a node does on its own
+// prints as "M1: transition ...". Probes, their replies and peer status
+// broadcasts are routine and left out of the print, never out of the run.
+type netScript struct {
+	names  []string // in order: masters, then chunkservers
+	nodes  map[string]*netNode
+	queue  []netMsg
+	cut    map[string]bool
+	rounds int // deliveries since the last stabilize, to bound it
+}
+
+type netNode struct {
+	m    *Master
+	v    *Voter
+	addr netip.Addr // a chunkserver's
+	down bool
+}
+
+type netMsg struct {
+	from, to string
+	msg      wire.Message
+}
+
+// runStep is how far "run" moves the clocks between ticks: finer than
+// every timer of the default configs (probes every 50ms, heartbeats every
+// 100ms), so no deadline is late by more than it.
+const runStep = 10 * time.Millisecond
+
+// stabilizeBound: deliveries a stabilize may take. A handful settle an
+// election; more means the nodes talk forever without time passing.
+const stabilizeBound = 200
+
+func masterName(id wire.MasterID) string { return fmt.Sprintf("M%d", id) }
+func csName(id wire.CSID) string         { return fmt.Sprintf("CS%d", id) }
+
+func (h *harness) netStart(a map[string]string) string {
+	masters := ids(a["masters"])
+	var reg []string
+	for _, c := range strings.Split(a["cs"], ",") {
+		reg = append(reg, fmt.Sprintf("%s@10.0.1.%s", c, c))
+	}
+	n := &netScript{nodes: map[string]*netNode{}, cut: map[string]bool{}}
+	h.net = n
+	var lines []string
+	for _, id := range masters {
+		entries, inForce := registry(strings.Join(reg, ","), "")
+		st := Stored{Entries: entries, Hard: HardState{InForce: inForce, Commit: Pos{Version: 2}}}
+		m, b := NewMaster(DefaultConfig(id, masters), st, h.now)
+		name := masterName(id)
+		n.names = append(n.names, name)
+		n.nodes[name] = &netNode{m: m}
+		lines = append(lines, h.netCarry(name, b)...)
+	}
+	for _, c := range strings.Split(a["cs"], ",") {
+		id := wire.CSID(mustU(c))
+		addr := netip.MustParseAddr("10.0.1." + c)
+		cfg := DefaultVoterConfig(id, addr, masters)
+		cfg.Seed = uint64(id)
+		v, b := NewVoter(cfg, VoterHardState{}, h.now)
+		name := csName(id)
+		n.names = append(n.names, name)
+		n.nodes[name] = &netNode{v: v, addr: addr}
+		lines = append(lines, h.netCarry(name, b)...)
+	}
+	return joinOrNothing(lines)
+}
+
+// netRun runs one command of a multi-node script.
+func (h *harness) netRun(cmd string, fields []string, a map[string]string) string {
+	n := h.net
+	switch fields[0] {
+	case "time":
+		h.now = h.now.Add(mustDur(strings.TrimPrefix(fields[1], "+")))
+		lines := []string{fmt.Sprintf("now %v", time.Duration(h.now))}
+		for _, name := range n.names {
+			lines = append(lines, h.netStep(name, Tick{})...)
+		}
+		return strings.Join(lines, "\n")
+	case "run":
+		// The cluster runs for a while on a network with no delay: each
+		// runStep every clock moves on, every node is ticked, and what
+		// they say is delivered until all is quiet.
+		end := h.now.Add(mustDur(strings.TrimPrefix(fields[1], "+")))
+		var lines []string
+		for h.now < end {
+			h.now = min(h.now.Add(runStep), end)
+			var step []string
+			for _, name := range n.names {
+				step = append(step, h.netStep(name, Tick{})...)
+			}
+			for _, l := range append(step, h.netStabilize()...) {
+				lines = append(lines, fmt.Sprintf("%v %s", time.Duration(h.now), l))
+			}
+		}
+		return strings.Join(append(lines, fmt.Sprintf("now %v", time.Duration(h.now))), "\n")
+	case "deliver":
+		return joinOrNothing(h.netDeliver(true))
+	case "stabilize":
+		return joinOrNothing(h.netStabilize())
+	case "cut":
+		n.cut[fields[1]] = true
+		return "(nothing)"
+	case "heal":
+		clear(n.cut)
+		return "(nothing)"
+	case "kill":
+		n.nodes[fields[1]].down = true
+		return "(nothing)"
+	case "on":
+		rest := fields[2:]
+		ev := h.event(rest[0], parseArgs(rest[1:]))
+		return joinOrNothing(h.netStep(fields[1], ev))
+	case "status":
+		return h.netStatus()
+	}
+	h.t.Fatalf("%q: not a command of a multi-node script", cmd)
+	return ""
+}
+
+// netStabilize delivers until nothing is queued.
+func (h *harness) netStabilize() []string {
+	var lines []string
+	for rounds := 0; len(h.net.queue) > 0; rounds++ {
+		if rounds == stabilizeBound {
+			h.t.Fatalf("stabilize: still talking after %d deliveries", stabilizeBound)
+		}
+		lines = append(lines, h.netDeliver(false)...)
+	}
+	return lines
+}
+
+// netDeliver hands every message queued now to its node, in order.
+// verbose prints each delivery; otherwise only what the nodes did.
+func (h *harness) netDeliver(verbose bool) []string {
+	n := h.net
+	q := n.queue
+	n.queue = nil
+	var lines []string
+	for _, m := range q {
+		to := n.nodes[m.to]
+		if to == nil || to.down || n.cut[m.from] || n.cut[m.to] {
+			continue
+		}
+		if verbose && !routine(m.msg) {
+			lines = append(lines, fmt.Sprintf("%s -> %s %s", m.from, m.to, msgText(m.msg)))
+		}
+		ev, ok := m.msg.(Event)
+		if !ok {
+			h.t.Fatalf("%s sent %s a %T, which is no input of the core", m.from, m.to, m.msg)
+		}
+		if from := n.nodes[m.from]; from.v != nil {
+			ev = withSourceAddr(ev, from.addr) // as the master's driver stamps it
+		}
+		lines = append(lines, h.netStep(m.to, ev)...)
+	}
+	return lines
+}
+
+// netStep steps one node and carries out its batch.
+func (h *harness) netStep(name string, ev Event) []string {
+	node := h.net.nodes[name]
+	if node.down {
+		return nil
+	}
+	if node.m != nil {
+		return h.netCarry(name, node.m.Step(h.now, ev))
+	}
+	return h.netCarry(name, node.v.Step(h.now, ev))
+}
+
+// netCarry queues a batch's messages (goodbyes first) and prints what the
+// node did besides sending.
+func (h *harness) netCarry(name string, b Batch) []string {
+	n := h.net
+	var lines []string
+	for _, r := range b.AdminReplies {
+		lines = append(lines, fmt.Sprintf("%s: admin ok=%v %s", name, r.OK, r.Text))
+	}
+	for _, t := range b.Transitions {
+		for _, d := range t.Disconnects {
+			for _, g := range d.Goodbyes {
+				n.queue = append(n.queue, netMsg{name, peerName(g.To), g.Msg})
+			}
+		}
+		lines = append(lines, fmt.Sprintf("%s: transition %v -> %v epoch %d (%s %s)", name, t.From, t.To, t.Epoch, t.Reason, t.Section))
+	}
+	for _, s := range b.Sends {
+		n.queue = append(n.queue, netMsg{name, peerName(s.To), s.Msg})
+	}
+	for _, r := range b.Ignored {
+		lines = append(lines, fmt.Sprintf("%s: ignored %s", name, r))
+	}
+	return lines
+}
+
+func (h *harness) netStatus() string {
+	n := h.net
+	var lines []string
+	for _, name := range n.names {
+		node := n.nodes[name]
+		state := ""
+		switch {
+		case node.down:
+			state = "down"
+		case node.m != nil:
+			counted := node.m.CountedVoters()
+			var cs []string
+			for _, id := range counted {
+				cs = append(cs, csName(id))
+			}
+			state = fmt.Sprintf("%v epoch %d counts [%s]", node.m.Role(), node.m.Epoch(), strings.Join(cs, " "))
+		default:
+			vote := "nobody"
+			if f := node.v.VoteFor(); f != wire.NoMaster {
+				vote = masterName(f)
+			}
+			state = fmt.Sprintf("votes for %s, epoch %d", vote, node.v.Hard().MaxEpoch)
+		}
+		if n.cut[name] {
+			state += " (cut off)"
+		}
+		lines = append(lines, name+" "+state)
+	}
+	return strings.Join(lines, "\n")
+}
+
+func peerName(p Peer) string {
+	switch p.Kind {
+	case PeerMaster:
+		return masterName(wire.MasterID(p.ID))
+	case PeerCS:
+		return csName(wire.CSID(p.ID))
+	}
+	return fmt.Sprintf("C%d", p.ID)
+}
+
+// routine messages are left out of a delivery's print.
+func routine(m wire.Message) bool {
+	switch m.(type) {
+	case Probe, ProbeReply, PeerStatus:
+		return true
+	}
+	return false
+}
+
+// withSourceAddr stamps a chunkserver's message with the source address of
+// its connection, as a master's driver does.
+func withSourceAddr(ev Event, addr netip.Addr) Event {
+	switch m := ev.(type) {
+	case VoteHello:
+		m.Addr = addr
+		return m
+	case VoteBye:
+		m.Addr = addr
+		return m
+	case HeartbeatAck:
+		m.Addr = addr
+		return m
+	}
+	return ev
+}
+
+func joinOrNothing(lines []string) string {
+	if len(lines) == 0 {
+		return "(nothing)"
+	}
+	return strings.Join(lines, "\n")
+}
