@@ -238,13 +238,17 @@ func applyLive(n liveMaster, log zerolog.Logger, next config) error {
 	if err := secret.Check("ADMIN_PASSWORD", next.Node.AdminPassword); err != nil {
 		return err
 	}
+	// The level first: what the swap logs is written at the new one.
+	if err := obs.SetLevel(next.LogLevel); err != nil {
+		return err
+	}
 	if err := n.SetAdminPassword(next.Node.AdminPassword); err != nil {
 		return err
 	}
 	if next.Node.AdminPassword == "" {
 		log.Warn().Msg(noAdminPassword)
 	}
-	return obs.SetLevel(next.LogLevel)
+	return nil
 }
 
 // warnSecretFlags warns about each secret given as a flag: every local
