@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"net/netip"
 	"reflect"
 	"testing"
 
@@ -27,7 +28,7 @@ func TestDefaultsMatchCore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := roles.DefaultVoterConfig(0, cfg.Node.Voter.Addr, nil); !reflect.DeepEqual(cfg.Node.Voter, want) {
+	if want := roles.DefaultVoterConfig(0, netip.Addr{}, nil); !reflect.DeepEqual(cfg.Node.Voter, want) {
 		t.Fatalf("mfschunkserver.cfg defaults %+v differ from roles.DefaultVoterConfig %+v", cfg.Node.Voter, want)
 	}
 }
