@@ -3,13 +3,14 @@ package main
 import (
 	"flag"
 	"net/netip"
+	"reflect"
 	"testing"
 
 	"github.com/mfs-election/mfs-election/internal/settings"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 )
 
-var update = flag.Bool("update", false, "rewrite etc/mfschunkserver.cfg from the key table")
+var update = flag.Bool("update", false, "rewrite etc/mfschunkserver.cfg and the key table of docs/operations.md from the key table")
 
 // TestShippedExample: etc/mfschunkserver.cfg is the key table's example, every key
 // commented out at its default (go test ./cmd/mfschunkserver -update rewrites it).
@@ -19,15 +20,25 @@ func TestShippedExample(t *testing.T) {
 	}
 }
 
-// TestDefaultsMatchCore: the shipped timing defaults are the core's.
+// TestDefaultsMatchCore: with no file and no flag, the voter config is
+// roles.DefaultVoterConfig exactly: every default is inside its own range
+// and survives being written as a cfg value and read back.
 func TestDefaultsMatchCore(t *testing.T) {
-	v, err := spec.Resolve("", false, nil)
+	cfg, _, err := spec.Resolve("", false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := roles.DefaultVoterConfig(0, netip.Addr{}, nil)
-	if v.Duration("MAX_PROMISE") != want.MaxPromise || v.Duration("PROBE_INTERVAL") != want.ProbeInterval || v.Duration("NOMINATE_SLOT") != want.NominateSlot {
-		t.Fatalf("mfschunkserver.cfg timing defaults differ from roles.DefaultVoterConfig %+v", want)
+	if want := roles.DefaultVoterConfig(0, netip.Addr{}, nil); !reflect.DeepEqual(cfg.Node.Voter, want) {
+		t.Fatalf("mfschunkserver.cfg defaults %+v differ from roles.DefaultVoterConfig %+v", cfg.Node.Voter, want)
+	}
+}
+
+// TestKeysBindVoter: each key sets one field of its own, and each voter
+// key takes exactly the range roles.VoterConfig.Ranges gives its field,
+// which Validate checks too (MAX_PROMISE: VOTE_LEASE's).
+func TestKeysBindVoter(t *testing.T) {
+	if err := spec.CheckRanges("Node.Voter.", roles.VoterConfig{}.Ranges()); err != nil {
+		t.Error(err)
 	}
 }
 

@@ -18,7 +18,6 @@ import (
 	"github.com/mfs-election/mfs-election/internal/service"
 	"github.com/mfs-election/mfs-election/internal/settings"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
-	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
 )
@@ -52,17 +51,16 @@ func run(c *cli.Context) error {
 	if action == service.ActionInit {
 		return errors.New("init is an mfsmaster action; a chunkserver registers with the LEADER by itself")
 	}
-	v, err := spec.Resolve(c.String("c"), c.IsSet("c"), c)
+	cfg, v, err := spec.Resolve(c.String("c"), c.IsSet("c"), c)
 	if err != nil {
 		return err
 	}
-	dataPath := v.String("DATA_PATH")
-	if err := service.EnsureDir(dataPath); err != nil {
+	if err := service.EnsureDir(cfg.DataPath); err != nil {
 		return err
 	}
-	lockPath := filepath.Join(dataPath, ".mfschunkserver.lock")
-	return service.Dispatch(action, "mfschunkserver", lockPath, filepath.Join(dataPath, "mfschunkserver.log"),
-		c.Bool("f"), os.Args[1:], func() error { return foreground(c, v, lockPath) })
+	lockPath := filepath.Join(cfg.DataPath, ".mfschunkserver.lock")
+	return service.Dispatch(action, "mfschunkserver", lockPath, filepath.Join(cfg.DataPath, "mfschunkserver.log"),
+		c.Bool("f"), os.Args[1:], func() error { return foreground(c, cfg, v, lockPath) })
 }
 
 // disks reads mfshdd.cfg: one path per line, '#' comments, MooseFS's
@@ -113,26 +111,26 @@ func checkLabels(s string) error {
 	return nil
 }
 
-func foreground(c *cli.Context, v settings.Values, lockPath string) error {
-	log, err := obs.DaemonLogger(v.String("LOG_LEVEL"), "mfschunkserver")
+func foreground(c *cli.Context, cfg config, v settings.Values, lockPath string) error {
+	log, err := obs.DaemonLogger(cfg.LogLevel, "mfschunkserver")
 	if err != nil {
 		return err
 	}
 	warnSecretFlags(log, v, "AUTH_CODE")
-	if err := checkLabels(v.String("LABELS")); err != nil {
+	if err := checkLabels(cfg.Node.Labels); err != nil {
 		return err
 	}
-	ds, err := disks(v.String("HDD_CONF_FILENAME"))
+	ds, err := disks(cfg.HDDConf)
 	if err != nil {
 		return err
 	}
 	var bind netip.Addr
-	if h := v.String("BIND_HOST"); h != "" && h != "*" {
+	if h := cfg.BindHost; h != "" && h != "*" {
 		if bind, err = netip.ParseAddr(h); err != nil {
 			return fmt.Errorf("BIND_HOST %q is not an address", h)
 		}
 	}
-	list, err := node.ResolveMasters(v.String("MASTER_HOST"), uint16(v.Int("MASTER_PORT")))
+	list, err := node.ResolveMasters(cfg.MasterHost, uint16(cfg.MasterPort))
 	if err != nil {
 		return err
 	}
@@ -145,7 +143,7 @@ func foreground(c *cli.Context, v settings.Values, lockPath string) error {
 		}
 		log.Info().Str("bind", bind.String()).Msg("BIND_HOST is empty: every connection leaves from the address the kernel picks towards the first master")
 	}
-	warning, err := startChecks(v, bind, list)
+	warning, err := startChecks(cfg, bind, list)
 	if err != nil {
 		return err
 	}
@@ -157,27 +155,21 @@ func foreground(c *cli.Context, v settings.Values, lockPath string) error {
 		return err
 	}
 	defer lock.Release()
-	st, err := metadata.OpenChunkserver(v.String("DATA_PATH"))
+	st, err := metadata.OpenChunkserver(cfg.DataPath)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	vc := roles.VoterConfig{
-		MaxPromise: v.Duration("MAX_PROMISE"), ProbeInterval: v.Duration("PROBE_INTERVAL"),
-		NominateSlot: v.Duration("NOMINATE_SLOT"), Seed: uint64(time.Now().UnixNano()),
-	}
 	reg := obs.NewRegistry()
-	opt := node.ChunkserverOptions{
-		Masters: list, Bind: bind, Listen: node.ListenAddr(v.String("CSSERV_LISTEN_HOST"), v.Int("CSSERV_LISTEN_PORT")),
-		Voter: vc, AuthCode: v.String("AUTH_CODE"), Labels: v.String("LABELS"), Disks: ds,
-		ReconnectDelay: v.Duration("MASTER_RECONNECTION_DELAY"), TrustRefused: v.Bool("TRUST_REFUSED"),
-		Version: node.Version, Log: log, Metrics: reg,
-	}
-	httpLn, err := net.Listen("tcp", node.ListenAddr(v.String("HTTP_LISTEN_HOST"), v.Int("HTTP_LISTEN_PORT")))
+	opt := cfg.Node
+	opt.Voter.Seed = uint64(time.Now().UnixNano())
+	opt.Masters, opt.Bind, opt.Listen, opt.Disks = list, bind, cfg.CSServ.addr(), ds
+	opt.Version, opt.Log, opt.Metrics = node.Version, log, reg
+	httpLn, err := net.Listen("tcp", cfg.HTTP.addr())
 	if err != nil {
 		return fmt.Errorf("HTTP_LISTEN: %w", err)
 	}
-	log.Info().Int("disks", len(ds)).Bool("voter_only", len(ds) == 0).Uint64("seed", vc.Seed).Msg("chunkserver starting")
+	log.Info().Int("disks", len(ds)).Bool("voter_only", len(ds) == 0).Uint64("seed", opt.Voter.Seed).Msg("chunkserver starting")
 	n, err := node.StartChunkserver(opt, st)
 	if err != nil {
 		_ = httpLn.Close()
@@ -188,7 +180,13 @@ func foreground(c *cli.Context, v settings.Values, lockPath string) error {
 		return true, fmt.Sprintf("chunkserver %v id %d", id.Addr, id.CS)
 	}, log)
 	defer srv.Close()
-	return service.Serve(n, spec, c, log, v, 5*time.Second)
+	return service.Serve(n, spec, c, log, v, applyLive, 5*time.Second)
+}
+
+// applyLive puts the keys spec marks Live in force from a reloaded config
+// (service.ReloadConfig): LOG_LEVEL.
+func applyLive(next config) error {
+	return obs.SetLevel(next.LogLevel)
 }
 
 // warnSecretFlags warns about each secret given as a flag: every local

@@ -5,7 +5,6 @@ import (
 
 	"github.com/mfs-election/mfs-election/internal/node"
 	"github.com/mfs-election/mfs-election/internal/secret"
-	"github.com/mfs-election/mfs-election/internal/settings"
 )
 
 // startChecks decides whether this chunkserver may start as configured
@@ -14,13 +13,13 @@ import (
 // (bind) and every master are loopback, or INSECURE is set (then warning
 // is what to log at every start). The data and HTTP ports are left out:
 // AUTH_CODE protects neither.
-func startChecks(v settings.Values, bind netip.Addr, masters []node.MasterAddr) (warning string, err error) {
-	if err := secret.Check("AUTH_CODE", v.String("AUTH_CODE")); err != nil {
+func startChecks(cfg config, bind netip.Addr, masters []node.MasterAddr) (warning string, err error) {
+	if err := secret.Check("AUTH_CODE", cfg.Node.AuthCode); err != nil {
 		return "", err
 	}
 	hosts := []node.Host{{Key: "BIND_HOST", Value: bind.String()}}
 	for _, m := range masters {
 		hosts = append(hosts, node.Host{Key: "MASTER_HOST", Value: m.Addr.Addr().String()})
 	}
-	return node.AuthCodeRule("chunkserver", v.String("AUTH_CODE"), v.Bool("INSECURE"), node.Exposed(hosts))
+	return node.AuthCodeRule("chunkserver", cfg.Node.AuthCode, cfg.Insecure, node.Exposed(hosts))
 }

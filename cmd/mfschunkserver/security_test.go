@@ -40,11 +40,11 @@ func TestStartRules(t *testing.T) {
 		if err := os.WriteFile(p, []byte(c.cfg), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		v, err := spec.Resolve(p, true, nil)
+		cfg, _, err := spec.Resolve(p, true, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		warn, err := startChecks(v, c.bind, c.masters)
+		warn, err := startChecks(cfg, c.bind, c.masters)
 		switch {
 		case c.err == "" && err != nil:
 			t.Errorf("%s: %v", c.name, err)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"flag"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,7 +12,7 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/roles"
 )
 
-var update = flag.Bool("update", false, "rewrite etc/mfsmaster.cfg from the key table")
+var update = flag.Bool("update", false, "rewrite etc/mfsmaster.cfg and the key table of docs/operations.md from the key table")
 
 // TestShippedExample: etc/mfsmaster.cfg is the key table's example, every key
 // commented out at its default (go test ./cmd/mfsmaster -update rewrites it).
@@ -23,18 +22,40 @@ func TestShippedExample(t *testing.T) {
 	}
 }
 
-// TestDefaultsMatchCore: the shipped defaults (timings, snapshot interval,
-// changelog retention) are the core's.
+// TestDefaultsMatchCore: with no file and no flag, the core config is
+// roles.DefaultConfig exactly: every default is inside its own range and
+// survives being written as a cfg value and read back.
 func TestDefaultsMatchCore(t *testing.T) {
-	v, err := spec.Resolve("", false, nil)
+	cfg, _, err := spec.Resolve("", false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := coreConfig(v, nil, netip.MustParseAddr("10.0.0.1"))
-	want := roles.DefaultConfig(got.ID, nil)
-	got.Masters, want.Masters = nil, nil
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("mfsmaster.cfg defaults %+v differ from roles.DefaultConfig %+v", got, want)
+	if want := roles.DefaultConfig(0, nil); !reflect.DeepEqual(cfg.Node.Core, want) {
+		t.Fatalf("mfsmaster.cfg defaults %+v differ from roles.DefaultConfig %+v", cfg.Node.Core, want)
+	}
+}
+
+// TestKeysBindCore: each key sets one field of its own, every field of
+// roles.Config but the two MASTER_HOST gives (ID, Masters) has a key, and
+// each core key takes exactly the range roles.Config.Ranges gives its
+// field, which Validate checks too.
+func TestKeysBindCore(t *testing.T) {
+	bind, err := spec.Bindings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := map[string]bool{}
+	for _, f := range bind {
+		set[f] = true
+	}
+	ct := reflect.TypeOf(roles.Config{})
+	for i := 0; i < ct.NumField(); i++ {
+		if f := ct.Field(i).Name; f != "ID" && f != "Masters" && !set["Node.Core."+f] {
+			t.Errorf("no mfsmaster.cfg key sets roles.Config.%s", f)
+		}
+	}
+	if err := spec.CheckRanges("Node.Core.", roles.Config{}.Ranges()); err != nil {
+		t.Error(err)
 	}
 }
 
@@ -42,21 +63,21 @@ func TestDefaultsMatchCore(t *testing.T) {
 // (0 included: no snapshots), and out-of-range values are refused.
 func TestSnapshotKeys(t *testing.T) {
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "mfsmaster.cfg")
-	if err := os.WriteFile(cfg, []byte("SNAPSHOT_CHANGES = 0\nCHANGELOG_RETAIN = 25\n"), 0o644); err != nil {
+	path := filepath.Join(dir, "mfsmaster.cfg")
+	if err := os.WriteFile(path, []byte("SNAPSHOT_CHANGES = 0\nCHANGELOG_RETAIN = 25\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	v, err := spec.Resolve(cfg, true, nil)
+	cfg, _, err := spec.Resolve(path, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := coreConfig(v, nil, netip.MustParseAddr("10.0.0.1")); got.SnapshotEvery != 0 || got.LogRetain != 25 {
+	if got := cfg.Node.Core; got.SnapshotEvery != 0 || got.LogRetain != 25 {
 		t.Fatalf("SnapshotEvery %d, LogRetain %d", got.SnapshotEvery, got.LogRetain)
 	}
-	if err := os.WriteFile(cfg, []byte("SNAPSHOT_CHANGES = -1\nCHANGELOG_RETAIN = lots\n"), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte("SNAPSHOT_CHANGES = -1\nCHANGELOG_RETAIN = lots\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := spec.Resolve(cfg, true, nil); err == nil || !strings.Contains(err.Error(), "SNAPSHOT_CHANGES") || !strings.Contains(err.Error(), "CHANGELOG_RETAIN") {
+	if _, _, err := spec.Resolve(path, true, nil); err == nil || !strings.Contains(err.Error(), "SNAPSHOT_CHANGES") || !strings.Contains(err.Error(), "CHANGELOG_RETAIN") {
 		t.Fatalf("bad values: %v", err)
 	}
 }

@@ -1,60 +1,119 @@
 package main
 
-import "github.com/mfs-election/mfs-election/internal/settings"
+import (
+	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/internal/settings"
+	"github.com/mfs-election/mfs-election/pkg/roles"
+)
+
+// config is what mfsmaster.cfg and the flags set: the driver's options
+// (the election core's roles.Config among them) and what only this command
+// uses. Each field is set by the one key bound to it in keys.
+type config struct {
+	Node       node.MasterOptions
+	DataPath   string
+	MasterHost string
+	BindHost   string
+	// The listeners: masters (MATOML), chunkservers (MATOCS), clients
+	// (MATOCL) and the HTTP endpoint.
+	ML, CS, CL, HTTP listen
+	Insecure         bool
+	LogLevel         string
+}
+
+// listen is a *_LISTEN_HOST and *_LISTEN_PORT pair.
+type listen struct {
+	Host string
+	Port int
+}
+
+// addr is the pair as net.Listen takes it ("*" = every address).
+func (l listen) addr() string { return node.ListenAddr(l.Host, l.Port) }
+
+// defaults is the config before any file or flag: the core's
+// roles.DefaultConfig and this command's own. Why each value is what it
+// is, is in its key's Usage.
+func defaults() config {
+	return config{
+		Node: node.MasterOptions{
+			Core:        roles.DefaultConfig(0, nil), // ID and Masters come from MASTER_HOST
+			ExportsFile: "/etc/mfs/mfsexports.cfg",
+		},
+		DataPath:   "/var/lib/mfs",
+		MasterHost: "mfsmaster",
+		ML:         listen{"*", 9419},
+		CS:         listen{"*", 9420},
+		CL:         listen{"*", 9421},
+		HTTP:       listen{"*", 9425},
+		LogLevel:   "info",
+	}
+}
 
 // spec is every mfsmaster.cfg key: the example file etc/mfsmaster.cfg, the
-// long flags and docs/operations.md are all made from it.
-var spec = settings.Spec{Daemon: "mfsmaster", Keys: []settings.Key{
-	{Name: "DATA_PATH", Kind: settings.String, Default: "/var/lib/mfs",
-		Usage: "Where the metadata (metadata.mfs: changelog and state; snapshot.mfs: the newest snapshot), the lock file and the log of a background start live."},
-	{Name: "MASTER_HOST", Kind: settings.String, Default: "mfsmaster",
-		Usage: "Every master of the cluster: a DNS name whose A records are all the masters, or a comma-separated list of addresses, each with an optional :port (the MATOML port). Identical on every master and chunkserver."},
-	{Name: "BIND_HOST", Kind: settings.String, Default: "",
-		Usage: "Address this master's outgoing connections leave from. Empty: MATOML_LISTEN_HOST when that is one address, else this master's address in MASTER_HOST."},
-	{Name: "MATOML_LISTEN_HOST", Kind: settings.String, Default: "*", Usage: "Address for other masters to connect to (* = all)."},
-	{Name: "MATOML_LISTEN_PORT", Kind: settings.Int, Default: "9419", Min: "0", Max: "65535", Usage: "Port for other masters (MooseFS: 9419)."},
-	{Name: "MATOCS_LISTEN_HOST", Kind: settings.String, Default: "*", Usage: "Address for chunkservers (their votes) to connect to."},
-	{Name: "MATOCS_LISTEN_PORT", Kind: settings.Int, Default: "9420", Min: "0", Max: "65535", Usage: "Port for chunkservers (MooseFS: 9420)."},
-	{Name: "MATOCL_LISTEN_HOST", Kind: settings.String, Default: "*", Usage: "Address for clients and mfscli."},
-	{Name: "MATOCL_LISTEN_PORT", Kind: settings.Int, Default: "9421", Min: "0", Max: "65535", Usage: "Port for clients and mfscli (MooseFS: 9421)."},
-	{Name: "HTTP_LISTEN_HOST", Kind: settings.String, Default: "*", Usage: "Address of the HTTP endpoint (/metrics, /healthz)."},
-	{Name: "HTTP_LISTEN_PORT", Kind: settings.Int, Default: "9425", Min: "0", Max: "65535", Usage: "Port of the HTTP endpoint (MooseFS GUI port: 9425)."},
-	{Name: "AUTH_CODE", Kind: settings.String, Default: "",
-		Usage: "The cluster's secret, the same on every master and chunkserver (at least 16 characters; mfsmaster init prints a random one). Masters prove it to each other on 9419 and chunkservers to the masters on 9420 (challenge-response; the code never crosses the wire): without it nothing a peer sends there is heard. Required unless every address of this master and of MASTER_HOST is loopback, or INSECURE = 1."},
-	{Name: "ADMIN_PASSWORD", Kind: settings.String, Default: "",
-		Usage: "When set (at least 16 characters), mfscli admin commands (-C...) are refused unless mfscli proves it knows this password (-a or MFSCLI_PASSWORD; challenge-response, never sent in clear). Listings stay open. Empty: admin commands are open to anyone who reaches 9421 (warned at every start)."},
-	{Name: "EXPORTS_FILENAME", Kind: settings.String, Default: "/etc/mfs/mfsexports.cfg",
-		Usage: "Which clients may read and change which keys on 9421 (MooseFS's mfsexports.cfg: ADDRESS PATH OPTIONS lines; docs/operations.md, Client access). Re-read on reload. A missing file: every client may read and change every key."},
-	{Name: "INSECURE", Kind: settings.Bool, Default: "0",
-		Usage: "1: start without AUTH_CODE even though this master is reachable from other hosts (warned at every start). 0: such a master refuses to start without AUTH_CODE."},
-	{Name: "DEPUTY_ELECTION_TIME", Kind: settings.Duration, Default: "0", Min: "0", Max: "1h",
-		Usage: "An ELECT that cannot gather quorum this long becomes DEPUTY and serves reads. 0 = never (MooseFS's default)."},
-	{Name: "KEEP_LEADERSHIP", Kind: settings.Bool, Default: "0",
-		Usage: "1: this master takes the LEADER role back whenever it is a synced FOLLOWER, unless leadership was moved away on purpose. Set it on one master; on several, only the lowest address that has not yielded reclaims (see \"Moving leadership\")."},
-	{Name: "LEASE_READS", Kind: settings.Bool, Default: "0",
-		Usage: "1: the LEADER answers reads on its vote leases alone, about a round trip sooner. Safe only where this machine's monotonic clock counts every moment the master is stopped: not in a VM that may be paused or suspended. 0: each read waits for a quorum to acknowledge a heartbeat sent after it arrived."},
-	{Name: "LOG_LEVEL", Kind: settings.String, Default: "info", Usage: "debug, info, warn or error."},
-	{Name: "VOTE_LEASE", Kind: settings.Duration, Default: "800ms", Min: "20ms", Max: "1m",
-		Usage: "The promise a chunkserver makes on each heartbeat. A frozen LEADER is replaced about one lease after its last heartbeat; must not exceed the chunkservers' MAX_PROMISE."},
-	{Name: "HEARTBEAT_INTERVAL", Kind: settings.Duration, Default: "100ms", Min: "1ms", Max: "10s",
-		Usage: "How often a master that takes votes renews them: eight renewals per lease, so one lost heartbeat or a 200 ms stall leaves most of the lease in hand."},
-	{Name: "MAX_CLOCK_DRIFT", Kind: settings.Float, Default: "0.01", Min: "0", Max: "0.1",
-		Usage: "Bound on how far any clock's rate may stray from true time (0.01 = 1%, ten times a poor crystal). Leases are shortened by it; nothing measures it."},
-	{Name: "LEASE_MARGIN", Kind: settings.Duration, Default: "10ms", Min: "0", Max: "1s",
-		Usage: "Given up at the end of every counted lease, for the gap between reading the clock and acting on it."},
-	{Name: "PEER_INTERVAL", Kind: settings.Duration, Default: "100ms", Min: "1ms", Max: "10s", Usage: "Status and changelog pushes between masters."},
-	{Name: "PEER_TIMEOUT", Kind: settings.Duration, Default: "500ms", Min: "2ms", Max: "1m",
-		Usage: "A master not heard from this long is treated as gone for sync state and redirects (never for safety). At least two PEER_INTERVALs."},
-	{Name: "SELF_NOMINATE_AFTER", Kind: settings.Duration, Default: "5s", Min: "1ms", Max: "10m",
-		Usage: "A master nominates itself when no chunkserver has nominated anybody this long (an instance with no chunkservers yet)."},
-	{Name: "ELECT_TIMEOUT", Kind: settings.Duration, Default: "3s", Min: "1ms", Max: "10m",
-		Usage: "An ELECT that has held no vote this long goes back to FOLLOWER so the next nomination turn can pick another. At least VOTE_LEASE."},
-	{Name: "HANDOVER_TIMEOUT", Kind: settings.Duration, Default: "3s", Min: "1ms", Max: "10m",
-		Usage: "How long a LEADER pauses writes for a USURPER (or a step-down target) to catch up before it resumes."},
-	{Name: "SNAPSHOT_CHANGES", Kind: settings.Int, Default: "10000", Min: "0", Max: "1000000000",
-		Usage: "After this many applied changes the master writes its namespace to DATA_PATH/snapshot.mfs, in the background, and may then trim the changelog below it (MooseFS saves metadata by time: METADATA_SAVE_FREQ). A restart replays at most this many entries. 0 = never: no snapshot, the changelog is never trimmed."},
-	{Name: "CHANGELOG_RETAIN", Kind: settings.Int, Default: "100000", Min: "0", Max: "1000000000",
-		Usage: "At most this many changelog entries are kept below the snapshot for a master that is down or far behind (MooseFS keeps BACK_LOGS changelog files); entries every master has a snapshot past are trimmed sooner. A master further behind is sent the LEADER's snapshot instead of entries."},
-	{Name: "ACK_REPLICAS", Kind: settings.Int, Default: "1", Min: "0", Max: "8",
-		Usage: "How many other eligible masters must hold a change durably before it is acknowledged (fewer when fewer are connected)."},
-}}
+// long flags, --help and docs/operations.md are all made from it.
+var spec = settings.Spec[config]{Daemon: "mfsmaster", Defaults: defaults, Keys: keys}
+
+// keys binds each mfsmaster.cfg key to its field of c. A key's default is
+// that field's value in defaults; the range of a core field is the core's
+// own (roles.Config.Ranges, which Validate checks too); the Usage says
+// what the key does and why its default, once. Live marks the keys a
+// reload applies at once (applyLive).
+func keys(c *config) []settings.Key {
+	core := &c.Node.Core
+	r := core.Ranges()
+	return []settings.Key{
+		settings.Field("DATA_PATH", &c.DataPath,
+			"Where the metadata (metadata.mfs: changelog and state; snapshot.mfs: the newest snapshot), the lock file and the log of a background start live."),
+		settings.Field("MASTER_HOST", &c.MasterHost,
+			"Every master of the cluster: a DNS name whose A records are all the masters, or a comma-separated list of addresses, each with an optional :port (the MATOML port). Identical on every master and chunkserver."),
+		settings.Field("BIND_HOST", &c.BindHost,
+			"Address this master's outgoing connections leave from. Empty: MATOML_LISTEN_HOST when that is one address, else this master's address in MASTER_HOST."),
+		settings.Field("MATOML_LISTEN_HOST", &c.ML.Host, "Address for other masters to connect to (* = all)."),
+		settings.Ranged("MATOML_LISTEN_PORT", &c.ML.Port, 0, 65535, "Port for other masters (MooseFS: 9419)."),
+		settings.Field("MATOCS_LISTEN_HOST", &c.CS.Host, "Address for chunkservers (their votes) to connect to."),
+		settings.Ranged("MATOCS_LISTEN_PORT", &c.CS.Port, 0, 65535, "Port for chunkservers (MooseFS: 9420)."),
+		settings.Field("MATOCL_LISTEN_HOST", &c.CL.Host, "Address for clients and mfscli."),
+		settings.Ranged("MATOCL_LISTEN_PORT", &c.CL.Port, 0, 65535, "Port for clients and mfscli (MooseFS: 9421)."),
+		settings.Field("HTTP_LISTEN_HOST", &c.HTTP.Host, "Address of the HTTP endpoint (/metrics, /healthz)."),
+		settings.Ranged("HTTP_LISTEN_PORT", &c.HTTP.Port, 0, 65535, "Port of the HTTP endpoint (MooseFS GUI port: 9425)."),
+		settings.Field("AUTH_CODE", &c.Node.AuthCode,
+			"The cluster's secret, the same on every master and chunkserver (at least 16 characters; mfsmaster init prints a random one). Masters prove it to each other on 9419 and chunkservers to the masters on 9420 (challenge-response; the code never crosses the wire): without it nothing a peer sends there is heard. Required unless every address of this master and of MASTER_HOST is loopback, or INSECURE = 1."),
+		settings.Field("ADMIN_PASSWORD", &c.Node.AdminPassword,
+			"When set (at least 16 characters), mfscli admin commands (-C...) are refused unless mfscli proves it knows this password (-a or MFSCLI_PASSWORD; challenge-response, never sent in clear). Listings stay open. Empty: admin commands are open to anyone who reaches 9421 (warned at every start).").Live(),
+		settings.Field("EXPORTS_FILENAME", &c.Node.ExportsFile,
+			"Which clients may read and change which keys on 9421 (MooseFS's mfsexports.cfg: ADDRESS PATH OPTIONS lines; docs/operations.md, Client access). The file is re-read on reload. A missing file: every client may read and change every key."),
+		settings.Field("INSECURE", &c.Insecure,
+			"1: start without AUTH_CODE even though this master is reachable from other hosts (warned at every start). 0: such a master refuses to start without AUTH_CODE."),
+		settings.Ranged("DEPUTY_ELECTION_TIME", &core.DeputyElectionTime, r.DeputyElectionTime.Min, r.DeputyElectionTime.Max,
+			"An ELECT that cannot gather quorum this long becomes DEPUTY and serves reads. 0 = never (MooseFS's default)."),
+		settings.Field("KEEP_LEADERSHIP", &core.KeepLeadership,
+			"1: this master takes the LEADER role back whenever it is a synced FOLLOWER, unless leadership was moved away on purpose. Set it on one master; on several, only the lowest address that has not yielded reclaims (see \"Moving leadership\")."),
+		settings.Field("LEASE_READS", &core.LeaseReads,
+			"1: the LEADER answers reads on its vote leases alone, about a round trip sooner. Safe only where this machine's monotonic clock counts every moment the master is stopped: not in a VM that may be paused or suspended. 0 (the default): each read waits for a quorum to acknowledge a heartbeat sent after it arrived, linearizable even after a pause the clock did not see."),
+		settings.Field("LOG_LEVEL", &c.LogLevel, "debug, info, warn or error.").Live(),
+		settings.Ranged("VOTE_LEASE", &core.VoteLease, r.VoteLease.Min, r.VoteLease.Max,
+			"The promise a chunkserver makes on each heartbeat. A frozen LEADER is replaced about one lease after its last heartbeat: the default keeps that under 1.2 s while tolerating 600+ ms of silence. Must not exceed the chunkservers' MAX_PROMISE."),
+		settings.Ranged("HEARTBEAT_INTERVAL", &core.HeartbeatInterval, r.HeartbeatInterval.Min, r.HeartbeatInterval.Max,
+			"How often a master that takes votes renews them: eight renewals per lease, so one lost heartbeat or a 200 ms stall leaves most of the lease in hand."),
+		settings.Ranged("MAX_CLOCK_DRIFT", &core.MaxClockDrift, r.MaxClockDrift.Min, r.MaxClockDrift.Max,
+			"Bound on how far any clock's rate may stray from true time (0.01 = 1%, ten times a poor crystal). Leases are shortened by it; nothing measures it."),
+		settings.Ranged("LEASE_MARGIN", &core.LeaseMargin, r.LeaseMargin.Min, r.LeaseMargin.Max,
+			"Given up at the end of every counted lease, for the gap between reading the clock and acting on it."),
+		settings.Ranged("PEER_INTERVAL", &core.PeerInterval, r.PeerInterval.Min, r.PeerInterval.Max,
+			"Status and changelog pushes between masters: followers learn of new changes within one."),
+		settings.Ranged("PEER_TIMEOUT", &core.PeerTimeout, r.PeerTimeout.Min, r.PeerTimeout.Max,
+			"A master not heard from this long is treated as gone for sync state and redirects (never for safety). At least two PEER_INTERVALs; the default is five missed pushes."),
+		settings.Ranged("SELF_NOMINATE_AFTER", &core.SelfNominateAfter, r.SelfNominateAfter.Min, r.SelfNominateAfter.Max,
+			"A master nominates itself when no chunkserver has nominated anybody this long (an instance with no chunkservers yet)."),
+		settings.Ranged("ELECT_TIMEOUT", &core.ElectTimeout, r.ElectTimeout.Min, r.ElectTimeout.Max,
+			"An ELECT that has held no vote this long goes back to FOLLOWER so the next nomination turn can pick another. At least VOTE_LEASE; the default is longer than a lease plus a full nomination rotation, so a live ELECT is never abandoned while voters are still arriving."),
+		settings.Ranged("HANDOVER_TIMEOUT", &core.HandoverTimeout, r.HandoverTimeout.Min, r.HandoverTimeout.Max,
+			"How long a LEADER pauses writes for a USURPER (or a step-down target) to catch up before it resumes. A synced USURPER needs one push; the default bounds the pause if it never catches up."),
+		settings.Ranged("SNAPSHOT_CHANGES", &core.SnapshotEvery, r.SnapshotEvery.Min, r.SnapshotEvery.Max,
+			"After this many applied changes the master writes its namespace to DATA_PATH/snapshot.mfs, in the background, and may then trim the changelog below it (MooseFS saves metadata by time: METADATA_SAVE_FREQ). A snapshot costs a copy of the namespace: the default keeps that a small share of the work, and a restart replays at most this many entries. 0 = never: no snapshot, the changelog is never trimmed."),
+		settings.Ranged("CHANGELOG_RETAIN", &core.LogRetain, r.LogRetain.Min, r.LogRetain.Max,
+			"At most this many changelog entries are kept below the snapshot for a master that is down or far behind (MooseFS keeps BACK_LOGS changelog files); entries every master has a snapshot past are trimmed sooner. A master further behind is sent the LEADER's snapshot instead of entries; with the default, one restarted after a few minutes of heavy writing still catches up from entries."),
+		settings.Ranged("ACK_REPLICAS", &core.AckReplicas, r.AckReplicas.Min, r.AckReplicas.Max,
+			"How many other eligible masters must hold a change durably before it is acknowledged (fewer when fewer are connected). The default, one, keeps every acknowledged change through the loss of the LEADER's disk."),
+	}
+}

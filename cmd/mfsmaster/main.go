@@ -21,7 +21,6 @@ import (
 	"github.com/mfs-election/mfs-election/internal/settings"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
 	"github.com/mfs-election/mfs-election/pkg/roles"
-	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
 )
@@ -55,34 +54,33 @@ func run(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	v, err := spec.Resolve(c.String("c"), c.IsSet("c"), c)
+	cfg, v, err := spec.Resolve(c.String("c"), c.IsSet("c"), c)
 	if err != nil {
 		return err
 	}
-	dataPath := v.String("DATA_PATH")
-	if err := service.EnsureDir(dataPath); err != nil {
+	if err := service.EnsureDir(cfg.DataPath); err != nil {
 		return err
 	}
-	lockPath := filepath.Join(dataPath, ".mfsmaster.lock")
+	lockPath := filepath.Join(cfg.DataPath, ".mfsmaster.lock")
 	if action == service.ActionInit {
-		return initMetadata(os.Stdout, v, lockPath, c.StringSlice("location"))
+		return initMetadata(os.Stdout, cfg, lockPath, c.StringSlice("location"))
 	}
 	if action == service.ActionRepair {
-		return repairMetadata(os.Stdout, v.String("DATA_PATH"), lockPath, c.String("remove-chunkservers"))
+		return repairMetadata(os.Stdout, cfg.DataPath, lockPath, c.String("remove-chunkservers"))
 	}
-	return service.Dispatch(action, "mfsmaster", lockPath, filepath.Join(dataPath, "mfsmaster.log"),
-		c.Bool("f"), os.Args[1:], func() error { return foreground(c, v, lockPath, c.Bool("e")) })
+	return service.Dispatch(action, "mfsmaster", lockPath, filepath.Join(cfg.DataPath, "mfsmaster.log"),
+		c.Bool("f"), os.Args[1:], func() error { return foreground(c, cfg, v, lockPath, c.Bool("e")) })
 }
 
 // masters resolves MASTER_HOST and finds this master in it.
-func masters(v settings.Values) ([]node.MasterAddr, netip.Addr, error) {
-	list, err := node.ResolveMasters(v.String("MASTER_HOST"), uint16(v.Int("MATOML_LISTEN_PORT")))
+func masters(cfg config) ([]node.MasterAddr, netip.Addr, error) {
+	list, err := node.ResolveMasters(cfg.MasterHost, uint16(cfg.ML.Port))
 	if err != nil {
 		return nil, netip.Addr{}, err
 	}
 	var cands []netip.Addr
-	for _, k := range []string{"BIND_HOST", "MATOML_LISTEN_HOST"} {
-		if a, err := netip.ParseAddr(v.String(k)); err == nil {
+	for _, h := range []string{cfg.BindHost, cfg.ML.Host} {
+		if a, err := netip.ParseAddr(h); err == nil {
 			cands = append(cands, a)
 		}
 	}
@@ -112,18 +110,16 @@ func masters(v settings.Values) ([]node.MasterAddr, netip.Addr, error) {
 // first master of a new cluster. Without AUTH_CODE it prints a new random
 // one and where it goes; the cfg files are the one place secrets live, so
 // it is stored nowhere else.
-func initMetadata(out io.Writer, v settings.Values, lockPath string, locs []string) error {
-	for _, k := range []string{"AUTH_CODE", "ADMIN_PASSWORD"} {
-		if err := secret.Check(k, v.String(k)); err != nil {
-			return err
-		}
+func initMetadata(out io.Writer, cfg config, lockPath string, locs []string) error {
+	if err := checkSecrets(cfg); err != nil {
+		return err
 	}
 	lock, err := service.Acquire(lockPath)
 	if err != nil {
 		return err
 	}
 	defer lock.Release()
-	_, self, err := masters(v)
+	_, self, err := masters(cfg)
 	if err != nil {
 		return err
 	}
@@ -140,7 +136,7 @@ func initMetadata(out io.Writer, v settings.Values, lockPath string, locs []stri
 		}
 		g[0].Config.Locations = m
 	}
-	st, err := metadata.OpenMaster(v.String("DATA_PATH"))
+	st, err := metadata.OpenMaster(cfg.DataPath)
 	if err != nil {
 		return err
 	}
@@ -154,7 +150,7 @@ func initMetadata(out io.Writer, v settings.Values, lockPath string, locs []stri
 		return err
 	}
 	fmt.Fprintf(out, "mfsmaster: new metadata %s in %s (founder %s)\n", id, st.Path(), self)
-	if v.String("AUTH_CODE") == "" {
+	if cfg.Node.AuthCode == "" {
 		code, err := secret.Generate()
 		if err != nil {
 			return err
@@ -165,41 +161,17 @@ func initMetadata(out io.Writer, v settings.Values, lockPath string, locs []stri
 	return nil
 }
 
-func coreConfig(v settings.Values, list []node.MasterAddr, self netip.Addr) roles.Config {
-	mids := make([]wire.MasterID, 0, len(list))
-	for _, m := range list {
-		mids = append(mids, m.ID)
-	}
-	cfg := roles.DefaultConfig(node.MasterIDOf(self), mids)
-	cfg.HeartbeatInterval = v.Duration("HEARTBEAT_INTERVAL")
-	cfg.VoteLease = v.Duration("VOTE_LEASE")
-	cfg.MaxClockDrift = v.Float("MAX_CLOCK_DRIFT")
-	cfg.LeaseMargin = v.Duration("LEASE_MARGIN")
-	cfg.PeerInterval = v.Duration("PEER_INTERVAL")
-	cfg.PeerTimeout = v.Duration("PEER_TIMEOUT")
-	cfg.SelfNominateAfter = v.Duration("SELF_NOMINATE_AFTER")
-	cfg.DeputyElectionTime = v.Duration("DEPUTY_ELECTION_TIME")
-	cfg.ElectTimeout = v.Duration("ELECT_TIMEOUT")
-	cfg.HandoverTimeout = v.Duration("HANDOVER_TIMEOUT")
-	cfg.AckReplicas = v.Int("ACK_REPLICAS")
-	cfg.KeepLeadership = v.Bool("KEEP_LEADERSHIP")
-	cfg.LeaseReads = v.Bool("LEASE_READS")
-	cfg.SnapshotEvery = uint64(v.Int("SNAPSHOT_CHANGES"))
-	cfg.LogRetain = uint64(v.Int("CHANGELOG_RETAIN"))
-	return cfg
-}
-
-func foreground(c *cli.Context, v settings.Values, lockPath string, empty bool) error {
-	log, err := obs.DaemonLogger(v.String("LOG_LEVEL"), "mfsmaster")
+func foreground(c *cli.Context, cfg config, v settings.Values, lockPath string, empty bool) error {
+	log, err := obs.DaemonLogger(cfg.LogLevel, "mfsmaster")
 	if err != nil {
 		return err
 	}
 	warnSecretFlags(log, v, "AUTH_CODE", "ADMIN_PASSWORD")
-	list, self, err := masters(v)
+	list, self, err := masters(cfg)
 	if err != nil {
 		return err
 	}
-	warnings, err := startChecks(v, list)
+	warnings, err := startChecks(cfg, list)
 	if err != nil {
 		return err
 	}
@@ -211,7 +183,7 @@ func foreground(c *cli.Context, v settings.Values, lockPath string, empty bool) 
 		return err
 	}
 	defer lock.Release()
-	st, err := metadata.OpenMaster(v.String("DATA_PATH"))
+	st, err := metadata.OpenMaster(cfg.DataPath)
 	if err != nil {
 		return err
 	}
@@ -219,21 +191,20 @@ func foreground(c *cli.Context, v settings.Values, lockPath string, empty bool) 
 	if !st.HasMetadata() && !empty {
 		return fmt.Errorf("no metadata in %s: run `mfsmaster -c CFG init` for the first master of a new cluster, or start with -e to sync from the LEADER", st.Path())
 	}
-	bind := self
-	if a, err := netip.ParseAddr(v.String("BIND_HOST")); err == nil {
-		bind = a
-	}
 	reg := obs.NewRegistry()
-	opt := node.MasterOptions{
-		Core: coreConfig(v, list, self), Self: self, Masters: list,
-		ListenML: node.ListenAddr(v.String("MATOML_LISTEN_HOST"), v.Int("MATOML_LISTEN_PORT")),
-		ListenCS: node.ListenAddr(v.String("MATOCS_LISTEN_HOST"), v.Int("MATOCS_LISTEN_PORT")),
-		ListenCL: node.ListenAddr(v.String("MATOCL_LISTEN_HOST"), v.Int("MATOCL_LISTEN_PORT")),
-		Bind:     bind, AuthCode: v.String("AUTH_CODE"), AdminPassword: v.String("ADMIN_PASSWORD"), ExportsFile: v.String("EXPORTS_FILENAME"),
-		Version: node.Version,
-		Log:     log, Metrics: reg,
+	opt := cfg.Node
+	opt.Core.ID = node.MasterIDOf(self)
+	opt.Core.Masters = nil
+	for _, m := range list {
+		opt.Core.Masters = append(opt.Core.Masters, m.ID)
 	}
-	httpLn, err := net.Listen("tcp", node.ListenAddr(v.String("HTTP_LISTEN_HOST"), v.Int("HTTP_LISTEN_PORT")))
+	opt.Self, opt.Masters, opt.Bind = self, list, self
+	if a, err := netip.ParseAddr(cfg.BindHost); err == nil {
+		opt.Bind = a
+	}
+	opt.ListenML, opt.ListenCS, opt.ListenCL = cfg.ML.addr(), cfg.CS.addr(), cfg.CL.addr()
+	opt.Version, opt.Log, opt.Metrics = node.Version, log, reg
+	httpLn, err := net.Listen("tcp", cfg.HTTP.addr())
 	if err != nil {
 		return fmt.Errorf("HTTP_LISTEN: %w", err)
 	}
@@ -246,7 +217,38 @@ func foreground(c *cli.Context, v settings.Values, lockPath string, empty bool) 
 	// the instant of the request (docs/operations.md, Health checks).
 	srv := obs.Serve(httpLn, reg, n.Health, log)
 	defer srv.Close()
-	return service.Serve(n, spec, c, log, v, 10*time.Second)
+	apply := func(next config) error { return applyLive(n, log, next) }
+	return service.Serve(n, spec, c, log, v, apply, 10*time.Second)
+}
+
+// liveMaster is what a reload changes in a running master.
+type liveMaster interface {
+	SetAdminPassword(pw string) error
+}
+
+// applyLive puts the keys spec marks Live in force from a reloaded config
+// (service.ReloadConfig): LOG_LEVEL and ADMIN_PASSWORD. Both are checked
+// before either changes, so a bad one leaves both as they were. The
+// password is swapped atomically in n: each admin command is checked
+// against the old one or the new one.
+func applyLive(n liveMaster, log zerolog.Logger, next config) error {
+	if _, err := obs.ParseLevel(next.LogLevel); err != nil {
+		return fmt.Errorf("LOG_LEVEL: %w", err)
+	}
+	if err := secret.Check("ADMIN_PASSWORD", next.Node.AdminPassword); err != nil {
+		return err
+	}
+	// The level first: what the swap logs is written at the new one.
+	if err := obs.SetLevel(next.LogLevel); err != nil {
+		return err
+	}
+	if err := n.SetAdminPassword(next.Node.AdminPassword); err != nil {
+		return err
+	}
+	if next.Node.AdminPassword == "" {
+		log.Warn().Msg(noAdminPassword)
+	}
+	return nil
 }
 
 // warnSecretFlags warns about each secret given as a flag: every local

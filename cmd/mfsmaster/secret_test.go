@@ -15,7 +15,7 @@ import (
 func TestSecretFlagWarned(t *testing.T) {
 	var v settings.Values
 	app := &cli.App{Flags: spec.Flags(), Action: func(c *cli.Context) (err error) {
-		v, err = spec.Resolve("", false, c)
+		_, v, err = spec.Resolve("", false, c)
 		return err
 	}}
 	if err := app.Run([]string{"mfsmaster", "--auth-code", "s3cret"}); err != nil {

@@ -7,22 +7,20 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/mfs-election/mfs-election/internal/settings"
 )
 
 // cfg resolves an mfsmaster.cfg of the given text.
-func cfg(t *testing.T, text string) settings.Values {
+func cfg(t *testing.T, text string) config {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "mfsmaster.cfg")
 	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	v, err := spec.Resolve(p, true, nil)
+	c, _, err := spec.Resolve(p, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return v
+	return c
 }
 
 const loopback = "MASTER_HOST = 127.0.0.1\nMATOML_LISTEN_HOST = 127.0.0.1\nMATOCS_LISTEN_HOST = 127.0.0.1\nMATOCL_LISTEN_HOST = 127.0.0.1\n"

@@ -81,6 +81,21 @@ func (n *MasterNode) Reload() {
 	n.useExports(t, n.hello().Cluster)
 }
 
+// SetAdminPassword puts a new ADMIN_PASSWORD in force (mfsmaster reload);
+// a password shorter than secret.MinLen is refused and the old one stays.
+// The slow key derivation is done here, before the swap, so that no
+// reader waits for it; the swap is one atomic store, and each admin
+// command is checked against the old password or the new one, never a
+// mix. Empty opens admin commands to anyone who reaches 9421.
+func (n *MasterNode) SetAdminPassword(pw string) error {
+	if err := secret.Check("ADMIN_PASSWORD", pw); err != nil {
+		return err
+	}
+	secret.Warm(pw, n.hello().Cluster)
+	n.adminPassword.Store(&pw)
+	return nil
+}
+
 // clientProof tracks what one client connection proved (the reader's).
 type clientProof struct {
 	mac    []byte

@@ -32,7 +32,7 @@ type MasterOptions struct {
 	ListenML, ListenCS, ListenCL string
 	Bind                         netip.Addr // outgoing connections leave from here (invalid: kernel's choice)
 	AuthCode                     string
-	AdminPassword                string // ADMIN_PASSWORD: admin commands must prove it (AdminProof)
+	AdminPassword                string // ADMIN_PASSWORD at start: admin commands must prove it (AdminProof); SetAdminPassword replaces it
 	// ExportsFile is mfsexports.cfg: who may read and change which keys
 	// (empty, or a missing file: everyone everything). Reload re-reads it.
 	ExportsFile string
@@ -132,6 +132,9 @@ type MasterNode struct {
 	// exports is mfsexports.cfg in force (readers judge client requests
 	// with it; Reload replaces it).
 	exports atomic.Pointer[exportsNow]
+	// adminPassword is ADMIN_PASSWORD in force (readers check admin
+	// proofs with it; SetAdminPassword replaces it), never nil.
+	adminPassword atomic.Pointer[string]
 }
 
 // adminWait is an admin command waiting for the core's reply.
@@ -242,6 +245,7 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 	// id it learns, in the readers and links that need it.
 	secret.Warm(opt.AuthCode, store.ClusterID())
 	secret.Warm(opt.AdminPassword, store.ClusterID())
+	n.adminPassword.Store(&opt.AdminPassword)
 	n.useExports(ex, store.ClusterID())
 	for _, l := range []struct {
 		ln   *net.Listener
@@ -1305,14 +1309,15 @@ func (n *MasterNode) challenge(c *conn, port, cluster string) error {
 // this master sent on it (ours), and the command must name this master,
 // by its MASTER_HOST address or the address the connection reached.
 func (n *MasterNode) checkAdmin(c *conn, ours frame.Hello, m AdminReq) adminCheck {
+	pw := *n.adminPassword.Load() // once: a reload meanwhile cannot mix two passwords in one check
 	switch {
-	case n.opt.AdminPassword == "":
+	case pw == "":
 		return adminOpen
 	case len(m.Proof) == 0:
 		return adminMissing
 	case m.Target.Unmap() != n.opt.Self && m.Target.Unmap() != localAddr(c.nc):
 		return adminElsewhere
-	case len(ours.Nonce) == 0 || !hmac.Equal(m.Proof, AdminProof(n.opt.AdminPassword, ours.Nonce, ours.Cluster, m)):
+	case len(ours.Nonce) == 0 || !hmac.Equal(m.Proof, AdminProof(pw, ours.Nonce, ours.Cluster, m)):
 		return adminWrong
 	}
 	return adminProved

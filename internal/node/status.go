@@ -27,7 +27,7 @@ func (n *MasterNode) statusNow() StatusResp {
 		SnapshotVersion: n.core.SnapshotAt().Version, ChangelogEntries: n.core.Log().Held(),
 		Transition: n.core.Transition(now), InForce: n.core.InForce(), LeaderChangeUnixMs: n.leaderChangeMs,
 		TempRemoved: n.core.TempRemoved(), Clones: n.clones.list(),
-		NoAuthCode: n.opt.AuthCode == "", AdminOpen: n.opt.AdminPassword == "",
+		NoAuthCode: n.opt.AuthCode == "", AdminOpen: *n.adminPassword.Load() == "",
 		Keep: n.opt.Core.KeepLeadership, Yielded: n.core.Yielded(), Placed: n.core.Placed(), KeepMasters: n.keepMasters(),
 	}
 	if ex := n.exports.Load(); ex == nil || ex.t == nil {

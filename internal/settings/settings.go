@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math"
 	"sort"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 // Kind is the type of a key's value.
 type Kind uint8
 
+// The kinds of value a key takes.
 const (
 	String Kind = iota
 	Int
@@ -27,19 +29,124 @@ const (
 	Float
 )
 
-// Key describes one configuration key.
+// Key describes one configuration key, bound to the field it sets. Make one
+// with Field or Ranged: they take the key's default from the field and its
+// kind from the field's type.
 type Key struct {
 	Name     string // "DATA_PATH"
 	Kind     Kind
-	Default  string // as written in the file
-	Min, Max string // optional bounds for Int, Duration and Float, as written; "" = none
-	Usage    string // what it does and why the default, for the example file and --help
+	Default  string // the bound field's value in the Spec's Defaults, as written in a file
+	Min, Max string // bounds for Int, Duration and Float, as written; "" = none
+	// Usage is what the key does and why its default is what it is, stated
+	// once: the example file, --help and the docs table are made from it.
+	Usage string
+	// Reload: a reload (SIGHUP) puts a new value in force at once. Any
+	// other key keeps its running value until the next start.
+	Reload bool
+
+	set func(any) // stores a checked value in the bound field
 }
 
-// Spec is the configuration table of one daemon.
-type Spec struct {
+// Value is a type a key can be bound to. A uint64 field is an Int key that
+// is never below 0.
+type Value interface {
+	string | bool | int | uint64 | float64 | time.Duration
+}
+
+// Number is a Value with an order: a key bound to one may have bounds.
+type Number interface {
+	int | uint64 | float64 | time.Duration
+}
+
+// Field binds the key name to the field at p. Its default is the value *p
+// holds when the key is made (the Spec's Defaults); Resolve stores the
+// key's value there.
+func Field[T Value](name string, p *T, usage string) Key {
+	k := Key{Name: name, Usage: usage}
+	switch q := any(p).(type) {
+	case *string:
+		k.Kind, k.set = String, func(v any) { *q = v.(string) }
+	case *bool:
+		k.Kind, k.set = Bool, func(v any) { *q = v.(bool) }
+	case *int:
+		k.Kind, k.set = Int, func(v any) { *q = v.(int) }
+	case *uint64:
+		// Int values are parsed as int: the floor keeps them in uint64.
+		k.Kind, k.Min, k.set = Int, "0", func(v any) { *q = uint64(v.(int)) }
+	case *float64:
+		k.Kind, k.set = Float, func(v any) { *q = v.(float64) }
+	case *time.Duration:
+		k.Kind, k.set = Duration, func(v any) { *q = v.(time.Duration) }
+	}
+	k.Default = format(*p)
+	return k
+}
+
+// Ranged is Field with bounds: the key takes the values from min to max,
+// both included.
+func Ranged[T Number](name string, p *T, min, max T, usage string) Key {
+	if min > max {
+		panic(fmt.Sprintf("settings: key %s has min %v above max %v", name, min, max))
+	}
+	k := Field(name, p, usage)
+	k.Min, k.Max = format(min), format(max)
+	return k
+}
+
+// Live marks k as put in force by a reload (Key.Reload).
+func (k Key) Live() Key {
+	k.Reload = true
+	return k
+}
+
+// format writes a value as a cfg file would: durations in Go's syntax
+// without empty trailing units ("1m", not "1m0s"), 0 as "0", booleans as
+// 0 or 1, floats in their shortest exact form.
+func format(v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case bool:
+		if v {
+			return "1"
+		}
+		return "0"
+	case int:
+		return strconv.Itoa(v)
+	case uint64:
+		return strconv.FormatUint(v, 10)
+	case float64:
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	case time.Duration:
+		if v == 0 {
+			return "0"
+		}
+		s := v.String()
+		if strings.HasSuffix(s, "m0s") {
+			s = strings.TrimSuffix(s, "0s")
+		}
+		if strings.HasSuffix(s, "h0m") {
+			s = strings.TrimSuffix(s, "0m")
+		}
+		return s
+	}
+	panic(fmt.Sprintf("settings: no format for %T", v))
+}
+
+// Spec is the configuration table of one daemon, bound to the config type
+// T that it fills.
+type Spec[T any] struct {
 	Daemon string // "mfsmaster"
-	Keys   []Key
+	// Defaults is the config before any file or flag is read.
+	Defaults func() T
+	// Keys lists every key, each bound to its field of c.
+	Keys func(c *T) []Key
+}
+
+// keys binds the table to a fresh copy of the defaults.
+func (s Spec[T]) keys() (*T, []Key) {
+	c := s.Defaults()
+	return &c, s.Keys(&c)
 }
 
 // FlagName is the long flag for a key: "DATA_PATH" -> "data-path".
@@ -48,15 +155,17 @@ func FlagName(key string) string {
 }
 
 // Flags returns one string flag per key; Resolve parses their values.
-func (s Spec) Flags() []cli.Flag {
-	out := make([]cli.Flag, 0, len(s.Keys))
-	for _, k := range s.Keys {
+func (s Spec[T]) Flags() []cli.Flag {
+	_, keys := s.keys()
+	out := make([]cli.Flag, 0, len(keys))
+	for _, k := range keys {
 		out = append(out, &cli.StringFlag{Name: FlagName(k.Name), Usage: k.Usage, DefaultText: k.Default})
 	}
 	return out
 }
 
-// Values are the resolved settings of a Spec.
+// Values are the resolved settings of a Spec by key name: where each came
+// from, and what a reload compares.
 type Values struct {
 	keys map[string]Key
 	vals map[string]any
@@ -65,9 +174,10 @@ type Values struct {
 
 // Resolve reads cfgPath ("" = no file; a missing file is an error only when
 // mustExist) and takes each key from the flag if c set it, else from the
-// file, else from the default. c may be nil (no flags). Every problem is
-// reported in the one returned error.
-func (s Spec) Resolve(cfgPath string, mustExist bool, c *cli.Context) (Values, error) {
+// file, else from the default, into a new config from Defaults. c may be
+// nil (no flags). Every problem is reported in the one returned error.
+func (s Spec[T]) Resolve(cfgPath string, mustExist bool, c *cli.Context) (T, Values, error) {
+	cfg, keys := s.keys()
 	v := Values{keys: map[string]Key{}, vals: map[string]any{}, srcs: map[string]string{}}
 	file := &cfgfile.File{Settings: map[string]cfgfile.Setting{}}
 	if cfgPath != "" {
@@ -75,13 +185,16 @@ func (s Spec) Resolve(cfgPath string, mustExist bool, c *cli.Context) (Values, e
 		if err == nil {
 			file = f
 		} else if mustExist || !errors.Is(err, fs.ErrNotExist) {
-			return v, fmt.Errorf("%s: %w", s.Daemon, err)
+			return *cfg, v, fmt.Errorf("%s: %w", s.Daemon, err)
 		}
 	}
 	var bad []string
-	for _, k := range s.Keys {
+	for _, k := range keys {
 		if _, dup := v.keys[k.Name]; dup {
 			panic("settings: duplicate key " + k.Name)
+		}
+		if k.set == nil {
+			panic("settings: key " + k.Name + " is bound to no field (make it with Field or Ranged)")
 		}
 		v.keys[k.Name] = k
 		raw, src := k.Default, "default"
@@ -96,6 +209,7 @@ func (s Spec) Resolve(cfgPath string, mustExist bool, c *cli.Context) (Values, e
 			continue
 		}
 		v.vals[k.Name], v.srcs[k.Name] = val, src
+		k.set(val)
 	}
 	var unknown []cfgfile.Setting
 	for name, st := range file.Settings {
@@ -108,9 +222,9 @@ func (s Spec) Resolve(cfgPath string, mustExist bool, c *cli.Context) (Values, e
 		bad = append(bad, fmt.Sprintf("unknown key %s at %s:%d", st.Key, file.Path, st.Line))
 	}
 	if len(bad) > 0 {
-		return v, fmt.Errorf("%s: %d configuration problem(s):\n  %s", s.Daemon, len(bad), strings.Join(bad, "\n  "))
+		return *cfg, v, fmt.Errorf("%s: %d configuration problem(s):\n  %s", s.Daemon, len(bad), strings.Join(bad, "\n  "))
 	}
-	return v, nil
+	return *cfg, v, nil
 }
 
 // parse converts raw to the key's Kind without range checks.
@@ -207,6 +321,8 @@ func (v Values) get(name string, kind Kind) any {
 	return v.vals[name]
 }
 
+// String, Int, Bool, Duration and Float return a key's value; they panic
+// on a name the Spec lacks or a key of another Kind (a programming error).
 func (v Values) String(name string) string          { return v.get(name, String).(string) }
 func (v Values) Int(name string) int                { return v.get(name, Int).(int) }
 func (v Values) Bool(name string) bool              { return v.get(name, Bool).(bool) }
@@ -223,16 +339,22 @@ func (v Values) Source(name string) string {
 }
 
 // Example renders the shipped example cfg file: every key documented and
-// commented out at its default.
-func (s Spec) Example() string {
+// commented out at its default, the keys a reload applies marked so.
+func (s Spec[T]) Example() string {
+	_, keys := s.keys()
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s.cfg - configuration of %s.\n", s.Daemon, s.Daemon)
 	b.WriteString(wrap("Every key is shown commented out at its default; uncomment a line to change it. " +
 		"Every key is also a command-line flag (DATA_PATH is --data-path); " +
-		"a flag wins over this file, and this file wins over the default."))
+		"a flag wins over this file, and this file wins over the default. " +
+		"A change takes effect at the next start, except where a key says a reload applies it."))
 	b.WriteString("\n")
-	for _, k := range s.Keys {
-		b.WriteString(wrap(k.Usage))
+	for _, k := range keys {
+		usage := k.Usage
+		if k.Reload {
+			usage += " A reload (" + s.Daemon + " reload, SIGHUP) applies it at once."
+		}
+		b.WriteString(wrap(usage))
 		fmt.Fprintf(&b, "%s\n\n", strings.TrimRight("# "+k.Name+" = "+k.Default, " "))
 	}
 	return b.String()
@@ -256,23 +378,13 @@ func wrap(text string) string {
 	return b.String()
 }
 
-// Changed lists the keys (other than LOG_LEVEL) whose values differ
-// between two resolutions of one spec: what a reload cannot apply live.
-func Changed(s Spec, a, b Values) []string {
-	var out []string
-	for _, k := range s.Keys {
-		if k.Name != "LOG_LEVEL" && fmt.Sprint(a.vals[k.Name]) != fmt.Sprint(b.vals[k.Name]) {
-			out = append(out, k.Name)
-		}
-	}
-	return out
-}
-
-// Table is the keys as a Markdown table (docs/operations.md).
-func (s Spec) Table() string {
+// Table is the keys as a Markdown table (docs/operations.md); its reload
+// column says which keys a reload applies at once.
+func (s Spec[T]) Table() string {
+	_, keys := s.keys()
 	var b strings.Builder
-	b.WriteString("| key | default | range | what |\n|---|---|---|---|\n")
-	for _, k := range s.Keys {
+	b.WriteString("| key | default | range | reload | what |\n|---|---|---|---|---|\n")
+	for _, k := range keys {
 		def := k.Default
 		if def == "" {
 			def = "(empty)"
@@ -288,22 +400,63 @@ func (s Spec) Table() string {
 		case k.Kind == Bool:
 			rng = "0 or 1"
 		}
-		fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s |\n", k.Name, def, rng, strings.ReplaceAll(k.Usage, "|", "\\|"))
+		reload := "restart"
+		if k.Reload {
+			reload = "at once"
+		}
+		fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s | %s |\n", k.Name, def, rng, reload, strings.ReplaceAll(k.Usage, "|", "\\|"))
 	}
 	return b.String()
 }
 
-// Reload resolves the spec again (SIGHUP) and applies the one key a daemon
-// can change live, LOG_LEVEL, through setLevel. It returns the new values
-// and the keys that changed otherwise (they take effect at the next start);
-// on an error the old values stand.
-func (s Spec) Reload(cfgPath string, mustExist bool, c *cli.Context, old Values, setLevel func(string) error) (Values, []string, error) {
-	v, err := s.Resolve(cfgPath, mustExist, c)
+// Live lists the keys a reload applies at once (Key.Reload), in table order.
+func (s Spec[T]) Live() []string {
+	_, keys := s.keys()
+	var out []string
+	for _, k := range keys {
+		if k.Reload {
+			out = append(out, k.Name)
+		}
+	}
+	return out
+}
+
+// Reloaded is a daemon's config read again (SIGHUP), compared with the
+// values in force.
+type Reloaded[T any] struct {
+	// Config is what the file and the flags say now.
+	Config T
+	// Live: the keys marked Reload whose values changed. The caller puts
+	// them in force (from Config) before Next is true.
+	Live []string
+	// Restart: every other key whose value differs from the running one;
+	// each keeps its running value until the next start.
+	Restart []string
+	// Next is what is in force once Live is applied: the old values with
+	// the Live keys' new ones. A key in Restart keeps its running value
+	// here, so every later reload names it again until the restart.
+	Next Values
+}
+
+// Reload resolves the spec again, as Resolve does, and compares the result
+// with the values in force (old). On an error nothing changes: old stands.
+func (s Spec[T]) Reload(cfgPath string, mustExist bool, c *cli.Context, old Values) (Reloaded[T], error) {
+	cfg, v, err := s.Resolve(cfgPath, mustExist, c)
 	if err != nil {
-		return old, nil, err
+		return Reloaded[T]{}, err
 	}
-	if err := setLevel(v.String("LOG_LEVEL")); err != nil {
-		return old, nil, err
+	r := Reloaded[T]{Config: cfg, Next: Values{keys: old.keys, vals: maps.Clone(old.vals), srcs: maps.Clone(old.srcs)}}
+	_, keys := s.keys()
+	for _, k := range keys {
+		if old.vals[k.Name] == v.vals[k.Name] {
+			continue
+		}
+		if !k.Reload {
+			r.Restart = append(r.Restart, k.Name)
+			continue
+		}
+		r.Live = append(r.Live, k.Name)
+		r.Next.vals[k.Name], r.Next.srcs[k.Name] = v.vals[k.Name], v.srcs[k.Name]
 	}
-	return v, Changed(s, old, v), nil
+	return r, nil
 }

@@ -10,104 +10,151 @@ import (
 )
 
 // Config is one master's election settings. DefaultConfig gives the values
-// shipped in mfsmaster.cfg; Validate names every bad value at once.
+// shipped in mfsmaster.cfg, Ranges what each tunable field accepts on its
+// own, and Validate names every bad value at once.
+//
+// Why each default is what it is, is said once: in the Usage of the
+// mfsmaster.cfg key bound to the field (cmd/mfsmaster/keys.go), from which
+// etc/mfsmaster.cfg, --help and docs/operations.md are made. The comments
+// here say what a field means to the code.
 type Config struct {
 	// ID is this master; Masters lists every master of the cluster, itself
 	// included (from MASTER_HOST).
 	ID      wire.MasterID
 	Masters []wire.MasterID
 
-	// HeartbeatInterval: how often a master that takes votes renews them.
+	// HeartbeatInterval: how often a master that takes votes renews them
+	// (HEARTBEAT_INTERVAL).
 	HeartbeatInterval time.Duration
-	// VoteLease (L): the promise a voter makes on each heartbeat. A frozen
-	// LEADER is replaced about L after its last heartbeat.
+	// VoteLease (L): the promise asked of a voter on each heartbeat
+	// (VOTE_LEASE). A frozen LEADER is replaced about L after its last
+	// heartbeat.
 	VoteLease time.Duration
 	// MaxClockDrift (rho): the bound on how far any clock's rate may stray
-	// from true time. Safety assumes it; nothing measures it.
+	// from true time (MAX_CLOCK_DRIFT). Safety assumes it; nothing
+	// measures it.
 	MaxClockDrift float64
-	// LeaseMargin is given up at the end of every counted lease, to cover
-	// scheduling between reading the clock and acting on it.
+	// LeaseMargin is given up at the end of every counted lease
+	// (LEASE_MARGIN).
 	LeaseMargin time.Duration
-	// PeerInterval: status and changelog pushes between masters.
+	// PeerInterval: status and changelog pushes between masters
+	// (PEER_INTERVAL).
 	PeerInterval time.Duration
 	// PeerTimeout: a peer not heard from for this long is treated as gone
-	// (for sync state, redirects and the ack rule, never for safety).
+	// (PEER_TIMEOUT; for sync state, redirects and the ack rule, never for
+	// safety).
 	PeerTimeout time.Duration
 	// SelfNominateAfter: a master nominates itself when no chunkserver has
-	// nominated anybody for this long (SPEC section 3: 5 s).
+	// nominated anybody for this long (SELF_NOMINATE_AFTER).
 	SelfNominateAfter time.Duration
 	// DeputyElectionTime: an ELECT that cannot win this long becomes
-	// DEPUTY. 0 = never (MooseFS's default).
+	// DEPUTY (DEPUTY_ELECTION_TIME). 0 = never.
 	DeputyElectionTime time.Duration
 	// ElectTimeout: an ELECT that has held no vote at all for this long goes
-	// back to FOLLOWER, so that the next nomination turn can pick another.
+	// back to FOLLOWER (ELECT_TIMEOUT).
 	ElectTimeout time.Duration
 	// HandoverTimeout: how long a LEADER holds writes for a USURPER (or for
-	// the target of a step-down) to catch up before it resumes writing.
+	// the target of a step-down) to catch up before it resumes writing
+	// (HANDOVER_TIMEOUT).
 	HandoverTimeout time.Duration
 	// AckReplicas: how many other eligible masters must hold a change
-	// durably before it is acknowledged (fewer when fewer are connected).
+	// durably before it is acknowledged (ACK_REPLICAS; fewer when fewer
+	// are connected).
 	AckReplicas int
 	// KeepLeadership: this master takes the role back whenever it is a
-	// synced FOLLOWER, unless leadership was moved away on purpose.
+	// synced FOLLOWER, unless leadership was moved away on purpose
+	// (KEEP_LEADERSHIP).
 	KeepLeadership bool
 	// SnapshotEvery: a master saves a snapshot of its namespace after this
-	// many applied changes (0 = never, and the changelog is never trimmed).
+	// many applied changes (SNAPSHOT_CHANGES; 0 = never, and the changelog
+	// is never trimmed).
 	SnapshotEvery uint64
 	// LogRetain: the most entries below its own snapshot a master keeps for
-	// masters that have no snapshot past them (one that is down or far
-	// behind); such a master is sent a snapshot instead.
+	// masters that have no snapshot past them (CHANGELOG_RETAIN); a master
+	// further behind is sent a snapshot instead.
 	LogRetain uint64
 	// LeaseReads: a LEADER answers a read as soon as everything before it
 	// is acknowledged, trusting its vote leases, instead of first seeing a
-	// quorum acknowledge a heartbeat sent after the read arrived. Faster by
-	// about a round trip, and safe only while this machine's monotonic
-	// clock counts every moment the process is stopped (not across a VM
-	// pause or suspend): docs/architecture.md §7, Reads.
+	// quorum acknowledge a heartbeat sent after the read arrived
+	// (LEASE_READS). Safe only while this machine's monotonic clock counts
+	// every moment the process is stopped: docs/architecture.md §7, Reads.
 	LeaseReads bool
 }
 
-// DefaultConfig returns the shipped defaults, each with its reason.
+// DefaultConfig returns the shipped defaults. Their reasons are in the Usage
+// of the keys bound to them (see Config).
 func DefaultConfig(id wire.MasterID, masters []wire.MasterID) Config {
 	return Config{
-		ID:      id,
-		Masters: append([]wire.MasterID(nil), masters...),
-		// Eight renewals per lease: one lost heartbeat or a 200 ms stall
-		// leaves most of the lease in hand.
-		HeartbeatInterval: 100 * time.Millisecond,
-		// Frozen-leader failover is about one lease; 800 ms keeps it under
-		// 1.2 s while tolerating 600+ ms of silence.
-		VoteLease: 800 * time.Millisecond,
-		// 1%: ten times what a bad crystal oscillator drifts.
-		MaxClockDrift: 0.01,
-		// Covers the gap between a clock reading and the action on it.
-		LeaseMargin: 10 * time.Millisecond,
-		// Followers learn of new changes within one interval.
-		PeerInterval: 100 * time.Millisecond,
-		// Five missed pushes.
-		PeerTimeout: 500 * time.Millisecond,
-		// SPEC section 3.
-		SelfNominateAfter: 5 * time.Second,
-		// MooseFS's default: never.
+		ID:                 id,
+		Masters:            append([]wire.MasterID(nil), masters...),
+		HeartbeatInterval:  100 * time.Millisecond,
+		VoteLease:          800 * time.Millisecond,
+		MaxClockDrift:      0.01,
+		LeaseMargin:        10 * time.Millisecond,
+		PeerInterval:       100 * time.Millisecond,
+		PeerTimeout:        500 * time.Millisecond,
+		SelfNominateAfter:  5 * time.Second,
 		DeputyElectionTime: 0,
-		// Longer than a lease plus a full nomination rotation, so a live
-		// ELECT is never abandoned while voters are still arriving.
-		ElectTimeout: 3 * time.Second,
-		// A synced USURPER needs one push to catch up; 3 s bounds the write
-		// pause if it never does.
-		HandoverTimeout: 3 * time.Second,
-		// One other copy survives the loss of the LEADER's disk.
-		AckReplicas: 1,
-		// A snapshot costs a copy of the namespace; every 10000 changes
-		// keeps that a small share of the work and a restart replays at
-		// most that many entries.
-		SnapshotEvery: 10000,
-		// A follower restarted after a few minutes of heavy writing still
-		// catches up from entries.
-		LogRetain: 100000,
-		// Reads confirmed by a heartbeat round: linearizable even after a
-		// VM pause the clock did not see.
-		LeaseReads: false,
+		ElectTimeout:       3 * time.Second,
+		HandoverTimeout:    3 * time.Second,
+		AckReplicas:        1,
+		SnapshotEvery:      10000,
+		LogRetain:          100000,
+		LeaseReads:         false,
+	}
+}
+
+// Range is what one setting accepts on its own: every value from Min to
+// Max, both included. Validate checks each field against its Range before
+// the rules that tie fields together, and the daemons' cfg keys are bound
+// to the same Ranges (cmd/*/keys.go), so that each bound is written once and
+// a value is refused alike from a cfg file, a flag or code.
+type Range[T int | uint64 | float64 | time.Duration] struct{ Min, Max T }
+
+// Has reports whether v lies in r.
+func (r Range[T]) Has(v T) bool { return r.Min <= v && v <= r.Max }
+
+// String shows r as an interval, for error messages.
+func (r Range[T]) String() string { return fmt.Sprintf("[%v, %v]", r.Min, r.Max) }
+
+// ConfigRanges holds the Range of each tunable field of Config.
+type ConfigRanges struct {
+	HeartbeatInterval, VoteLease, LeaseMargin, PeerInterval, PeerTimeout,
+	SelfNominateAfter, DeputyElectionTime, ElectTimeout, HandoverTimeout Range[time.Duration]
+	MaxClockDrift            Range[float64]
+	AckReplicas              Range[int]
+	SnapshotEvery, LogRetain Range[uint64]
+}
+
+// Ranges returns what each tunable field of a Config accepts on its own
+// (the same for every Config). These bounds keep out typos and values no
+// deployment needs (an hour-long lease); what safety needs of the values
+// together (a lease of at least two heartbeats, a counted lease longer
+// than one) is in Validate.
+func (Config) Ranges() ConfigRanges {
+	return ConfigRanges{
+		HeartbeatInterval: Range[time.Duration]{time.Millisecond, 10 * time.Second},
+		// At most a minute: a frozen LEADER is replaced only about a lease
+		// after its last heartbeat.
+		VoteLease:          Range[time.Duration]{20 * time.Millisecond, time.Minute},
+		MaxClockDrift:      Range[float64]{0, 0.1},
+		LeaseMargin:        Range[time.Duration]{0, time.Second},
+		PeerInterval:       Range[time.Duration]{time.Millisecond, 10 * time.Second},
+		PeerTimeout:        Range[time.Duration]{2 * time.Millisecond, time.Minute},
+		SelfNominateAfter:  Range[time.Duration]{time.Millisecond, 10 * time.Minute},
+		DeputyElectionTime: Range[time.Duration]{0, time.Hour},
+		ElectTimeout:       Range[time.Duration]{time.Millisecond, 10 * time.Minute},
+		HandoverTimeout:    Range[time.Duration]{time.Millisecond, 10 * time.Minute},
+		AckReplicas:        Range[int]{0, 8},
+		SnapshotEvery:      Range[uint64]{0, 1_000_000_000},
+		LogRetain:          Range[uint64]{0, 1_000_000_000},
+	}
+}
+
+// inRange adds a problem (named what) when v lies outside r.
+func inRange[T int | uint64 | float64 | time.Duration](add func(string, ...any), what string, v T, r Range[T]) {
+	if !r.Has(v) {
+		add("%s %v outside %v", what, v, r)
 	}
 }
 
@@ -141,38 +188,32 @@ func (c Config) Validate() error {
 	if !found {
 		add("master list %v does not contain this master %v", c.Masters, c.ID)
 	}
-	if c.HeartbeatInterval < time.Millisecond || c.HeartbeatInterval > 10*time.Second {
-		add("heartbeat interval %v outside [1ms, 10s]", c.HeartbeatInterval)
-	}
+	r := c.Ranges()
+	inRange(add, "heartbeat interval", c.HeartbeatInterval, r.HeartbeatInterval)
+	inRange(add, "vote lease", c.VoteLease, r.VoteLease)
+	inRange(add, "max clock drift", c.MaxClockDrift, r.MaxClockDrift)
+	inRange(add, "lease margin", c.LeaseMargin, r.LeaseMargin)
+	inRange(add, "peer interval", c.PeerInterval, r.PeerInterval)
+	inRange(add, "peer timeout", c.PeerTimeout, r.PeerTimeout)
+	inRange(add, "self-nomination delay", c.SelfNominateAfter, r.SelfNominateAfter)
+	inRange(add, "deputy election time", c.DeputyElectionTime, r.DeputyElectionTime)
+	inRange(add, "elect timeout", c.ElectTimeout, r.ElectTimeout)
+	inRange(add, "handover timeout", c.HandoverTimeout, r.HandoverTimeout)
+	inRange(add, "ack replicas", c.AckReplicas, r.AckReplicas)
+	inRange(add, "snapshot interval", c.SnapshotEvery, r.SnapshotEvery)
+	inRange(add, "changelog retention", c.LogRetain, r.LogRetain)
+	// The rules between fields: what the lease arithmetic needs.
 	if c.VoteLease < 2*c.HeartbeatInterval {
 		add("vote lease %v must be at least twice the heartbeat interval %v", c.VoteLease, c.HeartbeatInterval)
 	}
-	if c.VoteLease > time.Minute {
-		add("vote lease %v above 1m", c.VoteLease)
-	}
-	if c.MaxClockDrift < 0 || c.MaxClockDrift > 0.1 {
-		add("max clock drift %v outside [0, 0.1]", c.MaxClockDrift)
-	}
-	if c.LeaseMargin < 0 || CountedLease(c.VoteLease, c.MaxClockDrift, c.LeaseMargin) <= c.HeartbeatInterval {
+	if CountedLease(c.VoteLease, c.MaxClockDrift, c.LeaseMargin) <= c.HeartbeatInterval {
 		add("lease margin %v leaves no counted lease beyond one heartbeat interval", c.LeaseMargin)
 	}
-	if c.PeerInterval <= 0 || c.PeerTimeout < 2*c.PeerInterval {
-		add("peer interval %v / timeout %v: need interval > 0 and timeout >= 2 intervals", c.PeerInterval, c.PeerTimeout)
-	}
-	if c.SelfNominateAfter <= 0 {
-		add("self-nomination delay %v must be positive", c.SelfNominateAfter)
-	}
-	if c.DeputyElectionTime < 0 {
-		add("deputy election time %v must not be negative (0 = never)", c.DeputyElectionTime)
+	if c.PeerTimeout < 2*c.PeerInterval {
+		add("peer timeout %v must be at least twice the peer interval %v", c.PeerTimeout, c.PeerInterval)
 	}
 	if c.ElectTimeout < c.VoteLease {
 		add("elect timeout %v must be at least the vote lease %v", c.ElectTimeout, c.VoteLease)
-	}
-	if c.HandoverTimeout <= 0 {
-		add("handover timeout %v must be positive", c.HandoverTimeout)
-	}
-	if c.AckReplicas < 0 || c.AckReplicas > 8 {
-		add("ack replicas %d outside [0, 8]", c.AckReplicas)
 	}
 	if len(bad) > 0 {
 		return fmt.Errorf("invalid master config: %s", strings.Join(bad, "; "))
@@ -180,20 +221,24 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// VoterConfig is one chunkserver's election settings.
+// VoterConfig is one chunkserver's election settings. As with Config, the
+// reason for each default is in the Usage of the mfschunkserver.cfg key
+// bound to the field (cmd/mfschunkserver/keys.go).
 type VoterConfig struct {
 	ID        wire.CSID
 	Addr      netip.Addr // the address it connects from: decides its location
 	Port      uint16     // its CSSERV port: with Addr, its identity (as in MooseFS)
 	VoterOnly bool       // no disks configured
 	Masters   []wire.MasterID
-	// MaxPromise caps the promise a master may ask for. A restarted voter
-	// waits this long before voting, since it cannot remember promises.
+	// MaxPromise caps the promise a master may ask for (MAX_PROMISE). A
+	// restarted voter waits this long before voting, since it cannot
+	// remember promises.
 	MaxPromise time.Duration
 	// ProbeInterval: how often a voter without a LEADER asks every master
-	// for its role.
+	// for its role (PROBE_INTERVAL).
 	ProbeInterval time.Duration
-	// NominateSlot: the gap between two consecutive nomination turns.
+	// NominateSlot: the gap between two consecutive nomination turns
+	// (NOMINATE_SLOT).
 	NominateSlot time.Duration
 	// Seed for the small jitter source kept in the state (logged by the
 	// driver, drawn by the simulator).
@@ -208,21 +253,35 @@ type VoterConfig struct {
 // DefaultVoterConfig returns the shipped chunkserver defaults.
 func DefaultVoterConfig(id wire.CSID, addr netip.Addr, masters []wire.MasterID) VoterConfig {
 	return VoterConfig{
-		ID:      id,
-		Addr:    addr,
-		Masters: append([]wire.MasterID(nil), masters...),
-		// Must be >= every master's VoteLease; a master asking more gets
-		// this much and counts only what it got.
-		MaxPromise: 2 * time.Second,
-		// Several probes per nomination slot chain keep the view fresh.
+		ID:            id,
+		Addr:          addr,
+		Masters:       append([]wire.MasterID(nil), masters...),
+		MaxPromise:    2 * time.Second,
 		ProbeInterval: 50 * time.Millisecond,
-		// Longer than a probe round trip on a LAN, so the next in turn sees
-		// the ELECT its predecessor made before its own turn comes.
-		NominateSlot: 60 * time.Millisecond,
+		NominateSlot:  60 * time.Millisecond,
 	}
 }
 
-// Validate reports every bad value at once.
+// VoterConfigRanges holds the Range of each tunable field of VoterConfig.
+type VoterConfigRanges struct {
+	MaxPromise, ProbeInterval, NominateSlot Range[time.Duration]
+}
+
+// Ranges returns what each tunable field of a VoterConfig accepts on its
+// own (the same for every VoterConfig).
+func (VoterConfig) Ranges() VoterConfigRanges {
+	return VoterConfigRanges{
+		// VOTE_LEASE's range: the promise must cover every master's lease
+		// (a master asking more gets less and counts only what it got), so
+		// a MaxPromise below the shortest lease a master may ask could
+		// never be right, and one above the longest is never asked for.
+		MaxPromise:    Config{}.Ranges().VoteLease,
+		ProbeInterval: Range[time.Duration]{time.Millisecond, 10 * time.Second},
+		NominateSlot:  Range[time.Duration]{time.Millisecond, 10 * time.Second},
+	}
+}
+
+// Validate reports every bad value at once; it never changes c.
 func (c VoterConfig) Validate() error {
 	var bad []string
 	add := func(format string, a ...any) { bad = append(bad, fmt.Sprintf(format, a...)) }
@@ -235,15 +294,10 @@ func (c VoterConfig) Validate() error {
 	if !c.Addr.IsValid() {
 		add("chunkserver address is not set")
 	}
-	if c.MaxPromise <= 0 || c.MaxPromise > time.Minute {
-		add("max promise %v outside (0, 1m]", c.MaxPromise)
-	}
-	if c.ProbeInterval <= 0 || c.ProbeInterval > 10*time.Second {
-		add("probe interval %v outside (0, 10s]", c.ProbeInterval)
-	}
-	if c.NominateSlot <= 0 || c.NominateSlot > 10*time.Second {
-		add("nomination slot %v outside (0, 10s]", c.NominateSlot)
-	}
+	r := c.Ranges()
+	inRange(add, "max promise", c.MaxPromise, r.MaxPromise)
+	inRange(add, "probe interval", c.ProbeInterval, r.ProbeInterval)
+	inRange(add, "nomination slot", c.NominateSlot, r.NominateSlot)
 	if len(bad) > 0 {
 		return fmt.Errorf("invalid chunkserver config: %s", strings.Join(bad, "; "))
 	}

@@ -1,6 +1,7 @@
 package roles
 
 import (
+	"math"
 	"net/netip"
 	"strings"
 	"testing"
@@ -177,6 +178,66 @@ func TestConfigValidate(t *testing.T) {
 	v.ID, v.Masters = 0, nil
 	if err := v.Validate(); err == nil || !strings.Contains(err.Error(), "id must not be 0") || !strings.Contains(err.Error(), "no masters") {
 		t.Errorf("voter config errors not named: %v", err)
+	}
+}
+
+// TestConfigRanges: Validate refuses a value just outside each field's
+// Range, naming the field and the range, and takes the ends of the ranges
+// that the rules between fields leave free. The cfg keys read the same
+// Ranges (cmd/*/keys_test.go checks that side).
+func TestConfigRanges(t *testing.T) {
+	r := Config{}.Ranges()
+	for _, c := range []struct {
+		name string
+		set  func(*Config)
+	}{
+		{"heartbeat interval", func(c *Config) { c.HeartbeatInterval = r.HeartbeatInterval.Min - 1 }},
+		{"vote lease", func(c *Config) { c.VoteLease, c.ElectTimeout = r.VoteLease.Max+1, r.VoteLease.Max+1 }},
+		{"vote lease", func(c *Config) {
+			c.HeartbeatInterval, c.LeaseMargin, c.VoteLease = time.Millisecond, 0, r.VoteLease.Min-1
+		}},
+		{"max clock drift", func(c *Config) { c.MaxClockDrift = r.MaxClockDrift.Max + 0.001 }},
+		{"max clock drift", func(c *Config) { c.MaxClockDrift = math.NaN() }},
+		{"lease margin", func(c *Config) { c.LeaseMargin = r.LeaseMargin.Min - 1 }},
+		{"peer interval", func(c *Config) { c.PeerInterval = r.PeerInterval.Min - 1 }},
+		{"peer timeout", func(c *Config) { c.PeerTimeout = r.PeerTimeout.Max + 1 }},
+		{"self-nomination delay", func(c *Config) { c.SelfNominateAfter = r.SelfNominateAfter.Max + 1 }},
+		{"deputy election time", func(c *Config) { c.DeputyElectionTime = r.DeputyElectionTime.Min - 1 }},
+		{"elect timeout", func(c *Config) { c.ElectTimeout = r.ElectTimeout.Max + 1 }},
+		{"handover timeout", func(c *Config) { c.HandoverTimeout = r.HandoverTimeout.Min - 1 }},
+		{"ack replicas", func(c *Config) { c.AckReplicas = r.AckReplicas.Max + 1 }},
+		{"snapshot interval", func(c *Config) { c.SnapshotEvery = r.SnapshotEvery.Max + 1 }},
+		{"changelog retention", func(c *Config) { c.LogRetain = r.LogRetain.Max + 1 }},
+	} {
+		cfg := DefaultConfig(1, []wire.MasterID{1})
+		c.set(&cfg)
+		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), c.name+" ") || !strings.Contains(err.Error(), " outside [") {
+			t.Errorf("%s out of range: %v", c.name, err)
+		}
+	}
+	edges := DefaultConfig(1, []wire.MasterID{1})
+	edges.MaxClockDrift, edges.LeaseMargin = r.MaxClockDrift.Max, r.LeaseMargin.Min
+	edges.PeerInterval, edges.PeerTimeout = r.PeerInterval.Max, r.PeerTimeout.Max
+	edges.DeputyElectionTime, edges.ElectTimeout, edges.HandoverTimeout = r.DeputyElectionTime.Max, r.ElectTimeout.Max, r.HandoverTimeout.Min
+	edges.AckReplicas, edges.SnapshotEvery, edges.LogRetain = r.AckReplicas.Max, r.SnapshotEvery.Max, r.LogRetain.Min
+	if err := edges.Validate(); err != nil {
+		t.Errorf("ends of the ranges refused: %v", err)
+	}
+
+	// MAX_PROMISE takes VOTE_LEASE's range: 10 ms (once accepted by the
+	// cfg key) is below every lease a master may ask for.
+	v := DefaultVoterConfig(1, netip.MustParseAddr("10.0.0.1"), []wire.MasterID{1})
+	for _, p := range []time.Duration{10 * time.Millisecond, r.VoteLease.Min - 1, r.VoteLease.Max + 1} {
+		v.MaxPromise = p
+		if err := v.Validate(); err == nil || !strings.Contains(err.Error(), "max promise "+p.String()) {
+			t.Errorf("max promise %v: %v", p, err)
+		}
+	}
+	for _, p := range []time.Duration{r.VoteLease.Min, r.VoteLease.Max} {
+		v.MaxPromise = p
+		if err := v.Validate(); err != nil {
+			t.Errorf("max promise %v: %v", p, err)
+		}
 	}
 }
 
