@@ -34,7 +34,7 @@ type Config struct {
 	// (for sync state, redirects and the ack rule, never for safety).
 	PeerTimeout time.Duration
 	// SelfNominateAfter: a master nominates itself when no chunkserver has
-	// nominated anybody for this long (SPEC section 3: 5 s).
+	// nominated anybody for this long (docs/roles.md §3.2).
 	SelfNominateAfter time.Duration
 	// DeputyElectionTime: an ELECT that cannot win this long becomes
 	// DEPUTY. 0 = never (MooseFS's default).
@@ -86,7 +86,12 @@ func DefaultConfig(id wire.MasterID, masters []wire.MasterID) Config {
 		PeerInterval: 100 * time.Millisecond,
 		// Five missed pushes.
 		PeerTimeout: 500 * time.Millisecond,
-		// SPEC section 3.
+		// The fallback for an instance with no chunkserver to nominate
+		// (bootstrap). Where voters exist they choose (docs/roles.md §6.3),
+		// and 5 s leaves them room after a whole cluster restarts: voters
+		// that crashed keep quiet for MAX_PROMISE (2 s), and the turns of a
+		// few dozen take about 2 s more at 60 ms a slot. The wait shows only
+		// at a new cluster's first election.
 		SelfNominateAfter: 5 * time.Second,
 		// MooseFS's default: never.
 		DeputyElectionTime: 0,
