@@ -104,7 +104,7 @@ func keys(c *config) []settings.Key {
 		settings.Ranged("PEER_TIMEOUT", &core.PeerTimeout, r.PeerTimeout.Min, r.PeerTimeout.Max,
 			"A master not heard from this long is treated as gone for sync state and redirects (never for safety). At least two PEER_INTERVALs; the default is five missed pushes."),
 		settings.Ranged("SELF_NOMINATE_AFTER", &core.SelfNominateAfter, r.SelfNominateAfter.Min, r.SelfNominateAfter.Max,
-			"A master nominates itself when no chunkserver has nominated anybody this long (an instance with no chunkservers yet)."),
+			"A master nominates itself when no chunkserver has nominated anybody this long: the fallback for an instance with no chunkserver to nominate. Where voters exist they choose (docs/roles.md §6.3), and 5s leaves them room after a whole cluster restarts: voters that crashed keep quiet for MAX_PROMISE (2s), and the turns of a few dozen take about 2s more at 60ms a slot. The wait shows only at a new cluster's first election."),
 		settings.Ranged("ELECT_TIMEOUT", &core.ElectTimeout, r.ElectTimeout.Min, r.ElectTimeout.Max,
 			"An ELECT that has held no vote this long goes back to FOLLOWER so the next nomination turn can pick another. At least VOTE_LEASE; the default is longer than a lease plus a full nomination rotation, so a live ELECT is never abandoned while voters are still arriving."),
 		settings.Ranged("HANDOVER_TIMEOUT", &core.HandoverTimeout, r.HandoverTimeout.Min, r.HandoverTimeout.Max,

@@ -29,22 +29,16 @@ func TestAdmin(t *testing.T) {
 	c, lead := start(t, nil)
 
 	// Gauges are sampled (at most every 100 ms): give them a moment.
-	for end := time.Now().Add(3 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	eventually(t, 3*time.Second, 100*time.Millisecond, "the LEADER's metrics", func() error {
 		body := scrape(t, fmt.Sprintf("http://%s:9425/metrics", c.Masters[lead].Addr))
-		missing := ""
 		for _, want := range []string{`mfs_master_role{role="LEADER"} 1`, `mfs_master_role{role="FOLLOWER"} 0`,
 			`mfs_master_quorum_held 1`, `mfs_master_chunkservers_registered 6`, `mfs_master_votes{location="dc1"} 2`} {
 			if !strings.Contains(body, want) {
-				missing = want
+				return fmt.Errorf("they lack %q", want)
 			}
 		}
-		if missing == "" {
-			break
-		}
-		if time.Now().After(end) {
-			t.Fatalf("LEADER metrics lack %q", missing)
-		}
-	}
+		return nil
+	})
 	if out, err := mfscli(t, c, "-SIM"); err != nil || !strings.Contains(out, "LEADER") {
 		t.Fatalf("mfscli -SIM: %v\n%s", err, out)
 	}
@@ -78,26 +72,25 @@ func TestAdmin(t *testing.T) {
 	}
 	victim.Term(5 * time.Second)
 	var out string
-	for end := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		out, err = mfscli(t, c, addr)
-		if err == nil {
-			break
+	eventually(t, 10*time.Second, 200*time.Millisecond, "the stopped chunkserver's removal", func() error {
+		var err error
+		if out, err = mfscli(t, c, addr); err != nil {
+			return fmt.Errorf("%v\n%s", err, out)
 		}
-		if time.Now().After(end) {
-			t.Fatalf("removing the stopped chunkserver: %v\n%s", err, out)
-		}
-	}
+		return nil
+	})
 	t.Logf("mfscli %s: %s", addr, strings.TrimSpace(out))
-	for end := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	eventually(t, 10*time.Second, 100*time.Millisecond, "the registry to shrink to 5", func() error {
 		i, st, err := c.WaitLeader(time.Second, 100*time.Millisecond)
-		if err == nil && st.Registered == 5 && st.Voters == 5 {
-			t.Logf("registry of %s: %d members", c.Masters[i].Addr, st.Registered)
-			break
+		if err != nil {
+			return err
 		}
-		if time.Now().After(end) {
-			t.Fatalf("the registry did not shrink to 5: %+v %v", st, err)
+		if st.Registered != 5 || st.Voters != 5 {
+			return fmt.Errorf("%d members, %d votes", st.Registered, st.Voters)
 		}
-	}
+		t.Logf("registry of %s: %d members", c.Masters[i].Addr, st.Registered)
+		return nil
+	})
 	// Shut a FOLLOWER down through mfscli.
 	sts, _ := c.Statuses(time.Second)
 	for i, s := range sts {

@@ -90,16 +90,20 @@ func start(t *testing.T, mutate func(*cluster.Spec)) (*cluster.Cluster, int) {
 			dumpLogs(t, s.Dir)
 		}
 	})
-	deadline := time.Now().Add(40 * time.Second)
-	for time.Now().Before(deadline) {
+	lead := -1
+	eventually(t, 40*time.Second, 100*time.Millisecond, fmt.Sprintf("a LEADER counting all %d chunkservers", len(s.CS)), func() error {
 		i, st, err := c.WaitLeader(time.Second, 100*time.Millisecond)
-		if err == nil && st.Voters == len(s.CS) && st.Registered == len(s.CS) {
-			t.Logf("LEADER %s epoch %d with %d/%d votes", st.Addr, st.Epoch, st.Voters, st.Registered)
-			return c, i
+		if err != nil {
+			return err
 		}
-	}
-	t.Fatalf("no LEADER counting all %d chunkservers within 40 s", len(s.CS))
-	return nil, -1
+		if st.Voters != len(s.CS) || st.Registered != len(s.CS) {
+			return fmt.Errorf("LEADER %s with %d/%d votes", st.Addr, st.Voters, st.Registered)
+		}
+		t.Logf("LEADER %s epoch %d with %d/%d votes", st.Addr, st.Epoch, st.Voters, st.Registered)
+		lead = i
+		return nil
+	})
+	return c, lead
 }
 
 func dumpLogs(t *testing.T, dir string) {
@@ -119,14 +123,17 @@ func holdsLeader(t *testing.T, c *cluster.Cluster, i int, d time.Duration, why s
 	t.Helper()
 	st, _ := c.Statuses(time.Second)
 	epoch := st[i].Epoch
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+	if err := throughout(d, 100*time.Millisecond, func() error {
 		st, errs := c.Statuses(time.Second)
 		if errs[i] != nil || st[i].Role != roles.Leader || st[i].Epoch != epoch {
-			t.Fatalf("%s: LEADER %s disturbed: %+v %v", why, c.Masters[i].Addr, st[i], errs[i])
+			return fmt.Errorf("LEADER %s disturbed: %+v %v", c.Masters[i].Addr, st[i], errs[i])
 		}
 		if ls := c.Leaders(); len(ls) > 1 {
-			t.Fatalf("%s: two masters report LEADER: %v", why, ls)
+			return fmt.Errorf("two masters report LEADER: %v", ls)
 		}
+		return nil
+	}); err != nil {
+		t.Fatalf("%s: %v", why, err)
 	}
 }
 
@@ -225,15 +232,13 @@ func TestFailover(t *testing.T) {
 		t.Fatalf("the resumed old LEADER accepted a change: %+v", r.r)
 	}
 	t.Logf("write at the resumed old LEADER: %+v %v", r.r, r.err)
-	for end := time.Now().Add(3 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	eventually(t, 3*time.Second, 50*time.Millisecond, "the resumed old LEADER to step down", func() error {
 		sts, errs := c.Statuses(time.Second)
 		if errs[lead] == nil && sts[lead].Role != roles.Leader {
-			break
+			return nil
 		}
-		if time.Now().After(end) {
-			t.Fatalf("the resumed old LEADER still reports %v", sts[lead].Role)
-		}
-	}
+		return fmt.Errorf("it still reports %v (%v)", sts[lead].Role, errs[lead])
+	})
 	holdsLeader(t, c, next, 2*time.Second, "old LEADER resumed")
 	if r, err := write(c.Masters[next].Addr, "after", 3*time.Second); err != nil || !r.OK {
 		t.Fatalf("a write at the new LEADER failed: %+v %v", r, err)

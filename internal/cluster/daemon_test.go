@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -50,14 +51,12 @@ func TestDaemonHabits(t *testing.T) {
 	expect(false, "in use by process", "-f")
 	expect(true, "reload requested", "reload")
 	logPath := filepath.Join(dir, "data", "mfsmaster.log")
-	for end := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if b, _ := os.ReadFile(logPath); strings.Contains(string(b), "reload") {
-			break
+	eventually(t, 5*time.Second, 50*time.Millisecond, "the log to show the reload", func() error {
+		if b, _ := os.ReadFile(logPath); !strings.Contains(string(b), "reload") {
+			return errors.New("no reload logged")
 		}
-		if time.Now().After(end) {
-			t.Fatal("the log does not show the reload")
-		}
-	}
+		return nil
+	})
 	expect(true, "stopped", "stop")
 	expect(false, "not running", "test")
 	if b, _ := os.ReadFile(logPath); !strings.Contains(string(b), `"to":"DUMMY"`) {

@@ -185,32 +185,33 @@ func httpAsk(cl *http.Client, url string) (<-chan httpAnswer, chan struct{}) {
 // its answers would wait) until one reports LEADER holding quorum at an
 // epoch above epoch, at most timeout.
 func otherLeader(c *cluster.Cluster, frozen int, epoch uint64, timeout time.Duration) (int, uint64, error) {
-	for end := time.Now().Add(timeout); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+	next, nextEpoch := -1, uint64(0)
+	err := waitUntil(timeout, 20*time.Millisecond, func() error {
 		for i, p := range c.Masters {
 			if i == frozen {
 				continue
 			}
 			st, err := node.Status(cluster.ClientAddr(p.Addr), 300*time.Millisecond)
 			if err == nil && st.Role == roles.Leader && st.HoldsQuorum && st.Epoch > epoch {
-				return i, st.Epoch, nil
+				next, nextEpoch = i, st.Epoch
+				return nil
 			}
 		}
-	}
-	return -1, 0, errors.New("no other master became LEADER at a higher epoch within " + timeout.String())
+		return fmt.Errorf("no other master is LEADER at an epoch above %d", epoch)
+	})
+	return next, nextEpoch, err
 }
 
 // counting waits until master i is LEADER counting want votes, at most
 // timeout.
 func counting(c *cluster.Cluster, i, want int, timeout time.Duration) error {
-	var st node.StatusResp
-	var err error
-	for end := time.Now().Add(timeout); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-		st, err = node.Status(cluster.ClientAddr(c.Masters[i].Addr), time.Second)
+	return waitUntil(timeout, 50*time.Millisecond, func() error {
+		st, err := node.Status(cluster.ClientAddr(c.Masters[i].Addr), time.Second)
 		if err == nil && st.Role == roles.Leader && st.Voters == want {
 			return nil
 		}
-	}
-	return fmt.Errorf("%s not LEADER counting %d votes within %v: %v, %d votes, %v", c.Masters[i].Addr, want, timeout, st.Role, st.Voters, err)
+		return fmt.Errorf("%s not LEADER counting %d votes: %v, %d votes, %v", c.Masters[i].Addr, want, st.Role, st.Voters, err)
+	})
 }
 
 // saysLeader matches a scrape's samples (not its HELP lines) that say
@@ -243,24 +244,19 @@ func roleOf(body string) string {
 // the threads have stopped, and one still running may answer a request
 // sent at once.
 func stopped(pid int, timeout time.Duration) error {
-	for end := time.Now().Add(timeout); time.Now().Before(end); time.Sleep(time.Millisecond) {
+	return waitUntil(timeout, time.Millisecond, func() error {
 		tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
 		if err != nil || len(tasks) == 0 {
 			return fmt.Errorf("threads of %d: %v", pid, err)
 		}
-		all := true
 		for _, task := range tasks {
 			b, err := os.ReadFile(task)
 			// The state follows the command name, which is in parentheses.
 			i := strings.LastIndexByte(string(b), ')')
 			if err != nil || i < 0 || i+2 >= len(b) || (b[i+2] != 'T' && b[i+2] != 't') {
-				all = false
-				break
+				return fmt.Errorf("process %d not stopped after SIGSTOP: %s still runs", pid, task)
 			}
 		}
-		if all {
-			return nil
-		}
-	}
-	return fmt.Errorf("process %d not stopped within %v of SIGSTOP", pid, timeout)
+		return nil
+	})
 }

@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,13 +56,13 @@ func newCluster(t *testing.T, withCS bool) (*cluster.Cluster, []cluster.CS) {
 // master 0, LEADER.
 func waitFounderLeader(t *testing.T, c *cluster.Cluster) time.Time {
 	t.Helper()
-	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		if ls := c.Leaders(); len(ls) == 1 && ls[0] == 0 {
-			return time.Now()
+	eventually(t, 20*time.Second, 20*time.Millisecond, "the founder's election", func() error {
+		if ls := c.Leaders(); len(ls) != 1 || ls[0] != 0 {
+			return fmt.Errorf("masters reporting LEADER: %v", ls)
 		}
-	}
-	t.Fatal("the founder was not elected within 20 s")
-	return time.Time{}
+		return nil
+	})
+	return time.Now()
 }
 
 // TestFounderDiesEarly (issue 11, part 4): a brand-new cluster whose
@@ -81,24 +82,20 @@ func TestFounderDiesEarly(t *testing.T) {
 	// force before then (the old rule fails here).
 	time.Sleep(time.Until(elected.Add(time.Second)))
 	var registered int
-	for end := elected.Add(founderMaxPromise / 2); ; time.Sleep(50 * time.Millisecond) {
-		st, errs := c.Statuses(time.Second)
-		ok := false
-		for i := 1; i < len(st); i++ {
-			if errs[i] == nil && st[i].Sync == roles.Synced && st[i].NotEligible == "" {
-				ok = true
+	eventually(t, time.Until(elected.Add(founderMaxPromise/2)), 50*time.Millisecond,
+		fmt.Sprintf("a survivor that may be elected, %v after the first election (MAX_PROMISE %v)", founderMaxPromise/2, founderMaxPromise),
+		func() error {
+			st, errs := c.Statuses(time.Second)
+			if errs[0] == nil {
+				registered = st[0].Registered
 			}
-		}
-		if errs[0] == nil {
-			registered = st[0].Registered
-		}
-		if ok {
-			break
-		}
-		if time.Now().After(end) {
-			t.Fatalf("%v after the first election no survivor may be elected (MAX_PROMISE %v): %+v %v", founderMaxPromise/2, founderMaxPromise, st, errs)
-		}
-	}
+			for i := 1; i < len(st); i++ {
+				if errs[i] == nil && st[i].Sync == roles.Synced && st[i].NotEligible == "" {
+					return nil
+				}
+			}
+			return fmt.Errorf("%+v %v", st, errs)
+		})
 	killed := time.Now()
 	t.Logf("founder elected, killed %v later with %d chunkservers registered", killed.Sub(elected).Round(time.Millisecond), registered)
 	c.Masters[0].Kill()
@@ -129,15 +126,13 @@ func TestFounderDiesBeforeRegistration(t *testing.T) {
 	c, css := newCluster(t, false)
 	waitFounderLeader(t, c)
 	// The others sync the genesis config first (bounded).
-	for end := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	eventually(t, 10*time.Second, 50*time.Millisecond, "the followers to sync", func() error {
 		st, errs := c.Statuses(time.Second)
 		if errs[1] == nil && errs[2] == nil && st[1].Sync == roles.Synced && st[2].Sync == roles.Synced {
-			break
+			return nil
 		}
-		if time.Now().After(end) {
-			t.Fatalf("the followers did not sync within 10 s: %+v %v", st, errs)
-		}
-	}
+		return fmt.Errorf("%+v %v", st, errs)
+	})
 	c.Masters[0].Kill()
 	// The chunkservers come up now: none can register (no LEADER gives
 	// ids), and the survivors hold only the founder's genesis config.
@@ -148,10 +143,13 @@ func TestFounderDiesBeforeRegistration(t *testing.T) {
 	}
 	// Nobody may be elected: watch for a while (no LEADER may appear),
 	// then ask mfscli why.
-	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+	if err := throughout(3*time.Second, 100*time.Millisecond, func() error {
 		if ls := c.Leaders(); len(ls) > 0 {
-			t.Fatalf("a LEADER without the founder before any registration: %v", ls)
+			return fmt.Errorf("a LEADER without the founder before any registration: %v", ls)
 		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 	out, _ := mfscli(t, c, "-SLQ", "-p")
 	t.Logf("mfscli -SLQ -p:\n%s", out)
@@ -174,16 +172,13 @@ func TestChunkserverRestartKinds(t *testing.T) {
 		if err := p.Start(); err != nil {
 			t.Fatal(err)
 		}
-		// Bounded: the LEADER counts all six again.
-		for end := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		eventually(t, 15*time.Second, 50*time.Millisecond, fmt.Sprintf("%s: the LEADER to count %s again", how, p.Name), func() error {
 			st, errs := c.Statuses(time.Second)
 			if errs[lead] == nil && st[lead].Role == roles.Leader && st[lead].Voters == len(c.CS) {
-				break
+				return nil
 			}
-			if time.Now().After(end) {
-				t.Fatalf("%s: the LEADER does not count %s again within 15 s: %+v", how, p.Name, st[lead])
-			}
-		}
+			return fmt.Errorf("%+v %v", st[lead], errs[lead])
+		})
 	}
 	restart("orderly stop", func() { p.Term(5 * time.Second) })
 	restart("kill -9", p.Kill)

@@ -27,10 +27,7 @@ import (
 // the failovers happen on trimmed logs and the masters that come back catch
 // up through snapshots.
 func TestLinearizableAcrossFailovers(t *testing.T) {
-	c, _ := start(t, func(s *cluster.Spec) {
-		s.MasterCfg["SNAPSHOT_CHANGES"] = "50"
-		s.MasterCfg["CHANGELOG_RETAIN"] = "20"
-	})
+	c, _ := start(t, snapshotsEvery(50, 20))
 	const clients = 4
 	var (
 		mu      sync.Mutex
@@ -40,14 +37,10 @@ func TestLinearizableAcrossFailovers(t *testing.T) {
 		acked   atomic.Int64
 	)
 	for i := 0; i < clients; i++ {
-		cl, err := client.New(client.Config{MasterHost: c.Spec.MasterHost(), Attempt: 300 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
+		cl := newClient(t, c, 300*time.Millisecond)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer cl.Close()
 			rng := rand.New(rand.NewPCG(uint64(i), 7))
 			for n := 0; !stop.Load() && n < 100000; n++ {
 				key := []string{"a", "b", "c"}[rng.IntN(3)]
@@ -170,14 +163,13 @@ func leaderNow(c *cluster.Cluster) int {
 // within) until it is synced enough to accept, and waits for a LEADER
 // other than lead.
 func usurp(t *testing.T, c *cluster.Cluster, u, lead int, within time.Duration) error {
-	for end := time.Now().Add(within); ; time.Sleep(100 * time.Millisecond) {
-		out, err := mfscli(t, c, "-CLU/"+c.Masters[u].Addr.String())
-		if err == nil {
-			break
-		}
-		if time.Now().After(end) {
+	if err := waitUntil(within, 100*time.Millisecond, func() error {
+		if out, err := mfscli(t, c, "-CLU/"+c.Masters[u].Addr.String()); err != nil {
 			return fmt.Errorf("-CLU: %v: %s", err, out)
 		}
+		return nil
+	}); err != nil {
+		return err
 	}
 	if _, _, err := c.WaitLeader(10*time.Second, 20*time.Millisecond, lead); err != nil {
 		return fmt.Errorf("after USURPER: %w", err)

@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -71,14 +72,13 @@ func TestListingsAndAdmin(t *testing.T) {
 	until := func(what string, ok func(listing) bool, args ...string) listing {
 		t.Helper()
 		var l listing
-		for end := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			if l = list(args...); ok(l) {
-				return l
+		eventually(t, 10*time.Second, 100*time.Millisecond, what, func() error {
+			if l = list(args...); !ok(l) {
+				return fmt.Errorf("last listing %+v", l.Dataset)
 			}
-			if time.Now().After(end) {
-				t.Fatalf("%s: last listing %+v", what, l.Dataset)
-			}
-		}
+			return nil
+		})
+		return l
 	}
 
 	l := until("a LEADER and quorum", func(l listing) bool { return l.Dataset.Quorum.Held }, "-SIM", "-SLQ")
@@ -195,19 +195,15 @@ func TestTempRemoval(t *testing.T) {
 	// the count is joint, and under the older registry dc2 may hold only
 	// the chunkserver that is about to die (the last of its location,
 	// which -CTR never leaves out).
-	for end := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	eventually(t, 10*time.Second, 100*time.Millisecond, "the registry in force on every master", func() error {
 		sts, errs := c.Statuses(time.Second)
-		done := true
 		for i, st := range sts {
-			done = done && errs[i] == nil && st.Registered == 6 && st.InForce == st.ConfigVersion
+			if errs[i] != nil || st.Registered != 6 || st.InForce != st.ConfigVersion {
+				return fmt.Errorf("%+v %v", sts, errs)
+			}
 		}
-		if done {
-			break
-		}
-		if time.Now().After(end) {
-			t.Fatalf("the registry was not put in force on every master: %+v %v", sts, errs)
-		}
-	}
+		return nil
+	})
 	// In dc2 (two chunkservers, an even number) only the one with the
 	// higher id may be left out: that is the one that dies.
 	sts, _ := c.Statuses(time.Second)
@@ -230,13 +226,14 @@ func TestTempRemoval(t *testing.T) {
 		p.Kill()
 	}
 	// The LEADER loses quorum within a lease; nobody can win after that.
-	for end := time.Now().Add(10 * time.Second); len(c.Leaders()) > 0; time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatal("a LEADER still holds quorum with 1 of 3 locations")
+	eventually(t, 10*time.Second, 100*time.Millisecond, "no LEADER with 1 of 3 locations", func() error {
+		if ls := c.Leaders(); len(ls) > 0 {
+			return fmt.Errorf("LEADER %v still holds quorum", ls)
 		}
-	}
+		return nil
+	})
 	// The listing explains why nobody leads (once an ELECT counts).
-	for end := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	eventually(t, 10*time.Second, 100*time.Millisecond, "a verdict naming dc3 without a LEADER", func() error {
 		out, _ := mfscli(t, c, "-SLQ", "-j")
 		var stuck listing
 		if err := json.Unmarshal([]byte(out), &stuck); err != nil {
@@ -246,39 +243,36 @@ func TestTempRemoval(t *testing.T) {
 		if q.Held {
 			t.Fatalf("quorum held with 1 of 3 locations: %+v", q)
 		}
-		if strings.Contains(q.Verdict, "location dc3: 0 of 2") {
-			t.Logf("verdict: %s", q.Verdict)
-			break
+		if !strings.Contains(q.Verdict, "location dc3: 0 of 2") {
+			return fmt.Errorf("last: %s", q.Verdict)
 		}
-		if time.Now().After(end) {
-			t.Fatalf("no verdict naming dc3 without a LEADER; last: %s", q.Verdict)
-		}
-	}
+		t.Logf("verdict: %s", q.Verdict)
+		return nil
+	})
 	// Given until a LEADER is elected: a master that was still counting
 	// the old LEADER's lease when the command arrived refused it (and
 	// mfscli said so), the others took it.
 	cmd := fmt.Sprintf("-CTR/%s/9422", dead.Addr)
-	for end := time.Now().Add(20 * time.Second); len(c.Leaders()) == 0; time.Sleep(300 * time.Millisecond) {
+	eventually(t, 20*time.Second, 300*time.Millisecond, "a LEADER after "+cmd, func() error {
+		if len(c.Leaders()) > 0 {
+			return nil
+		}
 		out, err := mfscli(t, c, cmd)
 		t.Logf("mfscli %s: %v\n%s", cmd, err, strings.TrimSpace(out))
-		if time.Now().After(end) {
-			t.Fatalf("no LEADER after %s", cmd)
-		}
-	}
+		return errors.New("none yet")
+	})
 	i, st, err := c.WaitLeader(15*time.Second, 100*time.Millisecond)
 	if err != nil {
 		t.Fatalf("no LEADER after the temporary removal: %v", err)
 	}
 	t.Logf("LEADER %s at epoch %d", c.Masters[i].Addr, st.Epoch)
-	for end := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	eventually(t, 10*time.Second, 100*time.Millisecond, "the removal written and put in force", func() error {
 		_, st, err := c.WaitLeader(time.Second, 100*time.Millisecond)
 		if err == nil && st.Registered == 5 && st.InForce == st.ConfigVersion && len(st.TempRemoved) == 0 {
-			break
+			return nil
 		}
-		if time.Now().After(end) {
-			t.Fatalf("the removal was not written and put in force: %+v %v", st, err)
-		}
-	}
+		return fmt.Errorf("%+v %v", st, err)
+	})
 	if out, err := mfscli(t, c, cmd); err == nil {
 		t.Fatalf("-CTR with a LEADER was accepted:\n%s", out)
 	}

@@ -55,14 +55,17 @@ func TestPartition(t *testing.T) {
 	}
 	t.Logf("partition: LEADER %s on the majority side after %v", st.Addr, time.Since(cut).Round(time.Millisecond))
 	// From now on the minority side must show no LEADER.
-	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+	if err := throughout(3*time.Second, 100*time.Millisecond, func() error {
 		sts, errs := c.Statuses(time.Second)
 		if errs[lead] == nil && sts[lead].Role == roles.Leader {
-			t.Fatalf("the minority side still has a LEADER: %+v", sts[lead])
+			return fmt.Errorf("the minority side still has a LEADER: %+v", sts[lead])
 		}
 		if errs[next] != nil || sts[next].Role != roles.Leader {
-			t.Fatalf("the majority LEADER lost its role during the partition: %+v %v", sts[next], errs[next])
+			return fmt.Errorf("the majority LEADER lost its role during the partition: %+v %v", sts[next], errs[next])
 		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 	for _, p := range prefs {
 		if err := cluster.Heal(ns, p); err != nil {

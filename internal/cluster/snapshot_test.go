@@ -10,7 +10,6 @@ import (
 
 	"github.com/mfs-election/mfs-election/internal/cluster"
 	"github.com/mfs-election/mfs-election/internal/node"
-	"github.com/mfs-election/mfs-election/pkg/client"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 )
@@ -22,47 +21,23 @@ import (
 // LEADER, serves every acknowledged change; a master killed with -9 comes
 // back from its snapshot and entries with the same namespace.
 func TestSnapshotSync(t *testing.T) {
-	c, lead := start(t, func(s *cluster.Spec) {
-		s.MasterCfg["SNAPSHOT_CHANGES"] = "20"
-		s.MasterCfg["CHANGELOG_RETAIN"] = "10"
-	})
-	cl, err := client.New(client.Config{MasterHost: c.Spec.MasterHost()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	c, lead := start(t, snapshotsEvery(20, 10))
+	cl := newClient(t, c, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
-	want := map[string]string{}
-	for i := 0; i < 200; i++ {
-		k := fmt.Sprintf("dir/k%03d", i%150) // 50 keys written twice
-		if i%40 == 39 {
-			if _, err := cl.Delete(ctx, k); err != nil {
-				t.Fatal(err)
-			}
-			delete(want, k)
-			continue
-		}
-		v := fmt.Sprintf("v%d", i)
-		if _, err := cl.Put(ctx, k, v); err != nil {
-			t.Fatal(err)
-		}
-		want[k] = v
-	}
+	want := writeKeys(ctx, t, cl, 200, 150, 40) // 50 keys written twice, every 40th change a delete
 
 	// Every master saves snapshots; the LEADER trims to a few entries.
 	var st []node.StatusResp
-	for end := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	eventually(t, 10*time.Second, 50*time.Millisecond, "the LEADER to snapshot and trim", func() error {
 		var errs []error
 		st, errs = c.Statuses(time.Second)
 		l := st[lead]
 		if errs[lead] == nil && l.SnapshotVersion > 150 && l.ChangelogEntries < 50 && l.MetaVersion > 200 {
-			break
+			return nil
 		}
-		if time.Now().After(end) {
-			t.Fatalf("the LEADER did not snapshot and trim: %+v %v", l, errs[lead])
-		}
-	}
+		return fmt.Errorf("%+v %v", l, errs[lead])
+	})
 	t.Logf("LEADER %s: version %d, snapshot %d, %d entries held", st[lead].Addr, st[lead].MetaVersion,
 		st[lead].SnapshotVersion, st[lead].ChangelogEntries)
 
@@ -123,31 +98,14 @@ func TestSnapshotSync(t *testing.T) {
 // the LEADER l, with a snapshot.
 func waitSynced(t *testing.T, c *cluster.Cluster, i, l int) {
 	t.Helper()
-	for end := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	eventually(t, 10*time.Second, 20*time.Millisecond, fmt.Sprintf("master %s in sync with the LEADER", c.Masters[i].Addr), func() error {
 		st, errs := c.Statuses(time.Second)
 		if errs[i] == nil && errs[l] == nil && st[i].Role == roles.Follower && st[i].Sync == roles.Synced &&
 			st[i].MetaVersion == st[l].MetaVersion && st[i].SnapshotVersion > 0 {
-			return
+			return nil
 		}
-		if time.Now().After(end) {
-			t.Fatalf("master %s not in sync with the LEADER: %+v %v", c.Masters[i].Addr, st[i], errs[i])
-		}
-	}
-}
-
-// checkAll reads every key through the client (at the LEADER).
-func checkAll(ctx context.Context, t *testing.T, cl *client.Client, want map[string]string) {
-	t.Helper()
-	for k, v := range want {
-		got, found, err := cl.Get(ctx, k)
-		if err != nil || !found || got != v {
-			t.Fatalf("%s = %q (found %v, %v), want %q", k, got, found, err, v)
-		}
-	}
-	es, _, err := cl.List(ctx, "dir/")
-	if err != nil || len(es) != len(want) {
-		t.Fatalf("listing dir/: %d keys (%v), want %d", len(es), err, len(want))
-	}
+		return fmt.Errorf("%+v %v", st[i], errs[i])
+	})
 }
 
 // loadNamespace opens a stopped master's store and returns the "dir/" keys

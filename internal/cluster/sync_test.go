@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,7 +12,6 @@ import (
 
 	"github.com/mfs-election/mfs-election/internal/cluster"
 	"github.com/mfs-election/mfs-election/internal/node"
-	"github.com/mfs-election/mfs-election/pkg/client"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 )
@@ -21,21 +21,10 @@ import (
 // eligible, and once made LEADER (USURPER) serves every acknowledged change.
 func TestEmptyFollowerSyncs(t *testing.T) {
 	c, lead := start(t, nil)
-	cl, err := client.New(client.Config{MasterHost: c.Spec.MasterHost()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := newClient(t, c, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	want := map[string]string{}
-	for i := 0; i < 50; i++ {
-		k, v := "k"+string(rune('a'+i%26))+string(rune('0'+i/26)), "v"+string(rune('0'+i%10))
-		if _, err := cl.Put(ctx, k, v); err != nil {
-			t.Fatal(err)
-		}
-		want[k] = v
-	}
+	want := writeKeys(ctx, t, cl, 50, 50, 0)
 	f := (lead + 2) % 3
 	p := c.Masters[f]
 	emptyAndRejoin(t, c, f, lead, nil)
@@ -74,19 +63,20 @@ func emptyAndRejoin(t *testing.T, c *cluster.Cluster, f, lead int, done func(nod
 		t.Fatal(err)
 	}
 	sawInit := false
-	for end := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	var synced node.StatusResp
+	eventually(t, 15*time.Second, 20*time.Millisecond, "the emptied master to sync", func() error {
 		st, errs := c.Statuses(time.Second)
 		if errs[f] == nil {
 			s := st[f]
 			sawInit = sawInit || s.Sync == roles.Init
 			if s.Role == roles.Follower && s.Sync == roles.Synced && s.MetaVersion == st[lead].MetaVersion &&
 				s.ClusterID == st[lead].ClusterID && (done == nil || done(s)) {
-				t.Logf("emptied master %s synced at version %d (seen in INIT first: %v)", p.Addr, s.MetaVersion, sawInit)
-				return s
+				synced = s
+				return nil
 			}
 		}
-		if time.Now().After(end) {
-			t.Fatalf("the emptied master did not sync: %+v %v", st[f], errs[f])
-		}
-	}
+		return fmt.Errorf("%+v %v", st[f], errs[f])
+	})
+	t.Logf("emptied master %s synced at version %d (seen in INIT first: %v)", p.Addr, synced.MetaVersion, sawInit)
+	return synced
 }

@@ -46,29 +46,46 @@ const honestBound = 1 << 40
 // location's range, so the driver's stamp never matches a member.
 func advAddr(i int) netip.Addr { return netip.AddrFrom4([4]byte{10, 9, 9, byte(1 + i%250)}) }
 
-// adversaryFault starts one of the three for dur.
-func (w *world) adversaryFault(dur int64, pick, mode int) {
+// hostileKind is which of the three the adversary fault starts.
+type hostileKind int
+
+const (
+	hostileImpostor hostileKind = iota
+	hostileClone
+	hostileBombs
+)
+
+// hostile starts one of the three for dur: an impostor beside master
+// (the LEADER instead, when there is one), a clone of chunkserver cs, or
+// epoch bombs, the first made from bomb.
+type hostile struct {
+	kind       hostileKind
+	master, cs int
+	bomb       int
+	dur        int64
+}
+
+func (f hostile) fire(w *world, _ *adminIDs) {
 	if w.adv.impostor == nil {
 		w.adv.impostor, w.adv.clone = map[int]bool{}, map[int]bool{}
 	}
-	i := pick % len(w.css)
-	switch mode {
-	case 0:
-		m := pick % len(w.masters)
+	switch f.kind {
+	case hostileImpostor:
+		m := f.master
 		if l := w.leaderIdx(); l >= 0 {
 			m = l
 		}
 		w.adv.impostor[m] = true
-		w.tracef("ADVERSARY impostor beside M%d answers its heartbeats for %v", m+1, time.Duration(dur))
-		w.at(w.now+dur, func() { delete(w.adv.impostor, m) })
-	case 1:
-		w.adv.clone[i] = true
-		w.tracef("ADVERSARY clone of CS%d for %v", i+1, time.Duration(dur))
-		w.at(w.now+dur, func() { delete(w.adv.clone, i) })
+		w.tracef("ADVERSARY impostor beside M%d answers its heartbeats for %v", m+1, time.Duration(f.dur))
+		w.at(w.now+f.dur, func() { delete(w.adv.impostor, m) })
+	case hostileClone:
+		w.adv.clone[f.cs] = true
+		w.tracef("ADVERSARY clone of CS%d for %v", f.cs+1, time.Duration(f.dur))
+		w.at(w.now+f.dur, func() { delete(w.adv.clone, f.cs) })
 	default:
 		w.tracef("ADVERSARY epoch bombs")
 		for k := 0; k < 5; k++ {
-			w.at(w.now+int64(k)*int64(100*time.Millisecond), func() { w.epochBomb(pick + k) })
+			w.at(w.now+int64(k)*int64(100*time.Millisecond), func() { w.epochBomb(f.bomb + k) })
 		}
 	}
 }

@@ -21,8 +21,8 @@ type failover struct {
 	at   int64
 }
 
-// checker holds the invariants of SPEC section 4 and checks them after
-// every event.
+// checker holds the invariants docs/sim.md lists (the safety and liveness
+// promises of docs/architecture.md) and checks them after every event.
 type checker struct {
 	lastHard       []roles.HardState
 	lastVoter      []roles.VoterHardState

@@ -38,10 +38,6 @@ const (
 	numFaults
 )
 
-var faultNames = [numFaults]string{"kill-master", "kill-cs", "pause-master", "pause-cs", "partition-master",
-	"partition-location", "cut-cs", "drift", "wall-jump", "register", "remove", "remap", "default", "on-off",
-	"usurper", "step-down", "maintenance", "temp-remove", "adversary", "restore-master"}
-
 // profile is everything drawn from the seed before the run starts: sizes,
 // network quality, config within its documented ranges, and which faults
 // are on the menu.
@@ -129,7 +125,7 @@ func drawProfile(r *rand.Rand) profile {
 func (p profile) String() string {
 	var fs []string
 	for _, f := range p.faults {
-		fs = append(fs, faultNames[f])
+		fs = append(fs, faultMenu[f].name)
 	}
 	return fmt.Sprintf("masters=%d cs=%d+%d spare locations=%d clients=%d delay=%v+%v loss=%.2f dup=%.2f disk<=%v lease=%v hb=%v drift<=%.2f deputy=%v ack_replicas=%d snapshot_every=%d log_retain=%d keep=%s gap~%v extreme_clocks=%v reject=%v faults=[%s]",
 		p.masters, p.css, p.spares, p.locs, p.clients, p.delayBase, p.delayJitter, p.loss, p.dup, p.diskMax,
@@ -167,6 +163,28 @@ func (w *world) leaderIdx() int {
 	return -1
 }
 
+// How a simulated operator retries an admin command that no LEADER took
+// (none was reachable, or another change was in flight).
+const (
+	adminRetryGap = 300 * time.Millisecond
+	// mapRetries: the location map at the start is retried for 18 s, most
+	// of the chaos phase: until it lands every chunkserver counts in the
+	// default location, an undivided cluster whatever the profile drew.
+	mapRetries = 60
+	// faultRetries: the change that starts a fault is given up after about
+	// a second, as an operator who finds no LEADER would; the fault then
+	// does not happen.
+	faultRetries = 3
+	// undoRetries: the change that ends a fault (a range mapped again,
+	// maintenance cleared, a location ON again) is retried for 6 s: the
+	// heal does not undo registry changes, so a lost undo would carry the
+	// fault into the liveness phase.
+	undoRetries = 20
+	// tempRemoveTries: mfscli -CTR is sent every adminRetryGap for 3 s,
+	// as an operator would while the masters are stuck in ELECT.
+	tempRemoveTries = 10
+)
+
 // admin delivers an operator command to a master; changes go to the
 // LEADER and are retried while another change is in flight.
 func (w *world) admin(target int, a roles.Admin, retries int) {
@@ -176,7 +194,7 @@ func (w *world) admin(target int, a roles.Admin, retries int) {
 	}
 	if i < 0 || !w.masters[i].up || w.masters[i].paused || w.masters[i].busy {
 		if retries > 0 {
-			w.at(w.now+int64(300*time.Millisecond), func() { w.admin(target, a, retries-1) })
+			w.at(w.now+int64(adminRetryGap), func() { w.admin(target, a, retries-1) })
 		}
 		return
 	}
@@ -193,9 +211,21 @@ func (w *world) admin(target int, a roles.Admin, retries int) {
 	w.handle(m.ref, acts)
 	w.drain(m.ref)
 	if !ok && a.Kind == roles.AdminChange && retries > 0 {
-		w.at(w.now+int64(300*time.Millisecond), func() { w.admin(target, a, retries-1) })
+		w.at(w.now+int64(adminRetryGap), func() { w.admin(target, a, retries-1) })
 	}
 }
+
+// change sends a registry or location change to the LEADER under the next
+// admin id.
+func (w *world) change(ids *adminIDs, c roles.Change, retries int) {
+	w.admin(-1, roles.Admin{ID: ids.next(), Kind: roles.AdminChange, Change: c}, retries)
+}
+
+// adminIDs numbers the admin commands of one run, in the order they are
+// sent.
+type adminIDs uint64
+
+func (n *adminIDs) next() uint64 { *n++; return uint64(*n) }
 
 func adminText(a roles.Admin) string {
 	switch a.Kind {
@@ -213,14 +243,12 @@ func adminText(a roles.Admin) string {
 
 // scheduleFaults draws the whole fault schedule up front from the seed.
 func (w *world) scheduleFaults() {
-	adminID := uint64(0)
-	next := func() uint64 { adminID++; return adminID }
+	var ids adminIDs
 	// The location map: every location but the default gets its range once
 	// the cluster has a LEADER.
 	for l := 1; l < w.prof.locs; l++ {
-		l := l
 		w.at(int64(3*time.Second)+int64(l)*int64(200*time.Millisecond), func() {
-			w.admin(-1, roles.Admin{ID: next(), Kind: roles.AdminChange, Change: roles.Change{Kind: roles.ChangeMapRange, Prefix: locPrefix(l), Name: locNames[l]}}, 60)
+			w.change(&ids, roles.Change{Kind: roles.ChangeMapRange, Prefix: locPrefix(l), Name: locNames[l]}, mapRetries)
 		})
 	}
 	t := int64(5 * time.Second)
@@ -233,193 +261,416 @@ func (w *world) scheduleFaults() {
 		f := w.prof.faults[w.rng.Intn(len(w.prof.faults))]
 		// Durations and targets are drawn now, so that the schedule does not
 		// depend on what happens (only the "leader" target is resolved late).
-		dur := int64(300*time.Millisecond) + w.rng.Int63n(int64(3500*time.Millisecond))
-		pick := w.rng.Intn(1 << 20)
-		leaderFirst := w.rng.Intn(10) < 7
-		mode := w.rng.Intn(3)
-		rate := 1 + (w.rng.Float64()*2-1)*w.prof.masterCfg.MaxClockDrift
-		w.at(t, func() { w.fault(f, dur, pick, leaderFirst, mode, rate, next) })
+		var d draw
+		d.dur = int64(300*time.Millisecond) + w.rng.Int63n(int64(3500*time.Millisecond))
+		d.pick = w.rng.Intn(1 << 20)
+		d.leaderFirst = w.rng.Intn(10) < 7
+		d.mode = w.rng.Intn(3)
+		d.rate = 1 + (w.rng.Float64()*2-1)*w.prof.masterCfg.MaxClockDrift
+		w.at(t, func() { w.fault(f, d, &ids) })
 	}
 }
 
-// fault fires one fault of the menu.
-func (w *world) fault(f faultKind, dur int64, pick int, leaderFirst bool, mode int, rate float64, next func() uint64) {
-	pickMaster := func() int {
-		if l := w.leaderIdx(); leaderFirst && l >= 0 {
-			return l
-		}
-		return pick % len(w.masters)
+// draw is what the schedule draws for one fault, whatever its kind; each
+// entry of faultMenu reads from it the parameters its fault needs.
+type draw struct {
+	dur         int64   // how long the fault lasts: 0.3-3.8 s
+	pick        int     // 0..2^20-1, from which the fault derives its targets
+	leaderFirst bool    // aim at the LEADER when there is one (7 in 10)
+	mode        int     // 0..2: which variant of the fault
+	rate        float64 // a clock rate within the drift bound
+}
+
+// aimedMaster is the master a fault that hits one aims at: the LEADER,
+// when the draw says so and there is one, else one by the pick.
+func (w *world) aimedMaster(d draw) int {
+	if l := w.leaderIdx(); d.leaderFirst && l >= 0 {
+		return l
 	}
-	switch f {
-	case fKillMaster:
-		i := pickMaster()
-		if i == w.leaderIdx() {
-			w.chk.startFailover(w, "kill")
+	return d.pick % len(w.masters)
+}
+
+// fault is one fault of the menu with its targets chosen.
+type fault interface {
+	fire(w *world, ids *adminIDs)
+}
+
+// faultMenu names each fault and says how it reads its draw. An entry
+// runs when the fault fires, so that "the LEADER" is whoever leads then;
+// nil means the fault has nothing to hit in this cluster.
+var faultMenu = [numFaults]struct {
+	name string
+	read func(w *world, d draw) fault
+}{
+	fKillMaster: {"kill-master", func(w *world, d draw) fault {
+		return masterKill{i: w.aimedMaster(d), restart: d.mode != 0, downFor: d.dur}
+	}},
+	fKillCS: {"kill-cs", func(w *world, d draw) fault {
+		return csDown{i: d.pick % len(w.css), orderly: d.mode == 0, downFor: d.dur} // orderly one in three
+	}},
+	fPauseMaster: {"pause-master", func(w *world, d draw) fault {
+		return freeze{r: w.masters[w.aimedMaster(d)].ref, dur: d.dur}
+	}},
+	fPauseCS: {"pause-cs", func(w *world, d draw) fault {
+		return freeze{r: w.css[d.pick%len(w.css)].ref, dur: d.dur}
+	}},
+	fPartMaster: {"partition-master", func(w *world, d draw) fault {
+		return masterPartition{i: w.aimedMaster(d), dir: cutDir(d.mode), dur: d.dur}
+	}},
+	fPartLocation: {"partition-location", func(w *world, d draw) fault {
+		return locationPartition{loc: d.pick % w.prof.locs, dur: d.dur}
+	}},
+	fCutCS: {"cut-cs", func(w *world, d draw) fault {
+		return csCut{bits: d.pick, always: w.aimedMaster(d), oneWay: d.mode == 2, mode: d.mode, dur: d.dur}
+	}},
+	fDrift: {"drift", func(w *world, d draw) fault {
+		if d.pick%2 == 0 {
+			return clockDrift{r: w.masters[d.pick/2%len(w.masters)].ref, rate: d.rate}
 		}
-		w.killMaster(i)
-		if mode != 0 {
-			w.at(w.now+dur, func() {
-				if !w.masters[i].up {
-					w.startMaster(i)
-				}
-			})
-		}
-	case fKillCS:
-		i := pick % len(w.css)
-		if !w.css[i].started {
-			return
-		}
-		w.downCS(i, mode == 0) // one in three an orderly stop
-		w.at(w.now+dur, func() { w.upCS(i) })
-	case fPauseMaster:
-		i := pickMaster()
-		if i == w.leaderIdx() && !w.masters[i].paused && time.Duration(dur) > w.prof.masterCfg.VoteLease {
-			w.chk.startFailover(w, "pause")
-		}
-		r := w.masters[i].ref
-		w.pause(r)
-		w.at(w.now+dur, func() { w.resume(r) })
-	case fPauseCS:
-		r := w.css[pick%len(w.css)].ref
-		w.pause(r)
-		w.at(w.now+dur, func() { w.resume(r) })
-	case fPartMaster:
-		i := pickMaster()
-		if i == w.leaderIdx() && mode != 1 {
-			w.chk.startFailover(w, "partition")
-		}
-		target := ref{kMaster, i}
-		is := func(r ref) bool { return r == target }
-		all := func(ref) bool { return true }
-		var cs []cut
-		switch mode {
-		case 0: // symmetric
-			cs = []cut{{from: is, to: all}, {from: all, to: is}}
-		case 1: // it can send, cannot hear
-			cs = []cut{{from: all, to: is}}
-		default: // it can hear, cannot send
-			cs = []cut{{from: is, to: all}}
-		}
-		w.addCuts(fmt.Sprintf("partition M%d mode %d", i+1, mode), dur, cs)
-	case fPartLocation:
-		loc := pick % w.prof.locs
-		inLoc := func(r ref) bool { return r.k == kCS && r.i%w.prof.locs == loc }
-		isMaster := func(r ref) bool { return r.k == kMaster }
-		w.addCuts(fmt.Sprintf("partition location %s", locNames[loc]), dur, []cut{{from: inLoc, to: isMaster}, {from: isMaster, to: inLoc}})
-	case fCutCS:
-		set := map[int]bool{}
-		n := 1 + pick%max(1, len(w.css)/2+1)
-		for k := 0; k < n; k++ {
-			set[(pick/7+k*3)%len(w.css)] = true
-		}
-		masters := map[int]bool{}
-		for k := 0; k < len(w.masters); k++ {
-			if (pick>>k)&1 == 1 || k == pickMaster() {
-				masters[k] = true
-			}
-		}
-		inSet := func(r ref) bool { return r.k == kCS && set[r.i] }
-		inM := func(r ref) bool { return r.k == kMaster && masters[r.i] }
-		cs := []cut{{from: inSet, to: inM}}
-		if mode != 2 {
-			cs = append(cs, cut{from: inM, to: inSet})
-		}
-		w.addCuts(fmt.Sprintf("cut %d chunkservers from %d masters mode %d", len(set), len(masters), mode), dur, cs)
-	case fDrift:
-		var p *proc
-		if pick%2 == 0 {
-			p = &w.masters[pick/2%len(w.masters)].proc
-		} else {
-			p = &w.css[pick/2%len(w.css)].proc
-		}
-		p.clk.setRate(w.now, rate)
-		w.tracef("%v clock rate %.4f", p.ref, rate)
-		if p.up && !p.paused && !p.busy {
-			p.tickAt = 0
-			w.scheduleTick(p.ref)
-		}
-	case fWallJump:
-		// The wall clock only reaches the core as a display stamp on status
-		// messages; safety must not move when it jumps.
-		i := pick % len(w.masters)
-		jump := int64(pick%120-60) * int64(time.Second)
-		w.masters[i].wallJump += jump
-		w.tracef("M%d wall clock jumps %+v", i+1, time.Duration(jump))
-	case fRegister:
-		for i, c := range w.css {
-			if c.spare && !c.started {
-				w.startCS(i)
-				break
-			}
-		}
-	case fRemove:
-		for k := range w.css {
-			i := (pick + k) % len(w.css)
-			if c := w.css[i]; c.started && !c.up {
-				w.admin(-1, roles.Admin{ID: next(), Kind: roles.AdminChange, Change: roles.Change{Kind: roles.ChangeRemove, ID: uint32(c.cfg.ID)}}, 3)
-				break
-			}
-		}
-	case fRemap:
+		return clockDrift{r: w.css[d.pick/2%len(w.css)].ref, rate: d.rate}
+	}},
+	fWallJump: {"wall-jump", func(w *world, d draw) fault {
+		return wallJump{i: d.pick % len(w.masters), jump: int64(d.pick%120-60) * int64(time.Second)}
+	}},
+	fRegister: {"register", func(*world, draw) fault { return registration{} }},
+	fRemove: {"remove", func(w *world, d draw) fault {
+		return removal{from: d.pick % len(w.css)}
+	}},
+	fRemap: {"remap", func(w *world, d draw) fault {
 		if w.prof.locs < 2 {
-			return
+			return nil // the default location has no range to unmap
 		}
-		loc := 1 + pick%(w.prof.locs-1)
-		w.admin(-1, roles.Admin{ID: next(), Kind: roles.AdminChange, Change: roles.Change{Kind: roles.ChangeUnmapRange, Prefix: locPrefix(loc)}}, 3)
-		w.at(w.now+dur, func() {
-			w.admin(-1, roles.Admin{ID: next(), Kind: roles.AdminChange, Change: roles.Change{Kind: roles.ChangeMapRange, Prefix: locPrefix(loc), Name: locNames[loc]}}, 20)
-		})
-	case fDefault:
-		loc := pick % w.prof.locs
-		w.admin(-1, roles.Admin{ID: next(), Kind: roles.AdminChange, Change: roles.Change{Kind: roles.ChangeSetDefault, Name: locNames[loc]}}, 3)
-	case fTempRemove:
-		// An operator tries while the masters are stuck in ELECT: again
-		// every 300 ms for a while.
-		for k := 0; k < 10; k++ {
-			w.at(w.now+int64(k)*int64(300*time.Millisecond), func() { w.tempRemove(pick+k, mode) })
-		}
-	case fMaintenance:
-		id := uint32(w.css[pick%len(w.css)].cfg.ID)
-		w.admin(-1, roles.Admin{ID: next(), Kind: roles.AdminChange, Change: roles.Change{Kind: roles.ChangeMaintenance, ID: id, On: true}}, 3)
-		w.at(w.now+dur, func() {
-			w.admin(-1, roles.Admin{ID: next(), Kind: roles.AdminChange, Change: roles.Change{Kind: roles.ChangeMaintenance, ID: id, On: false}}, 20)
-		})
-	case fOnOff:
-		loc := pick % w.prof.locs
-		w.admin(-1, roles.Admin{ID: next(), Kind: roles.AdminChange, Change: roles.Change{Kind: roles.ChangeSetOn, Name: locNames[loc], On: false}}, 3)
-		w.at(w.now+dur, func() {
-			w.admin(-1, roles.Admin{ID: next(), Kind: roles.AdminChange, Change: roles.Change{Kind: roles.ChangeSetOn, Name: locNames[loc], On: true}}, 20)
-		})
-	case fUsurper:
-		i := pick % len(w.masters)
-		if w.masters[i].up && w.masters[i].m.Role() == roles.Follower {
-			if w.leaderIdx() >= 0 {
-				w.chk.startFailover(w, "usurper")
+		return remap{loc: 1 + d.pick%(w.prof.locs-1), dur: d.dur}
+	}},
+	fDefault: {"default", func(w *world, d draw) fault {
+		return moveDefault{loc: d.pick % w.prof.locs}
+	}},
+	fOnOff: {"on-off", func(w *world, d draw) fault {
+		return locationOff{loc: d.pick % w.prof.locs, dur: d.dur}
+	}},
+	fUsurper: {"usurper", func(w *world, d draw) fault {
+		return usurper{i: d.pick % len(w.masters), cancel: d.mode == 0, after: d.dur}
+	}},
+	fStepDown: {"step-down", func(*world, draw) fault { return stepDown{} }},
+	fMaintenance: {"maintenance", func(w *world, d draw) fault {
+		return maintenance{i: d.pick % len(w.css), dur: d.dur}
+	}},
+	fTempRemove: {"temp-remove", func(w *world, d draw) fault {
+		return tempRemoval{from: d.pick, anyCS: d.mode == 0}
+	}},
+	fAdversary: {"adversary", func(w *world, d draw) fault {
+		return hostile{kind: hostileKind(d.mode), master: d.pick % len(w.masters), cs: d.pick % len(w.css), bomb: d.pick, dur: d.dur}
+	}},
+	fRestore: {"restore-master", func(w *world, d draw) fault {
+		return masterRestore{i: w.aimedMaster(d), after: d.dur}
+	}},
+}
+
+// fault fires one fault of the menu.
+func (w *world) fault(f faultKind, d draw, ids *adminIDs) {
+	if x := faultMenu[f].read(w, d); x != nil {
+		x.fire(w, ids)
+	}
+}
+
+// masterKill: kill -9 of master i, started again after downFor if restart
+// (else at the heal).
+type masterKill struct {
+	i       int
+	restart bool
+	downFor int64
+}
+
+func (f masterKill) fire(w *world, _ *adminIDs) {
+	if f.i == w.leaderIdx() {
+		w.chk.startFailover(w, "kill")
+	}
+	w.killMaster(f.i)
+	if f.restart {
+		w.at(w.now+f.downFor, func() {
+			if !w.masters[f.i].up {
+				w.startMaster(f.i)
 			}
-			w.admin(i, roles.Admin{ID: next(), Kind: roles.AdminSetUsurper}, 0)
-			if mode == 0 {
-				w.at(w.now+dur, func() {
-					if w.masters[i].up && w.masters[i].m.Role() == roles.Usurper {
-						w.admin(i, roles.Admin{ID: next(), Kind: roles.AdminCancelUsurper}, 0)
-					}
-				})
-			}
-		}
-	case fAdversary:
-		w.adversaryFault(dur, pick, mode)
-	case fRestore:
-		// An operator copies a master's DATA_PATH (a VM snapshot, a
-		// backup) and later brings the master back from that copy.
-		i := pickMaster()
-		backup := w.masters[i].store.Copy()
-		w.tracef("M%d data directory copied (log %v, epoch %d)", i+1, backup.Last(), backup.Hard().Epoch)
-		w.at(w.now+dur, func() { w.restoreMaster(i, backup) })
-	case fStepDown:
-		if w.leaderIdx() >= 0 {
-			w.chk.startFailover(w, "step-down")
-			w.admin(-1, roles.Admin{ID: next(), Kind: roles.AdminStepDown}, 0)
+		})
+	}
+}
+
+// csDown: chunkserver i goes down (kill -9, or an orderly stop) and
+// starts again after downFor.
+type csDown struct {
+	i       int
+	orderly bool
+	downFor int64
+}
+
+func (f csDown) fire(w *world, _ *adminIDs) {
+	if !w.css[f.i].started {
+		return
+	}
+	w.downCS(f.i, f.orderly)
+	w.at(w.now+f.downFor, func() { w.upCS(f.i) })
+}
+
+// freeze: SIGSTOP of a master or chunkserver, SIGCONT after dur.
+type freeze struct {
+	r   ref
+	dur int64
+}
+
+func (f freeze) fire(w *world, _ *adminIDs) {
+	// A LEADER frozen past its lease is replaced: a failover to time.
+	if f.r.k == kMaster && f.r.i == w.leaderIdx() && !w.masters[f.r.i].paused && time.Duration(f.dur) > w.prof.masterCfg.VoteLease {
+		w.chk.startFailover(w, "pause")
+	}
+	w.pause(f.r)
+	w.at(w.now+f.dur, func() { w.resume(f.r) })
+}
+
+// cutDir is which way a partition of one master drops messages.
+type cutDir int
+
+const (
+	cutBoth   cutDir = iota // it neither hears nor is heard
+	cutInput                // it can send, cannot hear
+	cutOutput               // it can hear, cannot send
+)
+
+// masterPartition cuts master i off from every node for dur.
+type masterPartition struct {
+	i   int
+	dir cutDir
+	dur int64
+}
+
+func (f masterPartition) fire(w *world, _ *adminIDs) {
+	if f.i == w.leaderIdx() && f.dir != cutInput {
+		w.chk.startFailover(w, "partition")
+	}
+	target := ref{kMaster, f.i}
+	is := func(r ref) bool { return r == target }
+	all := func(ref) bool { return true }
+	var cs []cut
+	switch f.dir {
+	case cutBoth:
+		cs = []cut{{from: is, to: all}, {from: all, to: is}}
+	case cutInput:
+		cs = []cut{{from: all, to: is}}
+	default:
+		cs = []cut{{from: is, to: all}}
+	}
+	w.addCuts(fmt.Sprintf("partition M%d mode %d", f.i+1, f.dir), f.dur, cs)
+}
+
+// locationPartition cuts every chunkserver of location loc from every
+// master, both ways, for dur.
+type locationPartition struct {
+	loc int
+	dur int64
+}
+
+func (f locationPartition) fire(w *world, _ *adminIDs) {
+	inLoc := func(r ref) bool { return r.k == kCS && r.i%w.prof.locs == f.loc }
+	isMaster := func(r ref) bool { return r.k == kMaster }
+	w.addCuts(fmt.Sprintf("partition location %s", locNames[f.loc]), f.dur, []cut{{from: inLoc, to: isMaster}, {from: isMaster, to: inLoc}})
+}
+
+// csCut cuts some chunkservers from some masters for dur: bits chooses
+// both sets (how many chunkservers and which, and a master per bit), and
+// master always is among the masters.
+type csCut struct {
+	bits   int
+	always int
+	oneWay bool // only what the chunkservers send is dropped
+	mode   int  // the draw behind oneWay (2) or not (0, 1), as the trace shows it
+	dur    int64
+}
+
+func (f csCut) fire(w *world, _ *adminIDs) {
+	set := map[int]bool{}
+	n := 1 + f.bits%max(1, len(w.css)/2+1)
+	for k := 0; k < n; k++ {
+		set[(f.bits/7+k*3)%len(w.css)] = true
+	}
+	masters := map[int]bool{}
+	for k := 0; k < len(w.masters); k++ {
+		if (f.bits>>k)&1 == 1 || k == f.always {
+			masters[k] = true
 		}
 	}
+	inSet := func(r ref) bool { return r.k == kCS && set[r.i] }
+	inM := func(r ref) bool { return r.k == kMaster && masters[r.i] }
+	cs := []cut{{from: inSet, to: inM}}
+	if !f.oneWay {
+		cs = append(cs, cut{from: inM, to: inSet})
+	}
+	w.addCuts(fmt.Sprintf("cut %d chunkservers from %d masters mode %d", len(set), len(masters), f.mode), f.dur, cs)
+}
+
+// clockDrift sets node r's clock rate.
+type clockDrift struct {
+	r    ref
+	rate float64
+}
+
+func (f clockDrift) fire(w *world, _ *adminIDs) {
+	p := w.proc(f.r)
+	p.clk.setRate(w.now, f.rate)
+	w.tracef("%v clock rate %.4f", p.ref, f.rate)
+	if p.up && !p.paused && !p.busy {
+		p.tickAt = 0
+		w.scheduleTick(p.ref)
+	}
+}
+
+// wallJump sets master i's wall clock off by jump more. The wall clock
+// only reaches the core as a display stamp on status messages; safety
+// must not move when it jumps.
+type wallJump struct {
+	i    int
+	jump int64
+}
+
+func (f wallJump) fire(w *world, _ *adminIDs) {
+	w.masters[f.i].wallJump += f.jump
+	w.tracef("M%d wall clock jumps %+v", f.i+1, time.Duration(f.jump))
+}
+
+// registration starts the first spare chunkserver not started yet.
+type registration struct{}
+
+func (registration) fire(w *world, _ *adminIDs) {
+	for i, c := range w.css {
+		if c.spare && !c.started {
+			w.startCS(i)
+			break
+		}
+	}
+}
+
+// removal: an admin removes the first chunkserver from index from on that
+// is registered and down.
+type removal struct{ from int }
+
+func (f removal) fire(w *world, ids *adminIDs) {
+	for k := range w.css {
+		i := (f.from + k) % len(w.css)
+		if c := w.css[i]; c.started && !c.up {
+			w.change(ids, roles.Change{Kind: roles.ChangeRemove, ID: uint32(c.cfg.ID)}, faultRetries)
+			break
+		}
+	}
+}
+
+// remap unmaps location loc's range (its chunkservers move to the default
+// location) and maps it again after dur.
+type remap struct {
+	loc int
+	dur int64
+}
+
+func (f remap) fire(w *world, ids *adminIDs) {
+	w.change(ids, roles.Change{Kind: roles.ChangeUnmapRange, Prefix: locPrefix(f.loc)}, faultRetries)
+	w.at(w.now+f.dur, func() {
+		w.change(ids, roles.Change{Kind: roles.ChangeMapRange, Prefix: locPrefix(f.loc), Name: locNames[f.loc]}, undoRetries)
+	})
+}
+
+// moveDefault moves the default mark to location loc.
+type moveDefault struct{ loc int }
+
+func (f moveDefault) fire(w *world, ids *adminIDs) {
+	w.change(ids, roles.Change{Kind: roles.ChangeSetDefault, Name: locNames[f.loc]}, faultRetries)
+}
+
+// locationOff switches location loc OFF, and ON again after dur.
+type locationOff struct {
+	loc int
+	dur int64
+}
+
+func (f locationOff) fire(w *world, ids *adminIDs) {
+	w.change(ids, roles.Change{Kind: roles.ChangeSetOn, Name: locNames[f.loc], On: false}, faultRetries)
+	w.at(w.now+f.dur, func() {
+		w.change(ids, roles.Change{Kind: roles.ChangeSetOn, Name: locNames[f.loc], On: true}, undoRetries)
+	})
+}
+
+// usurper: an admin makes master i USURPER if it is a FOLLOWER, and if
+// cancel, cancels it after a while if it is USURPER still.
+type usurper struct {
+	i      int
+	cancel bool
+	after  int64
+}
+
+func (f usurper) fire(w *world, ids *adminIDs) {
+	if !w.masters[f.i].up || w.masters[f.i].m.Role() != roles.Follower {
+		return
+	}
+	if w.leaderIdx() >= 0 {
+		w.chk.startFailover(w, "usurper")
+	}
+	w.admin(f.i, roles.Admin{ID: ids.next(), Kind: roles.AdminSetUsurper}, 0)
+	if f.cancel {
+		w.at(w.now+f.after, func() {
+			if w.masters[f.i].up && w.masters[f.i].m.Role() == roles.Usurper {
+				w.admin(f.i, roles.Admin{ID: ids.next(), Kind: roles.AdminCancelUsurper}, 0)
+			}
+		})
+	}
+}
+
+// stepDown: an admin steps the LEADER down, if there is one.
+type stepDown struct{}
+
+func (stepDown) fire(w *world, ids *adminIDs) {
+	if w.leaderIdx() >= 0 {
+		w.chk.startFailover(w, "step-down")
+		w.admin(-1, roles.Admin{ID: ids.next(), Kind: roles.AdminStepDown}, 0)
+	}
+}
+
+// maintenance marks chunkserver i in maintenance, and clears it after
+// dur.
+type maintenance struct {
+	i   int
+	dur int64
+}
+
+func (f maintenance) fire(w *world, ids *adminIDs) {
+	id := uint32(w.css[f.i].cfg.ID)
+	w.change(ids, roles.Change{Kind: roles.ChangeMaintenance, ID: id, On: true}, faultRetries)
+	w.at(w.now+f.dur, func() {
+		w.change(ids, roles.Change{Kind: roles.ChangeMaintenance, ID: id, On: false}, undoRetries)
+	})
+}
+
+// tempRemoval: an operator runs mfscli -CTR, again and again, on a
+// chunkserver found from index from on: one that is down, or if anyCS any.
+type tempRemoval struct {
+	from  int
+	anyCS bool
+}
+
+func (f tempRemoval) fire(w *world, _ *adminIDs) {
+	for k := 0; k < tempRemoveTries; k++ {
+		w.at(w.now+int64(k)*int64(adminRetryGap), func() { w.tempRemove(f.from+k, f.anyCS) })
+	}
+}
+
+// masterRestore copies master i's store now and, after a while, restarts the
+// master from that copy (restoreMaster).
+type masterRestore struct {
+	i     int
+	after int64
+}
+
+func (f masterRestore) fire(w *world, _ *adminIDs) {
+	// An operator copies a master's DATA_PATH (a VM snapshot, a backup)
+	// and later brings the master back from that copy.
+	backup := w.masters[f.i].store.Copy()
+	w.tracef("M%d data directory copied (log %v, epoch %d)", f.i+1, backup.Last(), backup.Hard().Epoch)
+	w.at(w.now+f.after, func() { w.restoreMaster(f.i, backup) })
 }
 
 // restoreMaster stops master i and starts it again from an older copy of
@@ -488,13 +739,13 @@ func (w *world) addCuts(what string, dur int64, cs []cut) {
 }
 
 // tempRemove is what mfscli -CTR does: it names a chunkserver (one that is
-// down, or on one run in three any, as an operator's mistake would) and
+// down, or if anyCS any, as an operator's mistake would) and
 // sends the removal to every master it reaches but a LEADER, unless one of
 // them already leaves out another of that location.
-func (w *world) tempRemove(pick, mode int) {
+func (w *world) tempRemove(pick int, anyCS bool) {
 	var c *csNode
 	for k := range w.css {
-		if cand := w.css[(pick+k)%len(w.css)]; cand.started && (!cand.up || mode == 0) {
+		if cand := w.css[(pick+k)%len(w.css)]; cand.started && (!cand.up || anyCS) {
 			c = cand
 			break
 		}

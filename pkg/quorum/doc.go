@@ -2,7 +2,7 @@
 // and what each chunkserver does with its vote, does a master hold quorum,
 // could it still get it, or is it out of reach.
 //
-// The rule (SPEC section 2). Only chunkservers in participating locations
+// The rule (docs/architecture.md §2). Only chunkservers in participating locations
 // count; a location participates when it is ON and has at least one
 // registered chunkserver. A registered chunkserver that does not vote for
 // the master (disconnected, off, with another master) counts against it:

@@ -67,8 +67,8 @@ func genRegistry(t *rapid.T) (locations.Map, []locations.Member) {
 	return m, perm
 }
 
-// naive is a deliberately plain, separately written version of SPEC section
-// 2, used as the oracle: Go maps, floats, the undivided and divided rules
+// naive is a deliberately plain, separately written version of the rule
+// (docs/architecture.md §2), used as the oracle: Go maps, floats, the undivided and divided rules
 // written out on their own, and brute force over the unknown votes.
 type naive struct {
 	byLoc      map[wire.LocationID][]wire.CSID // counting chunkservers per participating location

@@ -172,8 +172,8 @@ func fuzzSeeds() []wire.Message {
 }
 
 // FuzzMasterStep: no sequence of frames a peer can send makes a master's
-// core panic (SPEC §5: a daemon never crashes on what a peer sends;
-// security review M6). The first byte picks the core (even: a LEADER, odd:
+// core panic (docs/architecture.md §12: a master cannot panic another,
+// finding M6). The first byte picks the core (even: a LEADER, odd:
 // a FOLLOWER holding a few entries), the rest is frames back to back, each
 // decoded as a driver would and stepped, with time moving on between them.
 func FuzzMasterStep(f *testing.F) {

@@ -79,7 +79,7 @@ type Chunkserver struct {
 func (c Chunkserver) Is(addr netip.Addr, port uint16) bool { return c.Addr == addr && c.Port == port }
 
 // ClusterConfig is the registry and location map as of one config version.
-// It is the quorum's denominator (SPEC section 2).
+// It is the quorum's denominator (docs/architecture.md §2).
 type ClusterConfig struct {
 	Version uint64 // rises by one with every registry or location change
 	Founder wire.MasterID

@@ -637,8 +637,8 @@ func (m *Master) tallyUnder(c *ClusterConfig, t Instant, pred func(*voterRec) bo
 }
 
 // tally counts under one config. An empty registry can be won only by the
-// founder, and only before any chunkserver ever registered (bootstrap: SPEC
-// section 2, docs/architecture.md).
+// founder, and only before any chunkserver ever registered (bootstrap:
+// docs/roles.md §5.2, docs/architecture.md §6).
 func (m *Master) tally(c *ClusterConfig, counts func(*voterRec) bool) quorum.Tally {
 	e := m.electorate(c)
 	if e.Size() == 0 {

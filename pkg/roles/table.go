@@ -76,7 +76,7 @@ func FindRule(from, to Role, reason string) (Rule, bool) {
 	return Rule{}, false
 }
 
-// MustDisconnect is the disconnect rule of SPEC section 3 as a function.
+// MustDisconnect is the disconnect rule of docs/roles.md §4 as a function.
 func MustDisconnect(from, to Role) bool {
 	if from == to {
 		return false
@@ -90,7 +90,7 @@ func MustDisconnect(from, to Role) bool {
 // ChangeKind names one registry or location-map change.
 type ChangeKind uint8
 
-// Registry and location changes (SPEC section 2).
+// Registry and location changes (docs/architecture.md §5).
 const (
 	ChangeRegister ChangeKind = 1 + iota
 	ChangeRemove
