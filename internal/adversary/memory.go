@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/node"
-	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 )
@@ -48,7 +47,7 @@ func (s SlowLoris) Run(ctx context.Context) (LorisResult, error) {
 	}
 	typ := s.Type
 	if typ == 0 {
-		typ = roles.TypeClientRead
+		typ = wire.TypeClientRead
 	}
 	body := min(s.Body, int(claim)-2)
 	hdr := make([]byte, frame.HeaderLen)

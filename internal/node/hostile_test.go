@@ -539,7 +539,7 @@ func TestHalfFramesBounded(t *testing.T) {
 	const conns, sent = 100, 64 << 10
 	var hdr [frame.HeaderLen]byte
 	binary.BigEndian.PutUint32(hdr[:4], maxFrameFor("matocl"))
-	binary.BigEndian.PutUint16(hdr[4:], uint16(TypeStatusReq))
+	binary.BigEndian.PutUint16(hdr[4:], uint16(wire.TypeStatusReq))
 	part := append(hdr[:], make([]byte, sent)...)
 	var held []net.Conn
 	refused := 0

@@ -10,21 +10,6 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 )
 
-// Message types of the daemons' own exchanges, beside the election core's
-// (10-32). Append-only; docs/wire.md lists them.
-const (
-	TypeAuthChallenge wire.Type = 40
-	TypeAuthProof     wire.Type = 41
-	TypeRegisterReq   wire.Type = 42
-	TypeRegisterReply wire.Type = 43
-	TypeCSInfo        wire.Type = 44
-	TypeStatusReq     wire.Type = 45
-	TypeStatusResp    wire.Type = 46
-	TypeAdminReq      wire.Type = 47
-	TypeAdminResp     wire.Type = 48
-	TypeClientAuth    wire.Type = 49
-)
-
 // AuthChallenge: a master sends it right after its hello on the chunkserver
 // port (9420) and on the master port (9419); the peer must answer with
 // AuthProof before anything it sends is heard. Without AUTH_CODE the nonce
@@ -225,16 +210,16 @@ type AdminResp struct {
 	Text string
 }
 
-func (AuthChallenge) MsgType() wire.Type { return TypeAuthChallenge }
-func (AuthProof) MsgType() wire.Type     { return TypeAuthProof }
-func (RegisterReq) MsgType() wire.Type   { return TypeRegisterReq }
-func (RegisterReply) MsgType() wire.Type { return TypeRegisterReply }
-func (CSInfo) MsgType() wire.Type        { return TypeCSInfo }
-func (StatusReq) MsgType() wire.Type     { return TypeStatusReq }
-func (StatusResp) MsgType() wire.Type    { return TypeStatusResp }
-func (AdminReq) MsgType() wire.Type      { return TypeAdminReq }
-func (AdminResp) MsgType() wire.Type     { return TypeAdminResp }
-func (ClientAuth) MsgType() wire.Type    { return TypeClientAuth }
+func (AuthChallenge) MsgType() wire.Type { return wire.TypeAuthChallenge }
+func (AuthProof) MsgType() wire.Type     { return wire.TypeAuthProof }
+func (RegisterReq) MsgType() wire.Type   { return wire.TypeRegisterReq }
+func (RegisterReply) MsgType() wire.Type { return wire.TypeRegisterReply }
+func (CSInfo) MsgType() wire.Type        { return wire.TypeCSInfo }
+func (StatusReq) MsgType() wire.Type     { return wire.TypeStatusReq }
+func (StatusResp) MsgType() wire.Type    { return wire.TypeStatusResp }
+func (AdminReq) MsgType() wire.Type      { return wire.TypeAdminReq }
+func (AdminResp) MsgType() wire.Type     { return wire.TypeAdminResp }
+func (ClientAuth) MsgType() wire.Type    { return wire.TypeClientAuth }
 
 // registry builds a frame registry that decodes exactly these types.
 func registry(msgs ...wire.Message) *frame.Registry {

@@ -77,7 +77,7 @@ type Client struct {
 
 var replies = func() *frame.Registry {
 	r := frame.NewRegistry()
-	r.Register(roles.TypeClientReply, func() wire.Message { return &roles.ClientReply{} })
+	r.Register(wire.TypeClientReply, func() wire.Message { return &roles.ClientReply{} })
 	return r
 }()
 

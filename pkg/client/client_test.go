@@ -35,9 +35,9 @@ type fakeMaster struct {
 
 var requests = func() *frame.Registry {
 	r := frame.NewRegistry()
-	r.Register(roles.TypeClientWrite, func() wire.Message { return &roles.ClientWrite{} })
-	r.Register(roles.TypeClientRead, func() wire.Message { return &roles.ClientRead{} })
-	r.Register(node.TypeClientAuth, func() wire.Message { return &node.ClientAuth{} })
+	r.Register(wire.TypeClientWrite, func() wire.Message { return &roles.ClientWrite{} })
+	r.Register(wire.TypeClientRead, func() wire.Message { return &roles.ClientRead{} })
+	r.Register(wire.TypeClientAuth, func() wire.Message { return &node.ClientAuth{} })
 	return r
 }()
 

@@ -65,7 +65,7 @@ type Registry struct {
 // NewRegistry returns a registry that knows Hello.
 func NewRegistry() *Registry {
 	r := &Registry{make: map[wire.Type]func() wire.Message{}}
-	r.Register(TypeHello, func() wire.Message { return &Hello{} })
+	r.Register(wire.TypeHello, func() wire.Message { return &Hello{} })
 	return r
 }
 

@@ -14,9 +14,6 @@ import (
 // version 1 could not take part anyway).
 const ProtocolVersion = 2
 
-// TypeHello opens every connection.
-const TypeHello wire.Type = 1
-
 // Kind says what sort of node opened a connection.
 type Kind uint8
 
@@ -55,7 +52,7 @@ type Hello struct {
 }
 
 // MsgType implements wire.Message.
-func (Hello) MsgType() wire.Type { return TypeHello }
+func (Hello) MsgType() wire.Type { return wire.TypeHello }
 
 // Reasons a hello is refused.
 var (
