@@ -17,6 +17,7 @@ import (
 	"github.com/mfs-election/mfs-election/internal/obs"
 	"github.com/mfs-election/mfs-election/internal/service"
 	"github.com/mfs-election/mfs-election/internal/settings"
+	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/rs/zerolog"
@@ -132,7 +133,7 @@ func foreground(c *cli.Context, v settings.Values, lockPath string) error {
 			return fmt.Errorf("BIND_HOST %q is not an address", h)
 		}
 	}
-	list, err := node.ResolveMasters(v.String("MASTER_HOST"), uint16(v.Int("MASTER_PORT")))
+	list, err := masterhost.Resolve(v.String("MASTER_HOST"), uint16(v.Int("MASTER_PORT")))
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/mfs-election/mfs-election/internal/node"
 	"github.com/mfs-election/mfs-election/internal/secret"
 	"github.com/mfs-election/mfs-election/internal/settings"
+	"github.com/mfs-election/mfs-election/pkg/masterhost"
 )
 
 // startChecks decides whether this chunkserver may start as configured
@@ -14,7 +15,7 @@ import (
 // (bind) and every master are loopback, or INSECURE is set (then warning
 // is what to log at every start). The data and HTTP ports are left out:
 // AUTH_CODE protects neither.
-func startChecks(v settings.Values, bind netip.Addr, masters []node.MasterAddr) (warning string, err error) {
+func startChecks(v settings.Values, bind netip.Addr, masters []masterhost.Master) (warning string, err error) {
 	if err := secret.Check("AUTH_CODE", v.String("AUTH_CODE")); err != nil {
 		return "", err
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 )
 
@@ -42,10 +43,10 @@ func resolve(spec string, port uint16) ([]netip.AddrPort, []error) {
 		return nil, []error{fmt.Errorf("-H %q names no master", spec)}
 	}
 	for _, item := range items {
-		list, err := node.ResolveMasters(item, port)
+		list, err := masterhost.Resolve(item, port)
 		if err != nil {
 			if inner := errors.Unwrap(err); inner != nil {
-				err = inner // the lookup's own words; ResolveMasters adds MASTER_HOST
+				err = inner // the lookup's own words; masterhost.Resolve adds MASTER_HOST
 			}
 			errs = append(errs, fmt.Errorf("-H %s: %w", item, err))
 			continue

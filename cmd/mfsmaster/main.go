@@ -19,6 +19,7 @@ import (
 	"github.com/mfs-election/mfs-election/internal/secret"
 	"github.com/mfs-election/mfs-election/internal/service"
 	"github.com/mfs-election/mfs-election/internal/settings"
+	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
@@ -75,8 +76,8 @@ func run(c *cli.Context) error {
 }
 
 // masters resolves MASTER_HOST and finds this master in it.
-func masters(v settings.Values) ([]node.MasterAddr, netip.Addr, error) {
-	list, err := node.ResolveMasters(v.String("MASTER_HOST"), uint16(v.Int("MATOML_LISTEN_PORT")))
+func masters(v settings.Values) ([]masterhost.Master, netip.Addr, error) {
+	list, err := masterhost.Resolve(v.String("MASTER_HOST"), uint16(v.Int("MATOML_LISTEN_PORT")))
 	if err != nil {
 		return nil, netip.Addr{}, err
 	}
@@ -127,7 +128,7 @@ func initMetadata(out io.Writer, v settings.Values, lockPath string, locs []stri
 	if err != nil {
 		return err
 	}
-	g := roles.Genesis(node.MasterIDOf(self))
+	g := roles.Genesis(masterhost.IDOf(self))
 	for _, l := range locs {
 		name, cidr, ok := strings.Cut(l, "=")
 		p, perr := netip.ParsePrefix(cidr)
@@ -165,12 +166,12 @@ func initMetadata(out io.Writer, v settings.Values, lockPath string, locs []stri
 	return nil
 }
 
-func coreConfig(v settings.Values, list []node.MasterAddr, self netip.Addr) roles.Config {
+func coreConfig(v settings.Values, list []masterhost.Master, self netip.Addr) roles.Config {
 	mids := make([]wire.MasterID, 0, len(list))
 	for _, m := range list {
 		mids = append(mids, m.ID)
 	}
-	cfg := roles.DefaultConfig(node.MasterIDOf(self), mids)
+	cfg := roles.DefaultConfig(masterhost.IDOf(self), mids)
 	cfg.HeartbeatInterval = v.Duration("HEARTBEAT_INTERVAL")
 	cfg.VoteLease = v.Duration("VOTE_LEASE")
 	cfg.MaxClockDrift = v.Float("MAX_CLOCK_DRIFT")

@@ -4,6 +4,7 @@ import (
 	"github.com/mfs-election/mfs-election/internal/node"
 	"github.com/mfs-election/mfs-election/internal/secret"
 	"github.com/mfs-election/mfs-election/internal/settings"
+	"github.com/mfs-election/mfs-election/pkg/masterhost"
 )
 
 // startChecks decides whether this master may start as configured
@@ -12,7 +13,7 @@ import (
 // every address of the master and of MASTER_HOST is loopback or INSECURE
 // is set; a warning while ADMIN_PASSWORD is empty. The HTTP endpoint is
 // left out: it serves metrics only, nothing AUTH_CODE protects.
-func startChecks(v settings.Values, list []node.MasterAddr) (warnings []string, err error) {
+func startChecks(v settings.Values, list []masterhost.Master) (warnings []string, err error) {
 	for _, k := range []string{"AUTH_CODE", "ADMIN_PASSWORD"} {
 		if err := secret.Check(k, v.String(k)); err != nil {
 			return nil, err

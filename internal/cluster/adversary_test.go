@@ -19,6 +19,7 @@ import (
 	"github.com/mfs-election/mfs-election/internal/adversary"
 	"github.com/mfs-election/mfs-election/internal/cluster"
 	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
@@ -693,7 +694,7 @@ func TestAdversaryPeerForgery(t *testing.T) {
 					t.Fatalf("the attack tooling does not prove AUTH_CODE on 9419 the way the masters check it (update adversary.MasterProof): %+v", r)
 				}
 			}
-			for _, f := range adversary.Crafted(node.MasterIDOf(a.Masters[as].Addr), st[lead].Epoch,
+			for _, f := range adversary.Crafted(masterhost.IDOf(a.Masters[as].Addr), st[lead].Epoch,
 				roles.Pos{Version: st[to].MetaVersion, Epoch: st[lead].Epoch}) {
 				if code != "" && f.WellFormed {
 					continue // a master holding the code may send it

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mfs-election/mfs-election/internal/obs"
 	"github.com/mfs-election/mfs-election/internal/secret"
+	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
@@ -22,9 +23,9 @@ import (
 
 // ChunkserverOptions is what mfschunkserver hands its driver.
 type ChunkserverOptions struct {
-	Masters []MasterAddr // every master's chunkserver port (9420)
-	Bind    netip.Addr   // BIND_HOST: decides the location; invalid = kernel's choice
-	Listen  string       // CSSERV_LISTEN host:port: with the address, its identity
+	Masters []masterhost.Master // every master's chunkserver port (9420)
+	Bind    netip.Addr          // BIND_HOST: decides the location; invalid = kernel's choice
+	Listen  string              // CSSERV_LISTEN host:port: with the address, its identity
 	// Voter carries the timings; ID, Addr, Port, VoterOnly and Masters are
 	// filled in by the driver.
 	Voter          roles.VoterConfig
@@ -451,7 +452,7 @@ func (n *ChunkserverNode) observe() {
 // sessions and registration all travel on it.
 type csLink struct {
 	n    *ChunkserverNode
-	to   MasterAddr
+	to   masterhost.Master
 	mu   sync.Mutex
 	c    *conn
 	kick chan struct{}
@@ -459,7 +460,7 @@ type csLink struct {
 	once sync.Once
 }
 
-func startCSLink(n *ChunkserverNode, to MasterAddr) *csLink {
+func startCSLink(n *ChunkserverNode, to masterhost.Master) *csLink {
 	l := &csLink{n: n, to: to, kick: make(chan struct{}, 1), quit: make(chan struct{})}
 	go l.run()
 	return l
@@ -645,7 +646,7 @@ func (l *csLink) connect() (*conn, bool, error) {
 	}
 	h := l.n.hello()
 	peer, err := dialHello(nc, h, h.Cluster, frame.KindMaster, handshakeTimeout)
-	if err == nil && MasterIDOf(l.to.Addr.Addr()) != wire.MasterID(peer.ID) {
+	if err == nil && masterhost.IDOf(l.to.Addr.Addr()) != wire.MasterID(peer.ID) {
 		err = errIdentity
 	}
 	if err != nil {

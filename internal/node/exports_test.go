@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
@@ -184,9 +185,9 @@ func TestBadExportsFileStopsStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	id := MasterIDOf(self)
+	id := masterhost.IDOf(self)
 	_, err = StartMaster(MasterOptions{Core: roles.DefaultConfig(id, []wire.MasterID{id}), Self: self,
-		Masters:  []MasterAddr{{ID: id, Addr: netip.AddrPortFrom(self, 9419)}},
+		Masters:  []masterhost.Master{{ID: id, Addr: netip.AddrPortFrom(self, 9419)}},
 		ListenML: "127.0.0.1:0", ListenCS: "127.0.0.1:0", ListenCL: "127.0.0.1:0", ExportsFile: file,
 		Log: zerolog.New(zerolog.NewTestWriter(t)), Metrics: prometheus.NewRegistry()}, st)
 	if err == nil || !strings.Contains(err.Error(), file+":1") || !strings.Contains(err.Error(), "at least 16") {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
@@ -394,7 +395,7 @@ func freePort(t *testing.T, addr string) uint16 {
 
 // masterAt starts one of the masters in ms at self (a founder with ten
 // changes, or an empty one as with -e) with AUTH_CODE code.
-func masterAt(t *testing.T, self netip.Addr, ms []MasterAddr, founder bool, code string) (*MasterNode, *prometheus.Registry) {
+func masterAt(t *testing.T, self netip.Addr, ms []masterhost.Master, founder bool, code string) (*MasterNode, *prometheus.Registry) {
 	t.Helper()
 	dir := t.TempDir()
 	if founder {
@@ -411,7 +412,7 @@ func masterAt(t *testing.T, self netip.Addr, ms []MasterAddr, founder bool, code
 		for _, m := range ms {
 			ids = append(ids, m.ID)
 		}
-		core := roles.DefaultConfig(MasterIDOf(self), ids)
+		core := roles.DefaultConfig(masterhost.IDOf(self), ids)
 		core.SelfNominateAfter = 20 * time.Millisecond
 		o.Core, o.Self, o.Masters, o.Bind, o.AuthCode = core, self, ms, self, code
 		o.ListenML = netip.AddrPortFrom(self, port).String()
@@ -420,10 +421,10 @@ func masterAt(t *testing.T, self netip.Addr, ms []MasterAddr, founder bool, code
 	return n, reg
 }
 
-func masterPair(t *testing.T) (a, b netip.Addr, ms []MasterAddr) {
+func masterPair(t *testing.T) (a, b netip.Addr, ms []masterhost.Master) {
 	a, b = netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.2")
 	for _, x := range []netip.Addr{a, b} {
-		ms = append(ms, MasterAddr{ID: MasterIDOf(x), Addr: netip.AddrPortFrom(x, freePort(t, x.String()))})
+		ms = append(ms, masterhost.Master{ID: masterhost.IDOf(x), Addr: netip.AddrPortFrom(x, freePort(t, x.String()))})
 	}
 	return a, b, ms
 }
@@ -477,14 +478,14 @@ func TestMasterPortRefusesForgery(t *testing.T) {
 	nc := dialFrom(t, b.String(), ml)
 	defer nc.Close()
 	_ = nc.SetDeadline(time.Now().Add(2 * time.Second))
-	if err := frame.WriteFrame(nc, frame.Hello{Proto: frame.ProtocolVersion, Cluster: "C1", Kind: frame.KindMaster, ID: uint32(MasterIDOf(b))}); err != nil {
+	if err := frame.WriteFrame(nc, frame.Hello{Proto: frame.ProtocolVersion, Cluster: "C1", Kind: frame.KindMaster, ID: uint32(masterhost.IDOf(b))}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := readHello(nc); err != nil {
 		t.Fatal(err)
 	}
-	_ = frame.WriteFrame(nc, roles.PeerStatus{From: MasterIDOf(b), Incarnation: 1 << 62, Role: roles.Leader, Epoch: epoch + 100,
-		Leader: MasterIDOf(b), Eligible: true})
+	_ = frame.WriteFrame(nc, roles.PeerStatus{From: masterhost.IDOf(b), Incarnation: 1 << 62, Role: roles.Leader, Epoch: epoch + 100,
+		Leader: masterhost.IDOf(b), Eligible: true})
 	if !closedByPeer(nc, 2*time.Second) {
 		t.Fatal("the forger's connection is still open")
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/obs"
+	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
@@ -26,14 +27,14 @@ const (
 // dropped; the core repeats what matters every PeerInterval.
 type link struct {
 	n    *MasterNode
-	to   MasterAddr
+	to   masterhost.Master
 	mu   sync.Mutex
 	c    *conn
 	quit chan struct{}
 	once sync.Once
 }
 
-func startLink(n *MasterNode, to MasterAddr) *link {
+func startLink(n *MasterNode, to masterhost.Master) *link {
 	l := &link{n: n, to: to, quit: make(chan struct{})}
 	go l.run()
 	return l

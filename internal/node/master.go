@@ -15,6 +15,7 @@ import (
 
 	"github.com/mfs-election/mfs-election/internal/obs"
 	"github.com/mfs-election/mfs-election/internal/secret"
+	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
@@ -27,7 +28,7 @@ import (
 type MasterOptions struct {
 	Core    roles.Config // Core.ID is Self's id, Core.Masters every master's
 	Self    netip.Addr
-	Masters []MasterAddr // every master's 9419 address, this one included
+	Masters []masterhost.Master // every master's 9419 address, this one included
 	// Listen addresses ("host:port"; port 0 picks one, for tests).
 	ListenML, ListenCS, ListenCL string
 	Bind                         netip.Addr // outgoing connections leave from here (invalid: kernel's choice)
@@ -1198,7 +1199,7 @@ func (n *MasterNode) serveConn(nc net.Conn, port string, reg *frame.Registry, ki
 	}
 	c := newConn(nc, peer)
 	if port == "matoml" {
-		if a, ok := n.addrOf[wire.MasterID(peer.ID)]; !ok || a != c.remote || MasterIDOf(c.remote) != wire.MasterID(peer.ID) {
+		if a, ok := n.addrOf[wire.MasterID(peer.ID)]; !ok || a != c.remote || masterhost.IDOf(c.remote) != wire.MasterID(peer.ID) {
 			c.close()
 			n.refuse(nc, src, port, errIdentity)
 			return

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
@@ -36,7 +37,7 @@ func storeWith(t *testing.T, self netip.Addr, es []roles.Entry) string {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if err := st.Init("C1", roles.Genesis(MasterIDOf(self))); err != nil {
+	if err := st.Init("C1", roles.Genesis(masterhost.IDOf(self))); err != nil {
 		t.Fatal(err)
 	}
 	last := uint64(len(es) + 1)
@@ -61,13 +62,13 @@ func startSoloWith(t *testing.T, dir string, self netip.Addr, mod func(*MasterOp
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := MasterIDOf(self)
+	id := masterhost.IDOf(self)
 	core := roles.DefaultConfig(id, []wire.MasterID{id})
 	core.SnapshotEvery, core.LogRetain = 20, 10
 	core.SelfNominateAfter = 20 * time.Millisecond
 	reg := prometheus.NewRegistry()
 	opt := MasterOptions{
-		Core: core, Self: self, Masters: []MasterAddr{{ID: id, Addr: netip.AddrPortFrom(self, 9419)}},
+		Core: core, Self: self, Masters: []masterhost.Master{{ID: id, Addr: netip.AddrPortFrom(self, 9419)}},
 		ListenML: "127.0.0.1:0", ListenCS: "127.0.0.1:0", ListenCL: "127.0.0.1:0",
 		Log: zerolog.New(zerolog.NewTestWriter(t)), Metrics: reg,
 	}

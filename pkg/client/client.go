@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
@@ -64,7 +65,7 @@ var ErrUnknown = errors.New("outcome unknown")
 // Client is one client session.
 type Client struct {
 	cfg     Config
-	masters []node.MasterAddr
+	masters []masterhost.Master
 	id      roles.ClientID
 	seq     uint64
 	target  int
@@ -95,7 +96,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.MaxBackoff == 0 {
 		cfg.MaxBackoff = 200 * time.Millisecond
 	}
-	ms, err := node.ResolveMasters(cfg.MasterHost, cfg.Port)
+	ms, err := masterhost.Resolve(cfg.MasterHost, cfg.Port)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
@@ -117,7 +118,7 @@ func (f *fakeMaster) serve(nc net.Conn) {
 func TestRedirectAndRetrySameSequence(t *testing.T) {
 	a, b := "127.77.0.1:19421", "127.77.0.2:19421"
 	follower, leader := newFake(t, a), newFake(t, b)
-	leaderID := node.MasterIDOf(netip.MustParseAddr("127.77.0.2"))
+	leaderID := masterhost.IDOf(netip.MustParseAddr("127.77.0.2"))
 	follower.answer = func(roles.ClientWrite) (roles.ClientReply, bool) {
 		return roles.ClientReply{Err: roles.ErrNotLeader, Redirect: leaderID}, true
 	}
@@ -318,7 +319,7 @@ func TestClusterPinned(t *testing.T) {
 	if _, err := cl2.Put(ctx, "k", "v"); err != nil || cl2.Cluster() != "aaaa" {
 		t.Fatalf("Put = %v, pinned %q; want cluster aaaa", err, cl2.Cluster())
 	}
-	wiped7 := node.MasterIDOf(netip.MustParseAddr("127.77.0.7"))
+	wiped7 := masterhost.IDOf(netip.MustParseAddr("127.77.0.7"))
 	good.mu.Lock()
 	good.answer = func(roles.ClientWrite) (roles.ClientReply, bool) {
 		return roles.ClientReply{Err: roles.ErrNotLeader, Redirect: wiped7}, true
