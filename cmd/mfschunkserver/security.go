@@ -4,9 +4,9 @@ import (
 	"net/netip"
 
 	"github.com/mfs-election/mfs-election/internal/node"
-	"github.com/mfs-election/mfs-election/internal/secret"
 	"github.com/mfs-election/mfs-election/internal/settings"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
+	"github.com/mfs-election/mfs-election/pkg/secret"
 )
 
 // startChecks decides whether this chunkserver may start as configured

@@ -2,9 +2,9 @@ package main
 
 import (
 	"github.com/mfs-election/mfs-election/internal/node"
-	"github.com/mfs-election/mfs-election/internal/secret"
 	"github.com/mfs-election/mfs-election/internal/settings"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
+	"github.com/mfs-election/mfs-election/pkg/secret"
 )
 
 // startChecks decides whether this master may start as configured

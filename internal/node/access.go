@@ -8,8 +8,8 @@ import (
 
 	"github.com/mfs-election/mfs-election/internal/exports"
 	"github.com/mfs-election/mfs-election/internal/obs"
-	"github.com/mfs-election/mfs-election/internal/secret"
 	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/secret"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 )

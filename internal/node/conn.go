@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mfs-election/mfs-election/internal/secret"
+	"github.com/mfs-election/mfs-election/pkg/secret"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 )

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mfs-election/mfs-election/internal/secret"
 	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/secret"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 )
 
