@@ -645,7 +645,7 @@ func (l *csLink) connect() (*conn, bool, error) {
 		return nil, refused, err
 	}
 	h := l.n.hello()
-	peer, err := dialHello(nc, h, h.Cluster, frame.KindMaster, handshakeTimeout)
+	peer, err := frame.DialHello(nc, h, h.Cluster, frame.KindMaster, handshakeTimeout)
 	if err == nil && masterhost.IDOf(l.to.Addr.Addr()) != wire.MasterID(peer.ID) {
 		err = errIdentity
 	}
@@ -654,7 +654,7 @@ func (l *csLink) connect() (*conn, bool, error) {
 		return nil, false, err
 	}
 	_ = nc.SetReadDeadline(time.Now().Add(handshakeTimeout))
-	m, err := cstomaIn.ReadFrame(nc, maxHelloFrame)
+	m, err := cstomaIn.ReadFrame(nc, frame.MaxHelloFrame)
 	_ = nc.SetReadDeadline(time.Time{})
 	ch, ok := m.(*AuthChallenge)
 	if err != nil || !ok {

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -28,9 +27,6 @@ const (
 	// A peer slower than this many queued frames is cut off rather than
 	// let it hold memory or stall the loop that owns the state.
 	sendQueue = 1024
-	// The hello is tiny; a peer that opens with a big frame is not one of
-	// ours.
-	maxHelloFrame = 4096
 )
 
 // conn is one established, checked connection. Writes go through a bounded
@@ -256,7 +252,7 @@ func readFrame(reg *frame.Registry, r io.Reader, max uint32, budget *bodyBudget)
 func acceptHello(nc net.Conn, ours frame.Hello, cluster string, kinds ...frame.Kind) (frame.Hello, error) {
 	_ = nc.SetDeadline(time.Now().Add(handshakeTimeout))
 	defer func() { _ = nc.SetDeadline(time.Time{}) }()
-	h, err := readHello(nc)
+	h, err := frame.ReadHello(nc)
 	if err != nil {
 		return h, err
 	}
@@ -266,43 +262,6 @@ func acceptHello(nc net.Conn, ours frame.Hello, cluster string, kinds ...frame.K
 		return h, err
 	}
 	return h, h.Check(cluster, kinds...)
-}
-
-// dialHello sends our hello and checks the answer, within timeout.
-func dialHello(nc net.Conn, ours frame.Hello, cluster string, want frame.Kind, timeout time.Duration) (frame.Hello, error) {
-	_ = nc.SetDeadline(time.Now().Add(timeout))
-	defer func() { _ = nc.SetDeadline(time.Time{}) }()
-	if err := frame.WriteFrame(nc, ours); err != nil {
-		return frame.Hello{}, err
-	}
-	h, err := readHello(nc)
-	if err != nil {
-		return h, err
-	}
-	return h, h.Check(cluster, want)
-}
-
-var helloOnly = frame.NewRegistry()
-
-// errNotHello: the first frame was something else.
-var errNotHello = errors.New("first frame is not a hello")
-
-// readHello reads the first frame. Anything but a well-formed hello (an
-// HTTP request, a port scanner, random bytes) is garbage: the reason names
-// what was read, not the frame limit it happened to hit.
-func readHello(nc net.Conn) (frame.Hello, error) {
-	m, err := helloOnly.ReadFrame(nc, maxHelloFrame)
-	if err != nil {
-		if errors.Is(err, io.EOF) || errors.Is(err, os.ErrDeadlineExceeded) {
-			return frame.Hello{}, err
-		}
-		return frame.Hello{}, fmt.Errorf("%w: %v", errNotHello, err)
-	}
-	h, ok := m.(*frame.Hello)
-	if !ok {
-		return frame.Hello{}, errNotHello
-	}
-	return *h, nil
 }
 
 // dial connects from bind (when valid) to addr. refused reports that

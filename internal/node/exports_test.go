@@ -33,7 +33,7 @@ func newExportClient(t *testing.T, n *MasterNode, src, password string) *exportC
 	_, _, cl := n.Addrs()
 	nc := dialFrom(t, src, cl)
 	t.Cleanup(func() { nc.Close() })
-	theirs, err := dialHello(nc, frame.Hello{Proto: frame.ProtocolVersion, Kind: frame.KindClient}, "", frame.KindMaster, 2*time.Second)
+	theirs, err := frame.DialHello(nc, frame.Hello{Proto: frame.ProtocolVersion, Kind: frame.KindClient}, "", frame.KindMaster, 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

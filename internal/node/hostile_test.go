@@ -62,11 +62,11 @@ func connectCS(t *testing.T, n *MasterNode, src string, id wire.CSID, code strin
 	if err := frame.WriteFrame(nc, frame.Hello{Proto: frame.ProtocolVersion, Kind: frame.KindChunkserver, ID: uint32(id)}); err != nil {
 		return nil, err
 	}
-	h, err := readHello(nc)
+	h, err := frame.ReadHello(nc)
 	if err != nil {
 		return nil, err
 	}
-	m, err := cstomaIn.ReadFrame(nc, maxHelloFrame)
+	m, err := cstomaIn.ReadFrame(nc, frame.MaxHelloFrame)
 	if err != nil {
 		return nil, err
 	}
@@ -481,7 +481,7 @@ func TestMasterPortRefusesForgery(t *testing.T) {
 	if err := frame.WriteFrame(nc, frame.Hello{Proto: frame.ProtocolVersion, Cluster: "C1", Kind: frame.KindMaster, ID: uint32(masterhost.IDOf(b))}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := readHello(nc); err != nil {
+	if _, err := frame.ReadHello(nc); err != nil {
 		t.Fatal(err)
 	}
 	_ = frame.WriteFrame(nc, roles.PeerStatus{From: masterhost.IDOf(b), Incarnation: 1 << 62, Role: roles.Leader, Epoch: epoch + 100,
@@ -508,7 +508,7 @@ func clientConn(t *testing.T, n *MasterNode, src string) (net.Conn, bool) {
 	if err := frame.WriteFrame(nc, frame.Hello{Proto: frame.ProtocolVersion, Kind: frame.KindClient}); err != nil {
 		return nc, false
 	}
-	if _, err := readHello(nc); err != nil {
+	if _, err := frame.ReadHello(nc); err != nil {
 		return nc, false
 	}
 	_ = nc.SetDeadline(time.Time{})

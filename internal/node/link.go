@@ -109,7 +109,7 @@ func (l *link) connect() (*conn, error) {
 		return nil, err
 	}
 	h := l.n.hello()
-	peer, err := dialHello(nc, h, h.Cluster, frame.KindMaster, handshakeTimeout)
+	peer, err := frame.DialHello(nc, h, h.Cluster, frame.KindMaster, handshakeTimeout)
 	if err == nil && wire.MasterID(peer.ID) != l.to.ID {
 		err = errIdentity
 	}
@@ -129,7 +129,7 @@ func (l *link) connect() (*conn, error) {
 // good for this connection only and never passes for a chunkserver's.
 func (l *link) prove(nc net.Conn, peer frame.Hello) error {
 	_ = nc.SetReadDeadline(time.Now().Add(handshakeTimeout))
-	m, err := mltomaIn.ReadFrame(nc, maxHelloFrame)
+	m, err := mltomaIn.ReadFrame(nc, frame.MaxHelloFrame)
 	_ = nc.SetReadDeadline(time.Time{})
 	if err != nil {
 		return fmt.Errorf("reading the AUTH_CODE challenge: %w", err)

@@ -1291,7 +1291,7 @@ func (n *MasterNode) challenge(c *conn, port, cluster string) error {
 	if port == "matoml" {
 		in = matomlIn
 	}
-	m, err := in.ReadFrame(c.nc, maxHelloFrame)
+	m, err := in.ReadFrame(c.nc, frame.MaxHelloFrame)
 	if err != nil {
 		return err
 	}

@@ -221,30 +221,20 @@ func (AdminReq) MsgType() wire.Type      { return wire.TypeAdminReq }
 func (AdminResp) MsgType() wire.Type     { return wire.TypeAdminResp }
 func (ClientAuth) MsgType() wire.Type    { return wire.TypeClientAuth }
 
-// registry builds a frame registry that decodes exactly these types.
-func registry(msgs ...wire.Message) *frame.Registry {
-	r := frame.NewRegistry()
-	for _, m := range msgs {
-		t := reflect.TypeOf(m)
-		r.Register(m.MsgType(), func() wire.Message { return reflect.New(t).Interface().(wire.Message) })
-	}
-	return r
-}
-
 // What each port and each side of it may receive.
 var (
 	// A master on 9419, from other masters.
-	matomlIn = registry(AuthProof{}, roles.PeerStatus{}, roles.Append{}, roles.AppendAck{}, roles.FetchReq{}, roles.FetchResp{}, roles.SnapshotChunk{})
+	matomlIn = frame.RegistryOf(AuthProof{}, roles.PeerStatus{}, roles.Append{}, roles.AppendAck{}, roles.FetchReq{}, roles.FetchResp{}, roles.SnapshotChunk{})
 	// A master, from the master it dialed on 9419 (only the challenge).
-	mltomaIn = registry(AuthChallenge{})
+	mltomaIn = frame.RegistryOf(AuthChallenge{})
 	// A master on 9420, from chunkservers.
-	matocsIn = registry(AuthProof{}, RegisterReq{}, CSInfo{}, roles.Probe{}, roles.VoteHello{}, roles.VoteBye{}, roles.HeartbeatAck{})
+	matocsIn = frame.RegistryOf(AuthProof{}, RegisterReq{}, CSInfo{}, roles.Probe{}, roles.VoteHello{}, roles.VoteBye{}, roles.HeartbeatAck{})
 	// A chunkserver, from a master.
-	cstomaIn = registry(AuthChallenge{}, RegisterReply{}, roles.ProbeReply{}, roles.Heartbeat{}, roles.VoteRelease{}, roles.Redirect{})
+	cstomaIn = frame.RegistryOf(AuthChallenge{}, RegisterReply{}, roles.ProbeReply{}, roles.Heartbeat{}, roles.VoteRelease{}, roles.Redirect{})
 	// A master on 9421, from clients and mfscli.
-	matoclIn = registry(StatusReq{}, AdminReq{}, roles.ClientWrite{}, roles.ClientRead{}, ClientAuth{})
+	matoclIn = frame.RegistryOf(StatusReq{}, AdminReq{}, roles.ClientWrite{}, roles.ClientRead{}, ClientAuth{})
 	// A client or mfscli, from a master.
-	cltomaIn = registry(StatusResp{}, AdminResp{}, roles.ClientReply{})
+	cltomaIn = frame.RegistryOf(StatusResp{}, AdminResp{}, roles.ClientReply{})
 )
 
 // deref turns the pointer a registry decodes into the value the core takes.

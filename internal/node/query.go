@@ -51,7 +51,7 @@ func query(addr netip.AddrPort, req wire.Message, password string, timeout time.
 	defer nc.Close()
 	end := time.Now().Add(timeout)
 	h := frame.Hello{Proto: frame.ProtocolVersion, Kind: frame.KindAdmin}
-	theirs, err := dialHello(nc, h, "", frame.KindMaster, timeout)
+	theirs, err := frame.DialHello(nc, h, "", frame.KindMaster, timeout)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBusy, err)
 	}

@@ -80,7 +80,7 @@ func TestAdminProofBoundToTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	theirs, err := dialHello(nc, frame.Hello{Proto: frame.ProtocolVersion, Kind: frame.KindAdmin}, "", frame.KindMaster, 2*time.Second)
+	theirs, err := frame.DialHello(nc, frame.Hello{Proto: frame.ProtocolVersion, Kind: frame.KindAdmin}, "", frame.KindMaster, 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
