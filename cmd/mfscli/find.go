@@ -11,6 +11,7 @@ import (
 
 	"github.com/mfs-election/mfs-election/internal/node"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 )
 
@@ -18,7 +19,7 @@ import (
 // none).
 type answer struct {
 	addr netip.AddrPort
-	st   node.StatusResp
+	st   protocol.StatusResp
 	err  error
 }
 

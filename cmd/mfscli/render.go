@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 )
 
@@ -50,7 +51,7 @@ func toneOf(a answer) tone {
 	return roleTone(a.st)
 }
 
-func roleTone(st node.StatusResp) tone {
+func roleTone(st protocol.StatusResp) tone {
 	switch st.Role {
 	case roles.Leader:
 		return toneLeader

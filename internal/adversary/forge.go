@@ -5,8 +5,8 @@ import (
 	"math"
 	"time"
 
-	"github.com/mfs-election/mfs-election/internal/node"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
@@ -67,13 +67,13 @@ func (f Forger) Send(ctx context.Context, msgs ...wire.Message) (ForgeResult, er
 	// A master that authenticates its peers asks first (the fix for M6);
 	// on 5e6e761 nothing comes.
 	if m, err := c.Recv(200 * time.Millisecond); err == nil {
-		if ch, ok := m.(node.AuthChallenge); ok {
+		if ch, ok := m.(protocol.AuthChallenge); ok {
 			r.Challenged = true
 			mac := []byte(nil)
 			if f.AuthCode != "" && len(ch.Nonce) > 0 {
 				mac = MasterProof(f.AuthCode, ch.Nonce, c.Peer.Cluster, c.Local().Addr())
 			}
-			if err := c.Send(node.AuthProof{MAC: mac}); err != nil {
+			if err := c.Send(protocol.AuthProof{MAC: mac}); err != nil {
 				r.Closed = true
 				return r, nil
 			}

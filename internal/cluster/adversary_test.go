@@ -20,6 +20,7 @@ import (
 	"github.com/mfs-election/mfs-election/internal/cluster"
 	"github.com/mfs-election/mfs-election/internal/node"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
@@ -111,7 +112,7 @@ func startAdv(t *testing.T, masters, css int, mutate func(*cluster.Spec)) *advCl
 			continue
 		}
 		steady := true
-		var sts []node.StatusResp
+		var sts []protocol.StatusResp
 		for end := time.Now().Add(2500 * time.Millisecond); steady && time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 			var errs []error
 			sts, errs = c.Statuses(time.Second)
@@ -141,7 +142,7 @@ func (a *advCluster) target(m int, port uint16, bind netip.Addr, code string) ad
 }
 
 // status asks one master (within 2 s).
-func (a *advCluster) status(m int) (node.StatusResp, error) {
+func (a *advCluster) status(m int) (protocol.StatusResp, error) {
 	st, errs := a.Statuses(2 * time.Second)
 	return st[m], errs[m]
 }
@@ -433,7 +434,7 @@ func TestAdversarySessionTheft(t *testing.T) {
 			}
 			if st, err := node.Status(cluster.ClientAddr(a.Masters[a.lead].Addr), time.Second); err == nil {
 				polls++
-				if !slices.ContainsFunc(st.Chunkservers, func(cs node.CSStatus) bool {
+				if !slices.ContainsFunc(st.Chunkservers, func(cs protocol.CSStatus) bool {
 					return cs.ID == id && cs.Addr == a.CS[i].Addr && cs.Voting && cs.Connected
 				}) {
 					notCounted++
@@ -514,7 +515,7 @@ func TestAdversarySessionTheft(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.ContainsFunc(st.Chunkservers, func(cs node.CSStatus) bool { return cs.ID == id && cs.Addr == orig.Addr }) {
+		if !slices.ContainsFunc(st.Chunkservers, func(cs protocol.CSStatus) bool { return cs.ID == id && cs.Addr == orig.Addr }) {
 			t.Errorf("the registry no longer gives cs %d to %s: %+v", id, orig.Addr, st.Chunkservers)
 		}
 		// Refused: not a member under its own id either.
@@ -777,7 +778,7 @@ func TestAdversaryRegistrationFlood(t *testing.T) {
 	}
 	// The registry as any master reports it (the LEADER may be busy, or
 	// gone: a step-down closes its client connections).
-	var st node.StatusResp
+	var st protocol.StatusResp
 	for end := time.Now().Add(5 * time.Second); st.Registered == 0 && time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 		sts, errs := a.Statuses(time.Second)
 		for i := range sts {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mfs-election/mfs-election/internal/cluster"
 	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 )
 
@@ -143,7 +144,7 @@ type httpAnswer struct {
 }
 
 type statusAnswer struct {
-	st  node.StatusResp
+	st  protocol.StatusResp
 	err error
 }
 
@@ -202,7 +203,7 @@ func otherLeader(c *cluster.Cluster, frozen int, epoch uint64, timeout time.Dura
 // counting waits until master i is LEADER counting want votes, at most
 // timeout.
 func counting(c *cluster.Cluster, i, want int, timeout time.Duration) error {
-	var st node.StatusResp
+	var st protocol.StatusResp
 	var err error
 	for end := time.Now().Add(timeout); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
 		st, err = node.Status(cluster.ClientAddr(c.Masters[i].Addr), time.Second)

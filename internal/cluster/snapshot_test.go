@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/cluster"
-	"github.com/mfs-election/mfs-election/internal/node"
 	"github.com/mfs-election/mfs-election/pkg/client"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 )
 
@@ -51,7 +51,7 @@ func TestSnapshotSync(t *testing.T) {
 	}
 
 	// Every master saves snapshots; the LEADER trims to a few entries.
-	var st []node.StatusResp
+	var st []protocol.StatusResp
 	for end := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		var errs []error
 		st, errs = c.Statuses(time.Second)
@@ -76,7 +76,7 @@ func TestSnapshotSync(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitSynced(t, c, f, lead)
-	synced := emptyAndRejoin(t, c, f, lead, func(st node.StatusResp) bool { return st.SnapshotVersion > 0 })
+	synced := emptyAndRejoin(t, c, f, lead, func(st protocol.StatusResp) bool { return st.SnapshotVersion > 0 })
 	t.Logf("snapshot %d, %d entries held", synced.SnapshotVersion, synced.ChangelogEntries)
 	mustLog(t, p.Log, `"message":"snapshot installed"`)
 

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/cluster"
-	"github.com/mfs-election/mfs-election/internal/node"
 	"github.com/mfs-election/mfs-election/pkg/client"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 )
 
@@ -61,7 +61,7 @@ func TestEmptyFollowerSyncs(t *testing.T) {
 // snapshot), starts it again (its args carry -e) and waits until it is a
 // synced FOLLOWER holding what LEADER lead holds, and done (if given) says
 // so too.
-func emptyAndRejoin(t *testing.T, c *cluster.Cluster, f, lead int, done func(node.StatusResp) bool) node.StatusResp {
+func emptyAndRejoin(t *testing.T, c *cluster.Cluster, f, lead int, done func(protocol.StatusResp) bool) protocol.StatusResp {
 	t.Helper()
 	p := c.Masters[f]
 	p.Term(5 * time.Second)

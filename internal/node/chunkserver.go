@@ -13,6 +13,7 @@ import (
 	"github.com/mfs-election/mfs-election/internal/obs"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/secret"
 	"github.com/mfs-election/mfs-election/pkg/wire"
@@ -74,7 +75,7 @@ type ChunkserverNode struct {
 type csInput struct {
 	from    wire.MasterID
 	ev      roles.Event // a core event (message, Refused, VoteConnLost)
-	reply   *RegisterReply
+	reply   *protocol.RegisterReply
 	cluster string // the master's cluster id, with reply
 	local   netip.Addr
 	up      bool // the link just came up
@@ -275,7 +276,7 @@ func (n *ChunkserverNode) register() {
 	}
 	n.regAt = time.Now()
 	for _, l := range n.links {
-		l.send(RegisterReq{Addr: n.opt.Bind, Port: n.port, VoterOnly: len(n.opt.Disks) == 0})
+		l.send(protocol.RegisterReq{Addr: n.opt.Bind, Port: n.port, VoterOnly: len(n.opt.Disks) == 0})
 	}
 }
 
@@ -501,7 +502,7 @@ func (l *csLink) sendInfo() {
 			total, used = total+t, used+u
 		}
 	}
-	l.send(CSInfo{ID: id.CS, Port: l.n.port, Labels: l.n.opt.Labels, VoterOnly: len(l.n.opt.Disks) == 0,
+	l.send(protocol.CSInfo{ID: id.CS, Port: l.n.port, Labels: l.n.opt.Labels, VoterOnly: len(l.n.opt.Disks) == 0,
 		Total: total, Used: used, Version: l.n.opt.Version})
 }
 
@@ -619,7 +620,7 @@ func (l *csLink) read(c *conn) (closed bool) {
 			return byPeer
 		}
 		switch v := deref(m).(type) {
-		case RegisterReply:
+		case protocol.RegisterReply:
 			l.deliver(csInput{reply: &v, cluster: c.peer.Cluster, local: localAddr(c.nc)})
 		case roles.ProbeReply:
 			v.From = l.to.ID
@@ -656,7 +657,7 @@ func (l *csLink) connect() (*conn, bool, error) {
 	_ = nc.SetReadDeadline(time.Now().Add(handshakeTimeout))
 	m, err := cstomaIn.ReadFrame(nc, frame.MaxHelloFrame)
 	_ = nc.SetReadDeadline(time.Time{})
-	ch, ok := m.(*AuthChallenge)
+	ch, ok := m.(*protocol.AuthChallenge)
 	if err != nil || !ok {
 		_ = nc.Close()
 		if err == nil {
@@ -666,18 +667,18 @@ func (l *csLink) connect() (*conn, bool, error) {
 	}
 	var mac []byte
 	if len(ch.Nonce) > 0 {
-		if len(ch.Nonce) != authNonceLen {
+		if len(ch.Nonce) != protocol.AuthNonceLen {
 			// Not a nonce of ours: whoever answers at this address wants
 			// a proof over bytes it chose (an HMAC oracle).
 			_ = nc.Close()
-			return nil, false, fmt.Errorf("%w: the challenge's nonce has %d bytes, not %d", errAuth, len(ch.Nonce), authNonceLen)
+			return nil, false, fmt.Errorf("%w: the challenge's nonce has %d bytes, not %d", errAuth, len(ch.Nonce), protocol.AuthNonceLen)
 		}
 		if l.n.opt.AuthCode == "" {
 			l.n.log.Error().Str("master", l.to.Addr.String()).Msg("master requires AUTH_CODE and none is set")
 		}
-		mac = authMAC(l.n.opt.AuthCode, ch.Nonce, peer.Cluster, localAddr(nc))
+		mac = protocol.ChunkserverProof(l.n.opt.AuthCode, ch.Nonce, peer.Cluster, localAddr(nc))
 	}
-	if err := frame.WriteFrame(nc, AuthProof{MAC: mac}); err != nil {
+	if err := frame.WriteFrame(nc, protocol.AuthProof{MAC: mac}); err != nil {
 		_ = nc.Close()
 		return nil, false, err
 	}

@@ -1,8 +1,6 @@
 package node
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -14,7 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mfs-election/mfs-election/pkg/secret"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 )
@@ -281,36 +278,6 @@ func dial(bind netip.Addr, addr netip.AddrPort, timeout time.Duration) (nc net.C
 	return nc, false, nil
 }
 
-// authMAC is what a chunkserver proves AUTH_CODE with: bound to the
-// challenge, the cluster and its own address, so a proof cannot be replayed
-// on another connection or by another chunkserver. Its key is derived from
-// the code and the cluster id by a slow KDF (secret.Key), so a captured
-// proof gives no fast offline guessing.
-func authMAC(code string, nonce []byte, cluster string, cs netip.Addr) []byte {
-	return proofMAC(secret.Key(code, cluster, secret.Chunkserver), nonce, cluster, cs)
-}
-
-// masterMAC is what a master proves AUTH_CODE with on 9419. Its key is
-// derived from the code under its own purpose, so no chunkserver proof
-// (whose nonce a fake master may choose freely) can ever equal a master
-// proof: the domain is separated in the key, where no nonce reaches.
-func masterMAC(code string, nonce []byte, cluster string, m netip.Addr) []byte {
-	return proofMAC(secret.Key(code, cluster, secret.Master), nonce, cluster, m)
-}
-
-// authNonceLen is the length of every AUTH_CODE challenge's nonce.
-const authNonceLen = 32
-
-func proofMAC(key, nonce []byte, cluster string, addr netip.Addr) []byte {
-	h := hmac.New(sha256.New, key)
-	h.Write(nonce)
-	h.Write([]byte{0})
-	h.Write([]byte(cluster))
-	h.Write([]byte{0})
-	h.Write(addr.AsSlice())
-	return h.Sum(nil)
-}
-
 // localAddr is the address a connection leaves from.
 func localAddr(nc net.Conn) netip.Addr {
 	if ap, err := netip.ParseAddrPort(nc.LocalAddr().String()); err == nil {
@@ -370,28 +337,3 @@ var (
 	errIdle     = errors.New("nothing received for too long")
 	errSlow     = errors.New("a frame was not completed in time, or replies were not read")
 )
-
-// AdminProof is what mfscli proves ADMIN_PASSWORD with: an HMAC, keyed
-// by the key derived from the password and the cluster id (secret.Key,
-// purpose mfs-admin), over the nonce of the master's hello on this
-// connection, the cluster id, the master the command is meant for
-// (req.Target) and the request itself (its Proof empty). The password
-// never crosses the wire, a proof is good for one request on one
-// connection to one master, and it cannot be moved to another request or
-// another master.
-func AdminProof(password string, nonce []byte, cluster string, req AdminReq) []byte {
-	req.Proof = nil
-	body, err := frame.Marshal(req)
-	if err != nil {
-		return nil
-	}
-	h := hmac.New(sha256.New, secret.Key(password, cluster, secret.Admin))
-	h.Write(nonce)
-	h.Write([]byte{0})
-	h.Write([]byte(cluster))
-	h.Write([]byte{0})
-	h.Write(req.Target.AsSlice())
-	h.Write([]byte{0})
-	h.Write(body)
-	return h.Sum(nil)
-}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
@@ -38,7 +39,7 @@ func newExportClient(t *testing.T, n *MasterNode, src, password string) *exportC
 		t.Fatal(err)
 	}
 	if password != "" {
-		if err := frame.WriteFrame(nc, ClientAuth{MAC: ClientProof(password, theirs.Nonce, theirs.Cluster)}); err != nil {
+		if err := frame.WriteFrame(nc, protocol.ClientAuth{MAC: protocol.ClientProof(password, theirs.Nonce, theirs.Cluster)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -52,7 +53,7 @@ func (c *exportClient) do(m wire.Message) string {
 	if err := frame.WriteFrame(c.nc, m); err != nil {
 		c.t.Fatal(err)
 	}
-	r, err := cltomaIn.ReadFrame(c.nc, frame.DefaultMaxFrame)
+	r, err := protocol.ClientIn().ReadFrame(c.nc, frame.DefaultMaxFrame)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -112,14 +113,14 @@ func TestExportsEnforced(t *testing.T) {
 	ro := newExportClient(t, n, "127.0.0.32", "")
 	for _, c := range []struct{ got, want string }{
 		{ro.write("app/x"), ""},
-		{ro.write("a"), ErrExportsReadOnly},
-		{ro.write("apple"), ErrExportsReadOnly},
+		{ro.write("a"), protocol.ErrExportsReadOnly},
+		{ro.write("apple"), protocol.ErrExportsReadOnly},
 		{ro.read("a"), ""},
 		{ro.list("app/"), ""},
-		{newExportClient(t, n, "127.0.0.34", "").read("a"), ErrExportsDenied},
-		{newExportClient(t, n, "127.0.0.34", "").list(""), ErrExportsDenied},
-		{newExportClient(t, n, "127.0.0.33", "").write("b"), ErrExportsPasswordMissing},
-		{newExportClient(t, n, "127.0.0.33", "wrong-password-0123").write("b"), ErrExportsPasswordWrong},
+		{newExportClient(t, n, "127.0.0.34", "").read("a"), protocol.ErrExportsDenied},
+		{newExportClient(t, n, "127.0.0.34", "").list(""), protocol.ErrExportsDenied},
+		{newExportClient(t, n, "127.0.0.33", "").write("b"), protocol.ErrExportsPasswordMissing},
+		{newExportClient(t, n, "127.0.0.33", "wrong-password-0123").write("b"), protocol.ErrExportsPasswordWrong},
 		{newExportClient(t, n, "127.0.0.33", exportPassword).write("b"), ""},
 	} {
 		if !strings.HasPrefix(c.got, c.want) || (c.want == "") != (c.got == "") {
@@ -136,7 +137,7 @@ func TestExportsEnforced(t *testing.T) {
 	// Reload: a bad file is not taken; a good one is.
 	write("127.0.0.34 / ro\nnonsense\n")
 	n.Reload()
-	if e := newExportClient(t, n, "127.0.0.34", "").read("a"); !strings.HasPrefix(e, ErrExportsDenied) {
+	if e := newExportClient(t, n, "127.0.0.34", "").read("a"); !strings.HasPrefix(e, protocol.ErrExportsDenied) {
 		t.Errorf("a bad file was taken on reload: %q", e)
 	}
 	write("127.0.0.34 / ro\n")
@@ -144,7 +145,7 @@ func TestExportsEnforced(t *testing.T) {
 	if e := newExportClient(t, n, "127.0.0.34", "").read("a"); e != "" {
 		t.Errorf("the new file was not taken on reload: %q", e)
 	}
-	if e := newExportClient(t, n, "127.0.0.31", "").write("a"); !strings.HasPrefix(e, ErrExportsDenied) {
+	if e := newExportClient(t, n, "127.0.0.31", "").write("a"); !strings.HasPrefix(e, protocol.ErrExportsDenied) {
 		t.Errorf("the old file still counts: %q", e)
 	}
 	// Removed: open again, and said so.

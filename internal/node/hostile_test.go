@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
@@ -70,12 +71,12 @@ func connectCS(t *testing.T, n *MasterNode, src string, id wire.CSID, code strin
 	if err != nil {
 		return nil, err
 	}
-	ch := m.(*AuthChallenge)
+	ch := m.(*protocol.AuthChallenge)
 	var mac []byte
 	if code != "" {
-		mac = authMAC(code, ch.Nonce, h.Cluster, localAddr(nc))
+		mac = protocol.ChunkserverProof(code, ch.Nonce, h.Cluster, localAddr(nc))
 	}
-	if err := frame.WriteFrame(nc, AuthProof{MAC: mac}); err != nil {
+	if err := frame.WriteFrame(nc, protocol.AuthProof{MAC: mac}); err != nil {
 		return nil, err
 	}
 	_ = nc.SetDeadline(time.Time{})
@@ -93,13 +94,13 @@ func (f *fakeCS) send(m wire.Message) {
 func (f *fakeCS) register(port uint16) wire.CSID {
 	f.t.Helper()
 	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); {
-		f.send(RegisterReq{Port: port, VoterOnly: true})
+		f.send(protocol.RegisterReq{Port: port, VoterOnly: true})
 		_ = f.nc.SetReadDeadline(time.Now().Add(time.Second))
 		m, err := cstomaIn.ReadFrame(f.nc, frame.DefaultMaxFrame)
 		if err != nil {
 			f.t.Fatalf("waiting for an id: %v", err)
 		}
-		if r, ok := m.(*RegisterReply); ok && r.ID != wire.NoCS {
+		if r, ok := m.(*protocol.RegisterReply); ok && r.ID != wire.NoCS {
 			_ = f.nc.SetReadDeadline(time.Time{})
 			return r.ID
 		}
@@ -143,29 +144,29 @@ func closedByPeer(nc net.Conn, d time.Duration) bool {
 
 // statusOf is status, asked again while the master is dropping its
 // clients (a LEADER that lost its quorum does).
-func statusOf(t *testing.T, n *MasterNode) StatusResp {
+func statusOf(t *testing.T, n *MasterNode) protocol.StatusResp {
 	t.Helper()
 	_, _, cl := n.Addrs()
 	var err error
 	for i := 0; i < 20; i++ {
-		var st StatusResp
+		var st protocol.StatusResp
 		if st, err = Status(netip.MustParseAddrPort(cl.String()), 2*time.Second); err == nil {
 			return st
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatal(err)
-	return StatusResp{}
+	return protocol.StatusResp{}
 }
 
 // csRow is chunkserver id in st (zero if not listed).
-func csRow(st StatusResp, id wire.CSID) CSStatus {
+func csRow(st protocol.StatusResp, id wire.CSID) protocol.CSStatus {
 	for _, c := range st.Chunkservers {
 		if c.ID == id {
 			return c
 		}
 	}
-	return CSStatus{}
+	return protocol.CSStatus{}
 }
 
 // until polls cond every 10 ms for at most d.
@@ -329,8 +330,8 @@ func TestCSInfoBounded(t *testing.T) {
 	noLeaks(t)
 	n, _, f := leaderWithVoter(t, "127.0.0.2", 40001, nil)
 	long := string(make([]byte, 30000)) // two of them still fit a chunkserver frame (64 KiB)
-	f.send(CSInfo{ID: f.id, Labels: long, Version: long})
-	var row CSStatus
+	f.send(protocol.CSInfo{ID: f.id, Labels: long, Version: long})
+	var row protocol.CSStatus
 	if !until(2*time.Second, func() bool { row = csRow(statusOf(t, n), f.id); return row.Labels != "" }) {
 		t.Fatal("no labels listed")
 	}
@@ -361,7 +362,7 @@ func TestRegistrationFlood(t *testing.T) {
 	}
 	const asked = 10
 	for i := 0; i < asked; i++ {
-		f.send(RegisterReq{Port: uint16(41000 + i), VoterOnly: true})
+		f.send(protocol.RegisterReq{Port: uint16(41000 + i), VoterOnly: true})
 	}
 	got := 0
 	_ = f.nc.SetReadDeadline(time.Now().Add(time.Second))
@@ -370,7 +371,7 @@ func TestRegistrationFlood(t *testing.T) {
 		if err != nil {
 			break
 		}
-		if r, ok := m.(*RegisterReply); ok && r.ID != wire.NoCS {
+		if r, ok := m.(*protocol.RegisterReply); ok && r.ID != wire.NoCS {
 			got++
 		}
 	}
@@ -641,7 +642,7 @@ func TestIdleAndDeafPeersCut(t *testing.T) {
 	if !ok {
 		t.Fatal("refused")
 	}
-	req, _ := frame.Encode(StatusReq{})
+	req, _ := frame.Encode(protocol.StatusReq{})
 	batch := bytes.Repeat(req, 100)
 	cut := false
 	for i := 0; i < 1000 && !cut; i++ {
@@ -724,7 +725,7 @@ func TestClientFloodKeepsQuorum(t *testing.T) {
 	var writeAnswers atomic.Int64
 	go func() {
 		for {
-			if _, err := cltomaIn.ReadFrame(wc, frame.DefaultMaxFrame); err != nil {
+			if _, err := protocol.ClientIn().ReadFrame(wc, frame.DefaultMaxFrame); err != nil {
 				return
 			}
 			writeAnswers.Add(1)
@@ -789,7 +790,7 @@ func TestProofGuessingThrottled(t *testing.T) {
 
 	_, _, cl := n.Addrs()
 	addr := netip.MustParseAddrPort(cl.String())
-	req := AdminReq{ID: 1, Kind: roles.AdminCancelUsurper}
+	req := protocol.AdminReq{ID: 1, Kind: roles.AdminCancelUsurper}
 	for i := 0; i < authFailMax; i++ {
 		r, err := Admin(addr, req, "wrong", 2*time.Second)
 		if err != nil || r.OK || !strings.Contains(r.Text, "need ADMIN_PASSWORD") {

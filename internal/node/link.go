@@ -10,6 +10,7 @@ import (
 
 	"github.com/mfs-election/mfs-election/internal/obs"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
@@ -134,16 +135,16 @@ func (l *link) prove(nc net.Conn, peer frame.Hello) error {
 	if err != nil {
 		return fmt.Errorf("reading the AUTH_CODE challenge: %w", err)
 	}
-	ch := m.(*AuthChallenge)
+	ch := m.(*protocol.AuthChallenge)
 	var mac []byte
 	if len(ch.Nonce) > 0 {
-		if len(ch.Nonce) != authNonceLen {
-			return fmt.Errorf("%w: the challenge's nonce has %d bytes, not %d", errAuth, len(ch.Nonce), authNonceLen)
+		if len(ch.Nonce) != protocol.AuthNonceLen {
+			return fmt.Errorf("%w: the challenge's nonce has %d bytes, not %d", errAuth, len(ch.Nonce), protocol.AuthNonceLen)
 		}
 		if l.n.opt.AuthCode == "" {
 			l.n.log.Error().Str(obs.FieldPeer, l.to.Addr.String()).Msg("master requires AUTH_CODE and none is set")
 		}
-		mac = masterMAC(l.n.opt.AuthCode, ch.Nonce, peer.Cluster, localAddr(nc))
+		mac = protocol.MasterProof(l.n.opt.AuthCode, ch.Nonce, peer.Cluster, localAddr(nc))
 	}
-	return frame.WriteFrame(nc, AuthProof{MAC: mac})
+	return frame.WriteFrame(nc, protocol.AuthProof{MAC: mac})
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/prometheus/client_golang/prometheus"
@@ -86,7 +87,7 @@ func startSoloWith(t *testing.T, dir string, self netip.Addr, mod func(*MasterOp
 
 // status asks n on its client port, as mfscli does: a status built now,
 // not the one /healthz keeps (rebuilt at most every 100 ms, after a batch).
-func status(t *testing.T, n *MasterNode) StatusResp {
+func status(t *testing.T, n *MasterNode) protocol.StatusResp {
 	t.Helper()
 	_, _, cl := n.Addrs()
 	st, err := Status(netip.MustParseAddrPort(cl.String()), 2*time.Second)
@@ -112,7 +113,7 @@ func TestMasterSavesSnapshot(t *testing.T) {
 	n, st, reg := startSolo(t, dir, self)
 	// Trimmed to the snapshot: only what came after it (the LEADER's
 	// first entry, uncommitted without chunkservers) is held.
-	var got StatusResp
+	var got protocol.StatusResp
 	for end := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if got = status(t, n); got.SnapshotVersion == 100 && uint64(got.ChangelogEntries) == got.MetaVersion-100 {
 			break

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 )
@@ -31,14 +32,14 @@ func Query(addr netip.AddrPort, req wire.Message, timeout time.Duration) (wire.M
 // Admin sends an admin command to the master at addr (req.Target is set to
 // addr's address), proving password (ADMIN_PASSWORD) with the nonce of the
 // master's hello when it is set.
-func Admin(addr netip.AddrPort, req AdminReq, password string, timeout time.Duration) (AdminResp, error) {
+func Admin(addr netip.AddrPort, req protocol.AdminReq, password string, timeout time.Duration) (protocol.AdminResp, error) {
 	m, err := query(addr, req, password, timeout)
 	if err != nil {
-		return AdminResp{}, err
+		return protocol.AdminResp{}, err
 	}
-	r, ok := m.(AdminResp)
+	r, ok := m.(protocol.AdminResp)
 	if !ok {
-		return AdminResp{}, fmt.Errorf("%w: answered %T", ErrBusy, m)
+		return protocol.AdminResp{}, fmt.Errorf("%w: answered %T", ErrBusy, m)
 	}
 	return r, nil
 }
@@ -55,12 +56,12 @@ func query(addr netip.AddrPort, req wire.Message, password string, timeout time.
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBusy, err)
 	}
-	if a, ok := req.(AdminReq); ok {
+	if a, ok := req.(protocol.AdminReq); ok {
 		// The master it is meant for is the one dialed, whatever answers:
 		// a relay cannot move the command to another master.
 		a.Target = addr.Addr()
 		if password != "" {
-			a.Proof = AdminProof(password, theirs.Nonce, theirs.Cluster, a)
+			a.Proof = protocol.AdminProof(password, theirs.Nonce, theirs.Cluster, a)
 		}
 		req = a
 	}
@@ -68,7 +69,7 @@ func query(addr netip.AddrPort, req wire.Message, password string, timeout time.
 	if err := frame.WriteFrame(nc, req); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBusy, err)
 	}
-	m, err := cltomaIn.ReadFrame(nc, frame.DefaultMaxFrame)
+	m, err := protocol.ClientIn().ReadFrame(nc, frame.DefaultMaxFrame)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBusy, err)
 	}
@@ -76,14 +77,14 @@ func query(addr netip.AddrPort, req wire.Message, password string, timeout time.
 }
 
 // Status asks one master for its state.
-func Status(addr netip.AddrPort, timeout time.Duration) (StatusResp, error) {
-	m, err := Query(addr, StatusReq{}, timeout)
+func Status(addr netip.AddrPort, timeout time.Duration) (protocol.StatusResp, error) {
+	m, err := Query(addr, protocol.StatusReq{}, timeout)
 	if err != nil {
-		return StatusResp{}, err
+		return protocol.StatusResp{}, err
 	}
-	st, ok := m.(StatusResp)
+	st, ok := m.(protocol.StatusResp)
 	if !ok {
-		return StatusResp{}, fmt.Errorf("%w: answered %T", ErrBusy, m)
+		return protocol.StatusResp{}, fmt.Errorf("%w: answered %T", ErrBusy, m)
 	}
 	return st, nil
 }

@@ -19,8 +19,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mfs-election/mfs-election/internal/node"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
@@ -45,7 +45,7 @@ type Config struct {
 	// Password is the password of the masters' mfsexports.cfg line that
 	// gives this client access (password=...), if it needs one. It is
 	// proved once per connection over the nonce of the master's hello
-	// (node.ClientProof, keyed by a slow derivation of the password), never
+	// (protocol.ClientProof, keyed by a slow derivation of the password), never
 	// sent.
 	Password string
 }
@@ -398,7 +398,7 @@ func (c *Client) conn(to netip.AddrPort, deadline time.Time) (net.Conn, error) {
 		return nil, fmt.Errorf("%s: %w", to, err)
 	}
 	if c.cfg.Password != "" {
-		if err := frame.WriteFrame(nc, node.ClientAuth{MAC: node.ClientProof(c.cfg.Password, h.Nonce, h.Cluster)}); err != nil {
+		if err := frame.WriteFrame(nc, protocol.ClientAuth{MAC: protocol.ClientProof(c.cfg.Password, h.Nonce, h.Cluster)}); err != nil {
 			nc.Close()
 			return nil, err
 		}

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mfs-election/mfs-election/internal/node"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
@@ -38,7 +38,7 @@ var requests = func() *frame.Registry {
 	r := frame.NewRegistry()
 	r.Register(wire.TypeClientWrite, func() wire.Message { return &roles.ClientWrite{} })
 	r.Register(wire.TypeClientRead, func() wire.Message { return &roles.ClientRead{} })
-	r.Register(wire.TypeClientAuth, func() wire.Message { return &node.ClientAuth{} })
+	r.Register(wire.TypeClientAuth, func() wire.Message { return &protocol.ClientAuth{} })
 	return r
 }()
 
@@ -74,7 +74,7 @@ func (f *fakeMaster) serve(nc net.Conn) {
 		if err != nil {
 			return
 		}
-		if a, ok := m.(*node.ClientAuth); ok {
+		if a, ok := m.(*protocol.ClientAuth); ok {
 			f.mu.Lock()
 			f.auths = append(f.auths, a.MAC)
 			f.order = append(f.order, "auth")
@@ -355,7 +355,7 @@ func TestPasswordProved(t *testing.T) {
 	f.answer = func(w roles.ClientWrite) (roles.ClientReply, bool) {
 		writes++
 		if w.Key == "ro" {
-			return roles.ClientReply{Err: node.ErrExportsReadOnly + `: client 127.0.0.1, key "ro"`}, true
+			return roles.ClientReply{Err: protocol.ErrExportsReadOnly + `: client 127.0.0.1, key "ro"`}, true
 		}
 		return roles.ClientReply{OK: true, Version: 5}, true
 	}
@@ -372,12 +372,12 @@ func TestPasswordProved(t *testing.T) {
 		}
 	}
 	_, err = cl.Put(ctx, "ro", "v")
-	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), node.ErrExportsReadOnly) {
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), protocol.ErrExportsReadOnly) {
 		t.Fatalf("a read-only refusal: %v", err)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	want := node.ClientProof(pw, f.nonce, "C7")
+	want := protocol.ClientProof(pw, f.nonce, "C7")
 	if len(f.auths) != 1 || string(f.auths[0]) != string(want) || f.order[0] != "auth" || writes != 3 {
 		t.Fatalf("proofs %x (want one, %x, first), order %v, writes %d", f.auths, want, f.order, writes)
 	}
