@@ -1061,17 +1061,13 @@ func (n *MasterNode) fromClient(in input) error {
 	return nil
 }
 
-// anonymousClient marks the session ids the master makes up for requests
-// that carry none (mfscli): clients draw theirs with this bit clear.
-const anonymousClient = 1 << 63
-
 // session routes the replies of a client session to the connection its
 // newest request came on. A request without a session (mfscli) gets one of
 // its own, never retried, so never deduplicated.
 func (n *MasterNode) session(c *conn, id roles.ClientID) roles.ClientID {
-	if id == 0 || id&anonymousClient != 0 {
+	if id == 0 || id&protocol.AnonymousClient != 0 {
 		n.nextCl++
-		id = roles.ClientID(anonymousClient | n.nextCl)
+		id = protocol.AnonymousClient | roles.ClientID(n.nextCl)
 	}
 	if c.closed() {
 		return id

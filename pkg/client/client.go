@@ -105,7 +105,7 @@ func New(cfg Config) (*Client, error) {
 		return nil, err
 	}
 	// The top bit is the masters' mark for sessions they make up.
-	id := roles.ClientID(binary.BigEndian.Uint64(b[:8]) &^ (1 << 63))
+	id := roles.ClientID(binary.BigEndian.Uint64(b[:8])) &^ protocol.AnonymousClient
 	if id == 0 {
 		id = 1
 	}

@@ -400,3 +400,19 @@ func TestPasswordProved(t *testing.T) {
 		t.Fatalf("a client without a password sent %d proofs", len(g.auths))
 	}
 }
+
+// TestSessionIDsAreNotAnonymous: a client draws its session id with the
+// masters' mark (protocol.AnonymousClient) clear, so that a master never
+// takes it for one of its own making and its retries are deduplicated.
+func TestSessionIDsAreNotAnonymous(t *testing.T) {
+	for i := 0; i < 64; i++ {
+		cl, err := New(Config{MasterHost: "127.77.0.9", Port: 19421})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id := cl.Session(); id == 0 || id&protocol.AnonymousClient != 0 {
+			t.Fatalf("a client drew session %#x", id)
+		}
+	}
+}
+
