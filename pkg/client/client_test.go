@@ -415,4 +415,3 @@ func TestSessionIDsAreNotAnonymous(t *testing.T) {
 		}
 	}
 }
-
