@@ -12,6 +12,7 @@ import (
 	"github.com/mfs-election/mfs-election/internal/node"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
 // MooseFS writes admin commands as one word with slashes, -CRC/ip/port.
@@ -121,7 +122,7 @@ func send(to netip.AddrPort, req protocol.AdminReq, password string, timeout tim
 		if err != nil {
 			return protocol.AdminResp{}, fmt.Errorf("%s: %w", to.Addr(), err)
 		}
-		if r.OK || req.Kind != roles.AdminChange || !strings.Contains(r.Text, roles.ErrChangePending) || time.Now().After(end) {
+		if r.OK || req.Kind != roles.AdminChange || r.Code != wire.CodeChangePending || time.Now().After(end) {
 			return r, nil
 		}
 		req.ID++

@@ -108,7 +108,7 @@ func (n *MasterNode) clientAccess(c *conn, ours frame.Hello, p *clientProof, msg
 	if d == exports.Allowed {
 		return nil
 	}
-	text, reason := protocol.ErrExportsDenied, "exports-"+d.String()
+	text, code, reason := protocol.ErrExportsDenied, wire.CodeDenied, "exports-"+d.String()
 	switch d {
 	case exports.ReadOnly:
 		text = protocol.ErrExportsReadOnly
@@ -117,7 +117,7 @@ func (n *MasterNode) clientAccess(c *conn, ours frame.Hello, p *clientProof, msg
 	case exports.PasswordWrong:
 		text = protocol.ErrExportsPasswordWrong
 		if blocked {
-			text, reason = protocol.ErrExportsThrottled, "auth_rate"
+			text, code, reason = protocol.ErrExportsThrottled, wire.CodeThrottled, "auth_rate"
 		} else if n.auth.failed(c.remote, at) {
 			n.log.Warn().Str(obs.FieldPeer, c.remote.String()).
 				Msgf("%d wrong password proofs within %v: client requests from this address that need a password are refused for %v", authFailMax, authFailWindow, authBlock)
@@ -128,6 +128,6 @@ func (n *MasterNode) clientAccess(c *conn, ours frame.Hello, p *clientProof, msg
 		n.log.Warn().Str(obs.FieldPeer, c.remote.String()).Str(obs.FieldReason, reason).Str(what, key).Bool("change", chng).
 			Int("not_logged", missed).Msg("client request refused by mfsexports.cfg")
 	}
-	return &roles.ClientReply{From: n.opt.Core.ID, Client: client, Seq: seq,
+	return &roles.ClientReply{From: n.opt.Core.ID, Client: client, Seq: seq, Code: code,
 		Err: fmt.Sprintf("%s: client %v, %s %q", text, c.remote, what, key)}
 }

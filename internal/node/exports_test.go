@@ -46,7 +46,8 @@ func newExportClient(t *testing.T, n *MasterNode, src, password string) *exportC
 	return &exportClient{t: t, nc: nc}
 }
 
-// do sends one request and returns the reply's error text ("" when OK).
+// do sends one request and returns the reply's error text ("" when OK);
+// a refusal must be coded DENIED.
 func (c *exportClient) do(m wire.Message) string {
 	c.t.Helper()
 	_ = c.nc.SetDeadline(time.Now().Add(3 * time.Second))
@@ -63,6 +64,9 @@ func (c *exportClient) do(m wire.Message) string {
 	}
 	if rep.Err == "" {
 		return "not OK"
+	}
+	if rep.Code != wire.CodeDenied {
+		c.t.Errorf("the refusal %q is coded %v, want %v", rep.Err, rep.Code, wire.CodeDenied)
 	}
 	return rep.Err
 }

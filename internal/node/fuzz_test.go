@@ -69,7 +69,7 @@ func coreSeeds() map[wire.Type]wire.Message {
 		roles.ClientWrite{Client: 1, Seq: 5, Key: "k", Value: "v", CAS: true, Expect: 4},
 		roles.ClientRead{Client: 1, Seq: 6, Key: "dir/", Prefix: true, After: "dir/a", Limit: 100},
 		roles.ClientReply{From: 1, Client: 1, Seq: 6, OK: true, Value: "v", Found: true, Version: 9, Redirect: 2, Err: "e",
-			KeyVersion: 8, Conflict: true, Entries: []roles.KVEntry{{Key: "dir/b", Value: "v", Version: 8}}, More: true},
+			KeyVersion: 8, Conflict: true, Entries: []roles.KVEntry{{Key: "dir/b", Value: "v", Version: 8}}, More: true, Code: wire.CodeNotLeader},
 	}
 	out := map[wire.Type]wire.Message{}
 	for _, m := range ms {
@@ -100,7 +100,7 @@ func driverSeeds() map[wire.Type]wire.Message {
 			LeaderChangeUnixMs: 1_700_000_000_000, TempRemoved: []wire.CSID{6}, NoAuthCode: true, AdminOpen: true, ExportsOpen: true},
 		protocol.AdminReq{ID: 1, Kind: roles.AdminChange, Change: roles.Change{Kind: roles.ChangeMapRange, Prefix: netip.MustParsePrefix("10.0.3.0/24"), Name: "east"},
 			Proof: []byte("proof"), Target: a},
-		protocol.AdminResp{ID: 1, OK: true, Text: "done"},
+		protocol.AdminResp{ID: 1, Text: "another registry change is still being put in force", Code: wire.CodeChangePending},
 		protocol.ClientAuth{MAC: bytes.Repeat([]byte{5}, 32)},
 	}
 	out := map[wire.Type]wire.Message{}

@@ -793,12 +793,12 @@ func TestProofGuessingThrottled(t *testing.T) {
 	req := protocol.AdminReq{ID: 1, Kind: roles.AdminCancelUsurper}
 	for i := 0; i < authFailMax; i++ {
 		r, err := Admin(addr, req, "wrong", 2*time.Second)
-		if err != nil || r.OK || !strings.Contains(r.Text, "need ADMIN_PASSWORD") {
+		if err != nil || r.OK || r.Code != wire.CodeDenied || !strings.Contains(r.Text, "need ADMIN_PASSWORD") {
 			t.Fatalf("wrong password %d: %+v %v", i, r, err)
 		}
 	}
 	r, err := Admin(addr, req, "pw", 2*time.Second)
-	if err != nil || !strings.Contains(r.Text, "too many wrong ADMIN_PASSWORD proofs") {
+	if err != nil || r.Code != wire.CodeThrottled || !strings.Contains(r.Text, "too many wrong ADMIN_PASSWORD proofs") {
 		t.Fatalf("the right password after %d wrong ones: %+v %v", authFailMax, r, err)
 	}
 }

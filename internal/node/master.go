@@ -612,7 +612,7 @@ func (n *MasterNode) carry(acts []roles.Action) error {
 	for _, a := range acts {
 		if r, ok := a.(roles.AdminReply); ok {
 			if w, ok := n.admins[r.ID]; ok {
-				w.c.send(protocol.AdminResp{ID: w.id, OK: r.OK, Text: r.Text})
+				w.c.send(protocol.AdminResp{ID: w.id, OK: r.OK, Text: r.Text, Code: r.Code})
 				delete(n.admins, r.ID)
 			}
 		}
@@ -1346,7 +1346,7 @@ func (n *MasterNode) adminAllowed(c *conn, m protocol.AdminReq, check adminCheck
 			n.log.Warn().Str(obs.FieldPeer, c.remote.String()).Str(obs.FieldReason, "auth_rate").Int("not_logged", missed).
 				Msg("admin command refused: too many wrong ADMIN_PASSWORD proofs from this address lately")
 		}
-		c.send(protocol.AdminResp{ID: m.ID, Text: fmt.Sprintf("too many wrong ADMIN_PASSWORD proofs from %v lately: admin commands from there are refused for up to %v", c.remote, authBlock)})
+		c.send(protocol.AdminResp{ID: m.ID, Code: wire.CodeThrottled, Text: fmt.Sprintf("too many wrong ADMIN_PASSWORD proofs from %v lately: admin commands from there are refused for up to %v", c.remote, authBlock)})
 		return false
 	}
 	ok := check == adminProved && !c.nonceSpent
@@ -1372,6 +1372,6 @@ func (n *MasterNode) adminAllowed(c *conn, m protocol.AdminReq, check adminCheck
 	}
 	n.metrics.ConnRefused("matocl", reason)
 	n.log.Warn().Str(obs.FieldPeer, c.remote.String()).Str(obs.FieldReason, reason).Msg("admin command refused")
-	c.send(protocol.AdminResp{ID: m.ID, Text: text})
+	c.send(protocol.AdminResp{ID: m.ID, Code: wire.CodeDenied, Text: text})
 	return false
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 )
 
@@ -59,14 +60,14 @@ func TestAdminProofBoundToTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, ok := deref(m).(protocol.AdminResp)
-	if !ok || r.OK || !strings.Contains(r.Text, a.String()) || !strings.Contains(r.Text, b.String()) {
+	if !ok || r.OK || r.Code != wire.CodeDenied || !strings.Contains(r.Text, a.String()) || !strings.Contains(r.Text, b.String()) {
 		t.Fatalf("a command meant for %v was answered by %v with %+v", a, b, deref(m))
 	}
 
 	// The same command sent by Admin to b names b, and b takes it (and
 	// refuses it for what it asks: b is not USURPER).
 	r, err = Admin(addrB, protocol.AdminReq{ID: 10, Kind: roles.AdminCancelUsurper}, testPassword, 2*time.Second)
-	if err != nil || strings.Contains(r.Text, "ADMIN_PASSWORD") || strings.Contains(r.Text, "meant for") {
+	if err != nil || r.Code != wire.CodeState || strings.Contains(r.Text, "ADMIN_PASSWORD") || strings.Contains(r.Text, "meant for") {
 		t.Fatalf("a command for b, to b: %+v %v", r, err)
 	}
 }

@@ -273,7 +273,7 @@ func (c *Client) do(ctx context.Context, req wire.Message) (roles.ClientReply, e
 				c.cluster = c.ids[to]
 			}
 			return r, nil
-		case err == nil && !transient(r.Err):
+		case err == nil && final(r.Code):
 			return roles.ClientReply{}, fmt.Errorf("%w by %s: %s", ErrRefused, to.Addr(), r.Err)
 		case err == nil:
 			last = fmt.Errorf("%s: %s", to.Addr(), r.Err)
@@ -310,11 +310,15 @@ func (c *Client) do(ctx context.Context, req wire.Message) (roles.ClientReply, e
 	}
 }
 
-// transient says whether a refusal is about who serves (try elsewhere or
-// later) rather than about the request.
-func transient(e string) bool {
-	switch e {
-	case roles.ErrNotLeader, roles.ErrHandover, roles.ErrReadOnly, "":
+// final says whether a refusal is about the request itself, so that
+// asking again, elsewhere or later cannot help. Whatever else did not
+// serve is asked again: a refusal about who serves (NOT_LEADER, HANDOVER,
+// READ_ONLY), a DEPUTY's stale read this client does not take, and a
+// refusal without a code (a master from before codes) or with one this
+// build does not know.
+func final(c wire.Code) bool {
+	switch c {
+	case wire.CodeInvalid, wire.CodeStaleSeq, wire.CodeState, wire.CodeDenied, wire.CodeThrottled:
 		return true
 	}
 	return false

@@ -120,7 +120,7 @@ func TestRedirectAndRetrySameSequence(t *testing.T) {
 	follower, leader := newFake(t, a), newFake(t, b)
 	leaderID := masterhost.IDOf(netip.MustParseAddr("127.77.0.2"))
 	follower.answer = func(roles.ClientWrite) (roles.ClientReply, bool) {
-		return roles.ClientReply{Err: roles.ErrNotLeader, Redirect: leaderID}, true
+		return roles.ClientReply{Err: roles.ErrNotLeader, Code: wire.CodeNotLeader, Redirect: leaderID}, true
 	}
 	calls := 0
 	leader.answer = func(w roles.ClientWrite) (roles.ClientReply, bool) {
@@ -157,7 +157,7 @@ func TestRedirectAndRetrySameSequence(t *testing.T) {
 func TestNoLeaderEndsWithContext(t *testing.T) {
 	f := newFake(t, "127.77.0.3:19421")
 	f.answer = func(roles.ClientWrite) (roles.ClientReply, bool) {
-		return roles.ClientReply{Err: roles.ErrNotLeader}, true
+		return roles.ClientReply{Err: roles.ErrNotLeader, Code: wire.CodeNotLeader}, true
 	}
 	cl, err := New(Config{MasterHost: "127.77.0.3", Port: 19421})
 	if err != nil {
@@ -181,7 +181,7 @@ func TestNoLeaderEndsWithContext(t *testing.T) {
 func TestRefusalIsFinal(t *testing.T) {
 	f := newFake(t, "127.77.0.4:19421")
 	f.answer = func(roles.ClientWrite) (roles.ClientReply, bool) {
-		return roles.ClientReply{Err: roles.ErrStaleSeq}, true
+		return roles.ClientReply{Err: roles.ErrStaleSeq, Code: wire.CodeStaleSeq}, true
 	}
 	cl, err := New(Config{MasterHost: "127.77.0.4", Port: 19421})
 	if err != nil {
@@ -201,6 +201,34 @@ func TestRefusalIsFinal(t *testing.T) {
 	f.mu.Unlock()
 	if n != 1 {
 		t.Fatalf("the fake master saw %d requests, want 1 (no retry, nothing oversized sent)", n)
+	}
+}
+
+// TestRefusalWithoutCodeRetried: a refusal that carries no code (a master
+// from before codes) or one this build does not know is asked again, not
+// taken as final: the text is never read.
+func TestRefusalWithoutCodeRetried(t *testing.T) {
+	f := newFake(t, "127.77.0.10:19421")
+	answers := []roles.ClientReply{
+		{Err: roles.ErrNotLeader},
+		{Err: "a refusal of a later build", Code: 200},
+		{Err: roles.ErrStaleSeq}, // would be final with its code
+		{OK: true, Version: 3},
+	}
+	f.answer = func(roles.ClientWrite) (roles.ClientReply, bool) {
+		r := answers[0]
+		answers = answers[1:] // under f.mu
+		return r, true
+	}
+	cl, err := New(Config{MasterHost: "127.77.0.10", Port: 19421})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if v, err := cl.Put(ctx, "k", "v"); err != nil || v != 3 {
+		t.Fatalf("Put = %d, %v; want version 3 after three uncoded or unknown refusals", v, err)
 	}
 }
 
@@ -322,7 +350,7 @@ func TestClusterPinned(t *testing.T) {
 	wiped7 := masterhost.IDOf(netip.MustParseAddr("127.77.0.7"))
 	good.mu.Lock()
 	good.answer = func(roles.ClientWrite) (roles.ClientReply, bool) {
-		return roles.ClientReply{Err: roles.ErrNotLeader, Redirect: wiped7}, true
+		return roles.ClientReply{Err: roles.ErrNotLeader, Code: wire.CodeNotLeader, Redirect: wiped7}, true
 	}
 	good.mu.Unlock()
 	short, cancel2 := context.WithTimeout(context.Background(), 500*time.Millisecond)
@@ -355,7 +383,7 @@ func TestPasswordProved(t *testing.T) {
 	f.answer = func(w roles.ClientWrite) (roles.ClientReply, bool) {
 		writes++
 		if w.Key == "ro" {
-			return roles.ClientReply{Err: protocol.ErrExportsReadOnly + `: client 127.0.0.1, key "ro"`}, true
+			return roles.ClientReply{Err: protocol.ErrExportsReadOnly + `: client 127.0.0.1, key "ro"`, Code: wire.CodeDenied}, true
 		}
 		return roles.ClientReply{OK: true, Version: 5}, true
 	}

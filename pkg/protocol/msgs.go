@@ -212,11 +212,13 @@ type AdminReq struct {
 // a request the proof does not open is refused with ErrExportsPassword*.
 type ClientAuth struct{ MAC []byte }
 
-// AdminResp answers AdminReq.
+// AdminResp answers AdminReq: Text says what was done, or why not, for
+// people; Code says why not, for programs.
 type AdminResp struct {
 	ID   uint64
 	OK   bool
 	Text string
+	Code wire.Code `msgpack:",omitempty"`
 }
 
 func (AuthChallenge) MsgType() wire.Type { return wire.TypeAuthChallenge }

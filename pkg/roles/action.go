@@ -234,9 +234,11 @@ type IDTaken struct{ Master wire.MasterID }
 // Ignored reports input that was stale, duplicated or foreign.
 type Ignored struct{ Reason string }
 
-// AdminReply answers an Admin command.
+// AdminReply answers an Admin command. Code says why it was refused, for
+// programs (Text says what was done, or why not, for people).
 type AdminReply struct {
 	ID   uint64
 	OK   bool
 	Text string
+	Code wire.Code
 }

@@ -120,6 +120,9 @@ func (r *coreRig) answer(acts []Action) []Event {
 			}
 			out = append(out, AppendAck{From: r.other, Epoch: msg.Epoch, OK: true, Match: match, Last: match.Version})
 		case ClientReply:
+			if !msg.OK && msg.Code == wire.CodeNone {
+				r.t.Fatalf("a refusal without a code: %+v", msg)
+			}
 			r.replies = append(r.replies, msg)
 		}
 	}
@@ -233,8 +236,15 @@ func FuzzMasterStep(f *testing.F) {
 				ev = e
 			}
 			r.now = r.now.Add(50 * time.Millisecond)
-			r.m.Step(r.now, ev)
-			r.m.Step(r.now, Tick{})
+			acts := append(r.m.Step(r.now, ev), r.m.Step(r.now, Tick{})...)
+			for _, a := range acts {
+				// A client decides by the code whether to retry.
+				if s, ok := a.(Send); ok {
+					if rep, ok := s.Msg.(ClientReply); ok && !rep.OK && rep.Code == wire.CodeNone {
+						t.Fatalf("a refusal without a code: %+v", rep)
+					}
+				}
+			}
 		}
 	})
 }

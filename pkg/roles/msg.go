@@ -224,7 +224,7 @@ type KVEntry struct {
 }
 
 // ClientReply answers a client. Redirect names the LEADER to try when this
-// master cannot serve (none when unknown); Err says why it failed.
+// master cannot serve (none when unknown); Err and Code say why it failed.
 type ClientReply struct {
 	From     wire.MasterID
 	Client   ClientID
@@ -242,6 +242,9 @@ type ClientReply struct {
 	Conflict   bool      `msgpack:",omitempty"`
 	Entries    []KVEntry `msgpack:",omitempty"`
 	More       bool      `msgpack:",omitempty"` // a list answer left keys out (Limit, ListMax, ListMaxBytes): ask again after the last one
+	// Code says why it failed, for programs (Err says it for people):
+	// whether to ask again, elsewhere, or give up.
+	Code wire.Code `msgpack:",omitempty"`
 }
 
 func (Probe) MsgType() wire.Type        { return wire.TypeProbe }

@@ -393,6 +393,10 @@ func (h *harness) format(acts []Action) string {
 		case Ignored:
 			lines = append(lines, "ignored "+a.Reason)
 		case AdminReply:
+			if a.Code != wire.CodeNone {
+				lines = append(lines, fmt.Sprintf("admin ok=%v code=%v %s", a.OK, a.Code, a.Text))
+				break
+			}
 			lines = append(lines, fmt.Sprintf("admin ok=%v %s", a.OK, a.Text))
 		case Stopped:
 			lines = append(lines, "stopped")
@@ -451,7 +455,7 @@ func msgText(m wire.Message) string {
 		return fmt.Sprintf("fetch after=%d", m.After)
 	case ClientReply:
 		if !m.OK {
-			return fmt.Sprintf("reply seq=%d err=%q redirect=%v", m.Seq, m.Err, m.Redirect)
+			return fmt.Sprintf("reply seq=%d err=%q code=%v redirect=%v", m.Seq, m.Err, m.Code, m.Redirect)
 		}
 		return fmt.Sprintf("reply seq=%d ok value=%q found=%v version=%d stale=%v", m.Seq, m.Value, m.Found, m.Version, m.Stale)
 	case ProbeReply:

@@ -129,3 +129,22 @@ func TestTypeNames(t *testing.T) {
 		t.Errorf("an unknown type prints %q", s)
 	}
 }
+
+// TestCodesMatchDoc: docs/wire.md's table of refusal codes lists exactly
+// the codes of code.go, in order.
+func TestCodesMatchDoc(t *testing.T) {
+	rows, err := docTable(readWireDoc(t), "## Refusal codes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want [][2]string
+	for _, c := range Codes() {
+		want = append(want, [2]string{strconv.Itoa(int(c)), c.String()})
+	}
+	for _, d := range rowDiff(rows, want) {
+		t.Error(d)
+	}
+	if s := Code(200).String(); s != "code(200)" {
+		t.Errorf("an unknown code prints %q", s)
+	}
+}
