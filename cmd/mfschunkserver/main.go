@@ -15,6 +15,7 @@ import (
 
 	"github.com/mfs-election/mfs-election/internal/node"
 	"github.com/mfs-election/mfs-election/internal/obs"
+	"github.com/mfs-election/mfs-election/internal/release"
 	"github.com/mfs-election/mfs-election/internal/service"
 	"github.com/mfs-election/mfs-election/internal/settings"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
@@ -31,7 +32,7 @@ func main() {
 		Name:      "mfschunkserver",
 		Usage:     "chunkserver: votes for the master it keeps its connection with",
 		UsageText: "mfschunkserver [-c CFG] [-f] [--KEY value ...] [start|stop|restart|reload|test]",
-		Version:   node.Version,
+		Version:   release.Version,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "c", Usage: "config file", Value: defaultCfg},
 			&cli.BoolFlag{Name: "f", Usage: "run in the foreground"},
@@ -172,7 +173,7 @@ func foreground(c *cli.Context, v settings.Values, lockPath string) error {
 		Masters: list, Bind: bind, Listen: node.ListenAddr(v.String("CSSERV_LISTEN_HOST"), v.Int("CSSERV_LISTEN_PORT")),
 		Voter: vc, AuthCode: v.String("AUTH_CODE"), Labels: v.String("LABELS"), Disks: ds,
 		ReconnectDelay: v.Duration("MASTER_RECONNECTION_DELAY"), TrustRefused: v.Bool("TRUST_REFUSED"),
-		Version: node.Version, Log: log, Metrics: reg,
+		Version: release.Version, Log: log, Metrics: reg,
 	}
 	httpLn, err := net.Listen("tcp", node.ListenAddr(v.String("HTTP_LISTEN_HOST"), v.Int("HTTP_LISTEN_PORT")))
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/pkg/client"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
@@ -118,7 +118,7 @@ func admin(answers []answer, cmd string, port uint16, password string, timeout t
 // again for a few seconds, so commands can follow each other in a script.
 func send(to netip.AddrPort, req protocol.AdminReq, password string, timeout time.Duration) (protocol.AdminResp, error) {
 	for end := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		r, err := node.Admin(to, req, password, timeout+2*time.Second)
+		r, err := client.Admin(to, req, password, timeout+2*time.Second)
 		if err != nil {
 			return protocol.AdminResp{}, fmt.Errorf("%s: %w", to.Addr(), err)
 		}

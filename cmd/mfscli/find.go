@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/pkg/client"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
@@ -71,7 +71,7 @@ func askAll(addrs []netip.AddrPort, timeout time.Duration) []answer {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st, err := node.Status(a, timeout)
+			st, err := client.Status(a, timeout)
 			out[i] = answer{addr: a, st: st, err: err}
 		}()
 	}
@@ -94,7 +94,7 @@ func reachedAny(answers []answer) bool {
 // UNREACHABLE (no connection) or BUSY (connected, no answer).
 func stateWord(a answer) string {
 	switch {
-	case errors.Is(a.err, node.ErrUnreachable):
+	case errors.Is(a.err, client.ErrUnreachable):
 		return "UNREACHABLE"
 	case a.err != nil:
 		return "BUSY"

@@ -5,7 +5,7 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/pkg/client"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
@@ -136,9 +136,9 @@ func election() []answer {
 	f.Chunkservers = registry(ids(1, 2, 3, 5, 6), none)
 	f.SnapshotVersion, f.ChangelogEntries, f.LeaderChangeUnixMs = 1000, 538, ms(-11*time.Second)
 	return []answer{
-		{addr: at("127.0.0.11"), err: fmt.Errorf("%w: dial tcp 127.0.0.11:9421: connect: connection refused", node.ErrUnreachable)},
+		{addr: at("127.0.0.11"), err: fmt.Errorf("%w: dial tcp 127.0.0.11:9421: connect: connection refused", client.ErrUnreachable)},
 		{addr: at("127.0.0.12"), st: e},
-		{addr: at("127.0.0.13"), err: fmt.Errorf("%w: read tcp 127.0.0.1:40122->127.0.0.13:9421: i/o timeout", node.ErrBusy)},
+		{addr: at("127.0.0.13"), err: fmt.Errorf("%w: read tcp 127.0.0.1:40122->127.0.0.13:9421: i/o timeout", client.ErrBusy)},
 		{addr: at("127.0.0.14"), st: f},
 	}
 }
@@ -261,7 +261,7 @@ func orphaned() []answer {
 	i.ClusterID, i.WallUnixMs = "", ms(-300*time.Millisecond)
 	i.NotEligible = "it holds no metadata yet (started with -e): it must sync from a LEADER first"
 	return []answer{
-		{addr: at("127.0.0.11"), err: fmt.Errorf("%w: dial tcp 127.0.0.11:9421: connect: connection refused", node.ErrUnreachable)},
+		{addr: at("127.0.0.11"), err: fmt.Errorf("%w: dial tcp 127.0.0.11:9421: connect: connection refused", client.ErrUnreachable)},
 		{addr: at("127.0.0.12"), st: f},
 		{addr: at("127.0.0.13"), st: i},
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/pkg/client"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 )
@@ -41,7 +41,7 @@ var colours = map[tone]int{
 // toneOf is the colour class of a master's state word.
 func toneOf(a answer) tone {
 	switch {
-	case errors.Is(a.err, node.ErrUnreachable):
+	case errors.Is(a.err, client.ErrUnreachable):
 		return toneUnreachable
 	case a.err != nil:
 		return toneBusy

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mfs-election/mfs-election/internal/node"
 	"github.com/mfs-election/mfs-election/internal/obs"
+	"github.com/mfs-election/mfs-election/internal/release"
 	"github.com/mfs-election/mfs-election/internal/service"
 	"github.com/mfs-election/mfs-election/internal/settings"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
@@ -34,7 +35,7 @@ func main() {
 		Name:      "mfsmaster",
 		Usage:     "metadata master elected by chunkserver quorum",
 		UsageText: "mfsmaster [-c CFG] [-f] [-e] [--KEY value ...] [start|stop|restart|reload|test|init|repair]",
-		Version:   node.Version,
+		Version:   release.Version,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "c", Usage: "config file", Value: defaultCfg},
 			&cli.BoolFlag{Name: "f", Usage: "run in the foreground"},
@@ -231,7 +232,7 @@ func foreground(c *cli.Context, v settings.Values, lockPath string, empty bool) 
 		ListenCS: node.ListenAddr(v.String("MATOCS_LISTEN_HOST"), v.Int("MATOCS_LISTEN_PORT")),
 		ListenCL: node.ListenAddr(v.String("MATOCL_LISTEN_HOST"), v.Int("MATOCL_LISTEN_PORT")),
 		Bind:     bind, AuthCode: v.String("AUTH_CODE"), AdminPassword: v.String("ADMIN_PASSWORD"), ExportsFile: v.String("EXPORTS_FILENAME"),
-		Version: node.Version,
+		Version: release.Version,
 		Log:     log, Metrics: reg,
 	}
 	httpLn, err := net.Listen("tcp", node.ListenAddr(v.String("HTTP_LISTEN_HOST"), v.Int("HTTP_LISTEN_PORT")))

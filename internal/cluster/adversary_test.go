@@ -18,7 +18,7 @@ import (
 
 	"github.com/mfs-election/mfs-election/internal/adversary"
 	"github.com/mfs-election/mfs-election/internal/cluster"
-	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/pkg/client"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
@@ -315,7 +315,7 @@ func (a *advCluster) writeVia(m int, key, value string) bool {
 	var rep wire.Message
 	var err error
 	q := func() {
-		rep, err = node.Query(cluster.ClientAddr(a.Masters[m].Addr), roles.ClientWrite{Seq: 1, Key: key, Value: value}, time.Second)
+		rep, err = client.Query(cluster.ClientAddr(a.Masters[m].Addr), roles.ClientWrite{Seq: 1, Key: key, Value: value}, time.Second)
 	}
 	if a.Spec.Netns != "" {
 		if e := cluster.InNetns(a.Spec.Netns, q); e != nil {
@@ -432,7 +432,7 @@ func TestAdversarySessionTheft(t *testing.T) {
 			for _, p := range connPorts(a.CS[i], a.CS[i].Addr, leadCS) {
 				seen[p] = true
 			}
-			if st, err := node.Status(cluster.ClientAddr(a.Masters[a.lead].Addr), time.Second); err == nil {
+			if st, err := client.Status(cluster.ClientAddr(a.Masters[a.lead].Addr), time.Second); err == nil {
 				polls++
 				if !slices.ContainsFunc(st.Chunkservers, func(cs protocol.CSStatus) bool {
 					return cs.ID == id && cs.Addr == a.CS[i].Addr && cs.Voting && cs.Connected
@@ -864,7 +864,7 @@ func TestAdversaryMemory(t *testing.T) {
 	ask := func() {
 		asked = true
 		heapPeak = max(heapPeak, heap())
-		_, err := node.Status(cluster.ClientAddr(p.Addr), 3*time.Second)
+		_, err := client.Status(cluster.ClientAddr(p.Addr), 3*time.Second)
 		served = err == nil
 		if err != nil {
 			t.Logf("status during the attack: %v", err)

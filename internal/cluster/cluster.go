@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/pkg/client"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 )
@@ -343,7 +343,7 @@ func (c *Cluster) Statuses(timeout time.Duration) ([]protocol.StatusResp, []erro
 	if c.Spec.Netns != "" {
 		err := InNetns(c.Spec.Netns, func() {
 			for i, p := range c.Masters {
-				st[i], errs[i] = node.Status(ClientAddr(p.Addr), timeout)
+				st[i], errs[i] = client.Status(ClientAddr(p.Addr), timeout)
 			}
 		})
 		if err != nil {
@@ -358,7 +358,7 @@ func (c *Cluster) Statuses(timeout time.Duration) ([]protocol.StatusResp, []erro
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st[i], errs[i] = node.Status(ClientAddr(p.Addr), timeout)
+			st[i], errs[i] = client.Status(ClientAddr(p.Addr), timeout)
 		}()
 	}
 	wg.Wait()

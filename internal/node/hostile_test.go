@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/client"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
@@ -150,7 +151,7 @@ func statusOf(t *testing.T, n *MasterNode) protocol.StatusResp {
 	var err error
 	for i := 0; i < 20; i++ {
 		var st protocol.StatusResp
-		if st, err = Status(netip.MustParseAddrPort(cl.String()), 2*time.Second); err == nil {
+		if st, err = client.Status(netip.MustParseAddrPort(cl.String()), 2*time.Second); err == nil {
 			return st
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -792,12 +793,12 @@ func TestProofGuessingThrottled(t *testing.T) {
 	addr := netip.MustParseAddrPort(cl.String())
 	req := protocol.AdminReq{ID: 1, Kind: roles.AdminCancelUsurper}
 	for i := 0; i < authFailMax; i++ {
-		r, err := Admin(addr, req, "wrong", 2*time.Second)
+		r, err := client.Admin(addr, req, "wrong", 2*time.Second)
 		if err != nil || r.OK || r.Code != wire.CodeDenied || !strings.Contains(r.Text, "need ADMIN_PASSWORD") {
 			t.Fatalf("wrong password %d: %+v %v", i, r, err)
 		}
 	}
-	r, err := Admin(addr, req, "pw", 2*time.Second)
+	r, err := client.Admin(addr, req, "pw", 2*time.Second)
 	if err != nil || r.Code != wire.CodeThrottled || !strings.Contains(r.Text, "too many wrong ADMIN_PASSWORD proofs") {
 		t.Fatalf("the right password after %d wrong ones: %+v %v", authFailMax, r, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/client"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
@@ -90,7 +91,7 @@ func startSoloWith(t *testing.T, dir string, self netip.Addr, mod func(*MasterOp
 func status(t *testing.T, n *MasterNode) protocol.StatusResp {
 	t.Helper()
 	_, _, cl := n.Addrs()
-	st, err := Status(netip.MustParseAddrPort(cl.String()), 2*time.Second)
+	st, err := client.Status(netip.MustParseAddrPort(cl.String()), 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

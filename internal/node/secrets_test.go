@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/client"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
@@ -66,7 +67,7 @@ func TestAdminProofBoundToTarget(t *testing.T) {
 
 	// The same command sent by Admin to b names b, and b takes it (and
 	// refuses it for what it asks: b is not USURPER).
-	r, err = Admin(addrB, protocol.AdminReq{ID: 10, Kind: roles.AdminCancelUsurper}, testPassword, 2*time.Second)
+	r, err = client.Admin(addrB, protocol.AdminReq{ID: 10, Kind: roles.AdminCancelUsurper}, testPassword, 2*time.Second)
 	if err != nil || r.Code != wire.CodeState || strings.Contains(r.Text, "ADMIN_PASSWORD") || strings.Contains(r.Text, "meant for") {
 		t.Fatalf("a command for b, to b: %+v %v", r, err)
 	}

@@ -1,10 +1,3 @@
-// Package client talks to the masters' client port (9421) the way a
-// MooseFS client would: it finds the masters through MASTER_HOST, follows
-// redirects to the LEADER, waits and retries with back-off and jitter when
-// there is none, and retries a change under the same session id and
-// sequence number, so a change retried across a failover is applied once.
-//
-// A Client runs one operation at a time; use one per goroutine.
 package client
 
 import (
@@ -75,12 +68,6 @@ type Client struct {
 	cluster string                    // pinned (Config.Cluster or the first LEADER's)
 	ids     map[netip.AddrPort]string // the cluster id each open connection's master named
 }
-
-var replies = func() *frame.Registry {
-	r := frame.NewRegistry()
-	r.Register(wire.TypeClientReply, func() wire.Message { return &roles.ClientReply{} })
-	return r
-}()
 
 // New resolves the masters and draws a session id.
 func New(cfg Config) (*Client, error) {
@@ -373,35 +360,18 @@ func seqOf(m wire.Message) uint64 {
 	return 0
 }
 
+// conn is the session's connection to the master at to, opened (hellos,
+// then the password's proof) by deadline if there is none.
 func (c *Client) conn(to netip.AddrPort, deadline time.Time) (net.Conn, error) {
 	if nc := c.conns[to]; nc != nil {
 		return nc, nil
 	}
-	d := net.Dialer{Deadline: deadline}
-	nc, err := d.Dial("tcp", to.String())
+	nc, h, err := dial(to, frame.KindClient, c.cluster, deadline)
 	if err != nil {
 		return nil, err
-	}
-	_ = nc.SetDeadline(deadline)
-	if err := frame.WriteFrame(nc, frame.Hello{Proto: frame.ProtocolVersion, Kind: frame.KindClient}); err != nil {
-		nc.Close()
-		return nil, err
-	}
-	m, err := replies.ReadFrame(nc, 4096)
-	if err != nil {
-		nc.Close()
-		return nil, err
-	}
-	h, ok := m.(*frame.Hello)
-	if !ok {
-		nc.Close()
-		return nil, fmt.Errorf("%s answered %T, not a hello", to, m)
-	}
-	if err := h.Check(c.cluster, frame.KindMaster); err != nil {
-		nc.Close()
-		return nil, fmt.Errorf("%s: %w", to, err)
 	}
 	if c.cfg.Password != "" {
+		_ = nc.SetDeadline(deadline)
 		if err := frame.WriteFrame(nc, protocol.ClientAuth{MAC: protocol.ClientProof(c.cfg.Password, h.Nonce, h.Cluster)}); err != nil {
 			nc.Close()
 			return nil, err
