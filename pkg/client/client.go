@@ -38,8 +38,8 @@ type Config struct {
 	// Password is the password of the masters' mfsexports.cfg line that
 	// gives this client access (password=...), if it needs one. It is
 	// proved once per connection over the nonce of the master's hello
-	// (protocol.ClientProof, keyed by a slow derivation of the password), never
-	// sent.
+	// (protocol.ClientProof, keyed by a slow derivation of the password),
+	// never sent.
 	Password string
 }
 
