@@ -5,8 +5,9 @@
 // mfsexports.cfg password and the texts of its refusals. docs/wire.md
 // describes each; their type numbers are in pkg/wire's table.
 //
-// Contract: it holds data and pure functions only (no I/O, no state), so
-// that a client links the protocol without the daemons. A field, once
+// Contract: it holds data and functions of their arguments only (no I/O;
+// pkg/secret keeps the slow part of each proof's key), so that a client
+// links the protocol without the daemons. A field, once
 // shipped, keeps its name and meaning; new fields go at the end with
 // omitempty.
 package protocol

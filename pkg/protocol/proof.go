@@ -14,19 +14,21 @@ import (
 // purpose of its own, so that a proof made for one purpose never passes
 // for another.
 
-// ChunkserverProof is what a chunkserver proves AUTH_CODE with (AuthProof): bound to the
-// challenge, the cluster and its own address, so a proof cannot be replayed
-// on another connection or by another chunkserver. Its key is derived from
-// the code and the cluster id by a slow KDF (secret.Key), so a captured
-// proof gives no fast offline guessing.
+// ChunkserverProof is what a chunkserver proves AUTH_CODE with
+// (AuthProof): bound to the challenge, the cluster and its own address, so
+// a proof cannot be replayed on another connection or by another
+// chunkserver. Its key is derived from the code and the cluster id by a
+// slow KDF (secret.Key), so a captured proof gives no fast offline
+// guessing.
 func ChunkserverProof(code string, nonce []byte, cluster string, cs netip.Addr) []byte {
 	return proofMAC(secret.Key(code, cluster, secret.Chunkserver), nonce, cluster, cs)
 }
 
-// MasterProof is what a master proves AUTH_CODE with on 9419 (AuthProof). Its key is
-// derived from the code under its own purpose, so no chunkserver proof
-// (whose nonce a fake master may choose freely) can ever equal a master
-// proof: the domain is separated in the key, where no nonce reaches.
+// MasterProof is what a master proves AUTH_CODE with on 9419 (AuthProof).
+// Its key is derived from the code under its own purpose, so no chunkserver
+// proof (whose nonce a fake master may choose freely) can ever equal a
+// master proof: the domain is separated in the key, where no nonce
+// reaches.
 func MasterProof(code string, nonce []byte, cluster string, m netip.Addr) []byte {
 	return proofMAC(secret.Key(code, cluster, secret.Master), nonce, cluster, m)
 }
