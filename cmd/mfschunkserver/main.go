@@ -15,8 +15,10 @@ import (
 
 	"github.com/mfs-election/mfs-election/internal/node"
 	"github.com/mfs-election/mfs-election/internal/obs"
+	"github.com/mfs-election/mfs-election/internal/release"
 	"github.com/mfs-election/mfs-election/internal/service"
 	"github.com/mfs-election/mfs-election/internal/settings"
+	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
@@ -29,7 +31,7 @@ func main() {
 		Name:      "mfschunkserver",
 		Usage:     "chunkserver: votes for the master it keeps its connection with",
 		UsageText: "mfschunkserver [-c CFG] [-f] [--KEY value ...] [start|stop|restart|reload|test]",
-		Version:   node.Version,
+		Version:   release.Version,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "c", Usage: "config file", Value: defaultCfg},
 			&cli.BoolFlag{Name: "f", Usage: "run in the foreground"},
@@ -130,7 +132,7 @@ func foreground(c *cli.Context, cfg config, v settings.Values, lockPath string) 
 			return fmt.Errorf("BIND_HOST %q is not an address", h)
 		}
 	}
-	list, err := node.ResolveMasters(cfg.MasterHost, uint16(cfg.MasterPort))
+	list, err := masterhost.Resolve(cfg.MasterHost, uint16(cfg.MasterPort))
 	if err != nil {
 		return err
 	}
@@ -164,7 +166,7 @@ func foreground(c *cli.Context, cfg config, v settings.Values, lockPath string) 
 	opt := cfg.Node
 	opt.Voter.Seed = uint64(time.Now().UnixNano())
 	opt.Masters, opt.Bind, opt.Listen, opt.Disks = list, bind, cfg.CSServ.addr(), ds
-	opt.Version, opt.Log, opt.Metrics = node.Version, log, reg
+	opt.Version, opt.Log, opt.Metrics = release.Version, log, reg
 	httpLn, err := net.Listen("tcp", cfg.HTTP.addr())
 	if err != nil {
 		return fmt.Errorf("HTTP_LISTEN: %w", err)

@@ -4,7 +4,8 @@ import (
 	"net/netip"
 
 	"github.com/mfs-election/mfs-election/internal/node"
-	"github.com/mfs-election/mfs-election/internal/secret"
+	"github.com/mfs-election/mfs-election/pkg/masterhost"
+	"github.com/mfs-election/mfs-election/pkg/secret"
 )
 
 // startChecks decides whether this chunkserver may start as configured
@@ -13,7 +14,7 @@ import (
 // (bind) and every master are loopback, or INSECURE is set (then warning
 // is what to log at every start). The data and HTTP ports are left out:
 // AUTH_CODE protects neither.
-func startChecks(cfg config, bind netip.Addr, masters []node.MasterAddr) (warning string, err error) {
+func startChecks(cfg config, bind netip.Addr, masters []masterhost.Master) (warning string, err error) {
 	if err := secret.Check("AUTH_CODE", cfg.Node.AuthCode); err != nil {
 		return "", err
 	}

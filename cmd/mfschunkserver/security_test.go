@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/pkg/masterhost"
 )
 
 // TestStartRules (issue 10, H3, L3): a chunkserver that reaches masters
@@ -16,17 +16,17 @@ import (
 // loopback nothing changes; a short AUTH_CODE is refused everywhere.
 func TestStartRules(t *testing.T) {
 	lo := netip.MustParseAddr("127.0.1.1")
-	masters := func(as ...string) []node.MasterAddr {
-		var out []node.MasterAddr
+	masters := func(as ...string) []masterhost.Master {
+		var out []masterhost.Master
 		for _, a := range as {
-			out = append(out, node.MasterAddr{Addr: netip.AddrPortFrom(netip.MustParseAddr(a), 9420)})
+			out = append(out, masterhost.Master{Addr: netip.AddrPortFrom(netip.MustParseAddr(a), 9420)})
 		}
 		return out
 	}
 	for _, c := range []struct {
 		name, cfg string
 		bind      netip.Addr
-		masters   []node.MasterAddr
+		masters   []masterhost.Master
 		err, warn string
 	}{
 		{name: "loopback", bind: lo, masters: masters("127.0.0.11", "127.0.0.12")},

@@ -9,8 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/pkg/client"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
 // MooseFS writes admin commands as one word with slashes, -CRC/ip/port.
@@ -54,7 +56,7 @@ func admin(answers []answer, cmd string, port uint16, password string, timeout t
 		}
 	}
 	noLeader := fmt.Errorf("Can't perform any operation because there is no leading master")
-	req := node.AdminReq{ID: uint64(time.Now().UnixNano())}
+	req := protocol.AdminReq{ID: uint64(time.Now().UnixNano())}
 	var to netip.AddrPort
 	what := ""
 	switch parts[0] {
@@ -114,13 +116,13 @@ func admin(answers []answer, cmd string, port uint16, password string, timeout t
 // send delivers one admin request. A registry change refused because the
 // previous one is still being put in force (a heartbeat or two) is asked
 // again for a few seconds, so commands can follow each other in a script.
-func send(to netip.AddrPort, req node.AdminReq, password string, timeout time.Duration) (node.AdminResp, error) {
+func send(to netip.AddrPort, req protocol.AdminReq, password string, timeout time.Duration) (protocol.AdminResp, error) {
 	for end := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		r, err := node.Admin(to, req, password, timeout+2*time.Second)
+		r, err := client.Admin(to, req, password, timeout+2*time.Second)
 		if err != nil {
-			return node.AdminResp{}, fmt.Errorf("%s: %w", to.Addr(), err)
+			return protocol.AdminResp{}, fmt.Errorf("%s: %w", to.Addr(), err)
 		}
-		if r.OK || req.Kind != roles.AdminChange || !strings.Contains(r.Text, roles.ErrChangePending) || time.Now().After(end) {
+		if r.OK || req.Kind != roles.AdminChange || r.Code != wire.CodeChangePending || time.Now().After(end) {
 			return r, nil
 		}
 		req.ID++
@@ -129,21 +131,21 @@ func send(to netip.AddrPort, req node.AdminReq, password string, timeout time.Du
 
 // registered finds the chunkserver -CXX/ip/port names in the LEADER's
 // registry.
-func registered(leader *answer, cmd string, parts []string) (node.CSStatus, error) {
+func registered(leader *answer, cmd string, parts []string) (protocol.CSStatus, error) {
 	if len(parts) != 3 {
-		return node.CSStatus{}, fmt.Errorf("-C%s: give the chunkserver's address and port, as -SCS lists them (-C%s/ip/port)", cmd, parts[0])
+		return protocol.CSStatus{}, fmt.Errorf("-C%s: give the chunkserver's address and port, as -SCS lists them (-C%s/ip/port)", cmd, parts[0])
 	}
 	a, err := netip.ParseAddr(parts[1])
 	p, perr := strconv.ParseUint(parts[2], 10, 16)
 	if err != nil || perr != nil {
-		return node.CSStatus{}, fmt.Errorf("-C%s: want -C%s/ip/port", cmd, parts[0])
+		return protocol.CSStatus{}, fmt.Errorf("-C%s: want -C%s/ip/port", cmd, parts[0])
 	}
 	for _, c := range leader.st.Chunkservers {
 		if c.Addr == a && c.Port == uint16(p) {
 			return c, nil
 		}
 	}
-	return node.CSStatus{}, fmt.Errorf("no registered chunkserver %s:%d", a, p)
+	return protocol.CSStatus{}, fmt.Errorf("no registered chunkserver %s:%d", a, p)
 }
 
 // locationChange parses the location commands. A range is written as CIDR,
@@ -217,7 +219,7 @@ func tempRemove(answers []answer, cmd string, parts []string, password string, t
 			continue
 		}
 		sent++
-		req := node.AdminReq{ID: uint64(time.Now().UnixNano()), Kind: roles.AdminTempRemove, Change: roles.Change{ID: uint32(cs.ID)}}
+		req := protocol.AdminReq{ID: uint64(time.Now().UnixNano()), Kind: roles.AdminTempRemove, Change: roles.Change{ID: uint32(cs.ID)}}
 		r, err := send(a.addr, req, password, timeout)
 		switch {
 		case err != nil:

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
@@ -380,7 +380,7 @@ func masterRows(answers []answer, timeRef *answer, refID string) []masterRow {
 	return rows
 }
 
-func infoOf(st node.StatusResp, timeRef *answer, refID string) *masterInfo {
+func infoOf(st protocol.StatusResp, timeRef *answer, refID string) *masterInfo {
 	in := &masterInfo{
 		Version: st.Version, Role: st.Role.String(), RoleID: int(st.Role), Sync: st.Sync.String(),
 		Transition: st.Transition, Epoch: st.Epoch, Leader: st.Leader,
@@ -458,13 +458,13 @@ func answersByAddr(answers []answer, view *answer) []answer {
 	return out
 }
 
-func findCS(list []node.CSStatus, id wire.CSID) (node.CSStatus, bool) {
+func findCS(list []protocol.CSStatus, id wire.CSID) (protocol.CSStatus, bool) {
 	for _, c := range list {
 		if c.ID == id {
 			return c, true
 		}
 	}
-	return node.CSStatus{}, false
+	return protocol.CSStatus{}, false
 }
 
 // removalCommand is the ready-to-run command that removes a disconnected

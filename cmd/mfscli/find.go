@@ -9,7 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/pkg/client"
+	"github.com/mfs-election/mfs-election/pkg/masterhost"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 )
 
@@ -17,7 +19,7 @@ import (
 // none).
 type answer struct {
 	addr netip.AddrPort
-	st   node.StatusResp
+	st   protocol.StatusResp
 	err  error
 }
 
@@ -42,10 +44,10 @@ func resolve(spec string, port uint16) ([]netip.AddrPort, []error) {
 		return nil, []error{fmt.Errorf("-H %q names no master", spec)}
 	}
 	for _, item := range items {
-		list, err := node.ResolveMasters(item, port)
+		list, err := masterhost.Resolve(item, port)
 		if err != nil {
 			if inner := errors.Unwrap(err); inner != nil {
-				err = inner // the lookup's own words; ResolveMasters adds MASTER_HOST
+				err = inner // the lookup's own words; masterhost.Resolve adds MASTER_HOST
 			}
 			errs = append(errs, fmt.Errorf("-H %s: %w", item, err))
 			continue
@@ -69,7 +71,7 @@ func askAll(addrs []netip.AddrPort, timeout time.Duration) []answer {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st, err := node.Status(a, timeout)
+			st, err := client.Status(a, timeout)
 			out[i] = answer{addr: a, st: st, err: err}
 		}()
 	}
@@ -92,7 +94,7 @@ func reachedAny(answers []answer) bool {
 // UNREACHABLE (no connection) or BUSY (connected, no answer).
 func stateWord(a answer) string {
 	switch {
-	case errors.Is(a.err, node.ErrUnreachable):
+	case errors.Is(a.err, client.ErrUnreachable):
 		return "UNREACHABLE"
 	case a.err != nil:
 		return "BUSY"

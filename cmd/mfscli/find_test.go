@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/pkg/client"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/urfave/cli/v2"
 )
 
-var errUnreachable = fmt.Errorf("%w: connection refused", node.ErrUnreachable)
+var errUnreachable = fmt.Errorf("%w: connection refused", client.ErrUnreachable)
 
 // TestResolve: -H lists names or addresses separated by commas and spaces;
 // duplicates are asked once; a name that does not resolve is reported and
@@ -63,10 +63,10 @@ func TestUnreachableOrBusy(t *testing.T) {
 	closed.Close()
 
 	answers := askAll([]netip.AddrPort{busy, dead}, 300*time.Millisecond)
-	if !errors.Is(answers[0].err, node.ErrBusy) || stateWord(answers[0]) != "BUSY" || toneOf(answers[0]) != toneBusy {
+	if !errors.Is(answers[0].err, client.ErrBusy) || stateWord(answers[0]) != "BUSY" || toneOf(answers[0]) != toneBusy {
 		t.Errorf("silent listener: %v -> %s", answers[0].err, stateWord(answers[0]))
 	}
-	if !errors.Is(answers[1].err, node.ErrUnreachable) || stateWord(answers[1]) != "UNREACHABLE" || toneOf(answers[1]) != toneUnreachable {
+	if !errors.Is(answers[1].err, client.ErrUnreachable) || stateWord(answers[1]) != "UNREACHABLE" || toneOf(answers[1]) != toneUnreachable {
 		t.Errorf("closed port: %v -> %s", answers[1].err, stateWord(answers[1]))
 	}
 	if reachedAny(answers) {
@@ -98,7 +98,7 @@ func TestStateWords(t *testing.T) {
 		{st(roles.Deputy, roles.Desync, ""), "DEPUTY", toneDeputy, 208},
 		{st(roles.Dummy, roles.Synced, ""), "DUMMY", toneDummy, 244},
 		{answer{err: errUnreachable}, "UNREACHABLE", toneUnreachable, 196},
-		{answer{err: fmt.Errorf("%w: i/o timeout", node.ErrBusy)}, "BUSY", toneBusy, 55},
+		{answer{err: fmt.Errorf("%w: i/o timeout", client.ErrBusy)}, "BUSY", toneBusy, 55},
 	}
 	for _, c := range cases {
 		if w, tn := stateWord(c.a), toneOf(c.a); w != c.word || tn != c.tone || colours[tn] != c.code {

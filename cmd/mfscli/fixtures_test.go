@@ -5,7 +5,8 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/pkg/client"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
@@ -28,9 +29,9 @@ func addr(s string) netip.Addr { return netip.MustParseAddr(s) }
 
 func at(s string) netip.AddrPort { return netip.AddrPortFrom(addr(s), 9421) }
 
-func locations() []node.LocStatus {
+func locations() []protocol.LocStatus {
 	p := func(s string) []netip.Prefix { return []netip.Prefix{netip.MustParsePrefix(s)} }
-	return []node.LocStatus{
+	return []protocol.LocStatus{
 		{Name: "default", On: true, Default: true},
 		{Name: "dc1", Ranges: p("127.0.1.0/24"), On: true},
 		{Name: "dc2", Ranges: p("127.0.2.0/24"), On: true},
@@ -40,13 +41,13 @@ func locations() []node.LocStatus {
 
 // registry is the six chunkservers; connected and voting say which of them
 // have a connection to, and a vote counted by, the master whose view it is.
-func registry(connected, voting func(wire.CSID) bool) []node.CSStatus {
-	var out []node.CSStatus
+func registry(connected, voting func(wire.CSID) bool) []protocol.CSStatus {
+	var out []protocol.CSStatus
 	labels := []string{"A", "B", "C"}
 	for loc := 1; loc <= 3; loc++ {
 		for k := 1; k <= 2; k++ {
 			id := wire.CSID(2*(loc-1) + k)
-			c := node.CSStatus{ID: id, Addr: addr(fmt.Sprintf("127.0.%d.%d", loc, k)), Port: 9422,
+			c := protocol.CSStatus{ID: id, Addr: addr(fmt.Sprintf("127.0.%d.%d", loc, k)), Port: 9422,
 				Location: fmt.Sprintf("dc%d", loc), VoterOnly: k == 2,
 				Connected: connected(id), Voting: voting(id)}
 			if k == 1 {
@@ -73,15 +74,15 @@ func ids(list ...wire.CSID) func(wire.CSID) bool {
 }
 
 // loc is one location of a count: registered, reach, votes.
-func loc(name string, reg, reach, votes int) node.LocTally {
-	return node.LocTally{Name: name, Registered: reg, Reach: reach, Votes: votes,
+func loc(name string, reg, reach, votes int) protocol.LocTally {
+	return protocol.LocTally{Name: name, Registered: reg, Reach: reach, Votes: votes,
 		Carried: 2*votes > reg, CanCarry: 2*reach > reg}
 }
 
 // tally counts the locations: carried, and the outcome of the quorum rule
 // (none of the fixtures' counts has the default location taking part).
-func tally(config uint64, outcome string, locs ...node.LocTally) node.TallyStatus {
-	t := node.TallyStatus{Config: config, Outcome: outcome, Participating: len(locs), Locations: locs}
+func tally(config uint64, outcome string, locs ...protocol.LocTally) protocol.TallyStatus {
+	t := protocol.TallyStatus{Config: config, Outcome: outcome, Participating: len(locs), Locations: locs}
 	for _, l := range locs {
 		if l.Carried {
 			t.Carried++
@@ -91,8 +92,8 @@ func tally(config uint64, outcome string, locs ...node.LocTally) node.TallyStatu
 	return t
 }
 
-func master(ip string, role roles.Role, epoch, version uint64) node.StatusResp {
-	return node.StatusResp{Addr: addr(ip), Version: "0.3.0", Role: role, Sync: roles.Synced, Epoch: epoch,
+func master(ip string, role roles.Role, epoch, version uint64) protocol.StatusResp {
+	return protocol.StatusResp{Addr: addr(ip), Version: "0.3.0", Role: role, Sync: roles.Synced, Epoch: epoch,
 		MetaVersion: version, Commit: version, ClusterID: clusterID, WallUnixMs: ms(0),
 		ConfigVersion: 3, InForce: 3, Locations: locations(), RSS: 48 << 20, CPU: 1.5}
 }
@@ -103,7 +104,7 @@ func healthy() []answer {
 	l := master("127.0.0.11", roles.Leader, 7, 1532)
 	l.Leader, l.HoldsQuorum, l.Connected, l.Registered, l.Voters = addr("127.0.0.11"), true, 6, 6, 6
 	l.Chunkservers = registry(all, all)
-	l.Tallies = []node.TallyStatus{tally(3, "WON", loc("dc1", 2, 2, 2), loc("dc2", 2, 2, 2), loc("dc3", 2, 2, 2))}
+	l.Tallies = []protocol.TallyStatus{tally(3, "WON", loc("dc1", 2, 2, 2), loc("dc2", 2, 2, 2), loc("dc3", 2, 2, 2))}
 	l.SnapshotVersion, l.ChangelogEntries, l.LeaderChangeUnixMs, l.RSS, l.CPU = 1000, 532, ms(-200*time.Second), 61<<20, 4.2
 	f1 := follower("127.0.0.12", 7, 1532, 120*time.Millisecond)
 	f2 := follower("127.0.0.13", 7, 1531, -40*time.Millisecond)
@@ -111,7 +112,7 @@ func healthy() []answer {
 	return []answer{{addr: at("127.0.0.12"), st: f1}, {addr: at("127.0.0.11"), st: l}, {addr: at("127.0.0.13"), st: f2}}
 }
 
-func follower(ip string, epoch, version uint64, offset time.Duration) node.StatusResp {
+func follower(ip string, epoch, version uint64, offset time.Duration) protocol.StatusResp {
 	f := master(ip, roles.Follower, epoch, version)
 	f.Leader, f.Connected, f.Registered, f.WallUnixMs = addr("127.0.0.11"), 6, 6, ms(offset)
 	f.Chunkservers = registry(all, none)
@@ -128,16 +129,16 @@ func election() []answer {
 	e := master("127.0.0.12", roles.Elect, 8, 1540)
 	e.Sync, e.Connected, e.Registered, e.Voters = roles.Desync, 5, 6, 3
 	e.Chunkservers = registry(ids(1, 2, 3, 5, 6), ids(1, 2, 3))
-	e.Tallies = []node.TallyStatus{tally(3, "PENDING", loc("dc1", 2, 2, 2), loc("dc2", 2, 1, 1), loc("dc3", 2, 2, 0))}
+	e.Tallies = []protocol.TallyStatus{tally(3, "PENDING", loc("dc1", 2, 2, 2), loc("dc2", 2, 1, 1), loc("dc3", 2, 2, 0))}
 	e.SnapshotVersion, e.ChangelogEntries, e.LeaderChangeUnixMs, e.Delay = 1000, 540, ms(-12*time.Second), 12*time.Second
 	f := master("127.0.0.14", roles.Follower, 7, 1538)
 	f.Sync, f.Delay, f.WallUnixMs, f.Connected, f.Registered = roles.Desync, 7500*time.Millisecond, ms(1500*time.Millisecond), 5, 6
 	f.Chunkservers = registry(ids(1, 2, 3, 5, 6), none)
 	f.SnapshotVersion, f.ChangelogEntries, f.LeaderChangeUnixMs = 1000, 538, ms(-11*time.Second)
 	return []answer{
-		{addr: at("127.0.0.11"), err: fmt.Errorf("%w: dial tcp 127.0.0.11:9421: connect: connection refused", node.ErrUnreachable)},
+		{addr: at("127.0.0.11"), err: fmt.Errorf("%w: dial tcp 127.0.0.11:9421: connect: connection refused", client.ErrUnreachable)},
 		{addr: at("127.0.0.12"), st: e},
-		{addr: at("127.0.0.13"), err: fmt.Errorf("%w: read tcp 127.0.0.1:40122->127.0.0.13:9421: i/o timeout", node.ErrBusy)},
+		{addr: at("127.0.0.13"), err: fmt.Errorf("%w: read tcp 127.0.0.1:40122->127.0.0.13:9421: i/o timeout", client.ErrBusy)},
 		{addr: at("127.0.0.14"), st: f},
 	}
 }
@@ -151,7 +152,7 @@ func cutOff() []answer {
 	l.Leader, l.HoldsQuorum, l.Connected, l.Registered, l.Voters = addr("127.0.0.11"), true, 4, 6, 4
 	l.Chunkservers = registry(up, up)
 	l.Chunkservers[5].Maintenance = true // 127.0.3.2 was taken down on purpose (-CM1)
-	l.Tallies = []node.TallyStatus{tally(3, "WON", loc("dc1", 2, 2, 2), loc("dc2", 2, 2, 2), loc("dc3", 2, 0, 0))}
+	l.Tallies = []protocol.TallyStatus{tally(3, "WON", loc("dc1", 2, 2, 2), loc("dc2", 2, 2, 2), loc("dc3", 2, 0, 0))}
 	l.SnapshotVersion, l.ChangelogEntries, l.LeaderChangeUnixMs, l.RSS, l.CPU = 2000, 210, ms(-26*time.Hour), 75<<20, 7.9
 	f1 := follower("127.0.0.12", 9, 2210, 15*time.Millisecond)
 	f1.Chunkservers, f1.Connected, f1.LeaderChangeUnixMs = registry(up, none), 4, ms(-26*time.Hour)
@@ -171,9 +172,9 @@ func inFlight() []answer {
 	l := master("127.0.0.11", roles.Leader, 7, 1601)
 	l.Leader, l.HoldsQuorum, l.Connected, l.Registered, l.Voters = addr("127.0.0.11"), true, 7, 7, 7
 	l.ConfigVersion, l.InForce = 4, 3
-	l.Chunkservers = append(registry(all, all), node.CSStatus{ID: 7, Addr: addr("127.0.1.3"), Port: 9422, Location: "dc1",
+	l.Chunkservers = append(registry(all, all), protocol.CSStatus{ID: 7, Addr: addr("127.0.1.3"), Port: 9422, Location: "dc1",
 		Connected: true, Voting: true, Labels: "A", Total: 200 * gib, Used: 0})
-	l.Tallies = []node.TallyStatus{
+	l.Tallies = []protocol.TallyStatus{
 		tally(4, "WON", loc("dc1", 3, 3, 3), loc("dc2", 2, 2, 2), loc("dc3", 2, 2, 2)),
 		tally(3, "WON", loc("dc1", 2, 2, 2), loc("dc2", 2, 2, 2), loc("dc3", 2, 2, 2)),
 	}
@@ -181,7 +182,7 @@ func inFlight() []answer {
 	f := follower("127.0.0.12", 7, 1601, 80*time.Millisecond)
 	f.ChangelogEntries = 601
 	f.ConfigVersion, f.InForce, f.Connected, f.Registered = 4, 3, 7, 7
-	f.Chunkservers = append(registry(all, none), node.CSStatus{ID: 7, Addr: addr("127.0.1.3"), Port: 9422, Location: "dc1", Connected: true})
+	f.Chunkservers = append(registry(all, none), protocol.CSStatus{ID: 7, Addr: addr("127.0.1.3"), Port: 9422, Location: "dc1", Connected: true})
 	i := master("127.0.0.13", roles.Follower, 0, 0)
 	i.Sync, i.Commit, i.ConfigVersion, i.InForce, i.Locations, i.Behind = roles.Init, 0, 0, 0, nil, 1601
 	i.ClusterID, i.WallUnixMs, i.RSS, i.CPU = "", ms(-300*time.Millisecond), 22<<20, 38.5
@@ -231,7 +232,7 @@ func keep() []answer {
 // no chunkserver: an even split of the two elects nobody (no tie-break).
 func twoSites() []answer {
 	as := healthy()
-	two := func(cs []node.CSStatus) []node.CSStatus { return cs[:4] }
+	two := func(cs []protocol.CSStatus) []protocol.CSStatus { return cs[:4] }
 	for i := range as {
 		st := &as[i].st
 		st.Locations = st.Locations[:3]
@@ -239,7 +240,7 @@ func twoSites() []answer {
 		st.Connected = min(st.Connected, 4)
 		st.Voters = min(st.Voters, 4)
 		if st.Tallies != nil {
-			st.Tallies = []node.TallyStatus{tally(3, "WON", loc("dc1", 2, 2, 2), loc("dc2", 2, 2, 2))}
+			st.Tallies = []protocol.TallyStatus{tally(3, "WON", loc("dc1", 2, 2, 2), loc("dc2", 2, 2, 2))}
 		}
 	}
 	return as
@@ -260,7 +261,7 @@ func orphaned() []answer {
 	i.ClusterID, i.WallUnixMs = "", ms(-300*time.Millisecond)
 	i.NotEligible = "it holds no metadata yet (started with -e): it must sync from a LEADER first"
 	return []answer{
-		{addr: at("127.0.0.11"), err: fmt.Errorf("%w: dial tcp 127.0.0.11:9421: connect: connection refused", node.ErrUnreachable)},
+		{addr: at("127.0.0.11"), err: fmt.Errorf("%w: dial tcp 127.0.0.11:9421: connect: connection refused", client.ErrUnreachable)},
 		{addr: at("127.0.0.12"), st: f},
 		{addr: at("127.0.0.13"), st: i},
 	}
@@ -282,9 +283,9 @@ func open() []answer {
 // once.
 func clone() []answer {
 	as := healthy()
-	as[1].st.Clones = []node.CloneStatus{{ID: 1, Addr: addr("127.0.9.9"), Holder: addr("127.0.1.1"),
+	as[1].st.Clones = []protocol.CloneStatus{{ID: 1, Addr: addr("127.0.9.9"), Holder: addr("127.0.1.1"),
 		FirstUnixMs: ms(-90 * time.Second), LastUnixMs: ms(-5 * time.Second), Count: 3}}
-	as[0].st.Clones = []node.CloneStatus{{ID: 1, Addr: addr("127.0.9.9"), Holder: addr("127.0.1.1"),
+	as[0].st.Clones = []protocol.CloneStatus{{ID: 1, Addr: addr("127.0.9.9"), Holder: addr("127.0.1.1"),
 		FirstUnixMs: ms(-90 * time.Second), LastUnixMs: ms(-90 * time.Second), Count: 1}}
 	return as
 }
@@ -297,6 +298,6 @@ func leftOut() []answer {
 	e := &as[1].st
 	e.TempRemoved = []wire.CSID{4}
 	e.Transition = "ELECT -> LEADER"
-	e.Tallies = []node.TallyStatus{tally(3, "WON", loc("dc1", 2, 2, 2), loc("dc2", 1, 1, 1), loc("dc3", 2, 2, 0))}
+	e.Tallies = []protocol.TallyStatus{tally(3, "WON", loc("dc1", 2, 2, 2), loc("dc2", 1, 1, 1), loc("dc3", 2, 2, 0))}
 	return as
 }

@@ -10,13 +10,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mfs-election/mfs-election/internal/node"
 	"github.com/urfave/cli/v2"
+
+	"github.com/mfs-election/mfs-election/internal/release"
 )
 
 // Frozen by the golden tests.
 var (
-	cliVersion = node.Version
+	cliVersion = release.Version
 	clock      = time.Now
 )
 
@@ -35,7 +36,7 @@ func newApp() *cli.App {
 		UsageText: "mfscli [-H HOST] [-P PORT] [-SIM] [-SCS] [-SIG] [-SLQ] [-p|-j] [-o N] [-r]\n" +
 			"   mfscli [-H HOST] [-P PORT] -CRC/ip/port | -CLU/ip | -CLC/ip | -CLS | -CMS/ip | ... (docs/mfscli.md)\n" +
 			"   mfscli [-H HOST] [--mfspassword PASS] get KEY | set KEY VALUE | cas KEY VALUE VERSION | delete KEY | list [PREFIX]",
-		Version: node.Version,
+		Version: release.Version,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "H", Value: "mfsmaster", Usage: "masters: DNS names (every A/AAAA record) or addresses, separated by commas or spaces"},
 			&cli.IntFlag{Name: "P", Value: 9421, Usage: "the masters' client port"},

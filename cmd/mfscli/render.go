@@ -7,7 +7,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/pkg/client"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 )
 
@@ -40,7 +41,7 @@ var colours = map[tone]int{
 // toneOf is the colour class of a master's state word.
 func toneOf(a answer) tone {
 	switch {
-	case errors.Is(a.err, node.ErrUnreachable):
+	case errors.Is(a.err, client.ErrUnreachable):
 		return toneUnreachable
 	case a.err != nil:
 		return toneBusy
@@ -50,7 +51,7 @@ func toneOf(a answer) tone {
 	return roleTone(a.st)
 }
 
-func roleTone(st node.StatusResp) tone {
+func roleTone(st protocol.StatusResp) tone {
 	switch st.Role {
 	case roles.Leader:
 		return toneLeader

@@ -5,7 +5,7 @@ import (
 	"net/netip"
 	"strings"
 
-	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 )
 
 // locRows lists the location map of the master that counts votes (the
@@ -21,7 +21,7 @@ func locRows(view, counter *answer) []locRow {
 		return []locRow{}
 	}
 	st := src.st
-	var newest *node.TallyStatus
+	var newest *protocol.TallyStatus
 	cfg := st.ConfigVersion
 	if len(st.Tallies) > 0 {
 		newest, cfg = &st.Tallies[0], st.Tallies[0].Config
@@ -53,7 +53,7 @@ func locRows(view, counter *answer) []locRow {
 	return rows
 }
 
-func registeredPerLocation(list []node.CSStatus) map[string]int {
+func registeredPerLocation(list []protocol.CSStatus) map[string]int {
 	out := map[string]int{}
 	for _, c := range list {
 		out[c.Location]++
@@ -61,16 +61,16 @@ func registeredPerLocation(list []node.CSStatus) map[string]int {
 	return out
 }
 
-func findLoc(t node.TallyStatus, name string) (node.LocTally, bool) {
+func findLoc(t protocol.TallyStatus, name string) (protocol.LocTally, bool) {
 	for _, lt := range t.Locations {
 		if lt.Name == name {
 			return lt, true
 		}
 	}
-	return node.LocTally{}, false
+	return protocol.LocTally{}, false
 }
 
-func hasLocation(list []node.LocStatus, name string) bool {
+func hasLocation(list []protocol.LocStatus, name string) bool {
 	for _, l := range list {
 		if l.Name == name {
 			return true
@@ -79,7 +79,7 @@ func hasLocation(list []node.LocStatus, name string) bool {
 	return false
 }
 
-func countOf(lt node.LocTally) *locCount {
+func countOf(lt protocol.LocTally) *locCount {
 	return &locCount{Reach: lt.Reach, Votes: lt.Votes, Carried: lt.Carried, CanCarry: lt.CanCarry}
 }
 
@@ -101,9 +101,9 @@ func quorumOf(answers []answer, counter *answer) quorumView {
 	return q
 }
 
-func won(t node.TallyStatus) bool { return t.Outcome == "WON" }
+func won(t protocol.TallyStatus) bool { return t.Outcome == "WON" }
 
-func defaultCarried(t node.TallyStatus) bool {
+func defaultCarried(t protocol.TallyStatus) bool {
 	for _, lt := range t.Locations {
 		if lt.Default && lt.Carried {
 			return true
@@ -163,7 +163,7 @@ func verdict(a answer) string {
 }
 
 // wonText: the numbers of a won count, and the locations it does without.
-func wonText(t node.TallyStatus) string {
+func wonText(t protocol.TallyStatus) string {
 	if t.Participating == 1 {
 		l := t.Locations[0]
 		return fmt.Sprintf("%d of %d chunkservers vote for it, needs %d", l.Votes, l.Registered, l.Registered/2+1)
@@ -176,7 +176,7 @@ func wonText(t node.TallyStatus) string {
 }
 
 // missingText: what a count that is not won lacks.
-func missingText(t node.TallyStatus) string {
+func missingText(t protocol.TallyStatus) string {
 	switch {
 	case t.Empty || len(t.Locations) == 0:
 		return "no chunkserver is registered in a location that is ON"
@@ -187,7 +187,7 @@ func missingText(t node.TallyStatus) string {
 }
 
 // uncarried names each location that is not carried, with its numbers.
-func uncarried(t node.TallyStatus) []string {
+func uncarried(t protocol.TallyStatus) []string {
 	var out []string
 	for _, l := range t.Locations {
 		if !l.Carried {
@@ -200,7 +200,7 @@ func uncarried(t node.TallyStatus) []string {
 // locShort: why a location is not carried. A location is carried by
 // strictly more than half of its registered chunkservers; when enough
 // reach the master but their votes are not counted (yet), say so.
-func locShort(l node.LocTally) string {
+func locShort(l protocol.LocTally) string {
 	need := l.Registered/2 + 1
 	if l.Reach < need {
 		return fmt.Sprintf("%d of %d chunkservers reach it, needs %d", l.Reach, l.Registered, need)
@@ -211,7 +211,7 @@ func locShort(l node.LocTally) string {
 // needsText: how many carried locations win. With an even number taking
 // part and the default location among them, exactly half wins when the
 // default is carried (the tie-break): say which way it goes.
-func needsText(t node.TallyStatus) string {
+func needsText(t protocol.TallyStatus) string {
 	p := t.Participating
 	for _, l := range t.Locations {
 		if !l.Default || p%2 != 0 {

@@ -4,11 +4,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 )
 
-func counting(role roles.Role, ts ...node.TallyStatus) answer {
+func counting(role roles.Role, ts ...protocol.TallyStatus) answer {
 	st := master("127.0.0.12", role, 8, 100)
 	st.Tallies = ts
 	if len(ts) > 1 {
@@ -17,7 +17,7 @@ func counting(role roles.Role, ts ...node.TallyStatus) answer {
 	return answer{addr: at("127.0.0.12"), st: st}
 }
 
-func withDefault(l node.LocTally) node.LocTally { l.Default = true; return l }
+func withDefault(l protocol.LocTally) protocol.LocTally { l.Default = true; return l }
 
 // TestVerdict: the quorum line for each shape of count.
 func TestVerdict(t *testing.T) {
@@ -38,7 +38,7 @@ func TestVerdict(t *testing.T) {
 			"no quorum for ELECT 127.0.0.12: location d: 1 of 2 chunkservers reach it, needs 2; location b: 0 of 2 chunkservers reach it, needs 2; location c: 0 of 2 chunkservers reach it, needs 2; 1 of 4 locations carried, needs 3, or 2 with the default location d"},
 		{"tie-break used", counting(roles.Leader, tally(3, "WON", loc("a", 2, 2, 2), withDefault(loc("d", 2, 2, 2)), loc("b", 2, 0, 0), loc("c", 2, 0, 0))),
 			"quorum held by LEADER 127.0.0.12 (2 of 4 locations carried, needs 2 (half, with the default location d); not carried: location b: 0 of 2 chunkservers reach it, needs 2; location c: 0 of 2 chunkservers reach it, needs 2)"},
-		{"empty", counting(roles.Elect, node.TallyStatus{Config: 3, Outcome: "LOST", Empty: true}),
+		{"empty", counting(roles.Elect, protocol.TallyStatus{Config: 3, Outcome: "LOST", Empty: true}),
 			"no quorum for ELECT 127.0.0.12: no chunkserver is registered in a location that is ON"},
 		{"no config", counting(roles.Deputy),
 			"no quorum for DEPUTY 127.0.0.12: it reports no count (it holds no registry config)"},
@@ -102,7 +102,7 @@ func TestOnlyOffLocation(t *testing.T) {
 		a[i].st.Locations[3].On = false
 	}
 	lead := &a[1].st
-	lead.Tallies = []node.TallyStatus{tally(3, "WON", loc("dc1", 2, 2, 2), loc("dc2", 2, 2, 2))}
+	lead.Tallies = []protocol.TallyStatus{tally(3, "WON", loc("dc1", 2, 2, 2), loc("dc2", 2, 2, 2))}
 	ds := build(a, "mfsmaster", t0)
 	if ds.Summary.LocationsOn != 3 || ds.Summary.Locations != 4 {
 		t.Errorf("summary locations %d of %d", ds.Summary.LocationsOn, ds.Summary.Locations)

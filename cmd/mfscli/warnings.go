@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/pkg/masterhost"
 )
 
 // layoutWarning is a configuration trap the masters' answers show: it is
@@ -64,7 +64,7 @@ func keepWarning(answers []answer) (layoutWarning, bool) {
 	}
 	// Masters rank as the election ranks them: by id, which for IPv4 is
 	// the address itself.
-	slices.SortFunc(ms, func(a, b netip.Addr) int { return cmp.Compare(node.MasterIDOf(a), node.MasterIDOf(b)) })
+	slices.SortFunc(ms, func(a, b netip.Addr) int { return cmp.Compare(masterhost.IDOf(a), masterhost.IDOf(b)) })
 	names := make([]string, len(ms))
 	first := ""
 	for i, m := range ms {

@@ -16,11 +16,13 @@ import (
 
 	"github.com/mfs-election/mfs-election/internal/node"
 	"github.com/mfs-election/mfs-election/internal/obs"
-	"github.com/mfs-election/mfs-election/internal/secret"
+	"github.com/mfs-election/mfs-election/internal/release"
 	"github.com/mfs-election/mfs-election/internal/service"
 	"github.com/mfs-election/mfs-election/internal/settings"
+	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
 	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/secret"
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
 )
@@ -32,7 +34,7 @@ func main() {
 		Name:      "mfsmaster",
 		Usage:     "metadata master elected by chunkserver quorum",
 		UsageText: "mfsmaster [-c CFG] [-f] [-e] [--KEY value ...] [start|stop|restart|reload|test|init|repair]",
-		Version:   node.Version,
+		Version:   release.Version,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "c", Usage: "config file", Value: defaultCfg},
 			&cli.BoolFlag{Name: "f", Usage: "run in the foreground"},
@@ -73,8 +75,8 @@ func run(c *cli.Context) error {
 }
 
 // masters resolves MASTER_HOST and finds this master in it.
-func masters(cfg config) ([]node.MasterAddr, netip.Addr, error) {
-	list, err := node.ResolveMasters(cfg.MasterHost, uint16(cfg.ML.Port))
+func masters(cfg config) ([]masterhost.Master, netip.Addr, error) {
+	list, err := masterhost.Resolve(cfg.MasterHost, uint16(cfg.ML.Port))
 	if err != nil {
 		return nil, netip.Addr{}, err
 	}
@@ -123,7 +125,7 @@ func initMetadata(out io.Writer, cfg config, lockPath string, locs []string) err
 	if err != nil {
 		return err
 	}
-	g := roles.Genesis(node.MasterIDOf(self))
+	g := roles.Genesis(masterhost.IDOf(self))
 	for _, l := range locs {
 		name, cidr, ok := strings.Cut(l, "=")
 		p, perr := netip.ParsePrefix(cidr)
@@ -193,7 +195,7 @@ func foreground(c *cli.Context, cfg config, v settings.Values, lockPath string, 
 	}
 	reg := obs.NewRegistry()
 	opt := cfg.Node
-	opt.Core.ID = node.MasterIDOf(self)
+	opt.Core.ID = masterhost.IDOf(self)
 	opt.Core.Masters = nil
 	for _, m := range list {
 		opt.Core.Masters = append(opt.Core.Masters, m.ID)
@@ -203,7 +205,7 @@ func foreground(c *cli.Context, cfg config, v settings.Values, lockPath string, 
 		opt.Bind = a
 	}
 	opt.ListenML, opt.ListenCS, opt.ListenCL = cfg.ML.addr(), cfg.CS.addr(), cfg.CL.addr()
-	opt.Version, opt.Log, opt.Metrics = node.Version, log, reg
+	opt.Version, opt.Log, opt.Metrics = release.Version, log, reg
 	httpLn, err := net.Listen("tcp", cfg.HTTP.addr())
 	if err != nil {
 		return fmt.Errorf("HTTP_LISTEN: %w", err)

@@ -2,7 +2,8 @@ package main
 
 import (
 	"github.com/mfs-election/mfs-election/internal/node"
-	"github.com/mfs-election/mfs-election/internal/secret"
+	"github.com/mfs-election/mfs-election/pkg/masterhost"
+	"github.com/mfs-election/mfs-election/pkg/secret"
 )
 
 // noAdminPassword is the warning while ADMIN_PASSWORD is empty: at every
@@ -24,7 +25,7 @@ func checkSecrets(cfg config) error {
 // every address of the master and of MASTER_HOST is loopback or INSECURE
 // is set; a warning while ADMIN_PASSWORD is empty. The HTTP endpoint is
 // left out: it serves metrics only, nothing AUTH_CODE protects.
-func startChecks(cfg config, list []node.MasterAddr) (warnings []string, err error) {
+func startChecks(cfg config, list []masterhost.Master) (warnings []string, err error) {
 	if err := checkSecrets(cfg); err != nil {
 		return nil, err
 	}

@@ -14,9 +14,9 @@ import (
 	"reflect"
 	"time"
 
-	"github.com/mfs-election/mfs-election/internal/node"
-	"github.com/mfs-election/mfs-election/internal/secret"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/secret"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 )
@@ -84,8 +84,8 @@ func (r Raw) MsgType() wire.Type { return r.Type }
 var known = func() *frame.Registry {
 	r := frame.NewRegistry()
 	for _, m := range []wire.Message{
-		node.AuthChallenge{}, node.AuthProof{}, node.RegisterReq{}, node.RegisterReply{}, node.CSInfo{},
-		node.StatusReq{}, node.StatusResp{}, node.AdminReq{}, node.AdminResp{},
+		protocol.AuthChallenge{}, protocol.AuthProof{}, protocol.RegisterReq{}, protocol.RegisterReply{}, protocol.CSInfo{},
+		protocol.StatusReq{}, protocol.StatusResp{}, protocol.AdminReq{}, protocol.AdminResp{},
 		roles.Probe{}, roles.ProbeReply{}, roles.VoteHello{}, roles.VoteBye{}, roles.Heartbeat{},
 		roles.HeartbeatAck{}, roles.VoteRelease{}, roles.Redirect{}, roles.PeerStatus{}, roles.Append{},
 		roles.AppendAck{}, roles.FetchReq{}, roles.FetchResp{}, roles.SnapshotChunk{},
@@ -221,16 +221,17 @@ func (c *Conn) Local() netip.AddrPort {
 func (c *Conn) Close() error { return c.nc.Close() }
 
 // Proof is the AUTH_CODE proof an honest chunkserver at addr sends for
-// nonce (node's authMAC: HMAC-SHA256 over nonce, cluster id and address,
-// keyed by the key secret.Key derives from the code for the cluster). An
-// attacker holding the code computes it for its own address.
+// nonce (protocol.ChunkserverProof, written again here: HMAC-SHA256 over
+// nonce, cluster id and address, keyed by the key secret.Key derives from
+// the code for the cluster). An attacker holding the code computes it for
+// its own address.
 func Proof(code string, nonce []byte, cluster string, addr netip.Addr) []byte {
 	return proof(secret.Key(code, cluster, secret.Chunkserver), nonce, cluster, addr)
 }
 
 // MasterProof is the AUTH_CODE proof a master at addr sends on a peer's
-// 9419 (node's masterMAC: the same MAC under the key derived for masters,
-// so that no chunkserver proof passes for a master's).
+// 9419 (protocol.MasterProof: the same MAC under the key derived for
+// masters, so that no chunkserver proof passes for a master's).
 func MasterProof(code string, nonce []byte, cluster string, addr netip.Addr) []byte {
 	return proof(secret.Key(code, cluster, secret.Master), nonce, cluster, addr)
 }
@@ -268,7 +269,7 @@ func (c *Conn) answerChallenge(code string) error {
 	if err != nil {
 		return fmt.Errorf("waiting for the challenge: %w", err)
 	}
-	ch, ok := m.(node.AuthChallenge)
+	ch, ok := m.(protocol.AuthChallenge)
 	if !ok {
 		return fmt.Errorf("expected a challenge, got %T", m)
 	}
@@ -279,7 +280,7 @@ func (c *Conn) answerChallenge(code string) error {
 			mac = Proof(code, ch.Nonce, c.Peer.Cluster, c.Local().Addr())
 		}
 	}
-	return c.Send(node.AuthProof{MAC: mac})
+	return c.Send(protocol.AuthProof{MAC: mac})
 }
 
 // Closed reports whether err means the daemon ended the connection (EOF,
@@ -311,7 +312,7 @@ func Authenticated(ctx context.Context, t Target) error {
 	if t.AuthCode != "" && !challenged {
 		return errors.New("the master asked for no AUTH_CODE")
 	}
-	if err := c.Send(node.RegisterReq{Addr: t.Bind, Port: 1, VoterOnly: true}); err != nil {
+	if err := c.Send(protocol.RegisterReq{Addr: t.Bind, Port: 1, VoterOnly: true}); err != nil {
 		return err
 	}
 	for end := time.Now().Add(t.timeout()); time.Now().Before(end); {
@@ -319,7 +320,7 @@ func Authenticated(ctx context.Context, t Target) error {
 		if err != nil {
 			return fmt.Errorf("no answer after the proof: %w", err)
 		}
-		if _, ok := m.(node.RegisterReply); ok {
+		if _, ok := m.(protocol.RegisterReply); ok {
 			return nil
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
@@ -76,7 +76,7 @@ func (f RegistrationFlood) Run(ctx context.Context) (FloodResult, error) {
 			if _, ok := r.Assigned[p]; ok {
 				continue
 			}
-			if c.Send(node.RegisterReq{Addr: f.Bind, Port: p, VoterOnly: true}) != nil {
+			if c.Send(protocol.RegisterReq{Addr: f.Bind, Port: p, VoterOnly: true}) != nil {
 				break
 			}
 			asked = append(asked, p)
@@ -92,7 +92,7 @@ func (f RegistrationFlood) Run(ctx context.Context) (FloodResult, error) {
 				}
 				break
 			}
-			if rep, ok := m.(node.RegisterReply); ok {
+			if rep, ok := m.(protocol.RegisterReply); ok {
 				if rep.ID != wire.NoCS {
 					r.Assigned[asked[got]] = rep.ID
 				}

@@ -5,7 +5,8 @@ import (
 	"math"
 	"time"
 
-	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/pkg/masterhost"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
@@ -13,12 +14,12 @@ import (
 
 // Forger speaks to a master's peer port (9419) as another master: it binds
 // that master's address (Target.Bind), says hello with its id
-// (node.MasterIDOf) and sends crafted messages (review M6, E5, T3). Port
+// (masterhost.IDOf) and sends crafted messages (review M6, E5, T3). Port
 // 9419 checks only that the source address matches the hello id, so today
 // any local process on a master host gets through.
 type Forger struct {
 	Target
-	// From is the hello id (0: node.MasterIDOf(Bind)).
+	// From is the hello id (0: masterhost.IDOf(Bind)).
 	From wire.MasterID
 	// Wait is how long to listen after the last message for the master
 	// to close the connection (0: 500 ms).
@@ -50,7 +51,7 @@ func (f Forger) Send(ctx context.Context, msgs ...wire.Message) (ForgeResult, er
 	var r ForgeResult
 	from := f.From
 	if from == wire.NoMaster {
-		from = node.MasterIDOf(f.Bind)
+		from = masterhost.IDOf(f.Bind)
 	}
 	nc, err := f.dial(ctx)
 	if err != nil {
@@ -66,13 +67,13 @@ func (f Forger) Send(ctx context.Context, msgs ...wire.Message) (ForgeResult, er
 	// A master that authenticates its peers asks first (the fix for M6);
 	// on 5e6e761 nothing comes.
 	if m, err := c.Recv(200 * time.Millisecond); err == nil {
-		if ch, ok := m.(node.AuthChallenge); ok {
+		if ch, ok := m.(protocol.AuthChallenge); ok {
 			r.Challenged = true
 			mac := []byte(nil)
 			if f.AuthCode != "" && len(ch.Nonce) > 0 {
 				mac = MasterProof(f.AuthCode, ch.Nonce, c.Peer.Cluster, c.Local().Addr())
 			}
-			if err := c.Send(node.AuthProof{MAC: mac}); err != nil {
+			if err := c.Send(protocol.AuthProof{MAC: mac}); err != nil {
 				r.Closed = true
 				return r, nil
 			}

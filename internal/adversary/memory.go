@@ -7,8 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mfs-election/mfs-election/internal/node"
-	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 )
@@ -48,7 +47,7 @@ func (s SlowLoris) Run(ctx context.Context) (LorisResult, error) {
 	}
 	typ := s.Type
 	if typ == 0 {
-		typ = roles.TypeClientRead
+		typ = wire.TypeClientRead
 	}
 	body := min(s.Body, int(claim)-2)
 	hdr := make([]byte, frame.HeaderLen)
@@ -185,7 +184,7 @@ func (f CSInfoFlood) Run(ctx context.Context) (CSInfoResult, error) {
 				r.Challenged++
 			}
 			mu.Unlock()
-			b, err := frame.Encode(node.CSInfo{ID: id, Addr: f.Bind, Port: 9422, Labels: labels, Version: "0.3.0"})
+			b, err := frame.Encode(protocol.CSInfo{ID: id, Addr: f.Bind, Port: 9422, Labels: labels, Version: "0.3.0"})
 			if err != nil || c.Write(b) != nil {
 				return
 			}

@@ -18,7 +18,9 @@ import (
 
 	"github.com/mfs-election/mfs-election/internal/adversary"
 	"github.com/mfs-election/mfs-election/internal/cluster"
-	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/pkg/client"
+	"github.com/mfs-election/mfs-election/pkg/masterhost"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
@@ -111,7 +113,7 @@ func startAdv(t *testing.T, masters, css int, mutate func(*cluster.Spec)) *advCl
 		if st.Voters != css || st.Registered != css {
 			return fmt.Errorf("LEADER %s with %d/%d votes", st.Addr, st.Voters, st.Registered)
 		}
-		var sts []node.StatusResp
+		var sts []protocol.StatusResp
 		if err := throughout(2500*time.Millisecond, 100*time.Millisecond, func() error {
 			var errs []error
 			sts, errs = c.Statuses(time.Second)
@@ -145,7 +147,7 @@ func (a *advCluster) target(m int, port uint16, bind netip.Addr, code string) ad
 }
 
 // status asks one master (within 2 s).
-func (a *advCluster) status(m int) (node.StatusResp, error) {
+func (a *advCluster) status(m int) (protocol.StatusResp, error) {
 	st, errs := a.Statuses(2 * time.Second)
 	return st[m], errs[m]
 }
@@ -327,7 +329,7 @@ func (a *advCluster) writeVia(m int, key, value string) bool {
 	var rep wire.Message
 	var err error
 	q := func() {
-		rep, err = node.Query(cluster.ClientAddr(a.Masters[m].Addr), roles.ClientWrite{Seq: 1, Key: key, Value: value}, time.Second)
+		rep, err = client.Query(cluster.ClientAddr(a.Masters[m].Addr), roles.ClientWrite{Seq: 1, Key: key, Value: value}, time.Second)
 	}
 	if a.Spec.Netns != "" {
 		if e := cluster.InNetns(a.Spec.Netns, q); e != nil {
@@ -444,9 +446,9 @@ func TestAdversarySessionTheft(t *testing.T) {
 			for _, p := range connPorts(a.CS[i], a.CS[i].Addr, leadCS) {
 				seen[p] = true
 			}
-			if st, err := node.Status(cluster.ClientAddr(a.Masters[a.lead].Addr), time.Second); err == nil {
+			if st, err := client.Status(cluster.ClientAddr(a.Masters[a.lead].Addr), time.Second); err == nil {
 				polls++
-				if !slices.ContainsFunc(st.Chunkservers, func(cs node.CSStatus) bool {
+				if !slices.ContainsFunc(st.Chunkservers, func(cs protocol.CSStatus) bool {
 					return cs.ID == id && cs.Addr == a.CS[i].Addr && cs.Voting && cs.Connected
 				}) {
 					notCounted++
@@ -527,7 +529,7 @@ func TestAdversarySessionTheft(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.ContainsFunc(st.Chunkservers, func(cs node.CSStatus) bool { return cs.ID == id && cs.Addr == orig.Addr }) {
+		if !slices.ContainsFunc(st.Chunkservers, func(cs protocol.CSStatus) bool { return cs.ID == id && cs.Addr == orig.Addr }) {
 			t.Errorf("the registry no longer gives cs %d to %s: %+v", id, orig.Addr, st.Chunkservers)
 		}
 		// Refused: not a member under its own id either.
@@ -707,7 +709,7 @@ func TestAdversaryPeerForgery(t *testing.T) {
 					t.Fatalf("the attack tooling does not prove AUTH_CODE on 9419 the way the masters check it (update adversary.MasterProof): %+v", r)
 				}
 			}
-			for _, f := range adversary.Crafted(node.MasterIDOf(a.Masters[as].Addr), st[lead].Epoch,
+			for _, f := range adversary.Crafted(masterhost.IDOf(a.Masters[as].Addr), st[lead].Epoch,
 				roles.Pos{Version: st[to].MetaVersion, Epoch: st[lead].Epoch}) {
 				if code != "" && f.WellFormed {
 					continue // a master holding the code may send it
@@ -791,7 +793,7 @@ func TestAdversaryRegistrationFlood(t *testing.T) {
 	}
 	// The registry as any master reports it (the LEADER may be busy, or
 	// gone: a step-down closes its client connections).
-	var st node.StatusResp
+	var st protocol.StatusResp
 	if err := waitUntil(5*time.Second, 100*time.Millisecond, func() error {
 		sts, errs := a.Statuses(time.Second)
 		for i := range sts {
@@ -883,7 +885,7 @@ func TestAdversaryMemory(t *testing.T) {
 	ask := func() {
 		asked = true
 		heapPeak = max(heapPeak, heap())
-		_, err := node.Status(cluster.ClientAddr(p.Addr), 3*time.Second)
+		_, err := client.Status(cluster.ClientAddr(p.Addr), 3*time.Second)
 		served = err == nil
 		if err != nil {
 			t.Logf("status during the attack: %v", err)

@@ -16,7 +16,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/pkg/client"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 )
 
@@ -336,13 +337,13 @@ func ClientAddr(a netip.Addr) netip.AddrPort { return netip.AddrPortFrom(a, 9421
 
 // Statuses asks every master at once; a master that does not answer has a
 // non-nil error.
-func (c *Cluster) Statuses(timeout time.Duration) ([]node.StatusResp, []error) {
-	st := make([]node.StatusResp, len(c.Masters))
+func (c *Cluster) Statuses(timeout time.Duration) ([]protocol.StatusResp, []error) {
+	st := make([]protocol.StatusResp, len(c.Masters))
 	errs := make([]error, len(c.Masters))
 	if c.Spec.Netns != "" {
 		err := InNetns(c.Spec.Netns, func() {
 			for i, p := range c.Masters {
-				st[i], errs[i] = node.Status(ClientAddr(p.Addr), timeout)
+				st[i], errs[i] = client.Status(ClientAddr(p.Addr), timeout)
 			}
 		})
 		if err != nil {
@@ -357,7 +358,7 @@ func (c *Cluster) Statuses(timeout time.Duration) ([]node.StatusResp, []error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st[i], errs[i] = node.Status(ClientAddr(p.Addr), timeout)
+			st[i], errs[i] = client.Status(ClientAddr(p.Addr), timeout)
 		}()
 	}
 	wg.Wait()
@@ -378,7 +379,7 @@ func (c *Cluster) Leaders() []int {
 
 // WaitLeader polls (every poll, at most timeout) until exactly one master
 // other than those in not reports LEADER holding quorum, and returns it.
-func (c *Cluster) WaitLeader(timeout, poll time.Duration, not ...int) (int, node.StatusResp, error) {
+func (c *Cluster) WaitLeader(timeout, poll time.Duration, not ...int) (int, protocol.StatusResp, error) {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		st, errs := c.Statuses(poll + 200*time.Millisecond)
@@ -394,7 +395,7 @@ func (c *Cluster) WaitLeader(timeout, poll time.Duration, not ...int) (int, node
 		}
 		time.Sleep(poll)
 	}
-	return -1, node.StatusResp{}, fmt.Errorf("no LEADER within %v", timeout)
+	return -1, protocol.StatusResp{}, fmt.Errorf("no LEADER within %v", timeout)
 }
 
 func contains(xs []int, x int) bool {

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/cluster"
-	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/pkg/client"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
@@ -138,7 +138,7 @@ func holdsLeader(t *testing.T, c *cluster.Cluster, i int, d time.Duration, why s
 }
 
 func write(addr netip.Addr, key string, timeout time.Duration) (roles.ClientReply, error) {
-	m, err := node.Query(cluster.ClientAddr(addr), roles.ClientWrite{Seq: 1, Key: key, Value: "v"}, timeout)
+	m, err := client.Query(cluster.ClientAddr(addr), roles.ClientWrite{Seq: 1, Key: key, Value: "v"}, timeout)
 	if err != nil {
 		return roles.ClientReply{}, err
 	}

@@ -16,7 +16,8 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/cluster"
-	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/pkg/client"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 )
 
@@ -63,7 +64,7 @@ func TestFrozenLeaderNeverSaysLeader(t *testing.T) {
 		health, healthSent := httpAsk(hc, base+"/healthz")
 		status := make(chan statusAnswer, 1)
 		go func() {
-			st, err := node.Status(cluster.ClientAddr(old.Addr), 15*time.Second)
+			st, err := client.Status(cluster.ClientAddr(old.Addr), 15*time.Second)
 			status <- statusAnswer{st, err}
 		}()
 
@@ -108,7 +109,7 @@ func TestFrozenLeaderNeverSaysLeader(t *testing.T) {
 		// stepped down is cut by the disconnect rules (roles.md §3.8:
 		// clients are disconnected): no answer, and no LEADER either.
 		s := <-status
-		if s.err != nil && !errors.Is(s.err, node.ErrBusy) {
+		if s.err != nil && !errors.Is(s.err, client.ErrBusy) {
 			t.Fatalf("cycle %d: status of the resumed master: %v", cycle, s.err)
 		}
 		if s.err != nil {
@@ -143,7 +144,7 @@ type httpAnswer struct {
 }
 
 type statusAnswer struct {
-	st  node.StatusResp
+	st  protocol.StatusResp
 	err error
 }
 
@@ -191,7 +192,7 @@ func otherLeader(c *cluster.Cluster, frozen int, epoch uint64, timeout time.Dura
 			if i == frozen {
 				continue
 			}
-			st, err := node.Status(cluster.ClientAddr(p.Addr), 300*time.Millisecond)
+			st, err := client.Status(cluster.ClientAddr(p.Addr), 300*time.Millisecond)
 			if err == nil && st.Role == roles.Leader && st.HoldsQuorum && st.Epoch > epoch {
 				next, nextEpoch = i, st.Epoch
 				return nil
@@ -206,7 +207,7 @@ func otherLeader(c *cluster.Cluster, frozen int, epoch uint64, timeout time.Dura
 // timeout.
 func counting(c *cluster.Cluster, i, want int, timeout time.Duration) error {
 	return waitUntil(timeout, 50*time.Millisecond, func() error {
-		st, err := node.Status(cluster.ClientAddr(c.Masters[i].Addr), time.Second)
+		st, err := client.Status(cluster.ClientAddr(c.Masters[i].Addr), time.Second)
 		if err == nil && st.Role == roles.Leader && st.Voters == want {
 			return nil
 		}

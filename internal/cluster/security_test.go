@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/mfs-election/mfs-election/internal/cluster"
-	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 )
 
 // TestListingsSecurity (issue 10, H3) against real processes: masters
@@ -53,10 +53,10 @@ func TestListingsSecurity(t *testing.T) {
 		t.Error("no warning about the empty ADMIN_PASSWORD in the master's log")
 	}
 
-	if out, err := cli("", "set", "k", "v"); err == nil || !strings.Contains(out, node.ErrExportsPasswordMissing) {
+	if out, err := cli("", "set", "k", "v"); err == nil || !strings.Contains(out, protocol.ErrExportsPasswordMissing) {
 		t.Fatalf("a change without the password: %v\n%s", err, out)
 	}
-	if out, err := cli("MFSPASSWORD=wrong-password-0123", "set", "k", "v"); err == nil || !strings.Contains(out, node.ErrExportsPasswordWrong) {
+	if out, err := cli("MFSPASSWORD=wrong-password-0123", "set", "k", "v"); err == nil || !strings.Contains(out, protocol.ErrExportsPasswordWrong) {
 		t.Fatalf("a change with a wrong password: %v\n%s", err, out)
 	}
 	if out, err := cli("", "--mfspassword", password, "set", "k", "v"); err != nil {

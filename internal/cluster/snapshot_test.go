@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/cluster"
-	"github.com/mfs-election/mfs-election/internal/node"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 )
 
@@ -28,7 +28,7 @@ func TestSnapshotSync(t *testing.T) {
 	want := writeKeys(ctx, t, cl, 200, 150, 40) // 50 keys written twice, every 40th change a delete
 
 	// Every master saves snapshots; the LEADER trims to a few entries.
-	var st []node.StatusResp
+	var st []protocol.StatusResp
 	eventually(t, 10*time.Second, 50*time.Millisecond, "the LEADER to snapshot and trim", func() error {
 		var errs []error
 		st, errs = c.Statuses(time.Second)
@@ -51,7 +51,7 @@ func TestSnapshotSync(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitSynced(t, c, f, lead)
-	synced := emptyAndRejoin(t, c, f, lead, func(st node.StatusResp) bool { return st.SnapshotVersion > 0 })
+	synced := emptyAndRejoin(t, c, f, lead, func(st protocol.StatusResp) bool { return st.SnapshotVersion > 0 })
 	t.Logf("snapshot %d, %d entries held", synced.SnapshotVersion, synced.ChangelogEntries)
 	mustLog(t, p.Log, `"message":"snapshot installed"`)
 

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/cluster"
-	"github.com/mfs-election/mfs-election/internal/node"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 )
 
@@ -50,7 +50,7 @@ func TestEmptyFollowerSyncs(t *testing.T) {
 // snapshot), starts it again (its args carry -e) and waits until it is a
 // synced FOLLOWER holding what LEADER lead holds, and done (if given) says
 // so too.
-func emptyAndRejoin(t *testing.T, c *cluster.Cluster, f, lead int, done func(node.StatusResp) bool) node.StatusResp {
+func emptyAndRejoin(t *testing.T, c *cluster.Cluster, f, lead int, done func(protocol.StatusResp) bool) protocol.StatusResp {
 	t.Helper()
 	p := c.Masters[f]
 	p.Term(5 * time.Second)
@@ -63,7 +63,7 @@ func emptyAndRejoin(t *testing.T, c *cluster.Cluster, f, lead int, done func(nod
 		t.Fatal(err)
 	}
 	sawInit := false
-	var synced node.StatusResp
+	var synced protocol.StatusResp
 	eventually(t, 15*time.Second, 20*time.Millisecond, "the emptied master to sync", func() error {
 		st, errs := c.Statuses(time.Second)
 		if errs[f] == nil {

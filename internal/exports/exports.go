@@ -41,7 +41,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mfs-election/mfs-election/internal/secret"
+	"github.com/mfs-election/mfs-election/pkg/secret"
 )
 
 // Rule is one line of the file.

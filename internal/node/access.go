@@ -2,42 +2,17 @@ package node
 
 import (
 	"crypto/hmac"
-	"crypto/sha256"
 	"fmt"
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/exports"
 	"github.com/mfs-election/mfs-election/internal/obs"
-	"github.com/mfs-election/mfs-election/internal/secret"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/secret"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 )
-
-// Refusals of client requests by mfsexports.cfg. The master answers with
-// one of these texts in ClientReply.Err, followed by ": client ADDRESS,
-// key KEY" (a list: "prefix KEY"); the texts are stable, for scripts. The
-// core never sees a refused request.
-const (
-	ErrExportsDenied          = "refused by mfsexports.cfg: no line gives this address access to this key"
-	ErrExportsReadOnly        = "refused by mfsexports.cfg: read-only for this address and key"
-	ErrExportsPasswordMissing = "refused by mfsexports.cfg: the line for this address and key needs its password (pkg/client Config.Password; mfscli --mfspassword or MFSPASSWORD)"
-	ErrExportsPasswordWrong   = "refused by mfsexports.cfg: wrong password"
-	ErrExportsThrottled       = "refused by mfsexports.cfg: too many wrong password proofs from this address lately"
-)
-
-// ClientProof is what a client proves a password of mfsexports.cfg with:
-// HMAC-SHA256 keyed by the key derived from the password and the cluster
-// id (secret.Key, purpose mfs-client), over the nonce of the master's hello
-// on this connection, a zero byte and the cluster id. The password never
-// crosses the wire, and the proof is good for this connection only.
-func ClientProof(password string, nonce []byte, cluster string) []byte {
-	h := hmac.New(sha256.New, secret.Key(password, cluster, secret.Client))
-	h.Write(nonce)
-	h.Write([]byte{0})
-	h.Write([]byte(cluster))
-	return h.Sum(nil)
-}
 
 // exportsNow is the table in force: nil when there is no file (every
 // client may read and change every key).
@@ -136,7 +111,7 @@ func (n *MasterNode) clientAccess(c *conn, ours frame.Hello, p *clientProof, msg
 		}
 		ok, seen := p.proved[password]
 		if !seen {
-			ok = len(ours.Nonce) > 0 && hmac.Equal(p.mac, ClientProof(password, ours.Nonce, ours.Cluster))
+			ok = len(ours.Nonce) > 0 && hmac.Equal(p.mac, protocol.ClientProof(password, ours.Nonce, ours.Cluster))
 			if p.proved == nil {
 				p.proved = map[string]bool{}
 			}
@@ -148,16 +123,16 @@ func (n *MasterNode) clientAccess(c *conn, ours frame.Hello, p *clientProof, msg
 	if d == exports.Allowed {
 		return nil
 	}
-	text, reason := ErrExportsDenied, "exports-"+d.String()
+	text, code, reason := protocol.ErrExportsDenied, wire.CodeDenied, "exports-"+d.String()
 	switch d {
 	case exports.ReadOnly:
-		text = ErrExportsReadOnly
+		text = protocol.ErrExportsReadOnly
 	case exports.PasswordMissing:
-		text = ErrExportsPasswordMissing
+		text = protocol.ErrExportsPasswordMissing
 	case exports.PasswordWrong:
-		text = ErrExportsPasswordWrong
+		text = protocol.ErrExportsPasswordWrong
 		if blocked {
-			text, reason = ErrExportsThrottled, "auth_rate"
+			text, code, reason = protocol.ErrExportsThrottled, wire.CodeThrottled, "auth_rate"
 		} else if n.auth.failed(c.remote, at) {
 			n.log.Warn().Str(obs.FieldPeer, c.remote.String()).
 				Msgf("%d wrong password proofs within %v: client requests from this address that need a password are refused for %v", authFailMax, authFailWindow, authBlock)
@@ -168,6 +143,6 @@ func (n *MasterNode) clientAccess(c *conn, ours frame.Hello, p *clientProof, msg
 		n.log.Warn().Str(obs.FieldPeer, c.remote.String()).Str(obs.FieldReason, reason).Str(what, key).Bool("change", chng).
 			Int("not_logged", missed).Msg("client request refused by mfsexports.cfg")
 	}
-	return &roles.ClientReply{From: n.opt.Core.ID, Client: client, Seq: seq,
+	return &roles.ClientReply{From: n.opt.Core.ID, Client: client, Seq: seq, Code: code,
 		Err: fmt.Sprintf("%s: client %v, %s %q", text, c.remote, what, key)}
 }

@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/obs"
-	"github.com/mfs-election/mfs-election/internal/secret"
+	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/secret"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,9 +24,9 @@ import (
 
 // ChunkserverOptions is what mfschunkserver hands its driver.
 type ChunkserverOptions struct {
-	Masters []MasterAddr // every master's chunkserver port (9420)
-	Bind    netip.Addr   // BIND_HOST: decides the location; invalid = kernel's choice
-	Listen  string       // CSSERV_LISTEN host:port: with the address, its identity
+	Masters []masterhost.Master // every master's chunkserver port (9420)
+	Bind    netip.Addr          // BIND_HOST: decides the location; invalid = kernel's choice
+	Listen  string              // CSSERV_LISTEN host:port: with the address, its identity
 	// Voter carries the timings; ID, Addr, Port, VoterOnly and Masters are
 	// filled in by the driver.
 	Voter          roles.VoterConfig
@@ -73,7 +75,7 @@ type ChunkserverNode struct {
 type csInput struct {
 	from    wire.MasterID
 	ev      roles.Event // a core event (message, Refused, VoteConnLost)
-	reply   *RegisterReply
+	reply   *protocol.RegisterReply
 	cluster string // the master's cluster id, with reply
 	local   netip.Addr
 	up      bool // the link just came up
@@ -274,7 +276,7 @@ func (n *ChunkserverNode) register() {
 	}
 	n.regAt = time.Now()
 	for _, l := range n.links {
-		l.send(RegisterReq{Addr: n.opt.Bind, Port: n.port, VoterOnly: len(n.opt.Disks) == 0})
+		l.send(protocol.RegisterReq{Addr: n.opt.Bind, Port: n.port, VoterOnly: len(n.opt.Disks) == 0})
 	}
 }
 
@@ -473,7 +475,7 @@ func (n *ChunkserverNode) observe() {
 // sessions and registration all travel on it.
 type csLink struct {
 	n    *ChunkserverNode
-	to   MasterAddr
+	to   masterhost.Master
 	mu   sync.Mutex
 	c    *conn
 	kick chan struct{}
@@ -481,7 +483,7 @@ type csLink struct {
 	once sync.Once
 }
 
-func startCSLink(n *ChunkserverNode, to MasterAddr) *csLink {
+func startCSLink(n *ChunkserverNode, to masterhost.Master) *csLink {
 	l := &csLink{n: n, to: to, kick: make(chan struct{}, 1), quit: make(chan struct{})}
 	go l.run()
 	return l
@@ -522,7 +524,7 @@ func (l *csLink) sendInfo() {
 			total, used = total+t, used+u
 		}
 	}
-	l.send(CSInfo{ID: id.CS, Port: l.n.port, Labels: l.n.opt.Labels, VoterOnly: len(l.n.opt.Disks) == 0,
+	l.send(protocol.CSInfo{ID: id.CS, Port: l.n.port, Labels: l.n.opt.Labels, VoterOnly: len(l.n.opt.Disks) == 0,
 		Total: total, Used: used, Version: l.n.opt.Version})
 }
 
@@ -640,7 +642,7 @@ func (l *csLink) read(c *conn) (closed bool) {
 			return byPeer
 		}
 		switch v := deref(m).(type) {
-		case RegisterReply:
+		case protocol.RegisterReply:
 			l.deliver(csInput{reply: &v, cluster: c.peer.Cluster, local: localAddr(c.nc)})
 		case roles.ProbeReply:
 			v.From = l.to.ID
@@ -666,8 +668,8 @@ func (l *csLink) connect() (*conn, bool, error) {
 		return nil, refused, err
 	}
 	h := l.n.hello()
-	peer, err := dialHello(nc, h, h.Cluster, frame.KindMaster, handshakeTimeout)
-	if err == nil && MasterIDOf(l.to.Addr.Addr()) != wire.MasterID(peer.ID) {
+	peer, err := frame.DialHello(nc, h, h.Cluster, frame.KindMaster, handshakeTimeout)
+	if err == nil && masterhost.IDOf(l.to.Addr.Addr()) != wire.MasterID(peer.ID) {
 		err = errIdentity
 	}
 	if err != nil {
@@ -675,9 +677,9 @@ func (l *csLink) connect() (*conn, bool, error) {
 		return nil, false, err
 	}
 	_ = nc.SetReadDeadline(time.Now().Add(handshakeTimeout))
-	m, err := cstomaIn.ReadFrame(nc, maxHelloFrame)
+	m, err := cstomaIn.ReadFrame(nc, frame.MaxHelloFrame)
 	_ = nc.SetReadDeadline(time.Time{})
-	ch, ok := m.(*AuthChallenge)
+	ch, ok := m.(*protocol.AuthChallenge)
 	if err != nil || !ok {
 		_ = nc.Close()
 		if err == nil {
@@ -687,18 +689,18 @@ func (l *csLink) connect() (*conn, bool, error) {
 	}
 	var mac []byte
 	if len(ch.Nonce) > 0 {
-		if len(ch.Nonce) != authNonceLen {
+		if len(ch.Nonce) != protocol.AuthNonceLen {
 			// Not a nonce of ours: whoever answers at this address wants
 			// a proof over bytes it chose (an HMAC oracle).
 			_ = nc.Close()
-			return nil, false, fmt.Errorf("%w: the challenge's nonce has %d bytes, not %d", errAuth, len(ch.Nonce), authNonceLen)
+			return nil, false, fmt.Errorf("%w: the challenge's nonce has %d bytes, not %d", errAuth, len(ch.Nonce), protocol.AuthNonceLen)
 		}
 		if l.n.opt.AuthCode == "" {
 			l.n.log.Error().Str("master", l.to.Addr.String()).Msg("master requires AUTH_CODE and none is set")
 		}
-		mac = authMAC(l.n.opt.AuthCode, ch.Nonce, peer.Cluster, localAddr(nc))
+		mac = protocol.ChunkserverProof(l.n.opt.AuthCode, ch.Nonce, peer.Cluster, localAddr(nc))
 	}
-	if err := frame.WriteFrame(nc, AuthProof{MAC: mac}); err != nil {
+	if err := frame.WriteFrame(nc, protocol.AuthProof{MAC: mac}); err != nil {
 		_ = nc.Close()
 		return nil, false, err
 	}

@@ -1,21 +1,17 @@
 package node
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/netip"
-	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
-	"github.com/mfs-election/mfs-election/internal/secret"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 )
@@ -28,9 +24,6 @@ const (
 	// A peer slower than this many queued frames is cut off rather than
 	// let it hold memory or stall the loop that owns the state.
 	sendQueue = 1024
-	// The hello is tiny; a peer that opens with a big frame is not one of
-	// ours.
-	maxHelloFrame = 4096
 )
 
 // conn is one established, checked connection. Writes go through a bounded
@@ -256,7 +249,7 @@ func readFrame(reg *frame.Registry, r io.Reader, max uint32, budget *bodyBudget)
 func acceptHello(nc net.Conn, ours frame.Hello, cluster string, kinds ...frame.Kind) (frame.Hello, error) {
 	_ = nc.SetDeadline(time.Now().Add(handshakeTimeout))
 	defer func() { _ = nc.SetDeadline(time.Time{}) }()
-	h, err := readHello(nc)
+	h, err := frame.ReadHello(nc)
 	if err != nil {
 		return h, err
 	}
@@ -266,43 +259,6 @@ func acceptHello(nc net.Conn, ours frame.Hello, cluster string, kinds ...frame.K
 		return h, err
 	}
 	return h, h.Check(cluster, kinds...)
-}
-
-// dialHello sends our hello and checks the answer, within timeout.
-func dialHello(nc net.Conn, ours frame.Hello, cluster string, want frame.Kind, timeout time.Duration) (frame.Hello, error) {
-	_ = nc.SetDeadline(time.Now().Add(timeout))
-	defer func() { _ = nc.SetDeadline(time.Time{}) }()
-	if err := frame.WriteFrame(nc, ours); err != nil {
-		return frame.Hello{}, err
-	}
-	h, err := readHello(nc)
-	if err != nil {
-		return h, err
-	}
-	return h, h.Check(cluster, want)
-}
-
-var helloOnly = frame.NewRegistry()
-
-// errNotHello: the first frame was something else.
-var errNotHello = errors.New("first frame is not a hello")
-
-// readHello reads the first frame. Anything but a well-formed hello (an
-// HTTP request, a port scanner, random bytes) is garbage: the reason names
-// what was read, not the frame limit it happened to hit.
-func readHello(nc net.Conn) (frame.Hello, error) {
-	m, err := helloOnly.ReadFrame(nc, maxHelloFrame)
-	if err != nil {
-		if errors.Is(err, io.EOF) || errors.Is(err, os.ErrDeadlineExceeded) {
-			return frame.Hello{}, err
-		}
-		return frame.Hello{}, fmt.Errorf("%w: %v", errNotHello, err)
-	}
-	h, ok := m.(*frame.Hello)
-	if !ok {
-		return frame.Hello{}, errNotHello
-	}
-	return *h, nil
 }
 
 // dial connects from bind (when valid) to addr. refused reports that
@@ -320,36 +276,6 @@ func dial(bind netip.Addr, addr netip.AddrPort, timeout time.Duration) (nc net.C
 		_ = tc.SetNoDelay(true)
 	}
 	return nc, false, nil
-}
-
-// authMAC is what a chunkserver proves AUTH_CODE with: bound to the
-// challenge, the cluster and its own address, so a proof cannot be replayed
-// on another connection or by another chunkserver. Its key is derived from
-// the code and the cluster id by a slow KDF (secret.Key), so a captured
-// proof gives no fast offline guessing.
-func authMAC(code string, nonce []byte, cluster string, cs netip.Addr) []byte {
-	return proofMAC(secret.Key(code, cluster, secret.Chunkserver), nonce, cluster, cs)
-}
-
-// masterMAC is what a master proves AUTH_CODE with on 9419. Its key is
-// derived from the code under its own purpose, so no chunkserver proof
-// (whose nonce a fake master may choose freely) can ever equal a master
-// proof: the domain is separated in the key, where no nonce reaches.
-func masterMAC(code string, nonce []byte, cluster string, m netip.Addr) []byte {
-	return proofMAC(secret.Key(code, cluster, secret.Master), nonce, cluster, m)
-}
-
-// authNonceLen is the length of every AUTH_CODE challenge's nonce.
-const authNonceLen = 32
-
-func proofMAC(key, nonce []byte, cluster string, addr netip.Addr) []byte {
-	h := hmac.New(sha256.New, key)
-	h.Write(nonce)
-	h.Write([]byte{0})
-	h.Write([]byte(cluster))
-	h.Write([]byte{0})
-	h.Write(addr.AsSlice())
-	return h.Sum(nil)
 }
 
 // localAddr is the address a connection leaves from.
@@ -411,28 +337,3 @@ var (
 	errIdle     = errors.New("nothing received for too long")
 	errSlow     = errors.New("a frame was not completed in time, or replies were not read")
 )
-
-// AdminProof is what mfscli proves ADMIN_PASSWORD with: an HMAC, keyed
-// by the key derived from the password and the cluster id (secret.Key,
-// purpose mfs-admin), over the nonce of the master's hello on this
-// connection, the cluster id, the master the command is meant for
-// (req.Target) and the request itself (its Proof empty). The password
-// never crosses the wire, a proof is good for one request on one
-// connection to one master, and it cannot be moved to another request or
-// another master.
-func AdminProof(password string, nonce []byte, cluster string, req AdminReq) []byte {
-	req.Proof = nil
-	body, err := frame.Marshal(req)
-	if err != nil {
-		return nil
-	}
-	h := hmac.New(sha256.New, secret.Key(password, cluster, secret.Admin))
-	h.Write(nonce)
-	h.Write([]byte{0})
-	h.Write([]byte(cluster))
-	h.Write([]byte{0})
-	h.Write(req.Target.AsSlice())
-	h.Write([]byte{0})
-	h.Write(body)
-	return h.Sum(nil)
-}

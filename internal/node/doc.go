@@ -10,6 +10,3 @@
 // Whatever a peer sends, the worst outcome is its connection closed with a
 // logged, counted reason (mfs_master_connections_refused_total).
 package node
-
-// Version is what the daemons report (mfscli -SIM shows it).
-const Version = "0.3.0"

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
@@ -32,26 +34,27 @@ func newExportClient(t *testing.T, n *MasterNode, src, password string) *exportC
 	_, _, cl := n.Addrs()
 	nc := dialFrom(t, src, cl)
 	t.Cleanup(func() { nc.Close() })
-	theirs, err := dialHello(nc, frame.Hello{Proto: frame.ProtocolVersion, Kind: frame.KindClient}, "", frame.KindMaster, 2*time.Second)
+	theirs, err := frame.DialHello(nc, frame.Hello{Proto: frame.ProtocolVersion, Kind: frame.KindClient}, "", frame.KindMaster, 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if password != "" {
-		if err := frame.WriteFrame(nc, ClientAuth{MAC: ClientProof(password, theirs.Nonce, theirs.Cluster)}); err != nil {
+		if err := frame.WriteFrame(nc, protocol.ClientAuth{MAC: protocol.ClientProof(password, theirs.Nonce, theirs.Cluster)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return &exportClient{t: t, nc: nc}
 }
 
-// do sends one request and returns the reply's error text ("" when OK).
+// do sends one request and returns the reply's error text ("" when OK);
+// a refusal must be coded DENIED.
 func (c *exportClient) do(m wire.Message) string {
 	c.t.Helper()
 	_ = c.nc.SetDeadline(time.Now().Add(3 * time.Second))
 	if err := frame.WriteFrame(c.nc, m); err != nil {
 		c.t.Fatal(err)
 	}
-	r, err := cltomaIn.ReadFrame(c.nc, frame.DefaultMaxFrame)
+	r, err := protocol.ClientIn().ReadFrame(c.nc, frame.DefaultMaxFrame)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -61,6 +64,9 @@ func (c *exportClient) do(m wire.Message) string {
 	}
 	if rep.Err == "" {
 		return "not OK"
+	}
+	if rep.Code != wire.CodeDenied {
+		c.t.Errorf("the refusal %q is coded %v, want %v", rep.Err, rep.Code, wire.CodeDenied)
 	}
 	return rep.Err
 }
@@ -111,14 +117,14 @@ func TestExportsEnforced(t *testing.T) {
 	ro := newExportClient(t, n, "127.0.0.32", "")
 	for _, c := range []struct{ got, want string }{
 		{ro.write("app/x"), ""},
-		{ro.write("a"), ErrExportsReadOnly},
-		{ro.write("apple"), ErrExportsReadOnly},
+		{ro.write("a"), protocol.ErrExportsReadOnly},
+		{ro.write("apple"), protocol.ErrExportsReadOnly},
 		{ro.read("a"), ""},
 		{ro.list("app/"), ""},
-		{newExportClient(t, n, "127.0.0.34", "").read("a"), ErrExportsDenied},
-		{newExportClient(t, n, "127.0.0.34", "").list(""), ErrExportsDenied},
-		{newExportClient(t, n, "127.0.0.33", "").write("b"), ErrExportsPasswordMissing},
-		{newExportClient(t, n, "127.0.0.33", "wrong-password-0123").write("b"), ErrExportsPasswordWrong},
+		{newExportClient(t, n, "127.0.0.34", "").read("a"), protocol.ErrExportsDenied},
+		{newExportClient(t, n, "127.0.0.34", "").list(""), protocol.ErrExportsDenied},
+		{newExportClient(t, n, "127.0.0.33", "").write("b"), protocol.ErrExportsPasswordMissing},
+		{newExportClient(t, n, "127.0.0.33", "wrong-password-0123").write("b"), protocol.ErrExportsPasswordWrong},
 		{newExportClient(t, n, "127.0.0.33", exportPassword).write("b"), ""},
 	} {
 		if !strings.HasPrefix(c.got, c.want) || (c.want == "") != (c.got == "") {
@@ -135,7 +141,7 @@ func TestExportsEnforced(t *testing.T) {
 	// Reload: a bad file is not taken; a good one is.
 	write("127.0.0.34 / ro\nnonsense\n")
 	n.Reload()
-	if e := newExportClient(t, n, "127.0.0.34", "").read("a"); !strings.HasPrefix(e, ErrExportsDenied) {
+	if e := newExportClient(t, n, "127.0.0.34", "").read("a"); !strings.HasPrefix(e, protocol.ErrExportsDenied) {
 		t.Errorf("a bad file was taken on reload: %q", e)
 	}
 	write("127.0.0.34 / ro\n")
@@ -143,7 +149,7 @@ func TestExportsEnforced(t *testing.T) {
 	if e := newExportClient(t, n, "127.0.0.34", "").read("a"); e != "" {
 		t.Errorf("the new file was not taken on reload: %q", e)
 	}
-	if e := newExportClient(t, n, "127.0.0.31", "").write("a"); !strings.HasPrefix(e, ErrExportsDenied) {
+	if e := newExportClient(t, n, "127.0.0.31", "").write("a"); !strings.HasPrefix(e, protocol.ErrExportsDenied) {
 		t.Errorf("the old file still counts: %q", e)
 	}
 	// Removed: open again, and said so.
@@ -184,9 +190,9 @@ func TestBadExportsFileStopsStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	id := MasterIDOf(self)
+	id := masterhost.IDOf(self)
 	_, err = StartMaster(MasterOptions{Core: roles.DefaultConfig(id, []wire.MasterID{id}), Self: self,
-		Masters:  []MasterAddr{{ID: id, Addr: netip.AddrPortFrom(self, 9419)}},
+		Masters:  []masterhost.Master{{ID: id, Addr: netip.AddrPortFrom(self, 9419)}},
 		ListenML: "127.0.0.1:0", ListenCS: "127.0.0.1:0", ListenCL: "127.0.0.1:0", ExportsFile: file,
 		Log: zerolog.New(zerolog.NewTestWriter(t)), Metrics: prometheus.NewRegistry()}, st)
 	if err == nil || !strings.Contains(err.Error(), file+":1") || !strings.Contains(err.Error(), "at least 16") {

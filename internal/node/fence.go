@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/mfs-election/mfs-election/internal/obs"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
@@ -123,7 +124,7 @@ func (n *MasterNode) health(r roleReport) (ok bool, text string) {
 // say what the core would say after a re-tally at t (f taken after that
 // step, t not before it): a LEADER whose quorum has lapsed is shown as the
 // FOLLOWER it becomes, counting no vote.
-func (n *MasterNode) fenceStatus(st *StatusResp, f roles.Fence, t roles.Instant) {
+func (n *MasterNode) fenceStatus(st *protocol.StatusResp, f roles.Fence, t roles.Instant) {
 	st.HoldsQuorum = f.HoldsQuorum(t)
 	rep := f.ReportAt(t)
 	if rep == f.Now {

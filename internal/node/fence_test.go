@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/obs"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/prometheus/client_golang/prometheus"
@@ -100,8 +101,8 @@ func TestOutwardFenced(t *testing.T) {
 
 	// The status on 9421, built from the core as it stood before the
 	// lapse and judged at the lapse.
-	st := StatusResp{Role: roles.Leader, Epoch: 1, HoldsQuorum: true, Leader: n.addrOf[1], Voters: 3, Transition: "x",
-		Tallies: []TallyStatus{{Outcome: "WON"}}, Chunkservers: []CSStatus{{ID: 1, Voting: true}, {ID: 4}}}
+	st := protocol.StatusResp{Role: roles.Leader, Epoch: 1, HoldsQuorum: true, Leader: n.addrOf[1], Voters: 3, Transition: "x",
+		Tallies: []protocol.TallyStatus{{Outcome: "WON"}}, Chunkservers: []protocol.CSStatus{{ID: 1, Voting: true}, {ID: 4}}}
 	n.fenceStatus(&st, o.fence, until-1)
 	if st.Role != roles.Leader || !st.HoldsQuorum {
 		t.Fatalf("status just before the lapse: %+v", st)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
@@ -68,7 +69,7 @@ func coreSeeds() map[wire.Type]wire.Message {
 		roles.ClientWrite{Client: 1, Seq: 5, Key: "k", Value: "v", CAS: true, Expect: 4},
 		roles.ClientRead{Client: 1, Seq: 6, Key: "dir/", Prefix: true, After: "dir/a", Limit: 100},
 		roles.ClientReply{From: 1, Client: 1, Seq: 6, OK: true, Value: "v", Found: true, Version: 9, Redirect: 2, Err: "e",
-			KeyVersion: 8, Conflict: true, Entries: []roles.KVEntry{{Key: "dir/b", Value: "v", Version: 8}}, More: true},
+			KeyVersion: 8, Conflict: true, Entries: []roles.KVEntry{{Key: "dir/b", Value: "v", Version: 8}}, More: true, Code: wire.CodeNotLeader},
 	}
 	out := map[wire.Type]wire.Message{}
 	for _, m := range ms {
@@ -82,25 +83,25 @@ func driverSeeds() map[wire.Type]wire.Message {
 	a := netip.MustParseAddr("10.0.1.4")
 	ms := []wire.Message{
 		frame.Hello{Proto: frame.ProtocolVersion, Cluster: "5f2c", Kind: frame.KindMaster, ID: 1, Incarnation: 3, Nonce: []byte("0123456789abcdef")},
-		AuthChallenge{Nonce: bytes.Repeat([]byte{7}, 32)},
-		AuthProof{MAC: bytes.Repeat([]byte{9}, 32)},
-		RegisterReq{Addr: a, Port: 9422, VoterOnly: true},
-		RegisterReply{ID: 4, Leader: netip.MustParseAddr("10.0.0.1")},
-		CSInfo{ID: 4, Addr: a, Port: 9422, Labels: "ssd", Total: 1 << 40, Used: 1 << 30, Version: "0.3.0"},
-		StatusReq{},
-		StatusResp{Addr: a, Version: "0.3.0", Role: roles.Leader, Sync: roles.Synced, Epoch: 5, Leader: a, HoldsQuorum: true,
+		protocol.AuthChallenge{Nonce: bytes.Repeat([]byte{7}, 32)},
+		protocol.AuthProof{MAC: bytes.Repeat([]byte{9}, 32)},
+		protocol.RegisterReq{Addr: a, Port: 9422, VoterOnly: true},
+		protocol.RegisterReply{ID: 4, Leader: netip.MustParseAddr("10.0.0.1")},
+		protocol.CSInfo{ID: 4, Addr: a, Port: 9422, Labels: "ssd", Total: 1 << 40, Used: 1 << 30, Version: "0.3.0"},
+		protocol.StatusReq{},
+		protocol.StatusResp{Addr: a, Version: "0.3.0", Role: roles.Leader, Sync: roles.Synced, Epoch: 5, Leader: a, HoldsQuorum: true,
 			MetaVersion: 9, Commit: 9, ClusterID: "5f2c", WallUnixMs: 1_700_000_000_000, Behind: 1, Delay: time.Second,
 			Connected: 2, Registered: 3, Voters: 2,
-			Chunkservers:    []CSStatus{{ID: 4, Addr: a, Port: 9422, Location: "west", Connected: true, Voting: true, Labels: "ssd", Total: 1, Used: 1, Maintenance: true}},
+			Chunkservers:    []protocol.CSStatus{{ID: 4, Addr: a, Port: 9422, Location: "west", Connected: true, Voting: true, Labels: "ssd", Total: 1, Used: 1, Maintenance: true}},
 			SnapshotVersion: 8, ChangelogEntries: 1, Transition: "ELECT -> LEADER", RSS: 1 << 20, CPU: 12.5, ConfigVersion: 3, InForce: 3,
-			Locations: []LocStatus{{Name: "west", Ranges: []netip.Prefix{netip.MustParsePrefix("10.0.1.0/24")}, On: true, Default: true}},
-			Tallies: []TallyStatus{{Config: 3, Outcome: "WON", Participating: 1, Carried: 1, Needed: 1,
-				Locations: []LocTally{{Name: "west", Default: true, Registered: 3, Votes: 2, Reach: 2, Carried: true, CanCarry: true}}}},
+			Locations: []protocol.LocStatus{{Name: "west", Ranges: []netip.Prefix{netip.MustParsePrefix("10.0.1.0/24")}, On: true, Default: true}},
+			Tallies: []protocol.TallyStatus{{Config: 3, Outcome: "WON", Participating: 1, Carried: 1, Needed: 1,
+				Locations: []protocol.LocTally{{Name: "west", Default: true, Registered: 3, Votes: 2, Reach: 2, Carried: true, CanCarry: true}}}},
 			LeaderChangeUnixMs: 1_700_000_000_000, TempRemoved: []wire.CSID{6}, NoAuthCode: true, AdminOpen: true, ExportsOpen: true},
-		AdminReq{ID: 1, Kind: roles.AdminChange, Change: roles.Change{Kind: roles.ChangeMapRange, Prefix: netip.MustParsePrefix("10.0.3.0/24"), Name: "east"},
+		protocol.AdminReq{ID: 1, Kind: roles.AdminChange, Change: roles.Change{Kind: roles.ChangeMapRange, Prefix: netip.MustParsePrefix("10.0.3.0/24"), Name: "east"},
 			Proof: []byte("proof"), Target: a},
-		AdminResp{ID: 1, OK: true, Text: "done"},
-		ClientAuth{MAC: bytes.Repeat([]byte{5}, 32)},
+		protocol.AdminResp{ID: 1, Text: "another registry change is still being put in force", Code: wire.CodeChangePending},
+		protocol.ClientAuth{MAC: bytes.Repeat([]byte{5}, 32)},
 	}
 	out := map[wire.Type]wire.Message{}
 	for _, m := range ms {
@@ -199,4 +200,4 @@ func FuzzMltomaIn(f *testing.F) { fuzzRegistry(f, mltomaIn) }
 func FuzzMatocsIn(f *testing.F) { fuzzRegistry(f, matocsIn) }
 func FuzzCstomaIn(f *testing.F) { fuzzRegistry(f, cstomaIn) }
 func FuzzMatoclIn(f *testing.F) { fuzzRegistry(f, matoclIn) }
-func FuzzCltomaIn(f *testing.F) { fuzzRegistry(f, cltomaIn) }
+func FuzzCltomaIn(f *testing.F) { fuzzRegistry(f, protocol.ClientIn()) }

@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
@@ -243,22 +244,10 @@ func (g *regGuard) allow(a netip.Addr, port uint16, now time.Time) bool {
 	return true
 }
 
-// CloneStatus is a chunkserver connection refused because its id was
-// already connected from another address: a cloned chunkserver (a copied
-// VM or data directory) or an impostor.
-type CloneStatus struct {
-	ID          wire.CSID
-	Addr        netip.Addr // where the refused connection came from
-	Holder      netip.Addr // the address that holds the id's connection
-	FirstUnixMs int64
-	LastUnixMs  int64
-	Count       int
-}
-
 // cloneBook keeps the newest maxClones refused clones. Only the loop
 // goroutine uses it.
 type cloneBook struct {
-	byKey map[cloneKey]*CloneStatus
+	byKey map[cloneKey]*protocol.CloneStatus
 }
 
 type cloneKey struct {
@@ -266,9 +255,9 @@ type cloneKey struct {
 	addr netip.Addr
 }
 
-func (b *cloneBook) add(id wire.CSID, addr, holder netip.Addr, now time.Time) CloneStatus {
+func (b *cloneBook) add(id wire.CSID, addr, holder netip.Addr, now time.Time) protocol.CloneStatus {
 	if b.byKey == nil {
-		b.byKey = map[cloneKey]*CloneStatus{}
+		b.byKey = map[cloneKey]*protocol.CloneStatus{}
 	}
 	k := cloneKey{id, addr}
 	ms := now.UnixMilli()
@@ -284,7 +273,7 @@ func (b *cloneBook) add(id wire.CSID, addr, holder netip.Addr, now time.Time) Cl
 			}
 			delete(b.byKey, oldest)
 		}
-		c = &CloneStatus{ID: id, Addr: addr, FirstUnixMs: ms}
+		c = &protocol.CloneStatus{ID: id, Addr: addr, FirstUnixMs: ms}
 		b.byKey[k] = c
 	}
 	c.Holder, c.LastUnixMs = holder, ms
@@ -293,8 +282,8 @@ func (b *cloneBook) add(id wire.CSID, addr, holder netip.Addr, now time.Time) Cl
 }
 
 // list returns the clones by id, then address.
-func (b *cloneBook) list() []CloneStatus {
-	out := make([]CloneStatus, 0, len(b.byKey))
+func (b *cloneBook) list() []protocol.CloneStatus {
+	out := make([]protocol.CloneStatus, 0, len(b.byKey))
 	for _, c := range b.byKey {
 		out = append(out, *c)
 	}

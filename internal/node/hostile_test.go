@@ -16,6 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/client"
+	"github.com/mfs-election/mfs-election/pkg/masterhost"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
@@ -61,20 +64,20 @@ func connectCS(t *testing.T, n *MasterNode, src string, id wire.CSID, code strin
 	if err := frame.WriteFrame(nc, frame.Hello{Proto: frame.ProtocolVersion, Kind: frame.KindChunkserver, ID: uint32(id)}); err != nil {
 		return nil, err
 	}
-	h, err := readHello(nc)
+	h, err := frame.ReadHello(nc)
 	if err != nil {
 		return nil, err
 	}
-	m, err := cstomaIn.ReadFrame(nc, maxHelloFrame)
+	m, err := cstomaIn.ReadFrame(nc, frame.MaxHelloFrame)
 	if err != nil {
 		return nil, err
 	}
-	ch := m.(*AuthChallenge)
+	ch := m.(*protocol.AuthChallenge)
 	var mac []byte
 	if code != "" {
-		mac = authMAC(code, ch.Nonce, h.Cluster, localAddr(nc))
+		mac = protocol.ChunkserverProof(code, ch.Nonce, h.Cluster, localAddr(nc))
 	}
-	if err := frame.WriteFrame(nc, AuthProof{MAC: mac}); err != nil {
+	if err := frame.WriteFrame(nc, protocol.AuthProof{MAC: mac}); err != nil {
 		return nil, err
 	}
 	_ = nc.SetDeadline(time.Time{})
@@ -92,13 +95,13 @@ func (f *fakeCS) send(m wire.Message) {
 func (f *fakeCS) register(port uint16) wire.CSID {
 	f.t.Helper()
 	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); {
-		f.send(RegisterReq{Port: port, VoterOnly: true})
+		f.send(protocol.RegisterReq{Port: port, VoterOnly: true})
 		_ = f.nc.SetReadDeadline(time.Now().Add(time.Second))
 		m, err := cstomaIn.ReadFrame(f.nc, frame.DefaultMaxFrame)
 		if err != nil {
 			f.t.Fatalf("waiting for an id: %v", err)
 		}
-		if r, ok := m.(*RegisterReply); ok && r.ID != wire.NoCS {
+		if r, ok := m.(*protocol.RegisterReply); ok && r.ID != wire.NoCS {
 			_ = f.nc.SetReadDeadline(time.Time{})
 			return r.ID
 		}
@@ -142,29 +145,29 @@ func closedByPeer(nc net.Conn, d time.Duration) bool {
 
 // statusOf is status, asked again while the master is dropping its
 // clients (a LEADER that lost its quorum does).
-func statusOf(t *testing.T, n *MasterNode) StatusResp {
+func statusOf(t *testing.T, n *MasterNode) protocol.StatusResp {
 	t.Helper()
 	_, _, cl := n.Addrs()
 	var err error
 	for i := 0; i < 20; i++ {
-		var st StatusResp
-		if st, err = Status(netip.MustParseAddrPort(cl.String()), 2*time.Second); err == nil {
+		var st protocol.StatusResp
+		if st, err = client.Status(netip.MustParseAddrPort(cl.String()), 2*time.Second); err == nil {
 			return st
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatal(err)
-	return StatusResp{}
+	return protocol.StatusResp{}
 }
 
 // csRow is chunkserver id in st (zero if not listed).
-func csRow(st StatusResp, id wire.CSID) CSStatus {
+func csRow(st protocol.StatusResp, id wire.CSID) protocol.CSStatus {
 	for _, c := range st.Chunkservers {
 		if c.ID == id {
 			return c
 		}
 	}
-	return CSStatus{}
+	return protocol.CSStatus{}
 }
 
 // until polls cond every 10 ms for at most d.
@@ -328,8 +331,8 @@ func TestCSInfoBounded(t *testing.T) {
 	noLeaks(t)
 	n, _, f := leaderWithVoter(t, "127.0.0.2", 40001, nil)
 	long := string(make([]byte, 30000)) // two of them still fit a chunkserver frame (64 KiB)
-	f.send(CSInfo{ID: f.id, Labels: long, Version: long})
-	var row CSStatus
+	f.send(protocol.CSInfo{ID: f.id, Labels: long, Version: long})
+	var row protocol.CSStatus
 	if !until(2*time.Second, func() bool { row = csRow(statusOf(t, n), f.id); return row.Labels != "" }) {
 		t.Fatal("no labels listed")
 	}
@@ -360,7 +363,7 @@ func TestRegistrationFlood(t *testing.T) {
 	}
 	const asked = 10
 	for i := 0; i < asked; i++ {
-		f.send(RegisterReq{Port: uint16(41000 + i), VoterOnly: true})
+		f.send(protocol.RegisterReq{Port: uint16(41000 + i), VoterOnly: true})
 	}
 	got := 0
 	_ = f.nc.SetReadDeadline(time.Now().Add(time.Second))
@@ -369,7 +372,7 @@ func TestRegistrationFlood(t *testing.T) {
 		if err != nil {
 			break
 		}
-		if r, ok := m.(*RegisterReply); ok && r.ID != wire.NoCS {
+		if r, ok := m.(*protocol.RegisterReply); ok && r.ID != wire.NoCS {
 			got++
 		}
 	}
@@ -394,7 +397,7 @@ func freePort(t *testing.T, addr string) uint16 {
 
 // masterAt starts one of the masters in ms at self (a founder with ten
 // changes, or an empty one as with -e) with AUTH_CODE code.
-func masterAt(t *testing.T, self netip.Addr, ms []MasterAddr, founder bool, code string) (*MasterNode, *prometheus.Registry) {
+func masterAt(t *testing.T, self netip.Addr, ms []masterhost.Master, founder bool, code string) (*MasterNode, *prometheus.Registry) {
 	t.Helper()
 	dir := t.TempDir()
 	if founder {
@@ -411,7 +414,7 @@ func masterAt(t *testing.T, self netip.Addr, ms []MasterAddr, founder bool, code
 		for _, m := range ms {
 			ids = append(ids, m.ID)
 		}
-		core := roles.DefaultConfig(MasterIDOf(self), ids)
+		core := roles.DefaultConfig(masterhost.IDOf(self), ids)
 		core.SelfNominateAfter = 20 * time.Millisecond
 		o.Core, o.Self, o.Masters, o.Bind, o.AuthCode = core, self, ms, self, code
 		o.ListenML = netip.AddrPortFrom(self, port).String()
@@ -420,10 +423,10 @@ func masterAt(t *testing.T, self netip.Addr, ms []MasterAddr, founder bool, code
 	return n, reg
 }
 
-func masterPair(t *testing.T) (a, b netip.Addr, ms []MasterAddr) {
+func masterPair(t *testing.T) (a, b netip.Addr, ms []masterhost.Master) {
 	a, b = netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.2")
 	for _, x := range []netip.Addr{a, b} {
-		ms = append(ms, MasterAddr{ID: MasterIDOf(x), Addr: netip.AddrPortFrom(x, freePort(t, x.String()))})
+		ms = append(ms, masterhost.Master{ID: masterhost.IDOf(x), Addr: netip.AddrPortFrom(x, freePort(t, x.String()))})
 	}
 	return a, b, ms
 }
@@ -477,14 +480,14 @@ func TestMasterPortRefusesForgery(t *testing.T) {
 	nc := dialFrom(t, b.String(), ml)
 	defer nc.Close()
 	_ = nc.SetDeadline(time.Now().Add(2 * time.Second))
-	if err := frame.WriteFrame(nc, frame.Hello{Proto: frame.ProtocolVersion, Cluster: "C1", Kind: frame.KindMaster, ID: uint32(MasterIDOf(b))}); err != nil {
+	if err := frame.WriteFrame(nc, frame.Hello{Proto: frame.ProtocolVersion, Cluster: "C1", Kind: frame.KindMaster, ID: uint32(masterhost.IDOf(b))}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := readHello(nc); err != nil {
+	if _, err := frame.ReadHello(nc); err != nil {
 		t.Fatal(err)
 	}
-	_ = frame.WriteFrame(nc, roles.PeerStatus{From: MasterIDOf(b), Incarnation: 1 << 62, Role: roles.Leader, Epoch: epoch + 100,
-		Leader: MasterIDOf(b), Eligible: true})
+	_ = frame.WriteFrame(nc, roles.PeerStatus{From: masterhost.IDOf(b), Incarnation: 1 << 62, Role: roles.Leader, Epoch: epoch + 100,
+		Leader: masterhost.IDOf(b), Eligible: true})
 	if !closedByPeer(nc, 2*time.Second) {
 		t.Fatal("the forger's connection is still open")
 	}
@@ -507,7 +510,7 @@ func clientConn(t *testing.T, n *MasterNode, src string) (net.Conn, bool) {
 	if err := frame.WriteFrame(nc, frame.Hello{Proto: frame.ProtocolVersion, Kind: frame.KindClient}); err != nil {
 		return nc, false
 	}
-	if _, err := readHello(nc); err != nil {
+	if _, err := frame.ReadHello(nc); err != nil {
 		return nc, false
 	}
 	_ = nc.SetDeadline(time.Time{})
@@ -539,7 +542,7 @@ func TestHalfFramesBounded(t *testing.T) {
 	const conns, sent = 100, 64 << 10
 	var hdr [frame.HeaderLen]byte
 	binary.BigEndian.PutUint32(hdr[:4], maxFrameFor("matocl"))
-	binary.BigEndian.PutUint16(hdr[4:], uint16(TypeStatusReq))
+	binary.BigEndian.PutUint16(hdr[4:], uint16(wire.TypeStatusReq))
 	part := append(hdr[:], make([]byte, sent)...)
 	var held []net.Conn
 	refused := 0
@@ -640,7 +643,7 @@ func TestIdleAndDeafPeersCut(t *testing.T) {
 	if !ok {
 		t.Fatal("refused")
 	}
-	req, _ := frame.Encode(StatusReq{})
+	req, _ := frame.Encode(protocol.StatusReq{})
 	batch := bytes.Repeat(req, 100)
 	cut := false
 	for i := 0; i < 1000 && !cut; i++ {
@@ -723,7 +726,7 @@ func TestClientFloodKeepsQuorum(t *testing.T) {
 	var writeAnswers atomic.Int64
 	go func() {
 		for {
-			if _, err := cltomaIn.ReadFrame(wc, frame.DefaultMaxFrame); err != nil {
+			if _, err := protocol.ClientIn().ReadFrame(wc, frame.DefaultMaxFrame); err != nil {
 				return
 			}
 			writeAnswers.Add(1)
@@ -788,15 +791,15 @@ func TestProofGuessingThrottled(t *testing.T) {
 
 	_, _, cl := n.Addrs()
 	addr := netip.MustParseAddrPort(cl.String())
-	req := AdminReq{ID: 1, Kind: roles.AdminCancelUsurper}
+	req := protocol.AdminReq{ID: 1, Kind: roles.AdminCancelUsurper}
 	for i := 0; i < authFailMax; i++ {
-		r, err := Admin(addr, req, "wrong", 2*time.Second)
-		if err != nil || r.OK || !strings.Contains(r.Text, "need ADMIN_PASSWORD") {
+		r, err := client.Admin(addr, req, "wrong", 2*time.Second)
+		if err != nil || r.OK || r.Code != wire.CodeDenied || !strings.Contains(r.Text, "need ADMIN_PASSWORD") {
 			t.Fatalf("wrong password %d: %+v %v", i, r, err)
 		}
 	}
-	r, err := Admin(addr, req, "pw", 2*time.Second)
-	if err != nil || !strings.Contains(r.Text, "too many wrong ADMIN_PASSWORD proofs") {
+	r, err := client.Admin(addr, req, "pw", 2*time.Second)
+	if err != nil || r.Code != wire.CodeThrottled || !strings.Contains(r.Text, "too many wrong ADMIN_PASSWORD proofs") {
 		t.Fatalf("the right password after %d wrong ones: %+v %v", authFailMax, r, err)
 	}
 }

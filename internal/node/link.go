@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/obs"
+	"github.com/mfs-election/mfs-election/pkg/masterhost"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
@@ -26,14 +28,14 @@ const (
 // dropped; the core repeats what matters every PeerInterval.
 type link struct {
 	n    *MasterNode
-	to   MasterAddr
+	to   masterhost.Master
 	mu   sync.Mutex
 	c    *conn
 	quit chan struct{}
 	once sync.Once
 }
 
-func startLink(n *MasterNode, to MasterAddr) *link {
+func startLink(n *MasterNode, to masterhost.Master) *link {
 	l := &link{n: n, to: to, quit: make(chan struct{})}
 	go l.run()
 	return l
@@ -108,7 +110,7 @@ func (l *link) connect() (*conn, error) {
 		return nil, err
 	}
 	h := l.n.hello()
-	peer, err := dialHello(nc, h, h.Cluster, frame.KindMaster, handshakeTimeout)
+	peer, err := frame.DialHello(nc, h, h.Cluster, frame.KindMaster, handshakeTimeout)
 	if err == nil && wire.MasterID(peer.ID) != l.to.ID {
 		err = errIdentity
 	}
@@ -128,21 +130,21 @@ func (l *link) connect() (*conn, error) {
 // good for this connection only and never passes for a chunkserver's.
 func (l *link) prove(nc net.Conn, peer frame.Hello) error {
 	_ = nc.SetReadDeadline(time.Now().Add(handshakeTimeout))
-	m, err := mltomaIn.ReadFrame(nc, maxHelloFrame)
+	m, err := mltomaIn.ReadFrame(nc, frame.MaxHelloFrame)
 	_ = nc.SetReadDeadline(time.Time{})
 	if err != nil {
 		return fmt.Errorf("reading the AUTH_CODE challenge: %w", err)
 	}
-	ch := m.(*AuthChallenge)
+	ch := m.(*protocol.AuthChallenge)
 	var mac []byte
 	if len(ch.Nonce) > 0 {
-		if len(ch.Nonce) != authNonceLen {
-			return fmt.Errorf("%w: the challenge's nonce has %d bytes, not %d", errAuth, len(ch.Nonce), authNonceLen)
+		if len(ch.Nonce) != protocol.AuthNonceLen {
+			return fmt.Errorf("%w: the challenge's nonce has %d bytes, not %d", errAuth, len(ch.Nonce), protocol.AuthNonceLen)
 		}
 		if l.n.opt.AuthCode == "" {
 			l.n.log.Error().Str(obs.FieldPeer, l.to.Addr.String()).Msg("master requires AUTH_CODE and none is set")
 		}
-		mac = masterMAC(l.n.opt.AuthCode, ch.Nonce, peer.Cluster, localAddr(nc))
+		mac = protocol.MasterProof(l.n.opt.AuthCode, ch.Nonce, peer.Cluster, localAddr(nc))
 	}
-	return frame.WriteFrame(nc, AuthProof{MAC: mac})
+	return frame.WriteFrame(nc, protocol.AuthProof{MAC: mac})
 }

@@ -14,9 +14,11 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/obs"
-	"github.com/mfs-election/mfs-election/internal/secret"
+	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/secret"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,12 +29,12 @@ import (
 type MasterOptions struct {
 	Core    roles.Config // Core.ID is Self's id, Core.Masters every master's
 	Self    netip.Addr
-	Masters []MasterAddr // every master's 9419 address, this one included
+	Masters []masterhost.Master // every master's 9419 address, this one included
 	// Listen addresses ("host:port"; port 0 picks one, for tests).
 	ListenML, ListenCS, ListenCL string
 	Bind                         netip.Addr // outgoing connections leave from here (invalid: kernel's choice)
 	AuthCode                     string
-	AdminPassword                string // ADMIN_PASSWORD at start: admin commands must prove it (AdminProof); SetAdminPassword replaces it
+	AdminPassword                string // ADMIN_PASSWORD at start: admin commands must prove it (protocol.AdminProof); SetAdminPassword replaces it
 	// ExportsFile is mfsexports.cfg: who may read and change which keys
 	// (empty, or a missing file: everyone everything). Reload re-reads it.
 	ExportsFile string
@@ -71,7 +73,7 @@ type MasterNode struct {
 	foreign map[wire.MasterID]bool  // masters of another cluster, reported once
 	links   map[wire.MasterID]*link // outgoing, to every other master
 	cs      map[wire.CSID]*conn     // the current connection of each chunkserver
-	csInfo  map[wire.CSID]CSInfo
+	csInfo  map[wire.CSID]protocol.CSInfo
 	peersIn map[*conn]bool           // incoming master connections
 	clConns map[*conn]bool           // every open client/mfscli connection
 	clients map[roles.ClientID]*conn // where each client session's replies go
@@ -213,7 +215,7 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 		opt: opt, log: opt.Log, store: store, start: time.Now(), clock: newClock(),
 		inbox: make(chan input, 4096), clInbox: make(chan input, 1024), stopReq: make(chan struct{}), done: make(chan struct{}),
 		addrOf: map[wire.MasterID]netip.Addr{}, foreign: map[wire.MasterID]bool{}, links: map[wire.MasterID]*link{},
-		cs: map[wire.CSID]*conn{}, csInfo: map[wire.CSID]CSInfo{}, peersIn: map[*conn]bool{},
+		cs: map[wire.CSID]*conn{}, csInfo: map[wire.CSID]protocol.CSInfo{}, peersIn: map[*conn]bool{},
 		clConns: map[*conn]bool{}, clients: map[roles.ClientID]*conn{}, admins: map[uint64]adminWait{}, hbSent: map[hbKey]time.Time{},
 		snapDone: make(chan snapResult, 1), snapRetry: snapRetryMin,
 		listsOut: map[listKey]time.Time{}, conns: newConnCounter(), bodies: newBodyBudget(largeBodies), auth: &authGuard{}, refusals: &rateLog{}, infoClipped: map[wire.CSID]bool{},
@@ -452,7 +454,7 @@ func clientCost(in input) int {
 		if m.Prefix {
 			return clientBudget / 2 // a list copies and sorts keys
 		}
-	case StatusReq:
+	case protocol.StatusReq:
 		return 4 // tallies and every registered chunkserver
 	}
 	return 1
@@ -641,7 +643,7 @@ func (fx masterFx) Transitioned(t roles.Transition) {
 
 func (fx masterFx) AdminReplied(r roles.AdminReply) {
 	if w, ok := fx.n.admins[r.ID]; ok {
-		w.c.send(AdminResp{ID: w.id, OK: r.OK, Text: r.Text})
+		w.c.send(protocol.AdminResp{ID: w.id, OK: r.OK, Text: r.Text, Code: r.Code})
 		delete(fx.n.admins, r.ID)
 	}
 }
@@ -892,7 +894,7 @@ func (n *MasterNode) fromCS(c *conn, msg wire.Message) error {
 		return nil // refused or replaced: what it sent is not heard
 	}
 	switch m := msg.(type) {
-	case RegisterReq:
+	case protocol.RegisterReq:
 		if !n.regs.allow(c.remote, m.Port, time.Now()) {
 			n.metrics.RegistrationRefused()
 			if ok, missed := n.refusals.allow("register|"+c.remote.String(), time.Now()); ok {
@@ -908,7 +910,7 @@ func (n *MasterNode) fromCS(c *conn, msg wire.Message) error {
 		// step, and must neither hand out ids nor name itself LEADER.
 		n.step(roles.Tick{})
 		got, ok := n.core.AssignID(c.remote, m.Port)
-		reply := RegisterReply{ID: got}
+		reply := protocol.RegisterReply{ID: got}
 		if !ok {
 			reply.Leader = n.addrOf[n.core.Leader()]
 		} else {
@@ -922,7 +924,7 @@ func (n *MasterNode) fromCS(c *conn, msg wire.Message) error {
 		}
 		n.later(func() { c.send(reply) })
 		return nil
-	case CSInfo:
+	case protocol.CSInfo:
 		// Kept only while this is the id's connection, and bounded: the
 		// listings need a few words, not what a peer cares to send.
 		if id != wire.NoCS && m.ID == id && n.cs[id] == c {
@@ -1022,13 +1024,13 @@ func (n *MasterNode) adoptCluster(c *conn) error {
 func (n *MasterNode) fromClient(in input) error {
 	c := in.c
 	switch m := in.msg.(type) {
-	case StatusReq:
+	case protocol.StatusReq:
 		// Step first: a LEADER resumed from a freeze fences itself in
 		// the step and must not report the role it no longer holds.
 		n.step(roles.Tick{})
 		n.later(func() { c.send(n.statusNow()) })
 		return nil
-	case AdminReq:
+	case protocol.AdminReq:
 		if !n.adminAllowed(c, m, in.admin) {
 			return nil
 		}
@@ -1049,17 +1051,13 @@ func (n *MasterNode) fromClient(in input) error {
 	return nil
 }
 
-// anonymousClient marks the session ids the master makes up for requests
-// that carry none (mfscli): clients draw theirs with this bit clear.
-const anonymousClient = 1 << 63
-
 // session routes the replies of a client session to the connection its
 // newest request came on. A request without a session (mfscli) gets one of
 // its own, never retried, so never deduplicated.
 func (n *MasterNode) session(c *conn, id roles.ClientID) roles.ClientID {
-	if id == 0 || id&anonymousClient != 0 {
+	if id == 0 || id&protocol.AnonymousClient != 0 {
 		n.nextCl++
-		id = roles.ClientID(anonymousClient | n.nextCl)
+		id = protocol.AnonymousClient | roles.ClientID(n.nextCl)
 	}
 	if c.closed() {
 		return id
@@ -1188,7 +1186,7 @@ func (n *MasterNode) serveConn(nc net.Conn, port string, reg *frame.Registry, ki
 	}
 	c := newConn(nc, peer)
 	if port == "matoml" {
-		if a, ok := n.addrOf[wire.MasterID(peer.ID)]; !ok || a != c.remote || MasterIDOf(c.remote) != wire.MasterID(peer.ID) {
+		if a, ok := n.addrOf[wire.MasterID(peer.ID)]; !ok || a != c.remote || masterhost.IDOf(c.remote) != wire.MasterID(peer.ID) {
 			c.close()
 			n.refuse(nc, src, port, errIdentity)
 			return
@@ -1244,9 +1242,9 @@ func (n *MasterNode) serveConn(nc net.Conn, port string, reg *frame.Registry, ki
 		}
 		in := input{kind: inMsg, port: port, c: c, msg: deref(m)}
 		switch msg := in.msg.(type) {
-		case AdminReq:
+		case protocol.AdminReq:
 			in.admin = n.checkAdmin(c, ours, msg)
-		case ClientAuth:
+		case protocol.ClientAuth:
 			proof = clientProof{mac: msg.MAC}
 			continue
 		case roles.ClientWrite, roles.ClientRead:
@@ -1268,31 +1266,31 @@ func (n *MasterNode) serveConn(nc net.Conn, port string, reg *frame.Registry, ki
 func (n *MasterNode) challenge(c *conn, port, cluster string) error {
 	var nonce []byte
 	if n.opt.AuthCode != "" {
-		nonce = make([]byte, authNonceLen)
+		nonce = make([]byte, protocol.AuthNonceLen)
 		if _, err := rand.Read(nonce); err != nil {
 			return err
 		}
 	}
-	c.send(AuthChallenge{Nonce: nonce})
+	c.send(protocol.AuthChallenge{Nonce: nonce})
 	_ = c.nc.SetReadDeadline(time.Now().Add(handshakeTimeout))
 	defer func() { _ = c.nc.SetReadDeadline(time.Time{}) }()
 	in := matocsIn
 	if port == "matoml" {
 		in = matomlIn
 	}
-	m, err := in.ReadFrame(c.nc, maxHelloFrame)
+	m, err := in.ReadFrame(c.nc, frame.MaxHelloFrame)
 	if err != nil {
 		return err
 	}
-	p, ok := m.(*AuthProof)
+	p, ok := m.(*protocol.AuthProof)
 	if ok && n.opt.AuthCode == "" {
 		return nil
 	}
 	var want []byte
 	if port == "matoml" {
-		want = masterMAC(n.opt.AuthCode, nonce, cluster, c.remote)
+		want = protocol.MasterProof(n.opt.AuthCode, nonce, cluster, c.remote)
 	} else {
-		want = authMAC(n.opt.AuthCode, nonce, cluster, c.remote)
+		want = protocol.ChunkserverProof(n.opt.AuthCode, nonce, cluster, c.remote)
 	}
 	if !ok || !hmac.Equal(p.MAC, want) {
 		if n.auth.failed(c.remote, time.Now()) {
@@ -1308,7 +1306,7 @@ func (n *MasterNode) challenge(c *conn, port, cluster string) error {
 // the connection's reader: the nonce and cluster id are those of the hello
 // this master sent on it (ours), and the command must name this master,
 // by its MASTER_HOST address or the address the connection reached.
-func (n *MasterNode) checkAdmin(c *conn, ours frame.Hello, m AdminReq) adminCheck {
+func (n *MasterNode) checkAdmin(c *conn, ours frame.Hello, m protocol.AdminReq) adminCheck {
 	pw := *n.adminPassword.Load() // once: a reload meanwhile cannot mix two passwords in one check
 	switch {
 	case pw == "":
@@ -1317,7 +1315,7 @@ func (n *MasterNode) checkAdmin(c *conn, ours frame.Hello, m AdminReq) adminChec
 		return adminMissing
 	case m.Target.Unmap() != n.opt.Self && m.Target.Unmap() != localAddr(c.nc):
 		return adminElsewhere
-	case len(ours.Nonce) == 0 || !hmac.Equal(m.Proof, AdminProof(pw, ours.Nonce, ours.Cluster, m)):
+	case len(ours.Nonce) == 0 || !hmac.Equal(m.Proof, protocol.AdminProof(pw, ours.Nonce, ours.Cluster, m)):
 		return adminWrong
 	}
 	return adminProved
@@ -1327,7 +1325,7 @@ func (n *MasterNode) checkAdmin(c *conn, ours frame.Hello, m AdminReq) adminChec
 // (listings stay open) and answers a refusal itself. Wrong proofs count
 // against the source (authGuard): after a few, it is refused without a try
 // for a while. A connection's nonce proves one command.
-func (n *MasterNode) adminAllowed(c *conn, m AdminReq, check adminCheck) bool {
+func (n *MasterNode) adminAllowed(c *conn, m protocol.AdminReq, check adminCheck) bool {
 	if check == adminOpen {
 		return true
 	}
@@ -1339,7 +1337,7 @@ func (n *MasterNode) adminAllowed(c *conn, m AdminReq, check adminCheck) bool {
 			n.log.Warn().Str(obs.FieldPeer, c.remote.String()).Str(obs.FieldReason, "auth_rate").Int("not_logged", missed).
 				Msg("admin command refused: too many wrong ADMIN_PASSWORD proofs from this address lately")
 		}
-		c.send(AdminResp{ID: m.ID, Text: fmt.Sprintf("too many wrong ADMIN_PASSWORD proofs from %v lately: admin commands from there are refused for up to %v", c.remote, authBlock)})
+		c.send(protocol.AdminResp{ID: m.ID, Code: wire.CodeThrottled, Text: fmt.Sprintf("too many wrong ADMIN_PASSWORD proofs from %v lately: admin commands from there are refused for up to %v", c.remote, authBlock)})
 		return false
 	}
 	ok := check == adminProved && !c.nonceSpent
@@ -1365,6 +1363,6 @@ func (n *MasterNode) adminAllowed(c *conn, m AdminReq, check adminCheck) bool {
 	}
 	n.metrics.ConnRefused("matocl", reason)
 	n.log.Warn().Str(obs.FieldPeer, c.remote.String()).Str(obs.FieldReason, reason).Msg("admin command refused")
-	c.send(AdminResp{ID: m.ID, Text: text})
+	c.send(protocol.AdminResp{ID: m.ID, Code: wire.CodeDenied, Text: text})
 	return false
 }

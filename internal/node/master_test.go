@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/client"
+	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,7 +39,7 @@ func storeWith(t *testing.T, self netip.Addr, es []roles.Entry) string {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if err := st.Init("C1", roles.Genesis(MasterIDOf(self))); err != nil {
+	if err := st.Init("C1", roles.Genesis(masterhost.IDOf(self))); err != nil {
 		t.Fatal(err)
 	}
 	last := uint64(len(es) + 1)
@@ -61,13 +64,13 @@ func startSoloWith(t *testing.T, dir string, self netip.Addr, mod func(*MasterOp
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := MasterIDOf(self)
+	id := masterhost.IDOf(self)
 	core := roles.DefaultConfig(id, []wire.MasterID{id})
 	core.SnapshotEvery, core.LogRetain = 20, 10
 	core.SelfNominateAfter = 20 * time.Millisecond
 	reg := prometheus.NewRegistry()
 	opt := MasterOptions{
-		Core: core, Self: self, Masters: []MasterAddr{{ID: id, Addr: netip.AddrPortFrom(self, 9419)}},
+		Core: core, Self: self, Masters: []masterhost.Master{{ID: id, Addr: netip.AddrPortFrom(self, 9419)}},
 		ListenML: "127.0.0.1:0", ListenCS: "127.0.0.1:0", ListenCL: "127.0.0.1:0",
 		Log: zerolog.New(zerolog.NewTestWriter(t)), Metrics: reg,
 	}
@@ -85,10 +88,10 @@ func startSoloWith(t *testing.T, dir string, self netip.Addr, mod func(*MasterOp
 
 // status asks n on its client port, as mfscli does: a status built now,
 // not the one /healthz keeps (rebuilt at most every 100 ms, after a batch).
-func status(t *testing.T, n *MasterNode) StatusResp {
+func status(t *testing.T, n *MasterNode) protocol.StatusResp {
 	t.Helper()
 	_, _, cl := n.Addrs()
-	st, err := Status(netip.MustParseAddrPort(cl.String()), 2*time.Second)
+	st, err := client.Status(netip.MustParseAddrPort(cl.String()), 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +114,7 @@ func TestMasterSavesSnapshot(t *testing.T) {
 	n, st, reg := startSolo(t, dir, self)
 	// Trimmed to the snapshot: only what came after it (the LEADER's
 	// first entry, uncommitted without chunkservers) is held.
-	var got StatusResp
+	var got protocol.StatusResp
 	for end := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if got = status(t, n); got.SnapshotVersion == 100 && uint64(got.ChangelogEntries) == got.MetaVersion-100 {
 			break

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/client"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 )
 
@@ -30,7 +32,7 @@ func TestSetAdminPassword(t *testing.T) {
 	// asks, not for the password).
 	refused := func(pw string) bool {
 		t.Helper()
-		r, err := Admin(addr, AdminReq{ID: 1, Kind: roles.AdminCancelUsurper}, pw, 2*time.Second)
+		r, err := client.Admin(addr, protocol.AdminReq{ID: 1, Kind: roles.AdminCancelUsurper}, pw, 2*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,7 +63,7 @@ func TestSetAdminPassword(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for j := 0; j < 5; j++ {
-				if _, err := Admin(addr, AdminReq{ID: 2, Kind: roles.AdminCancelUsurper}, next, 2*time.Second); err != nil {
+				if _, err := client.Admin(addr, protocol.AdminReq{ID: 2, Kind: roles.AdminCancelUsurper}, next, 2*time.Second); err != nil {
 					t.Error(err)
 				}
 			}

@@ -1,17 +1,16 @@
 package node
 
 import (
-	"bytes"
-	"crypto/hmac"
-	"crypto/sha256"
 	"net"
 	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/mfs-election/mfs-election/internal/secret"
+	"github.com/mfs-election/mfs-election/pkg/client"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 )
 
@@ -20,39 +19,6 @@ const (
 	testCode     = "test-auth-code-0123"
 	testPassword = "test-admin-password"
 )
-
-// TestProofsUseSlowKey (review L3): no proof is keyed by its secret
-// directly; each uses the key derived from the secret and the cluster id
-// by secret.Key under its own purpose, so one captured exchange gives no
-// fast offline guessing.
-func TestProofsUseSlowKey(t *testing.T) {
-	nonce := bytes.Repeat([]byte{7}, authNonceLen)
-	addr := netip.MustParseAddr("10.0.0.7")
-	want := func(key []byte) []byte {
-		h := hmac.New(sha256.New, key)
-		h.Write(nonce)
-		h.Write([]byte{0})
-		h.Write([]byte("C1"))
-		h.Write([]byte{0})
-		h.Write(addr.AsSlice())
-		return h.Sum(nil)
-	}
-	if got := authMAC(testCode, nonce, "C1", addr); !bytes.Equal(got, want(secret.Key(testCode, "C1", secret.Chunkserver))) {
-		t.Error("a chunkserver's proof is not keyed by the derived chunkserver key")
-	}
-	if got := masterMAC(testCode, nonce, "C1", addr); !bytes.Equal(got, want(secret.Key(testCode, "C1", secret.Master))) {
-		t.Error("a master's proof is not keyed by the derived master key")
-	}
-	if bytes.Equal(authMAC(testCode, nonce, "C1", addr), authMAC(testCode, nonce, "C2", addr)) {
-		t.Error("a proof does not depend on the cluster id")
-	}
-	req := AdminReq{ID: 1, Kind: roles.AdminShutdown, Target: addr}
-	plain := hmac.New(sha256.New, []byte(testPassword))
-	plain.Write([]byte("mfs-admin\x00"))
-	if p := AdminProof(testPassword, nonce, "C1", req); bytes.Equal(p, plain.Sum(nil)) || len(p) != sha256.Size {
-		t.Error("the admin proof is keyed by the password itself")
-	}
-}
 
 // TestAdminProofBoundToTarget (review L4): an admin command names the
 // master it is meant for (the address mfscli dialed), and its proof covers
@@ -80,29 +46,29 @@ func TestAdminProofBoundToTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	theirs, err := dialHello(nc, frame.Hello{Proto: frame.ProtocolVersion, Kind: frame.KindAdmin}, "", frame.KindMaster, 2*time.Second)
+	theirs, err := frame.DialHello(nc, frame.Hello{Proto: frame.ProtocolVersion, Kind: frame.KindAdmin}, "", frame.KindMaster, 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := AdminReq{ID: 9, Kind: roles.AdminCancelUsurper, Target: a}
-	req.Proof = AdminProof(testPassword, theirs.Nonce, theirs.Cluster, req)
+	req := protocol.AdminReq{ID: 9, Kind: roles.AdminCancelUsurper, Target: a}
+	req.Proof = protocol.AdminProof(testPassword, theirs.Nonce, theirs.Cluster, req)
 	_ = nc.SetDeadline(time.Now().Add(2 * time.Second))
 	if err := frame.WriteFrame(nc, req); err != nil {
 		t.Fatal(err)
 	}
-	m, err := cltomaIn.ReadFrame(nc, frame.DefaultMaxFrame)
+	m, err := protocol.ClientIn().ReadFrame(nc, frame.DefaultMaxFrame)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, ok := deref(m).(AdminResp)
-	if !ok || r.OK || !strings.Contains(r.Text, a.String()) || !strings.Contains(r.Text, b.String()) {
+	r, ok := deref(m).(protocol.AdminResp)
+	if !ok || r.OK || r.Code != wire.CodeDenied || !strings.Contains(r.Text, a.String()) || !strings.Contains(r.Text, b.String()) {
 		t.Fatalf("a command meant for %v was answered by %v with %+v", a, b, deref(m))
 	}
 
 	// The same command sent by Admin to b names b, and b takes it (and
 	// refuses it for what it asks: b is not USURPER).
-	r, err = Admin(addrB, AdminReq{ID: 10, Kind: roles.AdminCancelUsurper}, testPassword, 2*time.Second)
-	if err != nil || strings.Contains(r.Text, "ADMIN_PASSWORD") || strings.Contains(r.Text, "meant for") {
+	r, err = client.Admin(addrB, protocol.AdminReq{ID: 10, Kind: roles.AdminCancelUsurper}, testPassword, 2*time.Second)
+	if err != nil || r.Code != wire.CodeState || strings.Contains(r.Text, "ADMIN_PASSWORD") || strings.Contains(r.Text, "meant for") {
 		t.Fatalf("a command for b, to b: %+v %v", r, err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/obs"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
@@ -14,11 +15,11 @@ import (
 // than the core's last step (the batch's fsync came between, or the
 // process was frozen): a LEADER whose quorum lapsed meanwhile is shown as
 // the FOLLOWER its next step makes it (fenceStatus).
-func (n *MasterNode) statusNow() StatusResp {
+func (n *MasterNode) statusNow() protocol.StatusResp {
 	f := n.core.Fence()
 	now := n.now()
 	cfg := n.core.Config()
-	st := StatusResp{
+	st := protocol.StatusResp{
 		Addr: n.opt.Self, Version: n.opt.Version, Role: f.Now.Role, Sync: f.Now.Sync,
 		Epoch: f.Now.Epoch, Leader: n.addrOf[f.Now.Leader],
 		MetaVersion: n.core.Log().Last().Version, Commit: n.core.Hard().Commit.Version,
@@ -55,7 +56,7 @@ func (n *MasterNode) statusNow() StatusResp {
 		st.ConfigVersion = cfg.Version
 		def := cfg.Locations.Default()
 		for _, l := range cfg.Locations.Locations() {
-			ls := LocStatus{Name: l.Name, On: !l.Off, Default: l.ID == def}
+			ls := protocol.LocStatus{Name: l.Name, On: !l.Off, Default: l.ID == def}
 			for _, r := range cfg.Locations.Ranges() {
 				if r.Loc == l.ID {
 					ls.Ranges = append(ls.Ranges, r.Prefix)
@@ -68,7 +69,7 @@ func (n *MasterNode) statusNow() StatusResp {
 			loc, _ := cfg.Locations.Location(cfg.Locations.Locate(m.Addr))
 			info := n.csInfo[m.ID]
 			_, connected := n.cs[m.ID]
-			st.Chunkservers = append(st.Chunkservers, CSStatus{
+			st.Chunkservers = append(st.Chunkservers, protocol.CSStatus{
 				ID: m.ID, Addr: m.Addr, Port: m.Port, Location: loc.Name, VoterOnly: m.VoterOnly,
 				Connected: connected, Voting: counted[m.ID], Labels: info.Labels, Total: info.Total, Used: info.Used,
 				Maintenance: m.Maintenance,
@@ -141,8 +142,8 @@ func cfgAt(core *roles.Master, v uint64) *roles.ClusterConfig {
 }
 
 // tallyStatus turns a core count into its listing form, naming locations.
-func tallyStatus(cfg *roles.ClusterConfig, tv roles.TallyView) TallyStatus {
-	t := TallyStatus{Config: tv.Config, Outcome: tv.Votes.Outcome.String(), Empty: tv.Votes.Empty, Divided: tv.Votes.Divided,
+func tallyStatus(cfg *roles.ClusterConfig, tv roles.TallyView) protocol.TallyStatus {
+	t := protocol.TallyStatus{Config: tv.Config, Outcome: tv.Votes.Outcome.String(), Empty: tv.Votes.Empty, Divided: tv.Votes.Divided,
 		Participating: tv.Votes.Participating, Carried: tv.Votes.Carried, Needed: tv.Votes.Needed}
 	for i, lt := range tv.Votes.Locations {
 		name := fmt.Sprint(lt.Loc)
@@ -155,7 +156,7 @@ func tallyStatus(cfg *roles.ClusterConfig, tv roles.TallyView) TallyStatus {
 		if i < len(tv.Reach.Locations) {
 			reach = tv.Reach.Locations[i].For
 		}
-		t.Locations = append(t.Locations, LocTally{Name: name, Default: lt.Default, Registered: lt.Registered,
+		t.Locations = append(t.Locations, protocol.LocTally{Name: name, Default: lt.Default, Registered: lt.Registered,
 			Votes: lt.For, Reach: reach, Carried: lt.Carried, CanCarry: 2*reach > lt.Registered})
 	}
 	return t

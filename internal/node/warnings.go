@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+
+	"github.com/mfs-election/mfs-election/pkg/masterhost"
 )
 
 // layoutWarnings remembers what warnLayout last said, so that each
@@ -54,7 +56,7 @@ func (n *MasterNode) keepMasters() []netip.Addr {
 			out = append(out, a)
 		}
 	}
-	// Masters rank by id (MasterIDOf: an IPv4 address is its own number).
-	slices.SortFunc(out, func(a, b netip.Addr) int { return cmp.Compare(MasterIDOf(a), MasterIDOf(b)) })
+	// Masters rank by id (masterhost.IDOf: an IPv4 address is its own number).
+	slices.SortFunc(out, func(a, b netip.Addr) int { return cmp.Compare(masterhost.IDOf(a), masterhost.IDOf(b)) })
 	return out
 }

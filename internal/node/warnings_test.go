@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/pkg/locations"
+	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/rs/zerolog"
 )
@@ -22,7 +23,7 @@ func TestNoTieBreakLoggedAtStart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg := &roles.ClusterConfig{Version: 2, Founder: MasterIDOf(self), Locations: m, Members: []roles.Chunkserver{
+	cfg := &roles.ClusterConfig{Version: 2, Founder: masterhost.IDOf(self), Locations: m, Members: []roles.Chunkserver{
 		{ID: 1, Addr: netip.MustParseAddr("10.1.0.1"), Port: 9422}, {ID: 2, Addr: netip.MustParseAddr("10.2.0.1"), Port: 9422},
 	}}
 	dir := storeWith(t, self, []roles.Entry{{Pos: roles.Pos{Version: 2, Epoch: 1}, Kind: roles.EntryConfig, Config: cfg}})

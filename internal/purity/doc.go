@@ -1,6 +1,8 @@
-// Package purity holds the test that keeps the election core pure: the
-// packages listed in Pure may not reach a clock, the network, the disk,
-// goroutines or a global random source (STYLE.md, "The pure core").
+// Package purity holds the tests that keep the layers apart: the election
+// core pure (the packages listed in Pure may not reach a clock, the
+// network, the disk, goroutines or a global random source; STYLE.md, "The
+// pure core"), and the public packages a leaf (none imports an internal
+// one, and pkg/client links none of the daemons' libraries).
 package purity
 
 // Pure lists the packages, relative to the module root, that must stay pure.

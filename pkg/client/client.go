@@ -1,10 +1,3 @@
-// Package client talks to the masters' client port (9421) the way a
-// MooseFS client would: it finds the masters through MASTER_HOST, follows
-// redirects to the LEADER, waits and retries with back-off and jitter when
-// there is none, and retries a change under the same session id and
-// sequence number, so a change retried across a failover is applied once.
-//
-// A Client runs one operation at a time; use one per goroutine.
 package client
 
 import (
@@ -19,7 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/pkg/masterhost"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
@@ -44,8 +38,8 @@ type Config struct {
 	// Password is the password of the masters' mfsexports.cfg line that
 	// gives this client access (password=...), if it needs one. It is
 	// proved once per connection over the nonce of the master's hello
-	// (node.ClientProof, keyed by a slow derivation of the password), never
-	// sent.
+	// (protocol.ClientProof, keyed by a slow derivation of the password),
+	// never sent.
 	Password string
 }
 
@@ -64,7 +58,7 @@ var ErrUnknown = errors.New("outcome unknown")
 // Client is one client session.
 type Client struct {
 	cfg     Config
-	masters []node.MasterAddr
+	masters []masterhost.Master
 	id      roles.ClientID
 	seq     uint64
 	target  int
@@ -74,12 +68,6 @@ type Client struct {
 	cluster string                    // pinned (Config.Cluster or the first LEADER's)
 	ids     map[netip.AddrPort]string // the cluster id each open connection's master named
 }
-
-var replies = func() *frame.Registry {
-	r := frame.NewRegistry()
-	r.Register(roles.TypeClientReply, func() wire.Message { return &roles.ClientReply{} })
-	return r
-}()
 
 // New resolves the masters and draws a session id.
 func New(cfg Config) (*Client, error) {
@@ -95,7 +83,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.MaxBackoff == 0 {
 		cfg.MaxBackoff = 200 * time.Millisecond
 	}
-	ms, err := node.ResolveMasters(cfg.MasterHost, cfg.Port)
+	ms, err := masterhost.Resolve(cfg.MasterHost, cfg.Port)
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +92,7 @@ func New(cfg Config) (*Client, error) {
 		return nil, err
 	}
 	// The top bit is the masters' mark for sessions they make up.
-	id := roles.ClientID(binary.BigEndian.Uint64(b[:8]) &^ (1 << 63))
+	id := roles.ClientID(binary.BigEndian.Uint64(b[:8])) &^ protocol.AnonymousClient
 	if id == 0 {
 		id = 1
 	}
@@ -272,7 +260,7 @@ func (c *Client) do(ctx context.Context, req wire.Message) (roles.ClientReply, e
 				c.cluster = c.ids[to]
 			}
 			return r, nil
-		case err == nil && !transient(r.Err):
+		case err == nil && final(r.Code):
 			return roles.ClientReply{}, fmt.Errorf("%w by %s: %s", ErrRefused, to.Addr(), r.Err)
 		case err == nil:
 			last = fmt.Errorf("%s: %s", to.Addr(), r.Err)
@@ -309,11 +297,15 @@ func (c *Client) do(ctx context.Context, req wire.Message) (roles.ClientReply, e
 	}
 }
 
-// transient says whether a refusal is about who serves (try elsewhere or
-// later) rather than about the request.
-func transient(e string) bool {
-	switch e {
-	case roles.ErrNotLeader, roles.ErrHandover, roles.ErrReadOnly, "":
+// final says whether a refusal is about the request itself, so that
+// asking again, elsewhere or later cannot help. Whatever else did not
+// serve is asked again: a refusal about who serves (NOT_LEADER, HANDOVER,
+// READ_ONLY), a DEPUTY's stale read this client does not take, and a
+// refusal without a code (a master from before codes) or with one this
+// build does not know.
+func final(c wire.Code) bool {
+	switch c {
+	case wire.CodeInvalid, wire.CodeStaleSeq, wire.CodeState, wire.CodeDenied, wire.CodeThrottled:
 		return true
 	}
 	return false
@@ -368,36 +360,19 @@ func seqOf(m wire.Message) uint64 {
 	return 0
 }
 
+// conn is the session's connection to the master at to, opened (hellos,
+// then the password's proof) by deadline if there is none.
 func (c *Client) conn(to netip.AddrPort, deadline time.Time) (net.Conn, error) {
 	if nc := c.conns[to]; nc != nil {
 		return nc, nil
 	}
-	d := net.Dialer{Deadline: deadline}
-	nc, err := d.Dial("tcp", to.String())
+	nc, h, err := dial(to, frame.KindClient, c.cluster, deadline)
 	if err != nil {
 		return nil, err
-	}
-	_ = nc.SetDeadline(deadline)
-	if err := frame.WriteFrame(nc, frame.Hello{Proto: frame.ProtocolVersion, Kind: frame.KindClient}); err != nil {
-		nc.Close()
-		return nil, err
-	}
-	m, err := replies.ReadFrame(nc, 4096)
-	if err != nil {
-		nc.Close()
-		return nil, err
-	}
-	h, ok := m.(*frame.Hello)
-	if !ok {
-		nc.Close()
-		return nil, fmt.Errorf("%s answered %T, not a hello", to, m)
-	}
-	if err := h.Check(c.cluster, frame.KindMaster); err != nil {
-		nc.Close()
-		return nil, fmt.Errorf("%s: %w", to, err)
 	}
 	if c.cfg.Password != "" {
-		if err := frame.WriteFrame(nc, node.ClientAuth{MAC: node.ClientProof(c.cfg.Password, h.Nonce, h.Cluster)}); err != nil {
+		_ = nc.SetDeadline(deadline)
+		if err := frame.WriteFrame(nc, protocol.ClientAuth{MAC: protocol.ClientProof(c.cfg.Password, h.Nonce, h.Cluster)}); err != nil {
 			nc.Close()
 			return nil, err
 		}

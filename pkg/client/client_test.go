@@ -11,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/pkg/masterhost"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
@@ -35,9 +36,9 @@ type fakeMaster struct {
 
 var requests = func() *frame.Registry {
 	r := frame.NewRegistry()
-	r.Register(roles.TypeClientWrite, func() wire.Message { return &roles.ClientWrite{} })
-	r.Register(roles.TypeClientRead, func() wire.Message { return &roles.ClientRead{} })
-	r.Register(node.TypeClientAuth, func() wire.Message { return &node.ClientAuth{} })
+	r.Register(wire.TypeClientWrite, func() wire.Message { return &roles.ClientWrite{} })
+	r.Register(wire.TypeClientRead, func() wire.Message { return &roles.ClientRead{} })
+	r.Register(wire.TypeClientAuth, func() wire.Message { return &protocol.ClientAuth{} })
 	return r
 }()
 
@@ -73,7 +74,7 @@ func (f *fakeMaster) serve(nc net.Conn) {
 		if err != nil {
 			return
 		}
-		if a, ok := m.(*node.ClientAuth); ok {
+		if a, ok := m.(*protocol.ClientAuth); ok {
 			f.mu.Lock()
 			f.auths = append(f.auths, a.MAC)
 			f.order = append(f.order, "auth")
@@ -117,9 +118,9 @@ func (f *fakeMaster) serve(nc net.Conn) {
 func TestRedirectAndRetrySameSequence(t *testing.T) {
 	a, b := "127.77.0.1:19421", "127.77.0.2:19421"
 	follower, leader := newFake(t, a), newFake(t, b)
-	leaderID := node.MasterIDOf(netip.MustParseAddr("127.77.0.2"))
+	leaderID := masterhost.IDOf(netip.MustParseAddr("127.77.0.2"))
 	follower.answer = func(roles.ClientWrite) (roles.ClientReply, bool) {
-		return roles.ClientReply{Err: roles.ErrNotLeader, Redirect: leaderID}, true
+		return roles.ClientReply{Err: roles.ErrNotLeader, Code: wire.CodeNotLeader, Redirect: leaderID}, true
 	}
 	calls := 0
 	leader.answer = func(w roles.ClientWrite) (roles.ClientReply, bool) {
@@ -156,7 +157,7 @@ func TestRedirectAndRetrySameSequence(t *testing.T) {
 func TestNoLeaderEndsWithContext(t *testing.T) {
 	f := newFake(t, "127.77.0.3:19421")
 	f.answer = func(roles.ClientWrite) (roles.ClientReply, bool) {
-		return roles.ClientReply{Err: roles.ErrNotLeader}, true
+		return roles.ClientReply{Err: roles.ErrNotLeader, Code: wire.CodeNotLeader}, true
 	}
 	cl, err := New(Config{MasterHost: "127.77.0.3", Port: 19421})
 	if err != nil {
@@ -180,7 +181,7 @@ func TestNoLeaderEndsWithContext(t *testing.T) {
 func TestRefusalIsFinal(t *testing.T) {
 	f := newFake(t, "127.77.0.4:19421")
 	f.answer = func(roles.ClientWrite) (roles.ClientReply, bool) {
-		return roles.ClientReply{Err: roles.ErrStaleSeq}, true
+		return roles.ClientReply{Err: roles.ErrStaleSeq, Code: wire.CodeStaleSeq}, true
 	}
 	cl, err := New(Config{MasterHost: "127.77.0.4", Port: 19421})
 	if err != nil {
@@ -200,6 +201,34 @@ func TestRefusalIsFinal(t *testing.T) {
 	f.mu.Unlock()
 	if n != 1 {
 		t.Fatalf("the fake master saw %d requests, want 1 (no retry, nothing oversized sent)", n)
+	}
+}
+
+// TestRefusalWithoutCodeRetried: a refusal that carries no code (a master
+// from before codes) or one this build does not know is asked again, not
+// taken as final: the text is never read.
+func TestRefusalWithoutCodeRetried(t *testing.T) {
+	f := newFake(t, "127.77.0.10:19421")
+	answers := []roles.ClientReply{
+		{Err: roles.ErrNotLeader},
+		{Err: "a refusal of a later build", Code: 200},
+		{Err: roles.ErrStaleSeq}, // would be final with its code
+		{OK: true, Version: 3},
+	}
+	f.answer = func(roles.ClientWrite) (roles.ClientReply, bool) {
+		r := answers[0]
+		answers = answers[1:] // under f.mu
+		return r, true
+	}
+	cl, err := New(Config{MasterHost: "127.77.0.10", Port: 19421})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if v, err := cl.Put(ctx, "k", "v"); err != nil || v != 3 {
+		t.Fatalf("Put = %d, %v; want version 3 after three uncoded or unknown refusals", v, err)
 	}
 }
 
@@ -318,10 +347,10 @@ func TestClusterPinned(t *testing.T) {
 	if _, err := cl2.Put(ctx, "k", "v"); err != nil || cl2.Cluster() != "aaaa" {
 		t.Fatalf("Put = %v, pinned %q; want cluster aaaa", err, cl2.Cluster())
 	}
-	wiped7 := node.MasterIDOf(netip.MustParseAddr("127.77.0.7"))
+	wiped7 := masterhost.IDOf(netip.MustParseAddr("127.77.0.7"))
 	good.mu.Lock()
 	good.answer = func(roles.ClientWrite) (roles.ClientReply, bool) {
-		return roles.ClientReply{Err: roles.ErrNotLeader, Redirect: wiped7}, true
+		return roles.ClientReply{Err: roles.ErrNotLeader, Code: wire.CodeNotLeader, Redirect: wiped7}, true
 	}
 	good.mu.Unlock()
 	short, cancel2 := context.WithTimeout(context.Background(), 500*time.Millisecond)
@@ -354,7 +383,7 @@ func TestPasswordProved(t *testing.T) {
 	f.answer = func(w roles.ClientWrite) (roles.ClientReply, bool) {
 		writes++
 		if w.Key == "ro" {
-			return roles.ClientReply{Err: node.ErrExportsReadOnly + `: client 127.0.0.1, key "ro"`}, true
+			return roles.ClientReply{Err: protocol.ErrExportsReadOnly + `: client 127.0.0.1, key "ro"`, Code: wire.CodeDenied}, true
 		}
 		return roles.ClientReply{OK: true, Version: 5}, true
 	}
@@ -371,12 +400,12 @@ func TestPasswordProved(t *testing.T) {
 		}
 	}
 	_, err = cl.Put(ctx, "ro", "v")
-	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), node.ErrExportsReadOnly) {
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), protocol.ErrExportsReadOnly) {
 		t.Fatalf("a read-only refusal: %v", err)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	want := node.ClientProof(pw, f.nonce, "C7")
+	want := protocol.ClientProof(pw, f.nonce, "C7")
 	if len(f.auths) != 1 || string(f.auths[0]) != string(want) || f.order[0] != "auth" || writes != 3 {
 		t.Fatalf("proofs %x (want one, %x, first), order %v, writes %d", f.auths, want, f.order, writes)
 	}
@@ -397,5 +426,20 @@ func TestPasswordProved(t *testing.T) {
 	defer g.mu.Unlock()
 	if len(g.auths) != 0 {
 		t.Fatalf("a client without a password sent %d proofs", len(g.auths))
+	}
+}
+
+// TestSessionIDsAreNotAnonymous: a client draws its session id with the
+// masters' mark (protocol.AnonymousClient) clear, so that a master never
+// takes it for one of its own making and its retries are deduplicated.
+func TestSessionIDsAreNotAnonymous(t *testing.T) {
+	for i := 0; i < 64; i++ {
+		cl, err := New(Config{MasterHost: "127.77.0.9", Port: 19421})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id := cl.Session(); id == 0 || id&protocol.AnonymousClient != 0 {
+			t.Fatalf("a client drew session %#x", id)
+		}
 	}
 }

@@ -289,9 +289,11 @@ type Transition struct {
 // voter's id to another chunkserver: forget the id and register again.
 type IDTaken struct{ Master wire.MasterID }
 
-// AdminReply answers an Admin command.
+// AdminReply answers an Admin command. Code says why it was refused, for
+// programs (Text says what was done, or why not, for people).
 type AdminReply struct {
 	ID   uint64
 	OK   bool
 	Text string
+	Code wire.Code
 }

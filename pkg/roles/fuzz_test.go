@@ -116,6 +116,9 @@ func (r *coreRig) answer(b Batch) []Event {
 			}
 			out = append(out, AppendAck{From: r.other, Epoch: msg.Epoch, OK: true, Match: match, Last: match.Version})
 		case ClientReply:
+			if !msg.OK && msg.Code == wire.CodeNone {
+				r.t.Fatalf("a refusal without a code: %+v", msg)
+			}
 			r.replies = append(r.replies, msg)
 		}
 	}
@@ -232,8 +235,13 @@ func FuzzMasterStep(f *testing.F) {
 				ev = e
 			}
 			r.now = r.now.Add(50 * time.Millisecond)
-			r.m.Step(r.now, ev)
-			r.m.Step(r.now, Tick{})
+			sends := append(r.m.Step(r.now, ev).Sends, r.m.Step(r.now, Tick{}).Sends...)
+			for _, s := range sends {
+				// A client decides by the code whether to retry.
+				if rep, ok := s.Msg.(ClientReply); ok && !rep.OK && rep.Code == wire.CodeNone {
+					t.Fatalf("a refusal without a code: %+v", rep)
+				}
+			}
 		}
 	})
 }

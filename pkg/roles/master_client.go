@@ -10,9 +10,15 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
-var errNoElectorate = errors.New("the change would leave no chunkserver counting towards quorum")
+// Changes refused for what they would do to the cluster (wire.CodeState),
+// not for what they are.
+var (
+	errNoElectorate = errors.New("the change would leave no chunkserver counting towards quorum")
+	errQuorumLost   = errors.New("refused: under the changed registry the votes this LEADER holds would not make a quorum")
+)
 
-// Client-facing error texts (stable: clients match on them).
+// Client-facing error texts, for people: a reply carries its wire.Code
+// beside the text, and programs go by the code.
 const (
 	ErrNotLeader = "not the leading master"
 	ErrHandover  = "leadership handover in progress, retry"
@@ -54,20 +60,20 @@ func (m *Master) reply(c ClientID, seq uint64, r ClientReply) {
 func (m *Master) onClientWrite(w ClientWrite) {
 	switch {
 	case m.role == Deputy:
-		m.reply(w.Client, w.Seq, ClientReply{Err: ErrReadOnly, Redirect: m.Leader()})
+		m.reply(w.Client, w.Seq, ClientReply{Err: ErrReadOnly, Code: wire.CodeReadOnly, Redirect: m.Leader()})
 		return
 	case m.role != Leader:
-		m.reply(w.Client, w.Seq, ClientReply{Err: ErrNotLeader, Redirect: m.Leader()})
+		m.reply(w.Client, w.Seq, ClientReply{Err: ErrNotLeader, Code: wire.CodeNotLeader, Redirect: m.Leader()})
 		return
 	case m.handover != wire.NoMaster:
-		m.reply(w.Client, w.Seq, ClientReply{Err: ErrHandover, Redirect: m.handover})
+		m.reply(w.Client, w.Seq, ClientReply{Err: ErrHandover, Code: wire.CodeHandover, Redirect: m.handover})
 		return
 	}
 	if !m.Accepting(m.now) {
 		panic("invariant fence: a LEADER without quorum reached a client write")
 	}
 	if bad := CheckWrite(w); bad != "" {
-		m.reply(w.Client, w.Seq, ClientReply{Err: bad})
+		m.reply(w.Client, w.Seq, ClientReply{Err: bad, Code: wire.CodeInvalid})
 		return
 	}
 	// A retried change (same session and sequence) is applied once.
@@ -77,7 +83,7 @@ func (m *Master) onClientWrite(w ClientWrite) {
 		return
 	}
 	if s, ok := m.kv.Sessions[w.Client]; ok && w.Seq < s.Seq {
-		m.reply(w.Client, w.Seq, ClientReply{Err: ErrStaleSeq})
+		m.reply(w.Client, w.Seq, ClientReply{Err: ErrStaleSeq, Code: wire.CodeStaleSeq})
 		return
 	}
 	kind := EntryPut
@@ -109,7 +115,7 @@ func (m *Master) onClientRead(r ClientRead) {
 		rep.Version, rep.Stale = m.kv.Applied, true
 		m.reply(r.Client, r.Seq, rep)
 	default:
-		m.reply(r.Client, r.Seq, ClientReply{Err: ErrNotLeader, Redirect: m.Leader()})
+		m.reply(r.Client, r.Seq, ClientReply{Err: ErrNotLeader, Code: wire.CodeNotLeader, Redirect: m.Leader()})
 	}
 }
 
@@ -206,26 +212,27 @@ func (m *Master) readReply(op pendingOp) ClientReply {
 // ---- admin -------------------------------------------------------------------------
 
 func (m *Master) onAdmin(a Admin) {
-	ok, text := m.admin(a)
-	m.out.AdminReplies = append(m.out.AdminReplies, AdminReply{ID: a.ID, OK: ok, Text: text})
+	ok, code, text := m.admin(a)
+	m.out.AdminReplies = append(m.out.AdminReplies, AdminReply{ID: a.ID, OK: ok, Code: code, Text: text})
 }
 
-func (m *Master) admin(a Admin) (bool, string) {
+// admin carries out a; a refusal is decided here, with its code.
+func (m *Master) admin(a Admin) (bool, wire.Code, string) {
 	switch a.Kind {
 	case AdminSetUsurper:
 		switch {
 		case m.role == Leader:
-			return false, "this master is already LEADER"
+			return false, wire.CodeState, "this master is already LEADER"
 		case m.role == Usurper:
-			return true, "already USURPER"
+			return true, wire.CodeNone, "already USURPER"
 		case m.role != Follower:
-			return false, fmt.Sprintf("only a FOLLOWER can become USURPER (this master is %v)", m.role)
+			return false, wire.CodeState, fmt.Sprintf("only a FOLLOWER can become USURPER (this master is %v)", m.role)
 		case !m.HasMetadata():
-			return false, "this master has no metadata yet (INIT); wait until it is synced"
+			return false, wire.CodeState, "this master has no metadata yet (INIT); wait until it is synced"
 		case !m.Eligible():
-			return false, "this master cannot win a vote under its registry yet; wait until the registry change in progress is in force"
+			return false, wire.CodeState, "this master cannot win a vote under its registry yet; wait until the registry change in progress is in force"
 		case m.Sync() != Synced:
-			return false, fmt.Sprintf("this master is not synced (%v); wait until it is", m.Sync())
+			return false, wire.CodeState, fmt.Sprintf("this master is not synced (%v); wait until it is", m.Sync())
 		}
 		if m.hard.Yielded {
 			m.hard.Yielded = false
@@ -233,48 +240,52 @@ func (m *Master) admin(a Admin) (bool, string) {
 		}
 		m.placed = true
 		m.become(Usurper, ReasonAdminUsurper)
-		return true, "USURPER: will take over as soon as it has caught up"
+		return true, wire.CodeNone, "USURPER: will take over as soon as it has caught up"
 	case AdminCancelUsurper:
 		if m.role != Usurper {
-			return false, fmt.Sprintf("this master is %v, not USURPER", m.role)
+			return false, wire.CodeState, fmt.Sprintf("this master is %v, not USURPER", m.role)
 		}
 		m.become(Follower, ReasonAdminCancel)
-		return true, "USURPER cancelled; back to FOLLOWER"
+		return true, wire.CodeNone, "USURPER cancelled; back to FOLLOWER"
 	case AdminStepDown:
 		if m.role != Leader {
-			return false, fmt.Sprintf("this master is %v, not LEADER", m.role)
+			return false, wire.CodeNotLeader, fmt.Sprintf("this master is %v, not LEADER", m.role)
 		}
 		m.yield()
 		target := m.bestFollower()
 		if target == wire.NoMaster {
 			m.stepDown(ReasonStepDown)
-			return true, "stepped down; no synced follower to hand over to, the chunkservers will nominate"
+			return true, wire.CodeNone, "stepped down; no synced follower to hand over to, the chunkservers will nominate"
 		}
 		m.startHandover(target, ReasonStepDown)
-		return true, fmt.Sprintf("handing over to %v", target)
+		return true, wire.CodeNone, fmt.Sprintf("handing over to %v", target)
 	case AdminTempRemove:
 		return m.tempRemove(wire.CSID(a.Change.ID))
 	case AdminShutdown:
 		m.become(Dummy, ReasonShutdown)
-		return true, "shutting down"
+		return true, wire.CodeNone, "shutting down"
 	case AdminChange:
 		if m.role != Leader {
-			return false, "Can't perform any operation because there is no leading master"
+			return false, wire.CodeNotLeader, "Can't perform any operation because there is no leading master"
 		}
 		if m.configPending() {
-			return false, ErrChangePending + "; retry shortly"
+			return false, wire.CodeChangePending, ErrChangePending + "; retry shortly"
 		}
 		if a.Change.Kind == ChangeRemove {
 			if v := m.voters[wire.CSID(a.Change.ID)]; v != nil {
-				return false, fmt.Sprintf("chunkserver CS%d can't be removed because it is still active", a.Change.ID)
+				return false, wire.CodeState, fmt.Sprintf("chunkserver CS%d can't be removed because it is still active", a.Change.ID)
 			}
 		}
 		if err := m.proposeChange(a.Change); err != nil {
-			return false, err.Error()
+			code := wire.CodeInvalid
+			if errors.Is(err, errNoElectorate) || errors.Is(err, errQuorumLost) {
+				code = wire.CodeState
+			}
+			return false, code, err.Error()
 		}
-		return true, fmt.Sprintf("%v: config version %d written; in force once quorums under both versions have it", a.Change, m.Config().Version)
+		return true, wire.CodeNone, fmt.Sprintf("%v: config version %d written; in force once quorums under both versions have it", a.Change, m.Config().Version)
 	}
-	return false, fmt.Sprintf("unknown admin command %d", a.Kind)
+	return false, wire.CodeInvalid, fmt.Sprintf("unknown admin command %d", a.Kind)
 }
 
 // bestFollower is the synced, eligible follower a step-down hands over to.

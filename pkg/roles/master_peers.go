@@ -487,7 +487,7 @@ func (m *Master) proposeChange(c Change) error {
 	// votes this LEADER holds now would not make a quorum, rather than
 	// step down over an admin command.
 	if t := m.tallyUnder(next, m.now, nil); t.Outcome != quorum.Won {
-		return fmt.Errorf("refused: under the changed registry the votes this LEADER holds would not make a quorum (%v)", t)
+		return fmt.Errorf("%w (%v)", errQuorumLost, t)
 	}
 	e := Entry{Pos: Pos{Version: m.log.Len() + 1, Epoch: m.hard.Epoch}, Kind: EntryConfig, Config: next}
 	m.log.append(e)

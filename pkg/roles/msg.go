@@ -7,27 +7,6 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
-// Message type numbers (append-only; docs/wire.md lists them).
-const (
-	TypeProbe         wire.Type = 10
-	TypeProbeReply    wire.Type = 11
-	TypeVoteHello     wire.Type = 12
-	TypeVoteBye       wire.Type = 13
-	TypeHeartbeat     wire.Type = 14
-	TypeHeartbeatAck  wire.Type = 15
-	TypeVoteRelease   wire.Type = 16
-	TypeRedirect      wire.Type = 17
-	TypePeerStatus    wire.Type = 20
-	TypeAppend        wire.Type = 21
-	TypeAppendAck     wire.Type = 22
-	TypeFetchReq      wire.Type = 23
-	TypeFetchResp     wire.Type = 24
-	TypeSnapshotChunk wire.Type = 25
-	TypeClientWrite   wire.Type = 30
-	TypeClientRead    wire.Type = 31
-	TypeClientReply   wire.Type = 32
-)
-
 // Probe asks a master for its role (any connection, never a vote).
 type Probe struct {
 	CS    wire.CSID
@@ -245,7 +224,7 @@ type KVEntry struct {
 }
 
 // ClientReply answers a client. Redirect names the LEADER to try when this
-// master cannot serve (none when unknown); Err says why it failed.
+// master cannot serve (none when unknown); Err and Code say why it failed.
 type ClientReply struct {
 	From     wire.MasterID
 	Client   ClientID
@@ -263,21 +242,24 @@ type ClientReply struct {
 	Conflict   bool      `msgpack:",omitempty"`
 	Entries    []KVEntry `msgpack:",omitempty"`
 	More       bool      `msgpack:",omitempty"` // a list answer left keys out (Limit, ListMax, ListMaxBytes): ask again after the last one
+	// Code says why it failed, for programs (Err says it for people):
+	// whether to ask again, elsewhere, or give up.
+	Code wire.Code `msgpack:",omitempty"`
 }
 
-func (Probe) MsgType() wire.Type        { return TypeProbe }
-func (ProbeReply) MsgType() wire.Type   { return TypeProbeReply }
-func (VoteHello) MsgType() wire.Type    { return TypeVoteHello }
-func (VoteBye) MsgType() wire.Type      { return TypeVoteBye }
-func (Heartbeat) MsgType() wire.Type    { return TypeHeartbeat }
-func (HeartbeatAck) MsgType() wire.Type { return TypeHeartbeatAck }
-func (VoteRelease) MsgType() wire.Type  { return TypeVoteRelease }
-func (Redirect) MsgType() wire.Type     { return TypeRedirect }
-func (PeerStatus) MsgType() wire.Type   { return TypePeerStatus }
-func (Append) MsgType() wire.Type       { return TypeAppend }
-func (AppendAck) MsgType() wire.Type    { return TypeAppendAck }
-func (FetchReq) MsgType() wire.Type     { return TypeFetchReq }
-func (FetchResp) MsgType() wire.Type    { return TypeFetchResp }
-func (ClientWrite) MsgType() wire.Type  { return TypeClientWrite }
-func (ClientRead) MsgType() wire.Type   { return TypeClientRead }
-func (ClientReply) MsgType() wire.Type  { return TypeClientReply }
+func (Probe) MsgType() wire.Type        { return wire.TypeProbe }
+func (ProbeReply) MsgType() wire.Type   { return wire.TypeProbeReply }
+func (VoteHello) MsgType() wire.Type    { return wire.TypeVoteHello }
+func (VoteBye) MsgType() wire.Type      { return wire.TypeVoteBye }
+func (Heartbeat) MsgType() wire.Type    { return wire.TypeHeartbeat }
+func (HeartbeatAck) MsgType() wire.Type { return wire.TypeHeartbeatAck }
+func (VoteRelease) MsgType() wire.Type  { return wire.TypeVoteRelease }
+func (Redirect) MsgType() wire.Type     { return wire.TypeRedirect }
+func (PeerStatus) MsgType() wire.Type   { return wire.TypePeerStatus }
+func (Append) MsgType() wire.Type       { return wire.TypeAppend }
+func (AppendAck) MsgType() wire.Type    { return wire.TypeAppendAck }
+func (FetchReq) MsgType() wire.Type     { return wire.TypeFetchReq }
+func (FetchResp) MsgType() wire.Type    { return wire.TypeFetchResp }
+func (ClientWrite) MsgType() wire.Type  { return wire.TypeClientWrite }
+func (ClientRead) MsgType() wire.Type   { return wire.TypeClientRead }
+func (ClientReply) MsgType() wire.Type  { return wire.TypeClientReply }

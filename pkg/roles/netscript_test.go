@@ -204,7 +204,11 @@ func (h *harness) netCarry(name string, b Batch) []string {
 	n := h.net
 	var lines []string
 	for _, r := range b.AdminReplies {
-		lines = append(lines, fmt.Sprintf("%s: admin ok=%v %s", name, r.OK, r.Text))
+		code := ""
+		if r.Code != wire.CodeNone {
+			code = fmt.Sprintf("code=%v ", r.Code)
+		}
+		lines = append(lines, fmt.Sprintf("%s: admin ok=%v %s%s", name, r.OK, code, r.Text))
 	}
 	for _, t := range b.Transitions {
 		for _, d := range t.Disconnects {

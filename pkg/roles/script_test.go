@@ -419,6 +419,10 @@ func (h *harness) format(b Batch) string {
 		lines = append(lines, "persist "+persistText(p))
 	}
 	for _, r := range b.AdminReplies {
+		if r.Code != wire.CodeNone {
+			lines = append(lines, fmt.Sprintf("admin ok=%v code=%v %s", r.OK, r.Code, r.Text))
+			continue
+		}
 		lines = append(lines, fmt.Sprintf("admin ok=%v %s", r.OK, r.Text))
 	}
 	for _, t := range b.Transitions {
@@ -522,7 +526,7 @@ func msgText(m wire.Message) string {
 		return fmt.Sprintf("fetch after=%d", m.After)
 	case ClientReply:
 		if !m.OK {
-			return fmt.Sprintf("reply seq=%d err=%q redirect=%v", m.Seq, m.Err, m.Redirect)
+			return fmt.Sprintf("reply seq=%d err=%q code=%v redirect=%v", m.Seq, m.Err, m.Code, m.Redirect)
 		}
 		return fmt.Sprintf("reply seq=%d ok value=%q found=%v version=%d stale=%v", m.Seq, m.Value, m.Found, m.Version, m.Stale)
 	case ProbeReply:

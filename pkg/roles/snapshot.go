@@ -320,7 +320,7 @@ type SnapshotChunk struct {
 }
 
 // MsgType implements wire.Message.
-func (SnapshotChunk) MsgType() wire.Type { return TypeSnapshotChunk }
+func (SnapshotChunk) MsgType() wire.Type { return wire.TypeSnapshotChunk }
 
 // checkChunk validates a SnapshotChunk's structure before anything is
 // taken from it: records within the announced total, configs well formed,

@@ -31,26 +31,26 @@ import (
 // courtesy: the rules above do not depend on it).
 
 // tempRemove handles AdminTempRemove.
-func (m *Master) tempRemove(id wire.CSID) (bool, string) {
+func (m *Master) tempRemove(id wire.CSID) (bool, wire.Code, string) {
 	switch {
 	case m.role == Leader:
-		return false, "this master is LEADER: remove a disconnected chunkserver with -CRC/ip/port"
+		return false, wire.CodeState, "this master is LEADER: remove a disconnected chunkserver with -CRC/ip/port"
 	case m.role == Dummy:
-		return false, "this master is shutting down"
+		return false, wire.CodeState, "this master is shutting down"
 	case m.leaderFresh():
-		return false, fmt.Sprintf("this master follows LEADER %v: remove a disconnected chunkserver there with -CRC/ip/port", m.leader)
+		return false, wire.CodeState, fmt.Sprintf("this master follows LEADER %v: remove a disconnected chunkserver there with -CRC/ip/port", m.leader)
 	case !m.HasMetadata():
-		return false, "this master has no metadata yet (INIT)"
+		return false, wire.CodeState, "this master has no metadata yet (INIT)"
 	}
 	cfg := m.Config()
 	if _, ok := cfg.Member(id); !ok {
-		return false, fmt.Sprintf("chunkserver %v is not registered", id)
+		return false, wire.CodeInvalid, fmt.Sprintf("chunkserver %v is not registered", id)
 	}
 	if m.voters[id] != nil {
-		return false, fmt.Sprintf("chunkserver %v can't be removed because it is still active (it has a vote session here)", id)
+		return false, wire.CodeState, fmt.Sprintf("chunkserver %v can't be removed because it is still active (it has a vote session here)", id)
 	}
 	if m.tempRemoved[id] {
-		return true, fmt.Sprintf("chunkserver %v is already left out of the count", id)
+		return true, wire.CodeNone, fmt.Sprintf("chunkserver %v is already left out of the count", id)
 	}
 	try := maps.Clone(m.tempRemoved)
 	if try == nil {
@@ -58,11 +58,11 @@ func (m *Master) tempRemove(id wire.CSID) (bool, string) {
 	}
 	try[id] = true
 	if _, left := leaveOut(cfg, try); !left[id] {
-		return false, fmt.Sprintf("chunkserver %v can't be left out: another of its location already is, it is the last of its location (switch the location OFF instead), or its location has an even number of chunkservers and only the one with the highest id may be left out there", id)
+		return false, wire.CodeState, fmt.Sprintf("chunkserver %v can't be left out: another of its location already is, it is the last of its location (switch the location OFF instead), or its location has an even number of chunkservers and only the one with the highest id may be left out there", id)
 	}
 	m.tempRemoved, m.electorates = try, nil
 	m.heartbeatNow()
-	return true, fmt.Sprintf("chunkserver %v left out of the count until it votes again; removed for good once a LEADER is elected", id)
+	return true, wire.CodeNone, fmt.Sprintf("chunkserver %v left out of the count until it votes again; removed for good once a LEADER is elected", id)
 }
 
 // leaveOut applies the temporary removals to c where the rules allow:

@@ -81,20 +81,21 @@ func TestTempRemoveRules(t *testing.T) {
 	}}
 	m.log.append(Entry{Pos: Pos{Version: 2, Epoch: 0}, Kind: EntryConfig, Config: cfg})
 	m.role = Leader
-	if ok, text := m.tempRemove(1); ok {
-		t.Fatalf("a LEADER took a temporary removal: %s", text)
+	if ok, code, text := m.tempRemove(1); ok || code != wire.CodeState {
+		t.Fatalf("a LEADER took a temporary removal, or refused it with %v: %s", code, text)
 	}
 	m.role = Elect
 	m.voters[2] = &voterRec{session: 1}
-	for id, want := range map[wire.CSID]bool{2: false, 3: false, 9: false} {
-		if ok, text := m.tempRemove(id); ok != want {
-			t.Errorf("tempRemove(%d) = %v (%s)", id, ok, text)
+	// Still active, the last of its location, not registered.
+	for id, want := range map[wire.CSID]wire.Code{2: wire.CodeState, 3: wire.CodeState, 9: wire.CodeInvalid} {
+		if ok, code, text := m.tempRemove(id); ok || code != want {
+			t.Errorf("tempRemove(%d) = %v, %v (%s), want a refusal coded %v", id, ok, code, text, want)
 		}
 	}
-	if ok, text := m.tempRemove(1); !ok {
-		t.Fatalf("tempRemove(1) refused: %s", text)
+	if ok, code, text := m.tempRemove(1); !ok || code != wire.CodeNone {
+		t.Fatalf("tempRemove(1) refused (%v): %s", code, text)
 	}
-	if ok, text := m.tempRemove(1); !ok || !strings.Contains(text, "already left out") {
+	if ok, _, text := m.tempRemove(1); !ok || !strings.Contains(text, "already left out") {
 		t.Errorf("tempRemove(1) again = %v (%s), want it reported as already left out", ok, text)
 	}
 	// The refusals name where to go instead.
@@ -107,17 +108,17 @@ func TestTempRemoveRules(t *testing.T) {
 	} {
 		saved, leader, seen := m.role, m.leader, m.leaderSeen
 		c.set()
-		if ok, text := m.tempRemove(4); ok || !strings.Contains(text, c.want) {
+		if ok, _, text := m.tempRemove(4); ok || !strings.Contains(text, c.want) {
 			t.Errorf("tempRemove as %v = %v (%s), want refused with %q", m.role, ok, text, c.want)
 		}
 		m.role, m.leader, m.leaderSeen = saved, leader, seen
 	}
 	empty, _ := NewMaster(DefaultConfig(1, []wire.MasterID{1}), Stored{}, 0)
-	if ok, text := empty.tempRemove(1); ok || !strings.Contains(text, "no metadata") {
+	if ok, code, text := empty.tempRemove(1); ok || code != wire.CodeState || !strings.Contains(text, "no metadata") {
 		t.Errorf("tempRemove without metadata = %v (%s)", ok, text)
 	}
 	delete(m.voters, 2)
-	if ok, _ := m.tempRemove(2); ok {
+	if ok, _, _ := m.tempRemove(2); ok {
 		t.Error("a second chunkserver of location a was left out")
 	}
 	if got := m.tally(m.Config(), func(*voterRec) bool { return true }); got.Locations[0].Registered+got.Locations[1].Registered != 3 {

@@ -6,6 +6,8 @@ import (
 	"io"
 	"runtime"
 	"testing"
+
+	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
 // liar sends a header claiming a body of claim bytes, then only deliver
@@ -57,7 +59,7 @@ func TestLyingLengthAllocatesWhatArrives(t *testing.T) {
 		{deliver: 100 << 10, atMost: 8 * bodyChunk}, // 64 KiB + 128 KiB buffers
 	} {
 		per := allocated(8, func() {
-			_, err := r.ReadFrame(&liar{hdr: header(DefaultMaxFrame, TypeHello), deliver: c.deliver}, DefaultMaxFrame)
+			_, err := r.ReadFrame(&liar{hdr: header(DefaultMaxFrame, wire.TypeHello), deliver: c.deliver}, DefaultMaxFrame)
 			want := io.ErrUnexpectedEOF
 			if c.deliver == 0 {
 				want = io.EOF

@@ -1,7 +1,8 @@
 // Package frame carries wire messages over a byte stream: a length, a type
-// number and a msgpack body. It is kept apart from package wire so that the
-// pure election core, which needs only the ids and the Message interface,
-// never links the codec.
+// number and a msgpack body; and the hello that opens every connection,
+// with the dialing side's handshake (DialHello). It is kept apart from
+// package wire so that the pure election core, which needs only the ids
+// and the Message interface, never links the codec.
 package frame
 
 import (
@@ -9,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"slices"
 
 	"github.com/hashicorp/go-msgpack/v2/codec"
@@ -65,7 +67,7 @@ type Registry struct {
 // NewRegistry returns a registry that knows Hello.
 func NewRegistry() *Registry {
 	r := &Registry{make: map[wire.Type]func() wire.Message{}}
-	r.Register(TypeHello, func() wire.Message { return &Hello{} })
+	r.Register(wire.TypeHello, func() wire.Message { return &Hello{} })
 	return r
 }
 
@@ -79,6 +81,18 @@ func (r *Registry) Register(t wire.Type, newMsg func() wire.Message) {
 		panic(fmt.Sprintf("wire: message type %d registered twice", t))
 	}
 	r.make[t] = newMsg
+}
+
+// RegistryOf returns a registry that decodes exactly the types of msgs
+// (and Hello), each into a new value of the type given: one call states
+// what a port and side may receive.
+func RegistryOf(msgs ...wire.Message) *Registry {
+	r := NewRegistry()
+	for _, m := range msgs {
+		t := reflect.TypeOf(m)
+		r.Register(m.MsgType(), func() wire.Message { return reflect.New(t).Interface().(wire.Message) })
+	}
+	return r
 }
 
 // Types returns the message types r decodes, in ascending order (for

@@ -62,11 +62,11 @@ func TestRefusals(t *testing.T) {
 		want  error
 		text  string
 	}{
-		{name: "oversized", input: append(header(1<<30, TypeHello), make([]byte, 64)...), want: ErrFrameTooLarge, text: "1073741824 bytes, at most 4194304"},
-		{name: "shorter than its type", input: header(1, TypeHello), want: ErrShortFrame, text: "length 1"},
+		{name: "oversized", input: append(header(1<<30, wire.TypeHello), make([]byte, 64)...), want: ErrFrameTooLarge, text: "1073741824 bytes, at most 4194304"},
+		{name: "shorter than its type", input: header(1, wire.TypeHello), want: ErrShortFrame, text: "length 1"},
 		{name: "unknown type", input: append(header(3, 999), 0xc0), want: ErrUnknownType, text: "999"},
-		{name: "garbage body", input: append(header(6, TypeHello), 0xc1, 0xff, 0xff, 0xff), want: ErrBadBody, text: "type 1"},
-		{name: "wrong shape", input: append(header(3, TypeHello), 0x2a), want: ErrBadBody, text: "type 1"},
+		{name: "garbage body", input: append(header(6, wire.TypeHello), 0xc1, 0xff, 0xff, 0xff), want: ErrBadBody, text: "type 1"},
+		{name: "wrong shape", input: append(header(3, wire.TypeHello), 0x2a), want: ErrBadBody, text: "type 1"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rd := &countingReader{t: t, r: bytes.NewReader(c.input), limit: len(c.input)}
@@ -87,7 +87,7 @@ func TestRegisterTwicePanics(t *testing.T) {
 			t.Fatal("registering a type twice did not panic")
 		}
 	}()
-	NewRegistry().Register(TypeHello, func() wire.Message { return &Hello{} })
+	NewRegistry().Register(wire.TypeHello, func() wire.Message { return &Hello{} })
 }
 
 func TestHelloCheck(t *testing.T) {
@@ -127,9 +127,9 @@ func TestHelloCheck(t *testing.T) {
 func FuzzDecode(f *testing.F) {
 	ok, _ := Encode(Hello{Proto: 1, Cluster: "c", Kind: KindMaster, ID: 1, Incarnation: 2})
 	f.Add(ok)
-	f.Add(append(header(6, TypeHello), 0xc1, 0xff, 0xff, 0xff))
-	f.Add(append(header(7, TypeHello), 0xdd, 0xff, 0xff, 0xff, 0xff))
-	f.Add(header(1<<31, TypeHello))
+	f.Add(append(header(6, wire.TypeHello), 0xc1, 0xff, 0xff, 0xff))
+	f.Add(append(header(7, wire.TypeHello), 0xdd, 0xff, 0xff, 0xff, 0xff))
+	f.Add(header(1<<31, wire.TypeHello))
 	r := NewRegistry()
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := r.Decode(b, 1<<16)

@@ -3,6 +3,10 @@ package frame
 import (
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"os"
+	"time"
 
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
@@ -13,9 +17,6 @@ import (
 // its secret, and an admin command names its target master (a node of
 // version 1 could not take part anyway).
 const ProtocolVersion = 2
-
-// TypeHello opens every connection.
-const TypeHello wire.Type = 1
 
 // Kind says what sort of node opened a connection.
 type Kind uint8
@@ -55,7 +56,7 @@ type Hello struct {
 }
 
 // MsgType implements wire.Message.
-func (Hello) MsgType() wire.Type { return TypeHello }
+func (Hello) MsgType() wire.Type { return wire.TypeHello }
 
 // Reasons a hello is refused.
 var (
@@ -80,4 +81,52 @@ func (h Hello) Check(cluster string, kinds ...Kind) error {
 		}
 	}
 	return fmt.Errorf("%w: a %v connected, this port takes %v", ErrKind, h.Kind, kinds)
+}
+
+// MaxHelloFrame bounds the first frames of a connection (the hello, and
+// the AUTH_CODE exchange after it): they are tiny, and a peer that opens
+// with a big frame is not one of ours.
+const MaxHelloFrame = 4096
+
+// ErrNotHello: the first frame of a connection was something else.
+var ErrNotHello = errors.New("first frame is not a hello")
+
+// helloOnly decodes nothing but a hello.
+var helloOnly = NewRegistry()
+
+// ReadHello reads the first frame of a connection. Anything but a
+// well-formed hello (an HTTP request, a port scanner, random bytes) is
+// ErrNotHello, whose text names what was read rather than the frame limit
+// it happened to hit; the end of the stream and a deadline come back as
+// they are.
+func ReadHello(r io.Reader) (Hello, error) {
+	m, err := helloOnly.ReadFrame(r, MaxHelloFrame)
+	if err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, os.ErrDeadlineExceeded) {
+			return Hello{}, err
+		}
+		return Hello{}, fmt.Errorf("%w: %v", ErrNotHello, err)
+	}
+	h, ok := m.(*Hello)
+	if !ok {
+		return Hello{}, ErrNotHello
+	}
+	return *h, nil
+}
+
+// DialHello is the dialing side's handshake: it sends ours, reads the
+// answer and checks it (Check with cluster and want), within timeout. The
+// answer is returned even when it fails the check, so that the caller can
+// say what answered.
+func DialHello(nc net.Conn, ours Hello, cluster string, want Kind, timeout time.Duration) (Hello, error) {
+	_ = nc.SetDeadline(time.Now().Add(timeout))
+	defer func() { _ = nc.SetDeadline(time.Time{}) }()
+	if err := WriteFrame(nc, ours); err != nil {
+		return Hello{}, err
+	}
+	h, err := ReadHello(nc)
+	if err != nil {
+		return h, err
+	}
+	return h, h.Check(cluster, want)
 }

@@ -1,4 +1,8 @@
-package node
+// Package masterhost owns MASTER_HOST: the list of masters every node
+// and client is configured with, resolved to addresses, and the id each
+// master has. An id comes from a master's address alone, so every node
+// derives the same ids from its own copy of the list.
+package masterhost
 
 import (
 	"context"
@@ -15,12 +19,12 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
-// MasterIDOf is the id every node gives the master at addr. It comes from
+// IDOf is the id every node gives the master at addr. It comes from
 // the address alone, so every node derives the same id from its own copy of
 // MASTER_HOST, and adding a master to the list renames nobody: an IPv4
 // address is its own 32-bit number; an IPv6 one is hashed (a collision is
-// refused by ResolveMasters).
-func MasterIDOf(addr netip.Addr) wire.MasterID {
+// refused by Resolve).
+func IDOf(addr netip.Addr) wire.MasterID {
 	addr = addr.Unmap()
 	if addr.Is4() {
 		b := addr.As4()
@@ -35,19 +39,19 @@ func MasterIDOf(addr netip.Addr) wire.MasterID {
 	return 1
 }
 
-// MasterAddr is one master as MASTER_HOST names it.
-type MasterAddr struct {
+// Master is one master as MASTER_HOST names it.
+type Master struct {
 	ID   wire.MasterID
 	Addr netip.AddrPort
 }
 
-// ResolveMasters turns MASTER_HOST into the masters' addresses: a
+// Resolve turns MASTER_HOST into the masters' addresses: a
 // comma-separated list of names or addresses, each with an optional
 // ":port" (defaultPort otherwise); every A/AAAA record of a name is a
 // master, as with MooseFS's `mfsmaster` DNS name. The result is sorted by
 // id; two entries with one address are one master.
-func ResolveMasters(spec string, defaultPort uint16) ([]MasterAddr, error) {
-	var out []MasterAddr
+func Resolve(spec string, defaultPort uint16) ([]Master, error) {
+	var out []Master
 	seen := map[wire.MasterID]netip.Addr{}
 	for _, item := range strings.Split(spec, ",") {
 		item = strings.TrimSpace(item)
@@ -67,7 +71,7 @@ func ResolveMasters(spec string, defaultPort uint16) ([]MasterAddr, error) {
 			return nil, fmt.Errorf("MASTER_HOST %q: %w", item, err)
 		}
 		for _, a := range addrs {
-			id := MasterIDOf(a)
+			id := IDOf(a)
 			if prev, dup := seen[id]; dup {
 				if prev == a {
 					continue
@@ -75,7 +79,7 @@ func ResolveMasters(spec string, defaultPort uint16) ([]MasterAddr, error) {
 				return nil, fmt.Errorf("MASTER_HOST: addresses %v and %v map to one master id; list IPv4 addresses or different IPv6 ones", prev, a)
 			}
 			seen[id] = a
-			out = append(out, MasterAddr{ID: id, Addr: netip.AddrPortFrom(a, port)})
+			out = append(out, Master{ID: id, Addr: netip.AddrPortFrom(a, port)})
 		}
 	}
 	if len(out) == 0 {
@@ -100,13 +104,4 @@ func lookup(host string) ([]netip.Addr, error) {
 		out = append(out, a.Unmap())
 	}
 	return out, nil
-}
-
-// ListenAddr joins a MooseFS host key ("*" or empty: every address) and
-// port into what net.Listen takes.
-func ListenAddr(host string, port int) string {
-	if host == "*" {
-		host = ""
-	}
-	return net.JoinHostPort(host, strconv.Itoa(port))
 }

@@ -27,7 +27,7 @@ import (
 const MinLen = 16
 
 // Iterations of PBKDF2-HMAC-SHA256: about 60 ms on one core of a machine
-// with SHA extensions (go test -bench Derive ./internal/secret), paid once
+// with SHA extensions (go test -bench Derive ./pkg/secret), paid once
 // per secret and cluster id by each daemon, and by every offline guess.
 const Iterations = 300_000
 
