@@ -58,8 +58,8 @@ func newLocIndex(cfg *roles.ClusterConfig) *locIndex {
 // publishFence makes the core's fence as of its last step the one the
 // outward reports judge. Loop only.
 func (n *MasterNode) publishFence() {
-	if x := n.locs; x == nil || x.cfg != n.core.Config() {
-		n.locs = newLocIndex(n.core.Config())
+	if x := n.locs; x == nil || x.cfg != n.core.Registry() {
+		n.locs = newLocIndex(n.core.Registry())
 	}
 	n.fenceOut.Store(&outward{fence: n.core.Fence(), locs: n.locs})
 }

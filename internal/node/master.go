@@ -851,7 +851,7 @@ func (n *MasterNode) csOpened(c *conn) {
 		return
 	}
 	var reg netip.Addr
-	if cfg := n.core.Config(); cfg != nil {
+	if cfg := n.core.Registry(); cfg != nil {
 		if m, ok := cfg.Member(id); ok {
 			reg = m.Addr
 		}
@@ -916,7 +916,7 @@ func (n *MasterNode) fromCS(c *conn, msg wire.Message) error {
 		} else {
 			// New only when the id is surely no member's (no config: say
 			// nothing, and the chunkserver keeps quiet).
-			if cfg := n.core.Config(); cfg != nil {
+			if cfg := n.core.Registry(); cfg != nil {
 				_, member := cfg.Member(got)
 				reply.New = !member
 			}

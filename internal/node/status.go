@@ -18,7 +18,7 @@ import (
 func (n *MasterNode) statusNow() protocol.StatusResp {
 	f := n.core.Fence()
 	now := n.now()
-	cfg := n.core.Config()
+	cfg := n.core.Registry()
 	st := protocol.StatusResp{
 		Addr: n.opt.Self, Version: n.opt.Version, Role: f.Now.Role, Sync: f.Now.Sync,
 		Epoch: f.Now.Epoch, Leader: n.addrOf[f.Now.Leader],
@@ -26,7 +26,7 @@ func (n *MasterNode) statusNow() protocol.StatusResp {
 		ClusterID: n.store.ClusterID(), WallUnixMs: time.Now().UnixMilli(),
 		Connected: len(n.cs), Behind: n.core.Behind(),
 		SnapshotVersion: n.core.SnapshotAt().Version, ChangelogEntries: n.core.Log().Held(),
-		Transition: n.core.Transition(now), InForce: n.core.InForce(), LeaderChangeUnixMs: n.leaderChangeMs,
+		Transition: n.core.Underway(now), InForce: n.core.InForce(), LeaderChangeUnixMs: n.leaderChangeMs,
 		TempRemoved: n.core.TempRemoved(), Clones: n.clones.list(),
 		NoAuthCode: n.opt.AuthCode == "", AdminOpen: *n.adminPassword.Load() == "",
 		Keep: n.opt.Core.KeepLeadership, Yielded: n.core.Yielded(), Placed: n.core.Placed(), KeepMasters: n.keepMasters(),

@@ -35,7 +35,7 @@ func (n *MasterNode) warnLayout() {
 				Msg("KEEP_LEADERSHIP is on on more than one master: only the one with the lowest address that has not yielded takes the role back, the others behave as KEEP_LEADERSHIP = 0; set it on one master only")
 		}
 	}
-	cfg := n.core.Config()
+	cfg := n.core.Registry()
 	if cfg == nil || cfg.Version == n.layout.tieChecked {
 		return
 	}

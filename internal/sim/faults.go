@@ -757,7 +757,7 @@ func (w *world) tempRemove(pick int, anyCS bool) {
 		if !m.up || m.paused {
 			continue
 		}
-		cfg := m.m.Config()
+		cfg := m.m.Registry()
 		mem, ok := cfg.Member(c.cfg.ID)
 		if !ok {
 			continue

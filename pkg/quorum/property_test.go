@@ -242,7 +242,7 @@ func TestPropertyMonotonic(t *testing.T) {
 		e := NewElectorate(m, members)
 		votes := genVotes(t, members)
 		var unknown, against []wire.CSID
-		for _, v := range e.Voters() { // sorted, so the draw is reproducible
+		for _, v := range e.Members() { // sorted, so the draw is reproducible
 			switch votes[v.ID] {
 			case Unknown:
 				unknown = append(unknown, v.ID)

@@ -65,8 +65,10 @@ func (v Vote) String() string {
 	return "Vote(" + strconv.Itoa(int(v)) + ")"
 }
 
-// Voter is one counting chunkserver and the location it counts in.
-type Voter struct {
+// Member is one counting chunkserver of an Electorate and the location it
+// counts in (a chunkserver as the tally sees it; roles.Voter is its role
+// machine).
+type Member struct {
 	ID  wire.CSID
 	Loc wire.LocationID
 }
@@ -86,7 +88,7 @@ type Electorate struct {
 	// sorted by id.
 	places []place
 	// voters is sorted by ID; every Loc is an entry of places.
-	voters []Voter
+	voters []Member
 	// at[i] is the index in places of voters[i]'s location (precomputed:
 	// Tally runs on every step of every master).
 	at []int
@@ -104,10 +106,10 @@ func NewElectorate(m locations.Map, members []locations.Member) Electorate {
 		}
 		e.places = append(e.places, place{id: g.Loc.ID, def: g.Default, n: len(g.Members)})
 		for _, id := range g.Members {
-			e.voters = append(e.voters, Voter{ID: id, Loc: g.Loc.ID})
+			e.voters = append(e.voters, Member{ID: id, Loc: g.Loc.ID})
 		}
 	}
-	slices.SortFunc(e.voters, func(a, b Voter) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(e.voters, func(a, b Member) int { return cmp.Compare(a.ID, b.ID) })
 	e.at = make([]int, len(e.voters))
 	for i, v := range e.voters {
 		e.at[i] = e.placeIndex(v.Loc)
@@ -141,12 +143,12 @@ func (e Electorate) TieBreak() bool {
 
 // Contains reports whether the chunkserver counts in this electorate.
 func (e Electorate) Contains(id wire.CSID) bool {
-	_, ok := slices.BinarySearchFunc(e.voters, id, func(v Voter, id wire.CSID) int { return cmp.Compare(v.ID, id) })
+	_, ok := slices.BinarySearchFunc(e.voters, id, func(v Member, id wire.CSID) int { return cmp.Compare(v.ID, id) })
 	return ok
 }
 
-// Voters returns the counting chunkservers, sorted by id (a copy).
-func (e Electorate) Voters() []Voter { return slices.Clone(e.voters) }
+// Members returns the counting chunkservers, sorted by id (a copy).
+func (e Electorate) Members() []Member { return slices.Clone(e.voters) }
 
 // String renders the electorate for traces, e.g. `L1*:CS1,CS4 L2:CS2`
 // ("*" marks the default location).

@@ -238,7 +238,7 @@ func TestElectorate(t *testing.T) {
 		{name: "Contains counted", got: e.Contains(6), want: true},
 		{name: "Contains OFF", got: e.Contains(4), want: false},
 		{name: "Contains unregistered", got: e.Contains(99), want: false},
-		{name: "Voters sorted", got: fmt.Sprint(e.Voters()), want: fmt.Sprint([]Voter{{1, a.ID}, {2, a.ID}, {3, a.ID}, {6, c.ID}, {7, c.ID}})},
+		{name: "Members sorted", got: fmt.Sprint(e.Members()), want: fmt.Sprint([]Member{{1, a.ID}, {2, a.ID}, {3, a.ID}, {6, c.ID}, {7, c.ID}})},
 		{name: "String", got: e.String(), want: "L2*:CS1,CS2,CS3 L4:CS6,CS7"},
 		{name: "TieBreak: a and c, default a", got: e.TieBreak(), want: true},
 		{name: "zero Electorate", got: fmt.Sprint(Electorate{}.Size(), Electorate{}.Divided(), Electorate{}.Tally(nil).Outcome, Electorate{}), want: "0 false LOST (empty)"},
@@ -251,9 +251,9 @@ func TestElectorate(t *testing.T) {
 		})
 	}
 	t.Run("Voters is a copy", func(t *testing.T) {
-		e.Voters()[0].ID = 42
+		e.Members()[0].ID = 42
 		if !e.Contains(1) || e.Contains(42) {
-			t.Errorf("electorate changed through Voters()")
+			t.Errorf("electorate changed through Members()")
 		}
 	})
 }

@@ -66,7 +66,7 @@ func (m *Master) withoutForced(c *ClusterConfig) *ClusterConfig {
 // removeForced, at a LEADER, writes the next forced removal as a registry
 // change. It reports whether it proposed one.
 func (m *Master) removeForced() bool {
-	cfg := m.Config()
+	cfg := m.Registry()
 	for _, id := range m.hard.ForcedOut {
 		if _, ok := cfg.Member(id); !ok {
 			continue
@@ -87,7 +87,7 @@ func (m *Master) clearForced() {
 	if len(m.hard.ForcedOut) == 0 || !m.HasMetadata() {
 		return
 	}
-	cfg := m.Config()
+	cfg := m.Registry()
 	if m.hard.InForce < cfg.Version {
 		return
 	}

@@ -285,8 +285,8 @@ func (m *Master) Leader() wire.MasterID {
 	return m.leader
 }
 
-// Config returns the newest registry and location map in the log.
-func (m *Master) Config() *ClusterConfig {
+// Registry returns the newest registry and location map in the log.
+func (m *Master) Registry() *ClusterConfig {
 	c, _ := m.log.Configs(m.log.Len())
 	return c
 }
@@ -721,7 +721,7 @@ func (m *Master) onVoteHello(h VoteHello) {
 	// ask for one, except while the registry is empty (bootstrap: the
 	// founder is the only master that can win, and chunkservers not yet
 	// registered nominate it sooner than it would nominate itself).
-	if h.Nominate && !member && m.HasMetadata() && len(m.Config().Members) > 0 {
+	if h.Nominate && !member && m.HasMetadata() && len(m.Registry().Members) > 0 {
 		h.Nominate = false
 		m.ignore("nomination-unregistered")
 	}
@@ -742,7 +742,7 @@ func (m *Master) onVoteHello(h VoteHello) {
 			return
 		}
 	}
-	if c, ok := m.Config().Member(h.CS); ok && !c.Is(h.Addr, h.Port) {
+	if c, ok := m.Registry().Member(h.CS); ok && !c.Is(h.Addr, h.Port) {
 		m.ignore("id-taken")
 		m.send(ToCS(h.CS), Redirect{From: m.cfg.ID, Session: h.Session, Leader: m.Leader(), IDTaken: true})
 		return
@@ -895,7 +895,7 @@ func (m *Master) tryWin() {
 	// A voter that knows a config version to be in force learned it from a
 	// LEADER that saw quorums under both versions have it: safe to adopt
 	// before tallying.
-	if inForce > m.hard.InForce && inForce <= m.Config().Version {
+	if inForce > m.hard.InForce && inForce <= m.Registry().Version {
 		m.hard.InForce = inForce
 		m.persistHard()
 	}
@@ -904,7 +904,7 @@ func (m *Master) tryWin() {
 	}
 	// The catch-up rule: the voters whose reports this log satisfies must
 	// themselves make a quorum.
-	cv := m.Config().Version
+	cv := m.Registry().Version
 	satisfied := func(v *voterRec) bool { return Satisfies(&m.log, cv, v.commit, v.knownReg) }
 	if m.quorumAt(m.now, satisfied) != quorum.Won {
 		var need Pos
@@ -979,7 +979,7 @@ func (m *Master) heartbeat(cs wire.CSID, session, seq uint64) Heartbeat {
 	if m.keepaliveOnly() {
 		hb.Keepalive, hb.Epoch, hb.Lease = true, 0, 0
 	}
-	cfg := m.Config()
+	cfg := m.Registry()
 	if r, n, ok := cfg.Rank(cs); ok {
 		hb.Rank, hb.Ranks = uint32(r), uint32(n)
 	} else {
@@ -1040,7 +1040,7 @@ func (m *Master) noteRegistration(id wire.CSID, v *voterRec) {
 	if id == wire.NoCS || !v.addr.IsValid() {
 		return
 	}
-	if _, ok := m.Config().Member(id); ok {
+	if _, ok := m.Registry().Member(id); ok {
 		return
 	}
 	if _, queued := m.toRegister[id]; !queued && len(m.toRegister) >= MaxPendingRegistrations {
@@ -1155,10 +1155,10 @@ func (m *Master) Tallies(now Instant) []TallyView {
 	return out
 }
 
-// Transition names a role change under way, for the listings: a LEADER
+// Underway names a role change under way, for the listings: a LEADER
 // handing over ("LEADER -> FOLLOWER"), an ELECT that has won the count but
 // is still catching up before it may lead ("ELECT -> LEADER"); "" if none.
-func (m *Master) Transition(now Instant) string {
+func (m *Master) Underway(now Instant) string {
 	switch {
 	case m.role == Leader && m.handover != wire.NoMaster:
 		return "LEADER -> FOLLOWER"

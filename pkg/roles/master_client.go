@@ -283,7 +283,7 @@ func (m *Master) admin(a Admin) (bool, wire.Code, string) {
 			}
 			return false, code, err.Error()
 		}
-		return true, wire.CodeNone, fmt.Sprintf("%v: config version %d written; in force once quorums under both versions have it", a.Change, m.Config().Version)
+		return true, wire.CodeNone, fmt.Sprintf("%v: config version %d written; in force once quorums under both versions have it", a.Change, m.Registry().Version)
 	}
 	return false, wire.CodeInvalid, fmt.Sprintf("unknown admin command %d", a.Kind)
 }
@@ -319,7 +319,7 @@ func (m *Master) AssignID(addr netip.Addr, port uint16) (wire.CSID, bool) {
 		return wire.NoCS, false
 	}
 	key := netip.AddrPortFrom(addr, port)
-	cfg := m.Config()
+	cfg := m.Registry()
 	top := cfg.TopID // never an id a removed chunkserver had
 	for _, c := range cfg.Members {
 		if c.Is(addr, port) {

@@ -217,7 +217,7 @@ func (m *Master) onAppend(a Append) {
 		m.hard.Commit = a.Commit
 		m.persistHard()
 	}
-	if a.InForce > m.hard.InForce && a.InForce <= m.Config().Version {
+	if a.InForce > m.hard.InForce && a.InForce <= m.Registry().Version {
 		m.hard.InForce = a.InForce
 		m.persistHard()
 	}
@@ -464,7 +464,7 @@ func (m *Master) registerNext() {
 	}
 	cs := m.toRegister[next]
 	delete(m.toRegister, next)
-	if _, ok := m.Config().Member(cs.ID); ok {
+	if _, ok := m.Registry().Member(cs.ID); ok {
 		return
 	}
 	if err := m.proposeChange(Change{Kind: ChangeRegister, CS: cs}); err != nil {
@@ -475,7 +475,7 @@ func (m *Master) registerNext() {
 // proposeChange appends a config entry. The caller has checked that no
 // other change is in flight.
 func (m *Master) proposeChange(c Change) error {
-	cur := m.Config()
+	cur := m.Registry()
 	next, err := c.apply(cur)
 	if err != nil {
 		return err

@@ -255,7 +255,7 @@ func (m *Master) onSnapshotChunk(c SnapshotChunk) {
 	m.incoming = nil
 	m.install(b.snap, c.Commit)
 	if fromLeader {
-		if c.InForce > m.hard.InForce && c.InForce <= m.Config().Version {
+		if c.InForce > m.hard.InForce && c.InForce <= m.Registry().Version {
 			m.hard.InForce = c.InForce
 			m.persistHard()
 		}

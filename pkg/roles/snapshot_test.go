@@ -139,7 +139,7 @@ func TestSnapshotChunksRoundTrip(t *testing.T) {
 	if !maps.Equal(m.kv.Data, s.Data) || m.Hard().Commit != s.Pos || m.Log().Base().Pos != s.Pos || m.SnapshotAt() != s.Pos {
 		t.Fatalf("installed: commit %v base %v", m.Hard().Commit, m.Log().Base().Pos)
 	}
-	if c := m.Config(); c.Version != 2 {
+	if c := m.Registry(); c.Version != 2 {
 		t.Fatalf("config after install: %d", c.Version)
 	}
 }

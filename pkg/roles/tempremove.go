@@ -42,7 +42,7 @@ func (m *Master) tempRemove(id wire.CSID) (bool, wire.Code, string) {
 	case !m.HasMetadata():
 		return false, wire.CodeState, "this master has no metadata yet (INIT)"
 	}
-	cfg := m.Config()
+	cfg := m.Registry()
 	if _, ok := cfg.Member(id); !ok {
 		return false, wire.CodeInvalid, fmt.Sprintf("chunkserver %v is not registered", id)
 	}
@@ -129,7 +129,7 @@ func (m *Master) removeTempRemoved() bool {
 	if len(m.tempRemoved) == 0 {
 		return false
 	}
-	cfg := m.Config()
+	cfg := m.Registry()
 	for _, id := range slices.Sorted(maps.Keys(m.tempRemoved)) {
 		if _, ok := cfg.Member(id); !ok {
 			delete(m.tempRemoved, id) // in force (registerNext runs only then)

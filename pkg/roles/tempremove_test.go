@@ -121,7 +121,7 @@ func TestTempRemoveRules(t *testing.T) {
 	if ok, _, _ := m.tempRemove(2); ok {
 		t.Error("a second chunkserver of location a was left out")
 	}
-	if got := m.tally(m.Config(), func(*voterRec) bool { return true }); got.Locations[0].Registered+got.Locations[1].Registered != 3 {
+	if got := m.tally(m.Registry(), func(*voterRec) bool { return true }); got.Locations[0].Registered+got.Locations[1].Registered != 3 {
 		t.Errorf("the count still has 4 members: %+v", got)
 	}
 	m.endTempRemoval(1, "test")

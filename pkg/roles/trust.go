@@ -61,7 +61,7 @@ func (m *Master) implausible(e uint64) bool {
 // chunkserver's word about epochs is taken (an unregistered one cannot be
 // counted anyway, so ignoring it costs nothing).
 func (m *Master) registeredAt(id wire.CSID, addr netip.Addr, port uint16) bool {
-	cfg := m.Config()
+	cfg := m.Registry()
 	if cfg == nil {
 		return false // no metadata: no registry yet
 	}

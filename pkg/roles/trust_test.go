@@ -390,7 +390,7 @@ func TestForcedRemovalUnsticksStuffedRegistry(t *testing.T) {
 		}
 		return h
 	}
-	if h := start(nil); h.m.Role() == Leader || h.m.Transition(h.now) != "" {
+	if h := start(nil); h.m.Role() == Leader || h.m.Underway(h.now) != "" {
 		t.Fatalf("one live chunkserver of four elected a LEADER: %v", h.m.Role())
 	}
 	if _, err := ForcedOutOf(entries[1].Config, []wire.CSID{1, 2, 3, 4}); err == nil {
@@ -412,7 +412,7 @@ func TestForcedRemovalUnsticksStuffedRegistry(t *testing.T) {
 		h.run("tick")
 		h.run("ack cs=1")
 	}
-	if got := h.m.Config().Members; len(got) != 1 || got[0].ID != 1 || len(h.m.Hard().ForcedOut) != 0 || h.m.Role() != Leader {
+	if got := h.m.Registry().Members; len(got) != 1 || got[0].ID != 1 || len(h.m.Hard().ForcedOut) != 0 || h.m.Role() != Leader {
 		t.Fatalf("registry %v, forced out %v, %v; want CS1 alone, the record cleared, still LEADER", got, h.m.Hard().ForcedOut, h.m.Role())
 	}
 }

@@ -19,7 +19,7 @@ func TestOperatorViews(t *testing.T) {
 	if tv := h.m.Tallies(h.now); tv != nil {
 		t.Errorf("a FOLLOWER shows tallies %+v; it counts no votes", tv)
 	}
-	if tr := h.m.Transition(h.now); tr != "" {
+	if tr := h.m.Underway(h.now); tr != "" {
 		t.Errorf("a FOLLOWER shows the transition %q", tr)
 	}
 	// The LEADER's status goes stale: behind what is no longer known.
@@ -39,7 +39,7 @@ func TestOperatorViews(t *testing.T) {
 	if h.m.Role() != Elect {
 		t.Fatalf("role %v, want ELECT catching up", h.m.Role())
 	}
-	if tr := h.m.Transition(h.now); tr != "ELECT -> LEADER" {
+	if tr := h.m.Underway(h.now); tr != "ELECT -> LEADER" {
 		t.Errorf("an ELECT holding its quorum while it catches up shows %q", tr)
 	}
 	tv := h.m.Tallies(h.now)
@@ -47,8 +47,8 @@ func TestOperatorViews(t *testing.T) {
 		t.Fatalf("an ELECT's tallies: %+v, want one, under registry version 2", tv)
 	}
 	h.run("fetchresp from=1 base=2@0 upto=5 epoch=2")
-	if h.m.Role() != Leader || h.m.Behind() != 0 || h.m.Transition(h.now) != "" {
-		t.Errorf("after catching up: %v, behind %d, transition %q; want LEADER, 0, none", h.m.Role(), h.m.Behind(), h.m.Transition(h.now))
+	if h.m.Role() != Leader || h.m.Behind() != 0 || h.m.Underway(h.now) != "" {
+		t.Errorf("after catching up: %v, behind %d, transition %q; want LEADER, 0, none", h.m.Role(), h.m.Behind(), h.m.Underway(h.now))
 	}
 }
 
