@@ -138,7 +138,7 @@ func (n *MasterNode) clientAccess(c *conn, ours frame.Hello, p *clientProof, msg
 				Msgf("%d wrong password proofs within %v: client requests from this address that need a password are refused for %v", authFailMax, authFailWindow, authBlock)
 		}
 	}
-	n.metrics.ConnRefused("matocl", reason)
+	n.metrics.ConnRefused(portCL.String(), reason)
 	if ok, missed := n.refusals.allow("matocl|"+reason+"|"+c.remote.String(), at); ok {
 		n.log.Warn().Str(obs.FieldPeer, c.remote.String()).Str(obs.FieldReason, reason).Str(what, key).Bool("change", chng).
 			Int("not_logged", missed).Msg("client request refused by mfsexports.cfg")

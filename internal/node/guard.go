@@ -66,27 +66,27 @@ type portLimits struct{ total, perSource int }
 // Connection caps per port. 9419: one link from each master (a few
 // masters, a reconnect may overlap); 9420: one connection from each
 // chunkserver (several may share a host); 9421: clients and mfscli.
-var connLimits = map[string]portLimits{
-	"matoml": {total: 64, perSource: 4},
-	"matocs": {total: 4096, perSource: 8},
-	"matocl": {total: 1024, perSource: 64},
+var connLimits = map[masterPort]portLimits{
+	portML: {total: 64, perSource: 4},
+	portCS: {total: 4096, perSource: 8},
+	portCL: {total: 1024, perSource: 64},
 }
 
 // connCounter counts open connections per port and source. Readers call it
 // from their own goroutines.
 type connCounter struct {
 	mu    sync.Mutex
-	total map[string]int
-	src   map[string]map[netip.Addr]int
+	total map[masterPort]int
+	src   map[masterPort]map[netip.Addr]int
 }
 
 func newConnCounter() *connCounter {
-	return &connCounter{total: map[string]int{}, src: map[string]map[netip.Addr]int{}}
+	return &connCounter{total: map[masterPort]int{}, src: map[masterPort]map[netip.Addr]int{}}
 }
 
 // acquire takes a slot for a connection from a on port; false: over a cap
 // (which one is named).
-func (cc *connCounter) acquire(port string, a netip.Addr) (ok bool, which string) {
+func (cc *connCounter) acquire(port masterPort, a netip.Addr) (ok bool, which string) {
 	lim := connLimits[port]
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
@@ -106,7 +106,7 @@ func (cc *connCounter) acquire(port string, a netip.Addr) (ok bool, which string
 	return true, ""
 }
 
-func (cc *connCounter) release(port string, a netip.Addr) {
+func (cc *connCounter) release(port masterPort, a netip.Addr) {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 	cc.total[port]--

@@ -541,7 +541,7 @@ func TestHalfFramesBounded(t *testing.T) {
 	base := heapInuse()
 	const conns, sent = 100, 64 << 10
 	var hdr [frame.HeaderLen]byte
-	binary.BigEndian.PutUint32(hdr[:4], maxFrameFor("matocl"))
+	binary.BigEndian.PutUint32(hdr[:4], maxFrameFor(portCL))
 	binary.BigEndian.PutUint16(hdr[4:], uint16(wire.TypeStatusReq))
 	part := append(hdr[:], make([]byte, sent)...)
 	var held []net.Conn
@@ -556,7 +556,7 @@ func TestHalfFramesBounded(t *testing.T) {
 		_, _ = nc.Write(part) // cut off meanwhile once the budget is spent
 		held = append(held, nc)
 	}
-	lim := connLimits["matocl"].perSource
+	lim := connLimits[portCL].perSource
 	if len(held) != lim || refused != conns-lim {
 		t.Fatalf("%d connections held, %d refused; want %d and %d", len(held), refused, lim, conns-lim)
 	}
@@ -586,7 +586,7 @@ func TestHalfFramesBounded(t *testing.T) {
 	// limit keeps them at 50 MiB in all).
 	limitBefore := labelled(t, reg, "mfs_master_connections_refused_total", map[string]string{"port": "matocl", "reason": "limit"})
 	base = heapInuse()
-	big := append(hdr[:], make([]byte, int(maxFrameFor("matocl"))-3)...)
+	big := append(hdr[:], make([]byte, int(maxFrameFor(portCL))-3)...)
 	for i := 0; i < conns; i++ {
 		nc, ok := clientConn(t, n, fmt.Sprintf("127.0.0.%d", 11+i%4))
 		if !ok {

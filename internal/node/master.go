@@ -185,7 +185,7 @@ const (
 // input is one thing for the loop: from a connection reader or a link.
 type input struct {
 	kind inKind
-	port string // matoml, matocs, matocl
+	port masterPort
 	c    *conn
 	msg  wire.Message
 	ev   roles.Event // an event of the driver's own (no connection): stepped as is
@@ -275,9 +275,9 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 			n.links[m.ID] = startLink(n, m)
 		}
 	}
-	go n.accept(n.lnML, "matoml", matomlIn, frame.KindMaster)
-	go n.accept(n.lnCS, "matocs", matocsIn, frame.KindChunkserver)
-	go n.accept(n.lnCL, "matocl", matoclIn, frame.KindClient, frame.KindAdmin)
+	go n.accept(n.lnML, portML, matomlIn, frame.KindMaster)
+	go n.accept(n.lnCS, portCS, matocsIn, frame.KindChunkserver)
+	go n.accept(n.lnCL, portCL, matoclIn, frame.KindClient, frame.KindAdmin)
 	n.log.Info().Str(obs.FieldMaster, opt.Self.String()).Uint64("incarnation", core.Hard().Incarnation).
 		Str("cluster", store.ClusterID()).Bool("metadata", core.HasMetadata()).Uint64("snapshot", core.SnapshotAt().Version).
 		Int("changelog_entries", core.Log().Held()).Uint64("version", core.Log().Last().Version).Msg("master started as FOLLOWER")
@@ -784,17 +784,17 @@ func (n *MasterNode) handle(in input) error {
 	switch in.kind {
 	case inOpen:
 		switch in.port {
-		case "matocs":
+		case portCS:
 			n.csOpened(in.c)
-		case "matoml":
+		case portML:
 			n.peersIn[in.c] = true
-		case "matocl":
+		case portCL:
 			n.clConns[in.c] = true
 		}
 		return nil
 	case inClosed:
 		switch in.port {
-		case "matocs":
+		case portCS:
 			id := wire.CSID(in.c.peer.ID)
 			if n.cs[id] == in.c {
 				delete(n.cs, id)
@@ -802,9 +802,9 @@ func (n *MasterNode) handle(in input) error {
 				delete(n.infoClipped, id)
 				n.step(roles.ConnLost{CS: id})
 			}
-		case "matoml":
+		case portML:
 			delete(n.peersIn, in.c)
-		case "matocl":
+		case portCL:
 			delete(n.clConns, in.c)
 			for id, c := range n.clients {
 				if c == in.c {
@@ -815,9 +815,9 @@ func (n *MasterNode) handle(in input) error {
 		return nil
 	}
 	switch in.port {
-	case "matocs":
+	case portCS:
 		return n.fromCS(in.c, in.msg)
-	case "matoml":
+	case portML:
 		return n.fromMaster(in.c, in.msg)
 	}
 	return n.fromClient(in)
@@ -880,10 +880,10 @@ func (n *MasterNode) dropCS(id wire.CSID, old *conn) {
 func (n *MasterNode) cloneRefused(id wire.CSID, c *conn, holder netip.Addr) {
 	now := time.Now()
 	rec := n.clones.add(id, c.remote, holder, now)
-	n.metrics.ConnRefused("matocs", "clone")
+	n.metrics.ConnRefused(portCS.String(), "clone")
 	if ok, missed := n.refusals.allow(fmt.Sprintf("clone|%d|%v", id, c.remote), now); ok {
 		n.log.Warn().Uint32("id", uint32(id)).Str(obs.FieldPeer, c.remote.String()).Str("holder", holder.String()).
-			Int("times", rec.Count).Int("not_logged", missed).Str("port", "matocs").Str(obs.FieldReason, "clone").
+			Int("times", rec.Count).Int("not_logged", missed).Str("port", portCS.String()).Str(obs.FieldReason, "clone").
 			Msg("chunkserver id already connected from another address: cloned chunkserver or impostor, connection refused")
 	}
 }
@@ -1068,7 +1068,7 @@ func (n *MasterNode) session(c *conn, id roles.ClientID) roles.ClientID {
 
 // ---- accepting ---------------------------------------------------------------
 
-func (n *MasterNode) accept(ln net.Listener, port string, reg *frame.Registry, kinds ...frame.Kind) {
+func (n *MasterNode) accept(ln net.Listener, port masterPort, reg *frame.Registry, kinds ...frame.Kind) {
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
@@ -1082,7 +1082,7 @@ func (n *MasterNode) accept(ln net.Listener, port string, reg *frame.Registry, k
 		// Refused here, before a goroutine or a buffer is spent on it: a
 		// source that failed its proofs too often lately, and connections
 		// over the port's caps.
-		if port != "matocl" && n.auth.blocked(src, time.Now()) {
+		if port != portCL && n.auth.blocked(src, time.Now()) {
 			n.refuse(nc, src, port, errAuthRate)
 			continue
 		}
@@ -1100,22 +1100,22 @@ func (n *MasterNode) accept(ln net.Listener, port string, reg *frame.Registry, k
 
 // refuse closes nc, counts why, and logs it: once per source, port and
 // reason per refuseLogEvery, so that a flood does not flood the log.
-func (n *MasterNode) refuse(nc net.Conn, src netip.Addr, port string, err error) {
+func (n *MasterNode) refuse(nc net.Conn, src netip.Addr, port masterPort, err error) {
 	n.cut(nc, src, port, err, "connection refused")
 }
 
 // dropped closes an established connection that broke the rules, counts
 // and logs it like refuse.
-func (n *MasterNode) dropped(nc net.Conn, src netip.Addr, port string, err error) {
+func (n *MasterNode) dropped(nc net.Conn, src netip.Addr, port masterPort, err error) {
 	n.cut(nc, src, port, err, "connection dropped")
 }
 
-func (n *MasterNode) cut(nc net.Conn, src netip.Addr, port string, err error, what string) {
+func (n *MasterNode) cut(nc net.Conn, src netip.Addr, port masterPort, err error, what string) {
 	reason := refuseReason(err)
-	n.metrics.ConnRefused(port, reason) // before the peer can see the close
+	n.metrics.ConnRefused(port.String(), reason) // before the peer can see the close
 	_ = nc.Close()
-	if ok, missed := n.refusals.allow(port+"|"+reason+"|"+src.String(), time.Now()); ok {
-		n.log.Warn().Str(obs.FieldPeer, nc.RemoteAddr().String()).Str("port", port).Str(obs.FieldReason, reason).
+	if ok, missed := n.refusals.allow(port.String()+"|"+reason+"|"+src.String(), time.Now()); ok {
+		n.log.Warn().Str(obs.FieldPeer, nc.RemoteAddr().String()).Str("port", port.String()).Str(obs.FieldReason, reason).
 			Int("not_logged", missed).Err(err).Msg(what)
 	}
 }
@@ -1133,11 +1133,11 @@ func remoteAddr(nc net.Conn) netip.Addr {
 // little as it can (a client's change is at most a 4 KiB key and a 256 KiB
 // value; a chunkserver sends small messages only; masters send 1 MiB
 // batches and snapshot chunks).
-func maxFrameFor(port string) uint32 {
+func maxFrameFor(port masterPort) uint32 {
 	switch port {
-	case "matocs":
+	case portCS:
 		return 64 << 10
-	case "matocl":
+	case portCL:
 		return 512 << 10
 	}
 	return frame.DefaultMaxFrame
@@ -1146,8 +1146,8 @@ func maxFrameFor(port string) uint32 {
 // bodyBudget is the budget large frames on port draw from: none for the
 // master port, whose peers proved AUTH_CODE and send big Appends and
 // snapshot chunks.
-func (n *MasterNode) bodyBudget(port string) *bodyBudget {
-	if port == "matoml" {
+func (n *MasterNode) bodyBudget(port masterPort) *bodyBudget {
+	if port == portML {
 		return nil
 	}
 	return n.bodies
@@ -1156,14 +1156,14 @@ func (n *MasterNode) bodyBudget(port string) *bodyBudget {
 // idleTimeout is how long a connection on port may send nothing, after
 // its hello, before it is cut: three times the longest silence of an
 // honest peer there.
-func (n *MasterNode) idleTimeout(port string) time.Duration {
+func (n *MasterNode) idleTimeout(port masterPort) time.Duration {
 	if n.opt.idleOverride > 0 {
 		return n.opt.idleOverride
 	}
 	switch port {
-	case "matocs":
+	case portCS:
 		return csIdle
-	case "matoml":
+	case portML:
 		return max(mlIdleMin, 3*n.opt.Core.PeerTimeout)
 	}
 	return clientIdle
@@ -1172,10 +1172,10 @@ func (n *MasterNode) idleTimeout(port string) time.Duration {
 // serveConn checks a new connection (hello, identity, AUTH_CODE) and then
 // feeds its frames to the loop. Whatever a peer sends, the worst outcome is
 // this connection closed with a logged reason.
-func (n *MasterNode) serveConn(nc net.Conn, port string, reg *frame.Registry, kinds []frame.Kind) {
+func (n *MasterNode) serveConn(nc net.Conn, port masterPort, reg *frame.Registry, kinds []frame.Kind) {
 	src := remoteAddr(nc)
 	ours := n.hello()
-	if port == "matocl" {
+	if port == portCL {
 		ours.Nonce = make([]byte, 16)
 		_, _ = rand.Read(ours.Nonce)
 	}
@@ -1185,14 +1185,14 @@ func (n *MasterNode) serveConn(nc net.Conn, port string, reg *frame.Registry, ki
 		return
 	}
 	c := newConn(nc, peer)
-	if port == "matoml" {
+	if port == portML {
 		if a, ok := n.addrOf[wire.MasterID(peer.ID)]; !ok || a != c.remote || masterhost.IDOf(c.remote) != wire.MasterID(peer.ID) {
 			c.close()
 			n.refuse(nc, src, port, errIdentity)
 			return
 		}
 	}
-	if port == "matocs" || port == "matoml" {
+	if port == portCS || port == portML {
 		if err := n.challenge(c, port, ours.Cluster); err != nil {
 			c.close()
 			n.refuse(nc, src, port, err)
@@ -1200,7 +1200,7 @@ func (n *MasterNode) serveConn(nc net.Conn, port string, reg *frame.Registry, ki
 		}
 	}
 	inbox := n.inbox
-	if port == "matocl" {
+	if port == portCL {
 		inbox = n.clInbox
 	}
 	deliver := func(in input) {
@@ -1263,7 +1263,7 @@ func (n *MasterNode) serveConn(nc net.Conn, port string, reg *frame.Registry, ki
 // proof binds the cluster id of this master's hello (cluster): a master
 // started with -e has none of its own until it syncs, so both sides use
 // the acceptor's. A failure counts against the source (authGuard).
-func (n *MasterNode) challenge(c *conn, port, cluster string) error {
+func (n *MasterNode) challenge(c *conn, port masterPort, cluster string) error {
 	var nonce []byte
 	if n.opt.AuthCode != "" {
 		nonce = make([]byte, protocol.AuthNonceLen)
@@ -1275,7 +1275,7 @@ func (n *MasterNode) challenge(c *conn, port, cluster string) error {
 	_ = c.nc.SetReadDeadline(time.Now().Add(handshakeTimeout))
 	defer func() { _ = c.nc.SetReadDeadline(time.Time{}) }()
 	in := matocsIn
-	if port == "matoml" {
+	if port == portML {
 		in = matomlIn
 	}
 	m, err := in.ReadFrame(c.nc, frame.MaxHelloFrame)
@@ -1287,14 +1287,14 @@ func (n *MasterNode) challenge(c *conn, port, cluster string) error {
 		return nil
 	}
 	var want []byte
-	if port == "matoml" {
+	if port == portML {
 		want = protocol.MasterProof(n.opt.AuthCode, nonce, cluster, c.remote)
 	} else {
 		want = protocol.ChunkserverProof(n.opt.AuthCode, nonce, cluster, c.remote)
 	}
 	if !ok || !hmac.Equal(p.MAC, want) {
 		if n.auth.failed(c.remote, time.Now()) {
-			n.log.Warn().Str(obs.FieldPeer, c.remote.String()).Str("port", port).
+			n.log.Warn().Str(obs.FieldPeer, c.remote.String()).Str("port", port.String()).
 				Msgf("%d failed AUTH_CODE proofs within %v: this address is refused for %v", authFailMax, authFailWindow, authBlock)
 		}
 		return errAuth
@@ -1332,7 +1332,7 @@ func (n *MasterNode) adminAllowed(c *conn, m protocol.AdminReq, check adminCheck
 	now := time.Now()
 	if n.auth.blocked(c.remote, now) {
 		c.nonceSpent = true
-		n.metrics.ConnRefused("matocl", "auth_rate")
+		n.metrics.ConnRefused(portCL.String(), "auth_rate")
 		if ok, missed := n.refusals.allow("matocl|auth_rate|"+c.remote.String(), now); ok {
 			n.log.Warn().Str(obs.FieldPeer, c.remote.String()).Str(obs.FieldReason, "auth_rate").Int("not_logged", missed).
 				Msg("admin command refused: too many wrong ADMIN_PASSWORD proofs from this address lately")
@@ -1361,7 +1361,7 @@ func (n *MasterNode) adminAllowed(c *conn, m protocol.AdminReq, check adminCheck
 				Msgf("%d wrong ADMIN_PASSWORD proofs within %v: admin commands from this address are refused for %v", authFailMax, authFailWindow, authBlock)
 		}
 	}
-	n.metrics.ConnRefused("matocl", reason)
+	n.metrics.ConnRefused(portCL.String(), reason)
 	n.log.Warn().Str(obs.FieldPeer, c.remote.String()).Str(obs.FieldReason, reason).Msg("admin command refused")
 	c.send(protocol.AdminResp{ID: m.ID, Code: wire.CodeDenied, Text: text})
 	return false
