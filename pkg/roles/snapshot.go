@@ -7,6 +7,13 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
+// snapshots are a master's own snapshots and one being received.
+type snapshots struct {
+	snap       *Snapshot  // the newest durable snapshot (nil: none)
+	snapSaving *Snapshot  // asked of the driver, not yet durable
+	incoming   *snapBuild // a snapshot being received
+}
+
 // Snapshot is the namespace the changelog produced up to one committed
 // position, with what else a master needs to go on from there without the
 // entries: the two newest configs and the session table.

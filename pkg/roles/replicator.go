@@ -2,11 +2,19 @@ package roles
 
 import (
 	"cmp"
-	"fmt"
 
 	"github.com/mfs-election/mfs-election/pkg/quorum"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
+
+// replication is the LEADER's view of its followers and where the ack
+// rule stands; a follower's catch-up request time.
+type replication struct {
+	progress   map[wire.MasterID]*progress
+	replicated Pos
+	acked      Pos
+	fetchAt    Instant
+}
 
 // maxBatch and maxBatchBytes bound what one Append or FetchResp carries
 // (a frame holds 4 MiB).
@@ -14,92 +22,6 @@ const (
 	maxBatch      = 256
 	maxBatchBytes = 1 << 20
 )
-
-func (m *Master) sendStatus() {
-	st := PeerStatus{
-		From: m.cfg.ID, Incarnation: m.hard.Incarnation, Role: m.role, Epoch: m.Epoch(), MaxEpoch: m.hard.MaxEpoch,
-		Last: m.log.Last(), Commit: m.hard.Commit, Eligible: m.Eligible(), Sync: m.Sync(),
-		Usurper: m.role == Usurper, Keep: m.keeps(), KeepSet: m.cfg.KeepLeadership, Placed: m.placed,
-		Leader: m.Leader(), Snap: m.SnapshotAt().Version,
-	}
-	for _, id := range m.cfg.Masters {
-		if id != m.cfg.ID {
-			m.send(ToMaster(id), st)
-		}
-	}
-}
-
-func (m *Master) candidate() Candidate {
-	return Candidate{ID: m.cfg.ID, Eligible: m.Eligible(), Usurper: m.role == Usurper,
-		Keep: m.keeps(), Yielded: m.hard.Yielded, Last: m.log.Last()}
-}
-
-func peerCandidate(st PeerStatus) Candidate {
-	return Candidate{ID: st.From, Eligible: st.Eligible, Usurper: st.Usurper, Keep: st.Keep, Last: st.Last}
-}
-
-func (m *Master) fresh(p *peerView) bool {
-	return p != nil && p.seen && m.now.Sub(p.heard) < m.cfg.PeerTimeout
-}
-
-func (m *Master) onPeerStatus(st PeerStatus) {
-	if st.From == m.cfg.ID || st.From == wire.NoMaster {
-		m.ignore("foreign-peer")
-		return
-	}
-	p := m.peers[st.From]
-	if p == nil {
-		p = &peerView{}
-		m.peers[st.From] = p
-	}
-	if p.seen && st.Incarnation < p.st.Incarnation {
-		m.ignore("stale-incarnation")
-		return
-	}
-	if m.implausible(st.Epoch) || m.implausible(st.MaxEpoch) {
-		return
-	}
-	p.st, p.heard, p.seen = st, m.now, true
-	if st.Role == Leader || st.Role == Elect {
-		m.quietSince = m.now
-	}
-	if st.Role == Leader && st.Epoch >= m.hard.MaxEpoch {
-		m.leader, m.leaderHeard, m.leaderSeen = st.From, m.now, true
-	}
-	if st.MaxEpoch > m.hard.MaxEpoch {
-		m.hard.MaxEpoch = st.MaxEpoch
-		m.persistHard()
-	}
-	m.maybeTrim()
-	// A LEADER that still sends its status held quorum when it did (it
-	// fences itself before anything else). A LEADER of a higher epoch ends
-	// this one's term; any LEADER ends a candidacy or a DEPUTY.
-	switch {
-	case m.role == Leader && st.Role == Leader && st.Epoch > m.hard.Epoch:
-		m.stepDown(ReasonHigherEpoch)
-		return
-	case (m.role == Elect || m.role == Deputy) && st.Role == Leader && st.Epoch >= m.hard.LeaderEpoch:
-		if !m.leaderPersists(st.From) {
-			return
-		}
-		m.stepDown(ReasonLeaderSeen)
-		return
-	}
-	switch m.role {
-	case Elect:
-		if st.Role == Elect && Better(peerCandidate(st), m.candidate()) {
-			m.releaseNext = st.From
-			m.stepDown(ReasonBetterElect)
-		}
-	case Leader:
-		if st.Role == Usurper && st.Eligible && st.Sync == Synced && m.handover == wire.NoMaster &&
-			(m.handoverFailed == 0 || m.now.Sub(m.handoverFailed) >= m.cfg.HandoverTimeout) {
-			m.startHandover(st.From, ReasonHandover)
-		}
-	}
-}
-
-// ---- the changelog ---------------------------------------------------------------
 
 func (m *Master) replicate() {
 	for _, id := range m.cfg.Masters {
@@ -421,78 +343,15 @@ func (m *Master) onFetchResp(r FetchResp) {
 	m.tryWin()
 }
 
-// ---- handover ----------------------------------------------------------------------
-
-func (m *Master) startHandover(to wire.MasterID, why string) {
-	m.handover, m.handoverSince, m.handoverWhy = to, m.now, why
-	m.appendTo(to, true)
-	m.tryHandover()
-}
-
-// tryHandover steps down once the target holds everything and every entry
-// is acknowledged (so its voters will report the commit point it has).
-func (m *Master) tryHandover() {
-	if m.role != Leader || m.handover == wire.NoMaster {
-		return
-	}
-	p := m.progress[m.handover]
-	last := m.log.Last()
-	// A registry change in flight is put in force first: the target might
-	// not be able to win under the joint tally (during bootstrap).
-	if p == nil || p.match != last || m.acked != last || m.configPending() {
-		return
-	}
-	m.releaseNext = m.handover
-	m.yield() // a move made on purpose sticks (§3.10)
-	m.stepDown(m.handoverWhy)
-}
-
-// registerNext turns a waiting registration into a config change, one at a
-// time; first, a temporary removal into a permanent one.
-func (m *Master) registerNext() {
-	if m.configPending() || m.handover != wire.NoMaster {
-		return
-	}
-	if m.removeForced() || m.removeTempRemoved() || len(m.toRegister) == 0 {
-		return
-	}
-	next := wire.NoCS
-	for id := range m.toRegister {
-		if next == wire.NoCS || id < next {
-			next = id
-		}
-	}
-	cs := m.toRegister[next]
-	delete(m.toRegister, next)
-	if _, ok := m.Registry().Member(cs.ID); ok {
-		return
-	}
-	if err := m.proposeChange(Change{Kind: ChangeRegister, CS: cs}); err != nil {
-		m.ignore("registration-refused")
-	}
-}
-
-// proposeChange appends a config entry. The caller has checked that no
-// other change is in flight.
-func (m *Master) proposeChange(c Change) error {
-	cur := m.Registry()
-	next, err := c.apply(cur)
-	if err != nil {
-		return err
-	}
-	if next.Electorate().Size() == 0 && cur.Electorate().Size() > 0 {
-		return errNoElectorate
-	}
-	// The change is tallied jointly at once: refuse one under which the
-	// votes this LEADER holds now would not make a quorum, rather than
-	// step down over an admin command.
-	if t := m.tallyUnder(next, m.now, nil); t.Outcome != quorum.Won {
-		return fmt.Errorf("%w (%v)", errQuorumLost, t)
-	}
-	e := Entry{Pos: Pos{Version: m.log.Len() + 1, Epoch: m.hard.Epoch}, Kind: EntryConfig, Config: next}
-	m.log.append(e)
-	m.persist(Persist{Append: []Entry{e}})
-	m.replicate()
-	m.advanceReplicated()
-	return nil
+// progress is the LEADER's view of one follower's changelog.
+type progress struct {
+	next  uint64 // next version to send
+	match Pos    // newest position the follower holds durably
+	heard Instant
+	seen  bool
+	// A follower behind the log's base is sent the snapshot in chunks:
+	// snapNext is the first record it has not acknowledged.
+	snapPos  Pos
+	snapNext uint64
+	snapSent Instant
 }

@@ -1,0 +1,425 @@
+package roles
+
+import (
+	"net/netip"
+	"sort"
+
+	"github.com/mfs-election/mfs-election/pkg/quorum"
+	"github.com/mfs-election/mfs-election/pkg/wire"
+)
+
+// election is what a master knows of the votes it holds: the vote
+// sessions open here, the heartbeats that renew them, and when it last saw
+// a sign of an election.
+type election struct {
+	voters map[wire.CSID]*voterRec
+	hbSeq  uint64
+	hbSent map[uint64]sentHB
+	nextHB Instant
+
+	quietSince   Instant // last sign of a LEADER, an ELECT or a nomination
+	electSince   Instant
+	lastVoteSeen Instant
+
+	// electorates caches the electorate of each config entry (configs in
+	// the log are never edited, so the pointer names the content); it is
+	// emptied whenever tempRemoved changes.
+	electorates map[*ClusterConfig]quorum.Electorate
+
+	// tempRemoved: chunkservers an operator declared down while this
+	// master knew no live LEADER (AdminTempRemove). Every tally leaves
+	// them out where leaveOut's rules allow, until the removal is written
+	// and in force, the chunkserver asks for a vote session here, or this
+	// master hears a LEADER (docs/architecture.md, "Temporary removal").
+	tempRemoved map[wire.CSID]bool
+}
+
+// voterRec is one open vote session at this master.
+type voterRec struct {
+	session   uint64
+	addr      netip.Addr
+	port      uint16
+	voterOnly bool
+	// validUntil: this master may count the vote until then (its own
+	// clock). Invariant: it is never later than sentAt + CountedLease of
+	// the acknowledged heartbeat, so the voter's promise outlives it.
+	validUntil Instant
+	ackEpoch   uint64 // the epoch of the newest heartbeat it acknowledged
+	ackedSeq   uint64 // the newest heartbeat it acknowledged with a vote (confirms reads)
+	knownReg   uint64
+	inForce    uint64
+	commit     Pos
+	commitTag  uint64
+}
+
+func (m *Master) voterIDs() []wire.CSID {
+	ids := make([]wire.CSID, 0, len(m.voters))
+	for id := range m.voters {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}
+
+// quorumAt tallies the votes this master may count at time t, under its
+// newest config and, while that config is not yet in force, the one before
+// it too (joint). pred narrows which votes count (nil: all).
+func (m *Master) quorumAt(t Instant, pred func(*voterRec) bool) quorum.Outcome {
+	if !m.role.TakesVotes() {
+		return quorum.Lost
+	}
+	return m.outcome(m.countable(t, pred))
+}
+
+// countable: the vote may be counted at t (its lease holds and it was
+// given to this master's current epoch), and pred (if any) holds.
+func (m *Master) countable(t Instant, pred func(*voterRec) bool) func(*voterRec) bool {
+	return func(v *voterRec) bool {
+		return v.validUntil > t && v.ackEpoch == m.hard.Epoch && (pred == nil || pred(v))
+	}
+}
+
+// sessionsQuorum: the open vote sessions alone would make a quorum. An ELECT
+// proposes its epoch to voters only from then on (a pre-vote): a candidate
+// cut off with a minority never raises the voters' epochs, so it cannot
+// unseat a healthy LEADER when it comes back.
+func (m *Master) sessionsQuorum() bool {
+	return m.outcome(func(*voterRec) bool { return true }) == quorum.Won
+}
+
+// outcome tallies the votes for which counts holds under the newest config
+// and, while that is not yet in force, the one before it too (joint).
+func (m *Master) outcome(counts func(*voterRec) bool) quorum.Outcome {
+	latest, prev := m.log.Configs(m.log.Len())
+	if latest == nil {
+		return quorum.Lost
+	}
+	if prev != nil && latest.Version > m.hard.InForce {
+		return quorum.Joint(m.tally(prev, counts), m.tally(latest, counts))
+	}
+	return m.tally(latest, counts).Outcome
+}
+
+// tallyUnder counts the votes valid at t under one config.
+func (m *Master) tallyUnder(c *ClusterConfig, t Instant, pred func(*voterRec) bool) quorum.Tally {
+	return m.tally(c, m.countable(t, pred))
+}
+
+// tally counts under one config. An empty registry can be won only by the
+// founder, and only before any chunkserver ever registered (bootstrap:
+// docs/roles.md §5.2, docs/architecture.md §6).
+func (m *Master) tally(c *ClusterConfig, counts func(*voterRec) bool) quorum.Tally {
+	e := m.electorate(c)
+	if e.Size() == 0 {
+		if m.mayBootstrap(c) {
+			return quorum.Tally{Outcome: quorum.Won, Empty: true}
+		}
+		return quorum.Tally{Outcome: quorum.Lost, Empty: true}
+	}
+	return e.Tally(func(id wire.CSID) quorum.Vote {
+		// A session from another address than the member's is not that
+		// member's vote (an id handed out twice: see Chunkserver.Is).
+		if v := m.voters[id]; v != nil && counts(v) {
+			if mem, _ := c.Member(id); mem.Is(v.addr, v.port) {
+				return quorum.For
+			}
+		}
+		return quorum.Unknown
+	})
+}
+
+func (m *Master) electorate(c *ClusterConfig) quorum.Electorate {
+	e, ok := m.electorates[c]
+	if !ok {
+		if len(m.electorates) > 8 || m.electorates == nil {
+			m.electorates = map[*ClusterConfig]quorum.Electorate{}
+		}
+		e = m.withoutTempRemoved(c).Electorate()
+		m.electorates[c] = e
+	}
+	return e
+}
+
+// counted returns the votes valid now, sorted by id.
+func (m *Master) counted() []*voterRec {
+	var out []*voterRec
+	ok := m.countable(m.now, nil)
+	for _, id := range m.voterIDs() {
+		if v := m.voters[id]; ok(v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// checkQuorum fences a LEADER whose countable votes no longer make a quorum.
+func (m *Master) checkQuorum() {
+	if m.role == Leader && m.quorumAt(m.now, nil) != quorum.Won {
+		m.stepDown(ReasonQuorumLost)
+	}
+}
+
+func (m *Master) onProbe(p Probe) {
+	m.send(ToCS(p.CS), m.probeReply(p.Nonce))
+}
+
+func (m *Master) probeReply(nonce uint64) ProbeReply {
+	return ProbeReply{
+		From: m.cfg.ID, Incarnation: m.hard.Incarnation, Nonce: nonce,
+		Role: m.role, Epoch: m.Epoch(), Leader: m.Leader(), LeaderFresh: m.role == Leader || m.leaderFresh(),
+		Eligible: m.Eligible(), Sync: m.Sync(), Last: m.log.Last(),
+		Usurper: m.role == Usurper, Keep: m.keeps(), Yielded: m.hard.Yielded,
+	}
+}
+
+func (m *Master) onVoteHello(h VoteHello) {
+	member := m.registeredAt(h.CS, h.Addr, h.Port)
+	if member {
+		m.endTempRemoval(h.CS, "it asked for a vote session")
+	}
+	// Epochs are taken only from a registered member at its own address,
+	// and only within reach of what this master has seen. A LEADER takes
+	// none from a hello: a voter promised to a newer epoch refuses its
+	// heartbeat, and that refusal (on the voter's own session) unseats it.
+	if !member || m.role == Leader || m.implausible(h.MaxEpoch) {
+		h.MaxEpoch = 0
+	}
+	// A nomination starts an election at a new epoch: only a member may
+	// ask for one, except while the registry is empty (bootstrap: the
+	// founder is the only master that can win, and chunkservers not yet
+	// registered nominate it sooner than it would nominate itself).
+	if h.Nominate && !member && m.HasMetadata() && len(m.Registry().Members) > 0 {
+		h.Nominate = false
+		m.ignore("nomination-unregistered")
+	}
+	if h.MaxEpoch > m.hard.MaxEpoch {
+		m.hard.MaxEpoch = h.MaxEpoch
+		m.persistHard()
+	}
+	if !m.role.TakesVotes() {
+		canElect := m.role == Follower || m.role == Usurper
+		if h.Nominate && canElect && m.Eligible() {
+			m.startElect(ReasonNominated)
+		}
+		if !m.role.TakesVotes() {
+			if h.Nominate && !m.Eligible() {
+				m.ignore("nominated-without-metadata")
+			}
+			m.send(ToCS(h.CS), Redirect{From: m.cfg.ID, Session: h.Session, Leader: m.Leader()})
+			return
+		}
+	}
+	if c, ok := m.Registry().Member(h.CS); ok && !c.Is(h.Addr, h.Port) {
+		m.ignore("id-taken")
+		m.send(ToCS(h.CS), Redirect{From: m.cfg.ID, Session: h.Session, Leader: m.Leader(), IDTaken: true})
+		return
+	}
+	if old := m.voters[h.CS]; old != nil && old.session >= h.Session && old.addr == h.Addr && old.port == h.Port {
+		// An older session, or this one again (a duplicate): keep what the
+		// session has earned. (From another address it is not the same
+		// chunkserver's: a registered id was checked above, and for an id
+		// not registered yet the newest claim replaces the old one, so a
+		// made-up session number cannot lock the real holder out.)
+		m.ignore("stale-session")
+		return
+	}
+	m.voters[h.CS] = &voterRec{session: h.Session, addr: h.Addr, port: h.Port, voterOnly: h.VoterOnly}
+	m.lastVoteSeen = m.now
+	// Equal is not higher: the voter may have acknowledged this very epoch
+	// (a refusal tells the case of another master owning it).
+	if h.MaxEpoch > m.hard.Epoch {
+		m.onHigherEpoch(h.MaxEpoch)
+		if !m.role.TakesVotes() {
+			return
+		}
+	}
+	switch {
+	case m.nextHB <= m.now:
+		// A broadcast is due in this very step.
+	case m.role == Elect && m.sessionsQuorum():
+		m.heartbeatNow() // the sessions just made a quorum: propose the epoch to all
+	default:
+		m.heartbeatTo(h.CS)
+	}
+}
+
+func (m *Master) onVoteBye(b VoteBye) {
+	v := m.voters[b.CS]
+	if v == nil || v.session != b.Session {
+		m.ignore("stale-session")
+		return
+	}
+	if b.Addr != v.addr {
+		m.ignore("wrong-address")
+		return
+	}
+	delete(m.voters, b.CS)
+	m.send(ToCS(b.CS), VoteRelease{From: m.cfg.ID, Incarnation: m.hard.Incarnation, Session: b.Session})
+}
+
+func (m *Master) onHeartbeatAck(a HeartbeatAck) {
+	v := m.voters[a.CS]
+	if v == nil || v.session != a.Session {
+		m.ignore("stale-session")
+		return
+	}
+	// Only the connection the session was opened from speaks for it: an
+	// ack from any other address (a clone, an impostor that learnt the
+	// session number) is not this voter's.
+	if a.Addr != v.addr {
+		m.ignore("wrong-address")
+		return
+	}
+	if m.implausible(a.MaxEpoch) {
+		delete(m.voters, a.CS)
+		return
+	}
+	if !a.OK {
+		// The voter owns up to an epoch: a newer one, or this very epoch
+		// given to another master or to another incarnation of this one (a
+		// data directory rolled back to before it took the epoch).
+		reused := a.MaxEpoch == m.hard.Epoch && (a.EpochOwner != m.cfg.ID || (a.EpochInc != 0 && a.EpochInc != m.hard.Incarnation))
+		if a.MaxEpoch > m.hard.MaxEpoch || reused {
+			m.onHigherEpoch(a.MaxEpoch)
+			return
+		}
+		delete(m.voters, a.CS)
+		m.ignore("vote-refused")
+		return
+	}
+	if a.Granted == 0 {
+		// A keepalive's answer: no vote, but what the voter knows.
+		v.knownReg, v.inForce, v.commit, v.commitTag = a.KnownReg, a.InForce, a.Commit, a.CommitTag
+		m.lastVoteSeen = m.now
+		if m.role == Elect && a.MaxEpoch >= m.hard.Epoch && a.EpochOwner != m.cfg.ID && !m.newEpoch(a.MaxEpoch) {
+			m.stepDown(ReasonNoVotes) // propose above it once sessions make a quorum; none is left
+		}
+		return
+	}
+	sent, ok := m.hbSent[a.Seq]
+	if !ok || sent.epoch < v.ackEpoch {
+		m.ignore("stale-ack")
+		return
+	}
+	// An honest voter never grants more than was asked; a forged grant of
+	// hours must not keep a vote counted after its sender fell silent.
+	granted := min(a.Granted, m.cfg.VoteLease)
+	if until := sent.at.Add(m.cfg.CountedLease(granted)); until > v.validUntil || sent.epoch != v.ackEpoch {
+		v.validUntil = until
+	}
+	v.ackEpoch = sent.epoch
+	if sent.epoch == m.hard.Epoch {
+		v.ackedSeq = max(v.ackedSeq, a.Seq)
+	}
+	v.knownReg, v.inForce, v.commit, v.commitTag = a.KnownReg, a.InForce, a.Commit, a.CommitTag
+	m.lastVoteSeen = m.now
+	switch m.role {
+	case Elect:
+		m.tryWin()
+	case Leader:
+		m.noteRegistration(a.CS, v)
+		m.advanceAcked()
+		m.checkInForce()
+		if m.readHB != 0 && a.Seq >= m.readHB {
+			m.answerPending() // this ack may complete a read round
+		}
+	}
+}
+
+// onHigherEpoch reacts to meeting an epoch at or above this master's own.
+func (m *Master) onHigherEpoch(e uint64) {
+	if e > m.hard.MaxEpoch {
+		m.hard.MaxEpoch = e
+		m.persistHard()
+	}
+	switch m.role {
+	case Leader:
+		if e > m.hard.Epoch {
+			m.stepDown(ReasonHigherEpoch)
+		}
+	case Deputy:
+		if e > m.hard.Epoch {
+			m.stepDown(ReasonHigherEpoch)
+		}
+	case Elect:
+		// Still a candidate: take a newer epoch and ask again.
+		if e >= m.hard.Epoch {
+			if !m.newEpoch(e) {
+				m.stepDown(ReasonNoVotes)
+				return
+			}
+			m.heartbeatNow()
+		}
+	}
+}
+
+// tryWin is ELECT -> LEADER: the tally is won, and the catch-up rule holds.
+func (m *Master) tryWin() {
+	var inForce uint64
+	for _, v := range m.counted() {
+		inForce = max(inForce, v.inForce)
+	}
+	// A voter that knows a config version to be in force learned it from a
+	// LEADER that saw quorums under both versions have it: safe to adopt
+	// before tallying.
+	if inForce > m.hard.InForce && inForce <= m.Registry().Version {
+		m.hard.InForce = inForce
+		m.persistHard()
+	}
+	if m.quorumAt(m.now, nil) != quorum.Won {
+		return
+	}
+	// The catch-up rule: the voters whose reports this log satisfies must
+	// themselves make a quorum.
+	cv := m.Registry().Version
+	satisfied := func(v *voterRec) bool { return Satisfies(&m.log, cv, v.commit, v.knownReg) }
+	if m.quorumAt(m.now, satisfied) != quorum.Won {
+		var need Pos
+		var tag uint64
+		for _, v := range m.counted() {
+			if !satisfied(v) && (v.commitTag > tag || (v.commitTag == tag && v.commit.Version > need.Version)) {
+				need, tag = v.commit, v.commitTag
+			}
+		}
+		m.catchUp(need)
+		return
+	}
+	commit := m.hard.Commit
+	for _, v := range m.counted() {
+		if satisfied(v) && v.commit.Version > commit.Version {
+			commit = v.commit
+		}
+	}
+	if commit != m.hard.Commit {
+		m.hard.Commit = commit
+		m.persistHard()
+	}
+	m.become(Leader, ReasonWon)
+}
+
+// catchUp asks the most advanced master it can reach for what it lacks.
+func (m *Master) catchUp(need Pos) {
+	if m.now < m.fetchAt {
+		return
+	}
+	best := wire.NoMaster
+	var bestLast Pos
+	for _, id := range m.cfg.Masters {
+		p := m.peers[id]
+		if id == m.cfg.ID || p == nil || !p.seen || m.now.Sub(p.heard) > m.cfg.PeerTimeout {
+			continue
+		}
+		// Its log must be at least as new as the commit point the voters
+		// report (epoch first): a stale master whose log is merely longer
+		// could otherwise truncate acknowledged entries held here.
+		if p.st.Last.Version >= need.Version && !need.NewerThan(p.st.Last) && (best == wire.NoMaster || p.st.Last.NewerThan(bestLast)) {
+			best, bestLast = id, p.st.Last
+		}
+	}
+	if best == wire.NoMaster {
+		m.ignore("no-catch-up-source")
+		return
+	}
+	m.fetchAt = m.now.Add(m.cfg.PeerInterval)
+	m.send(ToMaster(best), FetchReq{From: m.cfg.ID, After: m.hard.Commit.Version})
+}

@@ -1,0 +1,103 @@
+package roles
+
+import (
+	"github.com/mfs-election/mfs-election/pkg/wire"
+)
+
+type sentHB struct {
+	at    Instant
+	epoch uint64
+}
+
+func (m *Master) heartbeatNow() {
+	m.nextHB = m.now
+}
+
+func (m *Master) heartbeatTo(cs wire.CSID) {
+	v := m.voters[cs]
+	if v == nil {
+		return
+	}
+	m.hbSeq++
+	m.noteSent()
+	m.send(ToCS(cs), m.heartbeat(cs, v.session, m.hbSeq))
+}
+
+func (m *Master) heartbeat(cs wire.CSID, session, seq uint64) Heartbeat {
+	hb := Heartbeat{
+		From: m.cfg.ID, Incarnation: m.hard.Incarnation, Session: session, Seq: seq,
+		Role: m.role, Epoch: m.hard.Epoch, Lease: m.cfg.VoteLease, InForce: m.hard.InForce,
+	}
+	if m.keepaliveOnly() {
+		hb.Keepalive, hb.Epoch, hb.Lease = true, 0, 0
+	}
+	cfg := m.Registry()
+	if r, n, ok := cfg.Rank(cs); ok {
+		hb.Rank, hb.Ranks = uint32(r), uint32(n)
+	} else {
+		hb.Rank, hb.Ranks = uint32(n), uint32(n+1)
+	}
+	if m.role == Leader {
+		hb.Commit = m.replicated
+		// Voters learn a config version only once it is acknowledged
+		// (committed), so a version they report is never discarded and can
+		// always be fetched.
+		if latest, _ := m.log.Configs(m.acked.Version); latest != nil {
+			hb.RegVersion = latest.Version
+		}
+	} else {
+		hb.Commit = m.hard.Commit
+		if latest, _ := m.log.Configs(m.hard.Commit.Version); latest != nil {
+			hb.RegVersion = latest.Version
+		}
+	}
+	return hb
+}
+
+// keepaliveOnly: a DEPUTY, or an ELECT without a quorum of sessions, asks
+// for no promise and proposes no epoch (see sessionsQuorum).
+func (m *Master) keepaliveOnly() bool {
+	return m.role == Deputy || (m.role == Elect && !m.sessionsQuorum())
+}
+
+// noteSent remembers when the heartbeat hbSeq left, so that its
+// acknowledgement can be counted; a keepalive asks for nothing to count.
+func (m *Master) noteSent() {
+	if !m.keepaliveOnly() {
+		m.hbSent[m.hbSeq] = sentHB{at: m.now, epoch: m.hard.Epoch}
+	}
+}
+
+func (m *Master) heartbeatAll() {
+	m.hbSeq++
+	if m.readRound {
+		m.readHB, m.readRound = m.hbSeq, false
+	}
+	m.noteSent()
+	for _, id := range m.voterIDs() {
+		m.send(ToCS(id), m.heartbeat(id, m.voters[id].session, m.hbSeq))
+	}
+	// Acks to heartbeats older than a promise cannot extend anything.
+	for s, h := range m.hbSent {
+		if m.now.Sub(h.at) > 2*m.cfg.VoteLease {
+			delete(m.hbSent, s)
+		}
+	}
+	m.nextHB = m.now.Add(m.cfg.HeartbeatInterval)
+}
+
+// noteRegistration queues a registry change for a chunkserver that is not
+// registered yet.
+func (m *Master) noteRegistration(id wire.CSID, v *voterRec) {
+	if id == wire.NoCS || !v.addr.IsValid() {
+		return
+	}
+	if _, ok := m.Registry().Member(id); ok {
+		return
+	}
+	if _, queued := m.toRegister[id]; !queued && len(m.toRegister) >= MaxPendingRegistrations {
+		m.ignore("registration-queue-full")
+		return
+	}
+	m.toRegister[id] = Chunkserver{ID: id, Addr: v.addr, Port: v.port, VoterOnly: v.voterOnly}
+}

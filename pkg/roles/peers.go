@@ -1,0 +1,121 @@
+package roles
+
+import (
+	"github.com/mfs-election/mfs-election/pkg/wire"
+)
+
+// peerState is what a master knows of the other masters.
+type peerState struct {
+	leader      wire.MasterID // the LEADER recorded (last heard)
+	leaderHeard Instant
+	leaderSeen  bool
+	peers       map[wire.MasterID]*peerView
+	nextPeer    Instant
+
+	yieldFrom  wire.MasterID // the LEADER an ELECT first heard from (leaderPersists)
+	yieldFirst Instant
+
+	// placed: an admin command made this master USURPER, and it is still
+	// on that path (USURPER, ELECT, LEADER). A KEEP master does not take
+	// the role from such a LEADER (keep.go).
+	placed    bool
+	startedAt Instant // this run began (keep.go waits to hear its peers)
+
+	// foreign: masters of MASTER_HOST that answered with another cluster's
+	// metadata id. While any did, this master does not bootstrap: it was
+	// most likely wiped and re-initialised where it should have been
+	// started with -e, and as a founder it would lead a second, empty
+	// cluster on the same master set (docs/architecture.md §6).
+	foreign map[wire.MasterID]bool
+}
+
+func (m *Master) sendStatus() {
+	st := PeerStatus{
+		From: m.cfg.ID, Incarnation: m.hard.Incarnation, Role: m.role, Epoch: m.Epoch(), MaxEpoch: m.hard.MaxEpoch,
+		Last: m.log.Last(), Commit: m.hard.Commit, Eligible: m.Eligible(), Sync: m.Sync(),
+		Usurper: m.role == Usurper, Keep: m.keeps(), KeepSet: m.cfg.KeepLeadership, Placed: m.placed,
+		Leader: m.Leader(), Snap: m.SnapshotAt().Version,
+	}
+	for _, id := range m.cfg.Masters {
+		if id != m.cfg.ID {
+			m.send(ToMaster(id), st)
+		}
+	}
+}
+
+func (m *Master) candidate() Candidate {
+	return Candidate{ID: m.cfg.ID, Eligible: m.Eligible(), Usurper: m.role == Usurper,
+		Keep: m.keeps(), Yielded: m.hard.Yielded, Last: m.log.Last()}
+}
+
+func peerCandidate(st PeerStatus) Candidate {
+	return Candidate{ID: st.From, Eligible: st.Eligible, Usurper: st.Usurper, Keep: st.Keep, Last: st.Last}
+}
+
+func (m *Master) fresh(p *peerView) bool {
+	return p != nil && p.seen && m.now.Sub(p.heard) < m.cfg.PeerTimeout
+}
+
+func (m *Master) onPeerStatus(st PeerStatus) {
+	if st.From == m.cfg.ID || st.From == wire.NoMaster {
+		m.ignore("foreign-peer")
+		return
+	}
+	p := m.peers[st.From]
+	if p == nil {
+		p = &peerView{}
+		m.peers[st.From] = p
+	}
+	if p.seen && st.Incarnation < p.st.Incarnation {
+		m.ignore("stale-incarnation")
+		return
+	}
+	if m.implausible(st.Epoch) || m.implausible(st.MaxEpoch) {
+		return
+	}
+	p.st, p.heard, p.seen = st, m.now, true
+	if st.Role == Leader || st.Role == Elect {
+		m.quietSince = m.now
+	}
+	if st.Role == Leader && st.Epoch >= m.hard.MaxEpoch {
+		m.leader, m.leaderHeard, m.leaderSeen = st.From, m.now, true
+	}
+	if st.MaxEpoch > m.hard.MaxEpoch {
+		m.hard.MaxEpoch = st.MaxEpoch
+		m.persistHard()
+	}
+	m.maybeTrim()
+	// A LEADER that still sends its status held quorum when it did (it
+	// fences itself before anything else). A LEADER of a higher epoch ends
+	// this one's term; any LEADER ends a candidacy or a DEPUTY.
+	switch {
+	case m.role == Leader && st.Role == Leader && st.Epoch > m.hard.Epoch:
+		m.stepDown(ReasonHigherEpoch)
+		return
+	case (m.role == Elect || m.role == Deputy) && st.Role == Leader && st.Epoch >= m.hard.LeaderEpoch:
+		if !m.leaderPersists(st.From) {
+			return
+		}
+		m.stepDown(ReasonLeaderSeen)
+		return
+	}
+	switch m.role {
+	case Elect:
+		if st.Role == Elect && Better(peerCandidate(st), m.candidate()) {
+			m.releaseNext = st.From
+			m.stepDown(ReasonBetterElect)
+		}
+	case Leader:
+		if st.Role == Usurper && st.Eligible && st.Sync == Synced && m.handover == wire.NoMaster &&
+			(m.handoverFailed == 0 || m.now.Sub(m.handoverFailed) >= m.cfg.HandoverTimeout) {
+			m.startHandover(st.From, ReasonHandover)
+		}
+	}
+}
+
+// peerView is what this master last heard from another master.
+type peerView struct {
+	st    PeerStatus
+	heard Instant
+	seen  bool
+}
