@@ -209,20 +209,6 @@ type ClientRead struct {
 	Limit  int    `msgpack:",omitempty"`
 }
 
-// ListMax and ListMaxBytes bound the entries one list answer carries (a
-// frame holds 4 MiB).
-const (
-	ListMax      = 10000
-	ListMaxBytes = 2 << 20
-)
-
-// KVEntry is one key of a list answer.
-type KVEntry struct {
-	Key     string
-	Value   string
-	Version uint64
-}
-
 // ClientReply answers a client. Redirect names the LEADER to try when this
 // master cannot serve (none when unknown); Err and Code say why it failed.
 type ClientReply struct {

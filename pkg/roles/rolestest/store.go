@@ -96,10 +96,7 @@ func TestStore(t *testing.T, o Opener) {
 		{"a good Persist, then a bad one", []persist{{Append: puts(19, 19, 4), Hard: hard(5, 19)}, {Append: puts(21, 21, 5)}}},
 		{"a rewrite, then a bad one", []persist{{TruncateAfter: &v17, Append: puts(18, 18, 5)}, {Append: puts(21, 21, 5)}}},
 	} {
-		if err := c.s.Apply(bad.ps...); err == nil {
-			t.Fatalf("%s: Apply accepted it", bad.name)
-		}
-		c.check(bad.name + ", refused")
+		c.refused(bad.name, bad.ps...)
 	}
 
 	// A trim to a position held with another epoch is fine when the same
@@ -125,6 +122,16 @@ func (c *conformance) apply(ps ...persist) {
 	if err := c.s.Apply(ps...); err != nil {
 		c.t.Fatalf("step %d: Apply: %v", c.step+1, err)
 	}
+}
+
+// refused applies a batch the contract refuses, and checks that nothing
+// of it was kept.
+func (c *conformance) refused(what string, ps ...persist) {
+	c.t.Helper()
+	if err := c.s.Apply(ps...); err == nil {
+		c.t.Fatalf("%s: Apply accepted it", what)
+	}
+	c.check(what + ", refused")
 }
 
 // check compares Load with what the steps so far must have left, then

@@ -1,0 +1,224 @@
+package roles
+
+import (
+	"time"
+
+	"github.com/mfs-election/mfs-election/pkg/wire"
+)
+
+// view is what a voter last learned of one master by probing.
+type view struct {
+	r    ProbeReply
+	at   Instant
+	seen bool
+	dead bool // refused since its last reply
+	// closedAt: when the master's host last closed the connection to it
+	// (closed: since its last reply). Half of the proof a refusal needs.
+	closedAt Instant
+	closed   bool
+}
+
+// view is what this voter knows of master m (made empty on first use).
+func (v *Voter) view(m wire.MasterID) *view {
+	w := v.views[m]
+	if w == nil {
+		w = &view{}
+		v.views[m] = w
+	}
+	return w
+}
+
+func (v *Voter) onProbeReply(r ProbeReply) {
+	w := v.view(r.From)
+	if w.seen && r.Incarnation < w.r.Incarnation {
+		v.ignore("stale-incarnation")
+		return
+	}
+	w.r, w.at, w.seen, w.dead, w.closed = r, v.now, true, false, false
+	// A newer incarnation proves the one the promise was made to is gone.
+	if v.promiseTo == r.From && r.Incarnation > v.promiseInc {
+		v.promiseTo, v.promiseUntil = wire.NoMaster, 0
+	}
+	if v.voteFor == r.From && !r.Role.TakesVotes() && v.lastHB != 0 && r.Incarnation > v.promiseInc {
+		v.endSession()
+	}
+}
+
+func (v *Voter) onRefused(e Refused) {
+	w := v.views[e.Master]
+	if w != nil {
+		w.dead = true
+	}
+	// The process the promise was made to is gone only if its host closed
+	// the connection the grant went over (after the grant), and a dial sent
+	// after that close was refused. A REJECT rule that answers with ICMP, or
+	// a master cut off, closes nothing: the promise stands until it lapses.
+	proof := w != nil && w.closed && w.closedAt >= v.grantedAt && e.SentAt >= w.closedAt
+	if v.promiseTo == e.Master && v.promiseStart <= e.SentAt && proof {
+		v.promiseTo, v.promiseUntil = wire.NoMaster, 0
+	}
+	if v.voteFor == e.Master {
+		v.endSession()
+	}
+}
+
+// notVoting corrects the view of a master that said it takes no votes, so
+// that a stale probe answer does not send the voter back to it.
+func (v *Voter) notVoting(m, leader wire.MasterID) {
+	if w := v.views[m]; w != nil && w.r.Role.TakesVotes() {
+		// The master said so itself, now.
+		w.r.Role, w.r.Leader, w.r.LeaderFresh, w.at = Follower, leader, false, v.now
+	}
+}
+
+func (v *Voter) freshView(m wire.MasterID) *view {
+	w := v.views[m]
+	if w == nil || !w.seen || w.dead || v.now.Sub(w.at) > 3*v.cfg.ProbeInterval {
+		return nil
+	}
+	return w
+}
+
+// seen returns the LEADER the voter can see (directly or through a
+// follower's fresh record of it) and the best ELECT (or DEPUTY) it can see.
+func (v *Voter) seen() (leader, elect wire.MasterID) {
+	var leaderEpoch uint64
+	var best Candidate
+	bestRole := Dummy
+	for _, id := range v.cfg.Masters {
+		w := v.freshView(id)
+		if w == nil {
+			continue
+		}
+		switch w.r.Role {
+		case Leader:
+			if w.r.Epoch >= leaderEpoch {
+				leader, leaderEpoch = id, w.r.Epoch
+			}
+		case Elect, Deputy:
+			// An ELECT before any DEPUTY, then the better candidate: every
+			// voter ranks them alike, so split sessions gather at one.
+			c := candidateOf(w.r)
+			if elect == wire.NoMaster || (w.r.Role == Elect && bestRole == Deputy) || (w.r.Role == bestRole && Better(c, best)) {
+				elect, best, bestRole = id, c, w.r.Role
+			}
+		}
+	}
+	if leader == wire.NoMaster {
+		for _, id := range v.cfg.Masters {
+			w := v.freshView(id)
+			if w == nil || !w.r.LeaderFresh || w.r.Leader == wire.NoMaster {
+				continue
+			}
+			// A hint loses to what the hinted master itself said last, and
+			// to anything recent it said: a master knows its own role
+			// better than a follower that heard from it up to a peer
+			// timeout ago (a handover would be undone by the old
+			// LEADER's followers otherwise).
+			if own := v.views[w.r.Leader]; own == nil || own.dead ||
+				(own.seen && own.r.Role != Leader && (own.at >= w.at || v.freshView(w.r.Leader) != nil)) {
+				continue
+			}
+			{
+				leader = w.r.Leader
+				break
+			}
+		}
+	}
+	return leader, elect
+}
+
+func candidateOf(r ProbeReply) Candidate {
+	return Candidate{ID: r.From, Eligible: r.Eligible, Usurper: r.Usurper, Keep: r.Keep, Yielded: r.Yielded, Last: r.Last}
+}
+
+// worthLeaving: the ELECT (or DEPUTY) this voter is with should be left for
+// a LEADER, for an ELECT if it is a DEPUTY, or for a better one of its kind.
+func (v *Voter) worthLeaving(leader, elect wire.MasterID) bool {
+	if leader != wire.NoMaster && leader != v.voteFor {
+		return true
+	}
+	if elect == wire.NoMaster || elect == v.voteFor {
+		return false
+	}
+	other := v.views[elect].r
+	if v.voteRole == Deputy && other.Role == Elect {
+		return true
+	}
+	cur := v.views[v.voteFor]
+	return cur != nil && other.Role == v.voteRole && Better(candidateOf(other), candidateOf(cur.r))
+}
+
+// choose opens a vote session where one is due (§6.3 of docs/roles.md):
+// a handover's target, a LEADER, an ELECT, a redirect's LEADER, or, on this
+// voter's turn, a master it nominates.
+func (v *Voter) choose(leader, elect wire.MasterID) {
+	target, nominate := wire.NoMaster, false
+	switch {
+	case v.nominateNext != wire.NoMaster:
+		target, nominate = v.nominateNext, true
+	case leader != wire.NoMaster:
+		target, v.leaderless = leader, false
+	case elect != wire.NoMaster:
+		target, v.leaderless = elect, false
+	case v.hint != wire.NoMaster && v.freshView(v.hint) != nil:
+		target, v.hint = v.hint, wire.NoMaster
+	default:
+		v.nominationTurn()
+		return
+	}
+	if v.mayVoteFor(target) {
+		if target == v.nominateNext {
+			v.nominateNext = wire.NoMaster
+		}
+		v.openSession(target, nominate)
+	}
+}
+
+// nominationTurn: with neither LEADER nor ELECT in sight, voters take turns
+// (ordered by registry rank, rotated by epoch) to set one master to ELECT.
+func (v *Voter) nominationTurn() {
+	if !v.leaderless {
+		v.leaderless = true
+		v.nominateAt = v.now.Add(v.turnDelay())
+		return
+	}
+	if v.now < v.nominateAt {
+		return
+	}
+	best := wire.NoMaster
+	var bc Candidate
+	for _, id := range v.cfg.Masters {
+		w := v.freshView(id)
+		if w == nil || (w.r.Role != Follower && w.r.Role != Usurper) {
+			continue
+		}
+		c := candidateOf(w.r)
+		if !MayNominate(c, v.hard.Commit) {
+			continue
+		}
+		if best == wire.NoMaster || Better(c, bc) {
+			best, bc = id, c
+		}
+	}
+	ranks := max(v.ranks, 1)
+	if best == wire.NoMaster || !v.mayVoteFor(best) {
+		v.nominateAt = v.now.Add(v.cfg.NominateSlot)
+		return
+	}
+	v.openSession(best, true)
+	// If this nomination leads nowhere, the next round comes after every
+	// other voter has had its turn.
+	v.nominateAt = v.now.Add(time.Duration(ranks) * v.cfg.NominateSlot)
+}
+
+func (v *Voter) turnDelay() time.Duration {
+	slot := v.cfg.NominateSlot
+	jit := time.Duration(v.rand(int64(slot / 4)))
+	if v.ranks == 0 {
+		// Not registered yet: after the registered voters.
+		return time.Duration(8+v.cfg.ID%8)*slot + jit
+	}
+	pos := (uint64(v.rank) + v.hard.MaxEpoch) % uint64(v.ranks)
+	return time.Duration(pos)*slot + jit
+}
