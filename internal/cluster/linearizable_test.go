@@ -114,7 +114,26 @@ func TestLinearizableAcrossFailovers(t *testing.T) {
 		lead = leaderNow(c)
 		f := (lead + 1) % len(c.Masters)
 		c.Masters[f].Kill()
-		time.Sleep(1500 * time.Millisecond)
+		// f holds at most what the LEADER held once f was gone.
+		sts, errs := c.Statuses(2 * time.Second)
+		if errs[lead] != nil {
+			return fmt.Errorf("the LEADER's status: %w", errs[lead])
+		}
+		held := sts[lead].MetaVersion
+		// Behind means the LEADER's changelog now starts past what f holds:
+		// how long that takes depends on how fast the clients write.
+		if err := waitUntil(15*time.Second, 100*time.Millisecond, func() error {
+			sts, errs := c.Statuses(2 * time.Second)
+			if errs[lead] != nil {
+				return errs[lead]
+			}
+			if st := sts[lead]; st.MetaVersion-uint64(st.ChangelogEntries) <= held {
+				return fmt.Errorf("the LEADER's changelog starts at %d, f holds up to %d", st.MetaVersion-uint64(st.ChangelogEntries), held)
+			}
+			return nil
+		}); err != nil {
+			return fmt.Errorf("the LEADER never trimmed past the killed follower: %w", err)
+		}
 		if err := c.Masters[f].Start(); err != nil {
 			return err
 		}
