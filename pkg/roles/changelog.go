@@ -260,23 +260,5 @@ func (l *Log) Configs(upto uint64) (latest, previous *ClusterConfig) {
 	return two[0], two[1]
 }
 
-// findClientSeq returns the version of the entry written for (client,
-// seq): from the session table for applied entries, by a scan of the
-// entries not yet applied (a few, bounded by what is in flight) for the
-// rest.
-func (l *Log) findClientSeq(kv *KV, c ClientID, seq uint64) uint64 {
-	if c == 0 {
-		return 0
-	}
-	for v := l.Len(); v > kv.Applied && v > l.base.Version; v-- {
-		if e, _ := l.At(v); e.Client == c && e.Seq == seq {
-			return v
-		}
-	}
-	if s, ok := kv.Sessions[c]; ok && s.Seq == seq {
-		return s.Version
-	}
-	return 0
-}
 
 // ---- the key index -----------------------------------------------------------------

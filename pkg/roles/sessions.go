@@ -85,7 +85,7 @@ func (m *Master) onClientWrite(w ClientWrite) {
 		return
 	}
 	// A retried change (same session and sequence) is applied once.
-	if v := m.log.findClientSeq(&m.kv, w.Client, w.Seq); v > 0 {
+	if v := findClientSeq(&m.log, &m.kv, w.Client, w.Seq); v > 0 {
 		m.pending = append(m.pending, pendingOp{client: w.Client, seq: w.Seq, ver: v, key: w.Key})
 		m.answerPending()
 		return
@@ -227,4 +227,23 @@ type pendingOp struct {
 	prefix bool   // a list: keys under the prefix key,
 	after  string // after this one,
 	limit  int    // at most this many
+}
+
+// findClientSeq returns the version of the entry written for (client,
+// seq): from the session table for applied entries, by a scan of the
+// entries not yet applied (a few, bounded by what is in flight) for the
+// rest.
+func findClientSeq(l *Log, kv *KV, c ClientID, seq uint64) uint64 {
+	if c == 0 {
+		return 0
+	}
+	for v := l.Len(); v > kv.Applied && v > l.Base().Pos.Version; v-- {
+		if e, _ := l.At(v); e.Client == c && e.Seq == seq {
+			return v
+		}
+	}
+	if s, ok := kv.Sessions[c]; ok && s.Seq == seq {
+		return s.Version
+	}
+	return 0
 }
