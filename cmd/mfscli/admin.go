@@ -11,6 +11,7 @@ import (
 
 	"github.com/mfs-election/mfs-election/pkg/client"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
+	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
@@ -69,9 +70,9 @@ func admin(answers []answer, cmd string, port uint16, password string, timeout t
 			return err
 		}
 		to, what = leader.addr, fmt.Sprintf("chunkserver %s:%d (id %d): ", cs.Addr, cs.Port, cs.ID)
-		req.Kind, req.Change = roles.AdminChange, roles.Change{Kind: roles.ChangeRemove, ID: uint32(cs.ID)}
+		req.Kind, req.Change = roles.AdminChange, registry.Change{Kind: registry.ChangeRemove, ID: uint32(cs.ID)}
 		if parts[0] != "RC" {
-			req.Change = roles.Change{Kind: roles.ChangeMaintenance, ID: uint32(cs.ID), On: parts[0] == "M1"}
+			req.Change = registry.Change{Kind: registry.ChangeMaintenance, ID: uint32(cs.ID), On: parts[0] == "M1"}
 		}
 	case "TR":
 		return tempRemove(answers, cmd, parts, password, timeout)
@@ -150,7 +151,7 @@ func registered(leader *answer, cmd string, parts []string) (protocol.CSStatus, 
 
 // locationChange parses the location commands. A range is written as CIDR,
 // so its own slash splits it: MAP/10.1.0.0/16/west.
-func locationChange(cmd string, parts []string) (roles.Change, error) {
+func locationChange(cmd string, parts []string) (registry.Change, error) {
 	prefix := func(addr, bits string) (netip.Prefix, error) {
 		p, err := netip.ParsePrefix(addr + "/" + bits)
 		if err != nil {
@@ -161,21 +162,21 @@ func locationChange(cmd string, parts []string) (roles.Change, error) {
 	usage := map[string]string{"MAP": "MAP/cidr/name", "UNMAP": "UNMAP/cidr", "REN": "REN/old/new", "DEF": "DEF/name", "ON": "ON/name", "OFF": "OFF/name"}
 	want := map[string]int{"MAP": 4, "UNMAP": 3, "REN": 3, "DEF": 2, "ON": 2, "OFF": 2}
 	if len(parts) != want[parts[0]] {
-		return roles.Change{}, fmt.Errorf("-C%s: want -C%s", cmd, usage[parts[0]])
+		return registry.Change{}, fmt.Errorf("-C%s: want -C%s", cmd, usage[parts[0]])
 	}
 	switch parts[0] {
 	case "MAP":
 		p, err := prefix(parts[1], parts[2])
-		return roles.Change{Kind: roles.ChangeMapRange, Prefix: p, Name: parts[3]}, err
+		return registry.Change{Kind: registry.ChangeMapRange, Prefix: p, Name: parts[3]}, err
 	case "UNMAP":
 		p, err := prefix(parts[1], parts[2])
-		return roles.Change{Kind: roles.ChangeUnmapRange, Prefix: p}, err
+		return registry.Change{Kind: registry.ChangeUnmapRange, Prefix: p}, err
 	case "REN":
-		return roles.Change{Kind: roles.ChangeRename, Name: parts[1], NewName: parts[2]}, nil
+		return registry.Change{Kind: registry.ChangeRename, Name: parts[1], NewName: parts[2]}, nil
 	case "DEF":
-		return roles.Change{Kind: roles.ChangeSetDefault, Name: parts[1]}, nil
+		return registry.Change{Kind: registry.ChangeSetDefault, Name: parts[1]}, nil
 	}
-	return roles.Change{Kind: roles.ChangeSetOn, Name: parts[1], On: parts[0] == "ON"}, nil
+	return registry.Change{Kind: registry.ChangeSetOn, Name: parts[1], On: parts[0] == "ON"}, nil
 }
 
 // tempRemove sends a temporary removal to every master that answers, so
@@ -219,7 +220,7 @@ func tempRemove(answers []answer, cmd string, parts []string, password string, t
 			continue
 		}
 		sent++
-		req := protocol.AdminReq{ID: uint64(time.Now().UnixNano()), Kind: roles.AdminTempRemove, Change: roles.Change{ID: uint32(cs.ID)}}
+		req := protocol.AdminReq{ID: uint64(time.Now().UnixNano()), Kind: roles.AdminTempRemove, Change: registry.Change{ID: uint32(cs.ID)}}
 		r, err := send(a.addr, req, password, timeout)
 		switch {
 		case err != nil:

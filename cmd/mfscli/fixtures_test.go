@@ -41,7 +41,7 @@ func locations() []protocol.LocStatus {
 
 // registry is the six chunkservers; connected and voting say which of them
 // have a connection to, and a vote counted by, the master whose view it is.
-func registry(connected, voting func(wire.CSID) bool) []protocol.CSStatus {
+func registryOf(connected, voting func(wire.CSID) bool) []protocol.CSStatus {
 	var out []protocol.CSStatus
 	labels := []string{"A", "B", "C"}
 	for loc := 1; loc <= 3; loc++ {
@@ -103,7 +103,7 @@ func master(ip string, role roles.Role, epoch, version uint64) protocol.StatusRe
 func healthy() []answer {
 	l := master("127.0.0.11", roles.Leader, 7, 1532)
 	l.Leader, l.HoldsQuorum, l.Connected, l.Registered, l.Voters = addr("127.0.0.11"), true, 6, 6, 6
-	l.Chunkservers = registry(all, all)
+	l.Chunkservers = registryOf(all, all)
 	l.Tallies = []protocol.TallyStatus{tally(3, "WON", loc("dc1", 2, 2, 2), loc("dc2", 2, 2, 2), loc("dc3", 2, 2, 2))}
 	l.SnapshotVersion, l.ChangelogEntries, l.LeaderChangeUnixMs, l.RSS, l.CPU = 1000, 532, ms(-200*time.Second), 61<<20, 4.2
 	f1 := follower("127.0.0.12", 7, 1532, 120*time.Millisecond)
@@ -115,7 +115,7 @@ func healthy() []answer {
 func follower(ip string, epoch, version uint64, offset time.Duration) protocol.StatusResp {
 	f := master(ip, roles.Follower, epoch, version)
 	f.Leader, f.Connected, f.Registered, f.WallUnixMs = addr("127.0.0.11"), 6, 6, ms(offset)
-	f.Chunkservers = registry(all, none)
+	f.Chunkservers = registryOf(all, none)
 	f.SnapshotVersion, f.ChangelogEntries, f.LeaderChangeUnixMs = 1000, 532, ms(-199*time.Second)
 	return f
 }
@@ -128,12 +128,12 @@ func follower(ip string, epoch, version uint64, offset time.Duration) protocol.S
 func election() []answer {
 	e := master("127.0.0.12", roles.Elect, 8, 1540)
 	e.Sync, e.Connected, e.Registered, e.Voters = roles.Desync, 5, 6, 3
-	e.Chunkservers = registry(ids(1, 2, 3, 5, 6), ids(1, 2, 3))
+	e.Chunkservers = registryOf(ids(1, 2, 3, 5, 6), ids(1, 2, 3))
 	e.Tallies = []protocol.TallyStatus{tally(3, "PENDING", loc("dc1", 2, 2, 2), loc("dc2", 2, 1, 1), loc("dc3", 2, 2, 0))}
 	e.SnapshotVersion, e.ChangelogEntries, e.LeaderChangeUnixMs, e.Delay = 1000, 540, ms(-12*time.Second), 12*time.Second
 	f := master("127.0.0.14", roles.Follower, 7, 1538)
 	f.Sync, f.Delay, f.WallUnixMs, f.Connected, f.Registered = roles.Desync, 7500*time.Millisecond, ms(1500*time.Millisecond), 5, 6
-	f.Chunkservers = registry(ids(1, 2, 3, 5, 6), none)
+	f.Chunkservers = registryOf(ids(1, 2, 3, 5, 6), none)
 	f.SnapshotVersion, f.ChangelogEntries, f.LeaderChangeUnixMs = 1000, 538, ms(-11*time.Second)
 	return []answer{
 		{addr: at("127.0.0.11"), err: fmt.Errorf("%w: dial tcp 127.0.0.11:9421: connect: connection refused", client.ErrUnreachable)},
@@ -150,16 +150,16 @@ func cutOff() []answer {
 	up := ids(1, 2, 3, 4)
 	l := master("127.0.0.11", roles.Leader, 9, 2210)
 	l.Leader, l.HoldsQuorum, l.Connected, l.Registered, l.Voters = addr("127.0.0.11"), true, 4, 6, 4
-	l.Chunkservers = registry(up, up)
+	l.Chunkservers = registryOf(up, up)
 	l.Chunkservers[5].Maintenance = true // 127.0.3.2 was taken down on purpose (-CM1)
 	l.Tallies = []protocol.TallyStatus{tally(3, "WON", loc("dc1", 2, 2, 2), loc("dc2", 2, 2, 2), loc("dc3", 2, 0, 0))}
 	l.SnapshotVersion, l.ChangelogEntries, l.LeaderChangeUnixMs, l.RSS, l.CPU = 2000, 210, ms(-26*time.Hour), 75<<20, 7.9
 	f1 := follower("127.0.0.12", 9, 2210, 15*time.Millisecond)
-	f1.Chunkservers, f1.Connected, f1.LeaderChangeUnixMs = registry(up, none), 4, ms(-26*time.Hour)
+	f1.Chunkservers, f1.Connected, f1.LeaderChangeUnixMs = registryOf(up, none), 4, ms(-26*time.Hour)
 	f1.SnapshotVersion, f1.ChangelogEntries = 2000, 210
 	f2 := follower("127.0.0.13", 9, 2170, 2400*time.Millisecond)
 	f2.Sync, f2.Behind, f2.Delay = roles.Delayed, 40, 1800*time.Millisecond
-	f2.Chunkservers, f2.Connected, f2.LeaderChangeUnixMs = registry(up, none), 4, ms(-26*time.Hour)
+	f2.Chunkservers, f2.Connected, f2.LeaderChangeUnixMs = registryOf(up, none), 4, ms(-26*time.Hour)
 	f2.SnapshotVersion, f2.ChangelogEntries = 2000, 170
 	return []answer{{addr: at("127.0.0.11"), st: l}, {addr: at("127.0.0.12"), st: f1}, {addr: at("127.0.0.13"), st: f2}}
 }
@@ -172,7 +172,7 @@ func inFlight() []answer {
 	l := master("127.0.0.11", roles.Leader, 7, 1601)
 	l.Leader, l.HoldsQuorum, l.Connected, l.Registered, l.Voters = addr("127.0.0.11"), true, 7, 7, 7
 	l.ConfigVersion, l.InForce = 4, 3
-	l.Chunkservers = append(registry(all, all), protocol.CSStatus{ID: 7, Addr: addr("127.0.1.3"), Port: 9422, Location: "dc1",
+	l.Chunkservers = append(registryOf(all, all), protocol.CSStatus{ID: 7, Addr: addr("127.0.1.3"), Port: 9422, Location: "dc1",
 		Connected: true, Voting: true, Labels: "A", Total: 200 * gib, Used: 0})
 	l.Tallies = []protocol.TallyStatus{
 		tally(4, "WON", loc("dc1", 3, 3, 3), loc("dc2", 2, 2, 2), loc("dc3", 2, 2, 2)),
@@ -182,7 +182,7 @@ func inFlight() []answer {
 	f := follower("127.0.0.12", 7, 1601, 80*time.Millisecond)
 	f.ChangelogEntries = 601
 	f.ConfigVersion, f.InForce, f.Connected, f.Registered = 4, 3, 7, 7
-	f.Chunkservers = append(registry(all, none), protocol.CSStatus{ID: 7, Addr: addr("127.0.1.3"), Port: 9422, Location: "dc1", Connected: true})
+	f.Chunkservers = append(registryOf(all, none), protocol.CSStatus{ID: 7, Addr: addr("127.0.1.3"), Port: 9422, Location: "dc1", Connected: true})
 	i := master("127.0.0.13", roles.Follower, 0, 0)
 	i.Sync, i.Commit, i.ConfigVersion, i.InForce, i.Locations, i.Behind = roles.Init, 0, 0, 0, nil, 1601
 	i.ClusterID, i.WallUnixMs, i.RSS, i.CPU = "", ms(-300*time.Millisecond), 22<<20, 38.5
@@ -224,7 +224,7 @@ func keep() []answer {
 		}
 	}
 	as[0].st.Chunkservers, as[0].st.Tallies, as[0].st.Voters = as[1].st.Chunkservers, as[1].st.Tallies, as[1].st.Voters
-	as[1].st.Chunkservers, as[1].st.Tallies, as[1].st.Voters = registry(all, none), nil, 0
+	as[1].st.Chunkservers, as[1].st.Tallies, as[1].st.Voters = registryOf(all, none), nil, 0
 	return as
 }
 
@@ -254,7 +254,7 @@ func orphaned() []answer {
 	f := master("127.0.0.12", roles.Follower, 1, 3)
 	f.Sync, f.Delay, f.ConfigVersion, f.InForce, f.Registered = roles.Desync, 3*time.Second, 2, 1, 1
 	f.Locations, f.Connected = locations(), 6
-	f.Chunkservers = registry(ids(1), none)[:1]
+	f.Chunkservers = registryOf(ids(1), none)[:1]
 	f.NotEligible = "no chunkserver registration is in force yet: only the founder 127.0.0.11 can be elected"
 	i := master("127.0.0.13", roles.Follower, 0, 0)
 	i.Sync, i.Commit, i.ConfigVersion, i.InForce, i.Locations, i.Connected = roles.Init, 0, 0, 0, nil, 6

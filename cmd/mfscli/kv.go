@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/pkg/client"
-	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/namespace"
 	"github.com/urfave/cli/v2"
 )
 
@@ -31,8 +31,8 @@ var kvUsage = map[string]string{
 	"list":   "list [PREFIX]",
 }
 
-// namespace runs get/set/cas/delete/list through pkg/client.
-func namespace(c *cli.Context, verb string, args []string) error {
+// namespaceCmd runs get/set/cas/delete/list through pkg/client.
+func namespaceCmd(c *cli.Context, verb string, args []string) error {
 	want := map[string]int{"get": 1, "set": 2, "cas": 3, "delete": 1, "list": -1}[verb]
 	if (want >= 0 && len(args) != want) || (want < 0 && len(args) > 1) {
 		return cli.Exit("usage: mfscli [-H HOST] "+kvUsage[verb], exitError)
@@ -85,7 +85,7 @@ func namespace(c *cli.Context, verb string, args []string) error {
 		}
 		// Page by page, each printed as it arrives: a long listing holds
 		// one page in memory, and what was printed before an error stays.
-		err := cl.ListEach(ctx, prefix, func(page []roles.KVEntry) error {
+		err := cl.ListEach(ctx, prefix, func(page []namespace.KVEntry) error {
 			for _, e := range page {
 				if _, err := fmt.Fprintf(out, "%s\t%s\t%d\n", e.Key, e.Value, e.Version); err != nil {
 					return err

@@ -67,7 +67,7 @@ func run(c *cli.Context) error {
 		if set := listingFlagsSet(c); len(set) > 0 {
 			return cli.Exit(fmt.Sprintf("%s: the namespace commands take no listing flags (%s)", args[0], strings.Join(set, " ")), exitError)
 		}
-		return namespace(c, args[0], args[1:])
+		return namespaceCmd(c, args[0], args[1:])
 	}
 	if cmd := c.String("admin"); cmd != "" {
 		if set := listingFlagsSet(c); len(set) > 0 {

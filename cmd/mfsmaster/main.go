@@ -19,9 +19,9 @@ import (
 	"github.com/mfs-election/mfs-election/internal/release"
 	"github.com/mfs-election/mfs-election/internal/service"
 	"github.com/mfs-election/mfs-election/internal/settings"
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
-	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/secret"
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
@@ -125,7 +125,7 @@ func initMetadata(out io.Writer, cfg config, lockPath string, locs []string) err
 	if err != nil {
 		return err
 	}
-	g := roles.Genesis(masterhost.IDOf(self))
+	g := changelog.Genesis(masterhost.IDOf(self))
 	for _, l := range locs {
 		name, cidr, ok := strings.Cut(l, "=")
 		p, perr := netip.ParsePrefix(cidr)

@@ -6,7 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
+	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
@@ -20,15 +22,15 @@ func TestRepairRemovesDeadMembers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := roles.Genesis(1)
-	cfg := &roles.ClusterConfig{Version: 2, Founder: 1, Locations: g[0].Config.Locations}
+	g := changelog.Genesis(1)
+	cfg := &registry.ClusterConfig{Version: 2, Founder: 1, Locations: g[0].Config.Locations}
 	for i := 1; i <= 4; i++ {
-		cfg.Members = append(cfg.Members, roles.Chunkserver{ID: wire.CSID(i), Addr: netip.AddrFrom4([4]byte{10, 7, 0, byte(i)}), Port: 9422})
+		cfg.Members = append(cfg.Members, registry.Chunkserver{ID: wire.CSID(i), Addr: netip.AddrFrom4([4]byte{10, 7, 0, byte(i)}), Port: 9422})
 	}
 	if err := st.Init("ABCD", g); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Apply(roles.Persist{Append: []roles.Entry{{Pos: roles.Pos{Version: 2}, Kind: roles.EntryConfig, Config: cfg}}}); err != nil {
+	if err := st.Apply(roles.Persist{Append: []changelog.Entry{{Pos: changelog.Pos{Version: 2}, Kind: changelog.EntryConfig, Config: cfg}}}); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()

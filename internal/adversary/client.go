@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 )
@@ -21,10 +22,10 @@ type Client struct {
 // KeyName is the key Fill and Flood write for i.
 func KeyName(i int) string { return fmt.Sprintf("k/%08d", i) }
 
-func newSession() roles.ClientID {
+func newSession() changelog.ClientID {
 	// A client session id of its own (the master makes up ids with the
 	// top bit set for requests without one).
-	return roles.ClientID(rand.Uint64()>>1 | 1)
+	return changelog.ClientID(rand.Uint64()>>1 | 1)
 }
 
 // Fill writes keys KeyName(0..n-1) with at most window writes in flight,
@@ -92,7 +93,7 @@ func (cl Client) Flood(ctx context.Context, f Flood) (FloodAnswers, error) {
 		wg       sync.WaitGroup
 		firstErr error
 	)
-	run := func(n int, req func(sess roles.ClientID, i int) roles.ClientWrite, list bool) {
+	run := func(n int, req func(sess changelog.ClientID, i int) roles.ClientWrite, list bool) {
 		defer wg.Done()
 		c, err := Open(ctx, cl.Target, frame.Hello{Kind: frame.KindClient})
 		if err != nil {
@@ -147,7 +148,7 @@ func (cl Client) Flood(ctx context.Context, f Flood) (FloodAnswers, error) {
 	}
 	if f.Writes > 0 {
 		wg.Add(1)
-		go run(f.Writes, func(sess roles.ClientID, i int) roles.ClientWrite {
+		go run(f.Writes, func(sess changelog.ClientID, i int) roles.ClientWrite {
 			return roles.ClientWrite{Client: sess, Seq: uint64(i + 1), Key: KeyName(i), Value: "flood"}
 		}, false)
 	}

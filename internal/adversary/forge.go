@@ -5,8 +5,11 @@ import (
 	"math"
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
+	"github.com/mfs-election/mfs-election/pkg/namespace"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
+	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
@@ -111,40 +114,40 @@ func (f Forger) Send(ctx context.Context, msgs ...wire.Message) (ForgeResult, er
 // Crafted returns the hostile peer messages for a master whose log ends at
 // last, in epoch epoch, as if sent by from: each alone must neither panic a
 // daemon nor reach its core unchecked.
-func Crafted(from wire.MasterID, epoch uint64, last roles.Pos) []Forged {
+func Crafted(from wire.MasterID, epoch uint64, last changelog.Pos) []Forged {
 	e := epoch + 1
 	next := last.Version + 1
 	return []Forged{
 		// E5: an entry whose epoch goes down ("invariant log-contiguous").
 		{Name: "append-epoch-0", Msg: roles.Append{From: from, Epoch: e, Prev: last, Commit: last,
-			Entries: []roles.Entry{{Pos: roles.Pos{Version: next, Epoch: 0}, Kind: roles.EntryNoop}}}},
+			Entries: []changelog.Entry{{Pos: changelog.Pos{Version: next, Epoch: 0}, Kind: changelog.EntryNoop}}}},
 		// T3: a config entry without a config (nil dereference).
 		{Name: "append-nil-config", Msg: roles.Append{From: from, Epoch: e, Prev: last, Commit: last, InForce: next,
-			Entries: []roles.Entry{{Pos: roles.Pos{Version: next, Epoch: e}, Kind: roles.EntryConfig}}}},
+			Entries: []changelog.Entry{{Pos: changelog.Pos{Version: next, Epoch: e}, Kind: changelog.EntryConfig}}}},
 		// T3: epochs out of order inside one Append.
 		{Name: "append-epochs-down", Msg: roles.Append{From: from, Epoch: e, Prev: last, Commit: last,
-			Entries: []roles.Entry{{Pos: roles.Pos{Version: next, Epoch: e + 6}, Kind: roles.EntryNoop},
-				{Pos: roles.Pos{Version: next + 1, Epoch: 1}, Kind: roles.EntryNoop}}}},
+			Entries: []changelog.Entry{{Pos: changelog.Pos{Version: next, Epoch: e + 6}, Kind: changelog.EntryNoop},
+				{Pos: changelog.Pos{Version: next + 1, Epoch: 1}, Kind: changelog.EntryNoop}}}},
 		// Versions with a gap and going back.
 		{Name: "append-gap", Msg: roles.Append{From: from, Epoch: e, Prev: last, Commit: last,
-			Entries: []roles.Entry{{Pos: roles.Pos{Version: next + 5, Epoch: e}, Kind: roles.EntryNoop},
-				{Pos: roles.Pos{Version: next, Epoch: e}, Kind: roles.EntryNoop}}}},
+			Entries: []changelog.Entry{{Pos: changelog.Pos{Version: next + 5, Epoch: e}, Kind: changelog.EntryNoop},
+				{Pos: changelog.Pos{Version: next, Epoch: e}, Kind: changelog.EntryNoop}}}},
 		// A commit point far past anything held, at the top of the range.
-		{Name: "append-commit-top", Msg: roles.Append{From: from, Epoch: e, Prev: last, Commit: roles.Pos{Version: math.MaxUint64, Epoch: e},
+		{Name: "append-commit-top", Msg: roles.Append{From: from, Epoch: e, Prev: last, Commit: changelog.Pos{Version: math.MaxUint64, Epoch: e},
 			InForce: math.MaxUint64}},
 		// An epoch at the top: newEpoch wraps after it.
 		{Name: "append-epoch-top", Msg: roles.Append{From: from, Epoch: EpochTop, Prev: last, Commit: last}},
 		// A snapshot that claims more records than exist.
-		{Name: "snapshot-total-top", Msg: roles.SnapshotChunk{From: from, Epoch: e, Pos: roles.Pos{Version: math.MaxUint64 - 1, Epoch: e},
-			Total: math.MaxUint64, Latest: &roles.ClusterConfig{Version: math.MaxUint64},
-			Items: []roles.KVEntry{{Key: "forged", Value: "x", Version: math.MaxUint64}}}},
+		{Name: "snapshot-total-top", Msg: roles.SnapshotChunk{From: from, Epoch: e, Pos: changelog.Pos{Version: math.MaxUint64 - 1, Epoch: e},
+			Total: math.MaxUint64, Latest: &registry.ClusterConfig{Version: math.MaxUint64},
+			Items: []namespace.KVEntry{{Key: "forged", Value: "x", Version: math.MaxUint64}}}},
 		// A complete (zero-record) snapshot at the top of the version
 		// range with an empty config: installed, the next append wraps.
-		{Name: "snapshot-empty-top", Msg: roles.SnapshotChunk{From: from, Epoch: e, Pos: roles.Pos{Version: math.MaxUint64, Epoch: e},
-			Latest: &roles.ClusterConfig{Version: math.MaxUint64}, Commit: roles.Pos{Version: math.MaxUint64, Epoch: e}}},
+		{Name: "snapshot-empty-top", Msg: roles.SnapshotChunk{From: from, Epoch: e, Pos: changelog.Pos{Version: math.MaxUint64, Epoch: e},
+			Latest: &registry.ClusterConfig{Version: math.MaxUint64}, Commit: changelog.Pos{Version: math.MaxUint64, Epoch: e}}},
 		// An ELECT's catch-up answer with a decreasing epoch.
 		{Name: "fetch-epoch-0", Msg: roles.FetchResp{From: from, Base: last, Commit: last,
-			Entries: []roles.Entry{{Pos: roles.Pos{Version: next, Epoch: 0}, Kind: roles.EntryNoop}}}},
+			Entries: []changelog.Entry{{Pos: changelog.Pos{Version: next, Epoch: 0}, Kind: changelog.EntryNoop}}}},
 		// A peer claiming to lead a newer epoch: unseats a LEADER today.
 		{Name: "status-leader-next-epoch", Msg: roles.PeerStatus{From: from, Role: roles.Leader, Epoch: e, MaxEpoch: e,
 			Last: last, Commit: last, Eligible: true, Sync: roles.Synced, Leader: from}, WellFormed: true},

@@ -18,6 +18,7 @@ import (
 
 	"github.com/mfs-election/mfs-election/internal/adversary"
 	"github.com/mfs-election/mfs-election/internal/cluster"
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/client"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
@@ -710,7 +711,7 @@ func TestAdversaryPeerForgery(t *testing.T) {
 				}
 			}
 			for _, f := range adversary.Crafted(masterhost.IDOf(a.Masters[as].Addr), st[lead].Epoch,
-				roles.Pos{Version: st[to].MetaVersion, Epoch: st[lead].Epoch}) {
+				changelog.Pos{Version: st[to].MetaVersion, Epoch: st[lead].Epoch}) {
 				if code != "" && f.WellFormed {
 					continue // a master holding the code may send it
 				}

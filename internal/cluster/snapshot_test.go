@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/cluster"
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
@@ -134,9 +135,9 @@ func loadNamespace(t *testing.T, dir string) map[string]string {
 			continue
 		}
 		switch e.Kind {
-		case roles.EntryPut:
+		case changelog.EntryPut:
 			ns[e.Key] = e.Value
-		case roles.EntryDelete:
+		case changelog.EntryDelete:
 			delete(ns, e.Key)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mfs-election/mfs-election/internal/exports"
 	"github.com/mfs-election/mfs-election/internal/obs"
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/secret"
@@ -83,7 +84,7 @@ type clientProof struct {
 // nonce and cluster id are what the proof covers.
 func (n *MasterNode) clientAccess(c *conn, ours frame.Hello, p *clientProof, msg wire.Message) *roles.ClientReply {
 	var (
-		client     roles.ClientID
+		client     changelog.ClientID
 		seq        uint64
 		key, what  string
 		list, chng bool

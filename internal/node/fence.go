@@ -5,6 +5,7 @@ import (
 
 	"github.com/mfs-election/mfs-election/internal/obs"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
+	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
@@ -33,12 +34,12 @@ type outward struct {
 // config. Shared read-only between the loop and the HTTP handlers: it is
 // replaced, never changed.
 type locIndex struct {
-	cfg   *roles.ClusterConfig
+	cfg   *registry.ClusterConfig
 	of    map[wire.CSID]string
 	names []string // every location with a registered chunkserver (its gauge shows 0 votes, not nothing)
 }
 
-func newLocIndex(cfg *roles.ClusterConfig) *locIndex {
+func newLocIndex(cfg *registry.ClusterConfig) *locIndex {
 	x := &locIndex{cfg: cfg, of: map[wire.CSID]string{}}
 	if cfg == nil {
 		return x

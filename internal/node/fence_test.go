@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/obs"
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
+	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,19 +23,19 @@ import (
 // second to go.
 func fenceCore(t *testing.T) (*roles.Master, roles.Instant) {
 	t.Helper()
-	g := roles.Genesis(1)
+	g := changelog.Genesis(1)
 	west, err := g[0].Config.Locations.MapRange(netip.MustParsePrefix("10.0.2.0/24"), "west")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := map[wire.CSID]netip.Addr{1: netip.MustParseAddr("10.0.2.1"), 2: netip.MustParseAddr("10.0.2.2"),
 		3: netip.MustParseAddr("10.0.1.3"), 4: netip.MustParseAddr("10.0.1.4")}
-	cfg := &roles.ClusterConfig{Version: 2, Founder: 1, Locations: west}
+	cfg := &registry.ClusterConfig{Version: 2, Founder: 1, Locations: west}
 	for id := wire.CSID(1); id <= 4; id++ {
-		cfg.Members = append(cfg.Members, roles.Chunkserver{ID: id, Addr: addr[id]})
+		cfg.Members = append(cfg.Members, registry.Chunkserver{ID: id, Addr: addr[id]})
 	}
-	st := roles.Stored{Entries: append(g, roles.Entry{Pos: roles.Pos{Version: 2}, Kind: roles.EntryConfig, Config: cfg}),
-		Hard: roles.HardState{InForce: 2, Commit: roles.Pos{Version: 2}}}
+	st := roles.Stored{Entries: append(g, changelog.Entry{Pos: changelog.Pos{Version: 2}, Kind: changelog.EntryConfig, Config: cfg}),
+		Hard: roles.HardState{InForce: 2, Commit: changelog.Pos{Version: 2}}}
 	core, _ := roles.NewMaster(roles.DefaultConfig(1, []wire.MasterID{1, 2}), st, 0)
 	now := roles.Instant(0)
 	hbs := map[wire.CSID]roles.Heartbeat{}

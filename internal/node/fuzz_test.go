@@ -12,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
+	"github.com/mfs-election/mfs-election/pkg/namespace"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
+	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
@@ -31,19 +34,19 @@ var writeCorpus = flag.Bool("write-corpus", false, "write the fuzz seeds to test
 // reach the decoders of nested values (entries, configs, location maps,
 // addresses, durations).
 func coreSeeds() map[wire.Type]wire.Message {
-	g := roles.Genesis(1)
+	g := changelog.Genesis(1)
 	cfg := g[0].Config
 	locs, err := cfg.Locations.MapRange(netip.MustParsePrefix("10.0.2.0/24"), "west")
 	if err != nil {
 		panic(err)
 	}
 	cfg.Locations = locs
-	cfg.Members = []roles.Chunkserver{{ID: 4, Addr: netip.MustParseAddr("10.0.2.4"), Port: 9422, VoterOnly: true},
+	cfg.Members = []registry.Chunkserver{{ID: 4, Addr: netip.MustParseAddr("10.0.2.4"), Port: 9422, VoterOnly: true},
 		{ID: 5, Addr: netip.MustParseAddr("fd00::5"), Maintenance: true}}
-	p := func(v, e uint64) roles.Pos { return roles.Pos{Version: v, Epoch: e} }
-	entries := append(g, roles.Entry{Pos: p(2, 5), Kind: roles.EntryPut, Client: 1, Seq: 2, Key: "a", Value: "x"},
-		roles.Entry{Pos: p(3, 5), Kind: roles.EntryCAS, Client: 1, Seq: 3, Key: "a", Value: "y", Expect: 2},
-		roles.Entry{Pos: p(4, 5), Kind: roles.EntryDelete, Client: 1, Seq: 4, Key: "a"})
+	p := func(v, e uint64) changelog.Pos { return changelog.Pos{Version: v, Epoch: e} }
+	entries := append(g, changelog.Entry{Pos: p(2, 5), Kind: changelog.EntryPut, Client: 1, Seq: 2, Key: "a", Value: "x"},
+		changelog.Entry{Pos: p(3, 5), Kind: changelog.EntryCAS, Client: 1, Seq: 3, Key: "a", Value: "y", Expect: 2},
+		changelog.Entry{Pos: p(4, 5), Kind: changelog.EntryDelete, Client: 1, Seq: 4, Key: "a"})
 	ms := []wire.Message{
 		roles.Probe{CS: 3, Nonce: 7},
 		roles.ProbeReply{From: 1, Incarnation: 2, Nonce: 7, Role: roles.Leader, Epoch: 5, Leader: 1, LeaderFresh: true, Eligible: true,
@@ -63,13 +66,13 @@ func coreSeeds() map[wire.Type]wire.Message {
 		roles.FetchReq{From: 2, After: 1, SnapPos: p(9, 5), SnapNext: 3},
 		roles.FetchResp{From: 1, Base: p(1, 0), Entries: entries[1:], Commit: p(4, 5)},
 		roles.SnapshotChunk{From: 1, Epoch: 5, Pos: p(9, 5), Total: 3, Latest: cfg, Previous: cfg,
-			Items:    []roles.KVEntry{{Key: "a", Value: "x", Version: 2}, {Key: "b", Value: "y", Version: 8}},
-			Sessions: []roles.SessionEntry{{Client: 1, Session: roles.Session{Seq: 4, Version: 4, Failed: true}}},
+			Items:    []namespace.KVEntry{{Key: "a", Value: "x", Version: 2}, {Key: "b", Value: "y", Version: 8}},
+			Sessions: []roles.SessionEntry{{Client: 1, Session: namespace.Session{Seq: 4, Version: 4, Failed: true}}},
 			Commit:   p(9, 5), InForce: 1},
 		roles.ClientWrite{Client: 1, Seq: 5, Key: "k", Value: "v", CAS: true, Expect: 4},
 		roles.ClientRead{Client: 1, Seq: 6, Key: "dir/", Prefix: true, After: "dir/a", Limit: 100},
 		roles.ClientReply{From: 1, Client: 1, Seq: 6, OK: true, Value: "v", Found: true, Version: 9, Redirect: 2, Err: "e",
-			KeyVersion: 8, Conflict: true, Entries: []roles.KVEntry{{Key: "dir/b", Value: "v", Version: 8}}, More: true, Code: wire.CodeNotLeader},
+			KeyVersion: 8, Conflict: true, Entries: []namespace.KVEntry{{Key: "dir/b", Value: "v", Version: 8}}, More: true, Code: wire.CodeNotLeader},
 	}
 	out := map[wire.Type]wire.Message{}
 	for _, m := range ms {
@@ -98,7 +101,7 @@ func driverSeeds() map[wire.Type]wire.Message {
 			Tallies: []protocol.TallyStatus{{Config: 3, Outcome: "WON", Participating: 1, Carried: 1, Needed: 1,
 				Locations: []protocol.LocTally{{Name: "west", Default: true, Registered: 3, Votes: 2, Reach: 2, Carried: true, CanCarry: true}}}},
 			LeaderChangeUnixMs: 1_700_000_000_000, TempRemoved: []wire.CSID{6}, NoAuthCode: true, AdminOpen: true, ExportsOpen: true},
-		protocol.AdminReq{ID: 1, Kind: roles.AdminChange, Change: roles.Change{Kind: roles.ChangeMapRange, Prefix: netip.MustParsePrefix("10.0.3.0/24"), Name: "east"},
+		protocol.AdminReq{ID: 1, Kind: roles.AdminChange, Change: registry.Change{Kind: registry.ChangeMapRange, Prefix: netip.MustParsePrefix("10.0.3.0/24"), Name: "east"},
 			Proof: []byte("proof"), Target: a},
 		protocol.AdminResp{ID: 1, Text: "another registry change is still being put in force", Code: wire.CodeChangePending},
 		protocol.ClientAuth{MAC: bytes.Repeat([]byte{5}, 32)},

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/client"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
@@ -679,9 +680,9 @@ func (s *syncBuffer) String() string {
 // storeWithKeys returns the data directory of a founder whose store holds
 // keys distinct keys, all committed.
 func storeWithKeys(t *testing.T, self netip.Addr, keys int) string {
-	var es []roles.Entry
+	var es []changelog.Entry
 	for v := uint64(2); v <= uint64(keys+1); v++ {
-		es = append(es, roles.Entry{Pos: roles.Pos{Version: v, Epoch: 1}, Kind: roles.EntryPut,
+		es = append(es, changelog.Entry{Pos: changelog.Pos{Version: v, Epoch: 1}, Kind: changelog.EntryPut,
 			Client: 1, Seq: v, Key: fmt.Sprintf("key/%08d", v), Value: "value-of-moderate-length"})
 	}
 	return storeWith(t, self, es)

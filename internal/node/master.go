@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/obs"
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
@@ -74,9 +75,9 @@ type MasterNode struct {
 	links   map[wire.MasterID]*link // outgoing, to every other master
 	cs      map[wire.CSID]*conn     // the current connection of each chunkserver
 	csInfo  map[wire.CSID]protocol.CSInfo
-	peersIn map[*conn]bool           // incoming master connections
-	clConns map[*conn]bool           // every open client/mfscli connection
-	clients map[roles.ClientID]*conn // where each client session's replies go
+	peersIn map[*conn]bool               // incoming master connections
+	clConns map[*conn]bool               // every open client/mfscli connection
+	clients map[changelog.ClientID]*conn // where each client session's replies go
 	nextCl  uint64
 	admins  map[uint64]adminWait
 	nextAdm uint64
@@ -146,7 +147,7 @@ type adminWait struct {
 }
 
 type listKey struct {
-	client roles.ClientID
+	client changelog.ClientID
 	seq    uint64
 }
 
@@ -216,7 +217,7 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 		inbox: make(chan input, 4096), clInbox: make(chan input, 1024), stopReq: make(chan struct{}), done: make(chan struct{}),
 		addrOf: map[wire.MasterID]netip.Addr{}, foreign: map[wire.MasterID]bool{}, links: map[wire.MasterID]*link{},
 		cs: map[wire.CSID]*conn{}, csInfo: map[wire.CSID]protocol.CSInfo{}, peersIn: map[*conn]bool{},
-		clConns: map[*conn]bool{}, clients: map[roles.ClientID]*conn{}, admins: map[uint64]adminWait{}, hbSent: map[hbKey]time.Time{},
+		clConns: map[*conn]bool{}, clients: map[changelog.ClientID]*conn{}, admins: map[uint64]adminWait{}, hbSent: map[hbKey]time.Time{},
 		snapDone: make(chan snapResult, 1), snapRetry: snapRetryMin,
 		listsOut: map[listKey]time.Time{}, conns: newConnCounter(), bodies: newBodyBudget(largeBodies), auth: &authGuard{}, refusals: &rateLog{}, infoClipped: map[wire.CSID]bool{},
 	}
@@ -741,7 +742,7 @@ func (n *MasterNode) route(to roles.Peer, msg wire.Message) {
 			c.send(msg)
 		}
 	case roles.PeerClient:
-		if c := n.clients[roles.ClientID(to.ID)]; c != nil {
+		if c := n.clients[changelog.ClientID(to.ID)]; c != nil {
 			c.send(msg)
 		}
 	}
@@ -1054,10 +1055,10 @@ func (n *MasterNode) fromClient(in input) error {
 // session routes the replies of a client session to the connection its
 // newest request came on. A request without a session (mfscli) gets one of
 // its own, never retried, so never deduplicated.
-func (n *MasterNode) session(c *conn, id roles.ClientID) roles.ClientID {
+func (n *MasterNode) session(c *conn, id changelog.ClientID) changelog.ClientID {
 	if id == 0 || id&protocol.AnonymousClient != 0 {
 		n.nextCl++
-		id = protocol.AnonymousClient | roles.ClientID(n.nextCl)
+		id = protocol.AnonymousClient | changelog.ClientID(n.nextCl)
 	}
 	if c.closed() {
 		return id

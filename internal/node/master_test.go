@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/client"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
@@ -21,17 +22,17 @@ import (
 // storeWithChanges returns the data directory of a founder whose store
 // holds the genesis entry and changes 2..last, all committed.
 func storeWithChanges(t *testing.T, self netip.Addr, last uint64) string {
-	var es []roles.Entry
+	var es []changelog.Entry
 	for v := uint64(2); v <= last; v++ {
-		es = append(es, roles.Entry{Pos: roles.Pos{Version: v, Epoch: 1}, Kind: roles.EntryPut,
-			Client: roles.ClientID(v % 7), Seq: v, Key: fmt.Sprint("k", v%50), Value: fmt.Sprint("v", v)})
+		es = append(es, changelog.Entry{Pos: changelog.Pos{Version: v, Epoch: 1}, Kind: changelog.EntryPut,
+			Client: changelog.ClientID(v % 7), Seq: v, Key: fmt.Sprint("k", v%50), Value: fmt.Sprint("v", v)})
 	}
 	return storeWith(t, self, es)
 }
 
 // storeWith returns the data directory of a founder whose store holds the
 // genesis entry and es (versions 2.., epoch 1), all committed.
-func storeWith(t *testing.T, self netip.Addr, es []roles.Entry) string {
+func storeWith(t *testing.T, self netip.Addr, es []changelog.Entry) string {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := metadata.OpenMaster(dir)
@@ -39,11 +40,11 @@ func storeWith(t *testing.T, self netip.Addr, es []roles.Entry) string {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if err := st.Init("C1", roles.Genesis(masterhost.IDOf(self))); err != nil {
+	if err := st.Init("C1", changelog.Genesis(masterhost.IDOf(self))); err != nil {
 		t.Fatal(err)
 	}
 	last := uint64(len(es) + 1)
-	hard := roles.HardState{Epoch: 1, MaxEpoch: 1, LeaderEpoch: 1, Commit: roles.Pos{Version: last, Epoch: 1}, InForce: 1}
+	hard := roles.HardState{Epoch: 1, MaxEpoch: 1, LeaderEpoch: 1, Commit: changelog.Pos{Version: last, Epoch: 1}, InForce: 1}
 	if err := st.Apply(roles.Persist{Append: es, Hard: &hard}); err != nil {
 		t.Fatal(err)
 	}

@@ -3,8 +3,8 @@ package node
 import (
 	"testing"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
-	"github.com/mfs-election/mfs-election/pkg/roles"
 )
 
 // TestSessionIDs: a client's own session id is kept; a request without
@@ -12,13 +12,13 @@ import (
 // a client cannot claim such an id, it could be another request's), gets
 // a new id of that range, never given twice.
 func TestSessionIDs(t *testing.T) {
-	n := &MasterNode{clients: map[roles.ClientID]*conn{}}
+	n := &MasterNode{clients: map[changelog.ClientID]*conn{}}
 	c := &conn{done: make(chan struct{})}
 	if id := n.session(c, 7); id != 7 || n.clients[7] != c {
 		t.Fatalf("a client's session 7 became %d", id)
 	}
-	made := map[roles.ClientID]bool{}
-	for _, asked := range []roles.ClientID{0, protocol.AnonymousClient | 1, 0, protocol.AnonymousClient | 3} {
+	made := map[changelog.ClientID]bool{}
+	for _, asked := range []changelog.ClientID{0, protocol.AnonymousClient | 1, 0, protocol.AnonymousClient | 3} {
 		id := n.session(c, asked)
 		if id&protocol.AnonymousClient == 0 || made[id] || n.clients[id] != c {
 			t.Fatalf("a request with session %#x was given %#x (made so far: %v)", asked, id, made)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/mfs-election/mfs-election/internal/obs"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
+	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
@@ -133,7 +134,7 @@ func (n *MasterNode) observe() {
 
 // cfgAt returns the newest config or the one before it, whichever has
 // version v.
-func cfgAt(core *roles.Master, v uint64) *roles.ClusterConfig {
+func cfgAt(core *roles.Master, v uint64) *registry.ClusterConfig {
 	latest, prev := core.Log().Configs(core.Log().Len())
 	if prev != nil && prev.Version == v {
 		return prev
@@ -142,7 +143,7 @@ func cfgAt(core *roles.Master, v uint64) *roles.ClusterConfig {
 }
 
 // tallyStatus turns a core count into its listing form, naming locations.
-func tallyStatus(cfg *roles.ClusterConfig, tv roles.TallyView) protocol.TallyStatus {
+func tallyStatus(cfg *registry.ClusterConfig, tv roles.TallyView) protocol.TallyStatus {
 	t := protocol.TallyStatus{Config: tv.Config, Outcome: tv.Votes.Outcome.String(), Empty: tv.Votes.Empty, Divided: tv.Votes.Divided,
 		Participating: tv.Votes.Participating, Carried: tv.Votes.Carried, Needed: tv.Votes.Needed}
 	for i, lt := range tv.Votes.Locations {
@@ -164,7 +165,7 @@ func tallyStatus(cfg *roles.ClusterConfig, tv roles.TallyView) protocol.TallySta
 
 // notEligible puts the core's reason why this master may not be ELECT in
 // words ("" when it may).
-func (n *MasterNode) notEligible(cfg *roles.ClusterConfig) string {
+func (n *MasterNode) notEligible(cfg *registry.ClusterConfig) string {
 	switch n.core.Ineligible() {
 	case "":
 		return ""

@@ -6,9 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/locations"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
-	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/rs/zerolog"
 )
 
@@ -23,10 +24,10 @@ func TestNoTieBreakLoggedAtStart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg := &roles.ClusterConfig{Version: 2, Founder: masterhost.IDOf(self), Locations: m, Members: []roles.Chunkserver{
+	cfg := &registry.ClusterConfig{Version: 2, Founder: masterhost.IDOf(self), Locations: m, Members: []registry.Chunkserver{
 		{ID: 1, Addr: netip.MustParseAddr("10.1.0.1"), Port: 9422}, {ID: 2, Addr: netip.MustParseAddr("10.2.0.1"), Port: 9422},
 	}}
-	dir := storeWith(t, self, []roles.Entry{{Pos: roles.Pos{Version: 2, Epoch: 1}, Kind: roles.EntryConfig, Config: cfg}})
+	dir := storeWith(t, self, []changelog.Entry{{Pos: changelog.Pos{Version: 2, Epoch: 1}, Kind: changelog.EntryConfig, Config: cfg}})
 	var logs syncBuffer
 	startSoloWith(t, dir, self, func(o *MasterOptions) { o.Log = zerolog.New(&logs) })
 	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {

@@ -23,6 +23,7 @@ var allowed = map[string]bool{
 	"strconv": true, "net/netip": true, "math/bits": true, "cmp": true, "maps": true,
 	"time":              true,
 	module + "pkg/wire": true, module + "pkg/locations": true, module + "pkg/quorum": true,
+	module + "pkg/registry": true, module + "pkg/changelog": true, module + "pkg/namespace": true,
 }
 
 var forbiddenTime = map[string]bool{

@@ -2,10 +2,12 @@ package sim
 
 import (
 	"fmt"
-	"github.com/mfs-election/mfs-election/internal/linearize"
 	"time"
 
+	"github.com/mfs-election/mfs-election/internal/linearize"
+
 	"github.com/anishathalye/porcupine"
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
@@ -157,7 +159,7 @@ func (c *checker) newLeader(w *world, r ref, epoch uint64) {
 			continue
 		}
 		e, ok := log.At(a.version)
-		if !ok || e.Client != roles.ClientID(a.client+1) || e.Seq != a.seq {
+		if !ok || e.Client != changelog.ClientID(a.client+1) || e.Seq != a.seq {
 			w.violate("%v became LEADER without acknowledged change C%d#%d at version %d", r, a.client+1, a.seq, a.version)
 			return
 		}

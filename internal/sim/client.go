@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
@@ -56,7 +57,7 @@ func (c *client) begin(w *world) {
 func (c *client) transmit(w *world) {
 	op := c.op
 	var msg roles.Event
-	id := roles.ClientID(c.idx + 1)
+	id := changelog.ClientID(c.idx + 1)
 	if op.write {
 		msg = roles.ClientWrite{Client: id, Seq: op.seq, Key: op.key, Value: op.val}
 	} else {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
+	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
@@ -217,7 +219,7 @@ func (w *world) admin(target int, a roles.Admin, retries int) {
 
 // change sends a registry or location change to the LEADER under the next
 // admin id.
-func (w *world) change(ids *adminIDs, c roles.Change, retries int) {
+func (w *world) change(ids *adminIDs, c registry.Change, retries int) {
 	w.admin(-1, roles.Admin{ID: ids.next(), Kind: roles.AdminChange, Change: c}, retries)
 }
 
@@ -248,7 +250,7 @@ func (w *world) scheduleFaults() {
 	// the cluster has a LEADER.
 	for l := 1; l < w.prof.locs; l++ {
 		w.at(int64(3*time.Second)+int64(l)*int64(200*time.Millisecond), func() {
-			w.change(&ids, roles.Change{Kind: roles.ChangeMapRange, Prefix: locPrefix(l), Name: locNames[l]}, mapRetries)
+			w.change(&ids, registry.Change{Kind: registry.ChangeMapRange, Prefix: locPrefix(l), Name: locNames[l]}, mapRetries)
 		})
 	}
 	t := int64(5 * time.Second)
@@ -555,7 +557,7 @@ func (f removal) fire(w *world, ids *adminIDs) {
 	for k := range w.css {
 		i := (f.from + k) % len(w.css)
 		if c := w.css[i]; c.started && !c.up {
-			w.change(ids, roles.Change{Kind: roles.ChangeRemove, ID: uint32(c.cfg.ID)}, faultRetries)
+			w.change(ids, registry.Change{Kind: registry.ChangeRemove, ID: uint32(c.cfg.ID)}, faultRetries)
 			break
 		}
 	}
@@ -569,9 +571,9 @@ type remap struct {
 }
 
 func (f remap) fire(w *world, ids *adminIDs) {
-	w.change(ids, roles.Change{Kind: roles.ChangeUnmapRange, Prefix: locPrefix(f.loc)}, faultRetries)
+	w.change(ids, registry.Change{Kind: registry.ChangeUnmapRange, Prefix: locPrefix(f.loc)}, faultRetries)
 	w.at(w.now+f.dur, func() {
-		w.change(ids, roles.Change{Kind: roles.ChangeMapRange, Prefix: locPrefix(f.loc), Name: locNames[f.loc]}, undoRetries)
+		w.change(ids, registry.Change{Kind: registry.ChangeMapRange, Prefix: locPrefix(f.loc), Name: locNames[f.loc]}, undoRetries)
 	})
 }
 
@@ -579,7 +581,7 @@ func (f remap) fire(w *world, ids *adminIDs) {
 type moveDefault struct{ loc int }
 
 func (f moveDefault) fire(w *world, ids *adminIDs) {
-	w.change(ids, roles.Change{Kind: roles.ChangeSetDefault, Name: locNames[f.loc]}, faultRetries)
+	w.change(ids, registry.Change{Kind: registry.ChangeSetDefault, Name: locNames[f.loc]}, faultRetries)
 }
 
 // locationOff switches location loc OFF, and ON again after dur.
@@ -589,9 +591,9 @@ type locationOff struct {
 }
 
 func (f locationOff) fire(w *world, ids *adminIDs) {
-	w.change(ids, roles.Change{Kind: roles.ChangeSetOn, Name: locNames[f.loc], On: false}, faultRetries)
+	w.change(ids, registry.Change{Kind: registry.ChangeSetOn, Name: locNames[f.loc], On: false}, faultRetries)
 	w.at(w.now+f.dur, func() {
-		w.change(ids, roles.Change{Kind: roles.ChangeSetOn, Name: locNames[f.loc], On: true}, undoRetries)
+		w.change(ids, registry.Change{Kind: registry.ChangeSetOn, Name: locNames[f.loc], On: true}, undoRetries)
 	})
 }
 
@@ -639,9 +641,9 @@ type maintenance struct {
 
 func (f maintenance) fire(w *world, ids *adminIDs) {
 	id := uint32(w.css[f.i].cfg.ID)
-	w.change(ids, roles.Change{Kind: roles.ChangeMaintenance, ID: id, On: true}, faultRetries)
+	w.change(ids, registry.Change{Kind: registry.ChangeMaintenance, ID: id, On: true}, faultRetries)
 	w.at(w.now+f.dur, func() {
-		w.change(ids, roles.Change{Kind: roles.ChangeMaintenance, ID: id, On: false}, undoRetries)
+		w.change(ids, registry.Change{Kind: registry.ChangeMaintenance, ID: id, On: false}, undoRetries)
 	})
 }
 
@@ -707,7 +709,7 @@ func (w *world) restoreMaster(i int, backup *roles.MemStore) {
 // or has trimmed past it under a snapshot (committed, so unique at its
 // version: an entry of i's at that version that differs was never
 // committed, so never acknowledged).
-func (w *world) heldElsewhere(i int, pos roles.Pos) bool {
+func (w *world) heldElsewhere(i int, pos changelog.Pos) bool {
 	for k, o := range w.masters {
 		if k == i {
 			continue
@@ -771,7 +773,7 @@ func (w *world) tempRemove(pick int, anyCS bool) {
 	}
 	for i, m := range w.masters {
 		if m.up && !m.paused && !m.busy && m.m.Role() != roles.Leader {
-			w.admin(i, roles.Admin{ID: uint64(1000000 + pick), Kind: roles.AdminTempRemove, Change: roles.Change{ID: uint32(c.cfg.ID)}}, 0)
+			w.admin(i, roles.Admin{ID: uint64(1000000 + pick), Kind: roles.AdminTempRemove, Change: registry.Change{ID: uint32(c.cfg.ID)}}, 0)
 		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
@@ -855,7 +856,7 @@ func newWorld(opt Options) *world {
 		n.ref = ref{kMaster, i}
 		n.clk = clock{anchorLocal: w.rng.Int63n(int64(time.Hour)), rate: w.prof.initialRate(w.rng)}
 		if i == 0 {
-			n.store = roles.NewMemStore(roles.Stored{Entries: roles.Genesis(1)}) // `mfsmaster init` on the first master only
+			n.store = roles.NewMemStore(roles.Stored{Entries: changelog.Genesis(1)}) // `mfsmaster init` on the first master only
 		}
 		w.masters = append(w.masters, n)
 	}

@@ -12,7 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
+	"github.com/mfs-election/mfs-election/pkg/namespace"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
@@ -59,7 +61,7 @@ var ErrUnknown = errors.New("outcome unknown")
 type Client struct {
 	cfg     Config
 	masters []masterhost.Master
-	id      roles.ClientID
+	id      changelog.ClientID
 	seq     uint64
 	target  int
 	conns   map[netip.AddrPort]net.Conn
@@ -92,7 +94,7 @@ func New(cfg Config) (*Client, error) {
 		return nil, err
 	}
 	// The top bit is the masters' mark for sessions they make up.
-	id := roles.ClientID(binary.BigEndian.Uint64(b[:8])) &^ protocol.AnonymousClient
+	id := changelog.ClientID(binary.BigEndian.Uint64(b[:8])) &^ protocol.AnonymousClient
 	if id == 0 {
 		id = 1
 	}
@@ -101,7 +103,7 @@ func New(cfg Config) (*Client, error) {
 }
 
 // Session is this client's session id.
-func (c *Client) Session() roles.ClientID { return c.id }
+func (c *Client) Session() changelog.ClientID { return c.id }
 
 // Cluster is the metadata id this client is pinned to ("" until a LEADER
 // has served it, unless Config.Cluster named one).
@@ -168,7 +170,7 @@ const ListPageSize = 1000
 // when empty), at most limit of them (0: roles.ListMax) and at most about
 // roles.ListMaxBytes of keys and values. more says there are keys after
 // the page: ask again with after set to the last key returned.
-func (c *Client) ListPage(ctx context.Context, prefix, after string, limit int) (es []roles.KVEntry, more bool, err error) {
+func (c *Client) ListPage(ctx context.Context, prefix, after string, limit int) (es []namespace.KVEntry, more bool, err error) {
 	c.seq++
 	r, err := c.do(ctx, roles.ClientRead{Client: c.id, Seq: c.seq, Key: prefix, Prefix: true, After: after, Limit: limit})
 	if err != nil {
@@ -194,8 +196,8 @@ func (c *Client) ListPage(ctx context.Context, prefix, after string, limit int) 
 // through the call is listed exactly once, a key written or deleted during
 // it may be listed or not. On an error, es holds the pages read before it
 // and more is true: the list is incomplete.
-func (c *Client) List(ctx context.Context, prefix string) (es []roles.KVEntry, more bool, err error) {
-	err = c.ListEach(ctx, prefix, func(page []roles.KVEntry) error {
+func (c *Client) List(ctx context.Context, prefix string) (es []namespace.KVEntry, more bool, err error) {
+	err = c.ListEach(ctx, prefix, func(page []namespace.KVEntry) error {
 		es = append(es, page...)
 		return nil
 	})
@@ -205,7 +207,7 @@ func (c *Client) List(ctx context.Context, prefix string) (es []roles.KVEntry, m
 // ListEach calls fn with each page of the keys that start with prefix, in
 // key order (as List, without holding them all); an error from fn ends the
 // listing and is returned.
-func (c *Client) ListEach(ctx context.Context, prefix string, fn func(page []roles.KVEntry) error) error {
+func (c *Client) ListEach(ctx context.Context, prefix string, fn func(page []namespace.KVEntry) error) error {
 	after := ""
 	for {
 		page, more, err := c.ListPage(ctx, prefix, after, ListPageSize)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
+	"github.com/mfs-election/mfs-election/pkg/namespace"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
@@ -252,7 +253,7 @@ func TestListFollowsPages(t *testing.T) {
 				rep.More = true
 				break
 			}
-			rep.Entries = append(rep.Entries, roles.KVEntry{Key: k, Value: "v", Version: 1})
+			rep.Entries = append(rep.Entries, namespace.KVEntry{Key: k, Value: "v", Version: 1})
 		}
 		return rep
 	}
@@ -291,7 +292,7 @@ func TestListFollowsPages(t *testing.T) {
 func TestListRefusesAMasterThatDoesNotPage(t *testing.T) {
 	f := newFake(t, "127.77.0.6:19421")
 	f.read = func(r roles.ClientRead) roles.ClientReply {
-		return roles.ClientReply{OK: true, More: true, Entries: []roles.KVEntry{{Key: "a"}, {Key: "b"}}}
+		return roles.ClientReply{OK: true, More: true, Entries: []namespace.KVEntry{{Key: "a"}, {Key: "b"}}}
 	}
 	cl, err := New(Config{MasterHost: "127.77.0.6", Port: 19421})
 	if err != nil {

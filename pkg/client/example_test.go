@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/client"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
@@ -70,7 +71,7 @@ func startCluster() (stop func(), err error) {
 		return nil, err
 	}
 	stops = append(stops, func() { mst.Close() })
-	if err := mst.Init("EXAMPLE", roles.Genesis(id)); err != nil {
+	if err := mst.Init("EXAMPLE", changelog.Genesis(id)); err != nil {
 		return nil, err
 	}
 	core := roles.DefaultConfig(id, []wire.MasterID{id})

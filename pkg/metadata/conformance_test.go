@@ -3,6 +3,7 @@ package metadata
 import (
 	"testing"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/roles/rolestest"
 )
@@ -13,7 +14,7 @@ import (
 func TestStoreConformance(t *testing.T) {
 	dirs := map[roles.Store]string{}
 	rolestest.TestStore(t, rolestest.Opener{
-		New: func(t *testing.T, genesis []roles.Entry) roles.Store {
+		New: func(t *testing.T, genesis []changelog.Entry) roles.Store {
 			dir := t.TempDir()
 			s := openMaster(t, dir)
 			t.Cleanup(func() { _ = s.Close() })

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
@@ -45,8 +46,8 @@ type installCase struct {
 	continues bool
 }
 
-func entries(from, to, epoch uint64) []roles.Entry {
-	var es []roles.Entry
+func entries(from, to, epoch uint64) []changelog.Entry {
+	var es []changelog.Entry
 	for v := from; v <= to; v++ {
 		es = append(es, entry(v, epoch, fmt.Sprint("k", v)))
 	}
@@ -55,26 +56,26 @@ func entries(from, to, epoch uint64) []roles.Entry {
 
 var installCases = []installCase{
 	{name: "log ends below the snapshot", prepare: func(t *testing.T, s *MasterStore) {
-		must(t, s.Init("c1", roles.Genesis(7)))
-		hard := roles.HardState{Epoch: 2, MaxEpoch: 2, LeaderEpoch: 2, Commit: roles.Pos{Version: 10, Epoch: 2}}
+		must(t, s.Init("c1", changelog.Genesis(7)))
+		hard := roles.HardState{Epoch: 2, MaxEpoch: 2, LeaderEpoch: 2, Commit: changelog.Pos{Version: 10, Epoch: 2}}
 		must(t, s.Apply(roles.Persist{Hard: &hard, Append: entries(2, 10, 2)}))
 	}},
 	{name: "log runs past the snapshot at an older epoch", prepare: func(t *testing.T, s *MasterStore) {
-		must(t, s.Init("c1", roles.Genesis(7)))
-		hard := roles.HardState{Epoch: 2, MaxEpoch: 2, LeaderEpoch: 2, Commit: roles.Pos{Version: 10, Epoch: 2}}
+		must(t, s.Init("c1", changelog.Genesis(7)))
+		hard := roles.HardState{Epoch: 2, MaxEpoch: 2, LeaderEpoch: 2, Commit: changelog.Pos{Version: 10, Epoch: 2}}
 		must(t, s.Apply(roles.Persist{Hard: &hard, Append: entries(2, 20, 2)}))
 	}},
 	{name: "log holds the snapshot's position", continues: true, prepare: func(t *testing.T, s *MasterStore) {
-		must(t, s.Init("c1", roles.Genesis(7)))
-		hard := roles.HardState{Epoch: 4, MaxEpoch: 4, LeaderEpoch: 4, Commit: roles.Pos{Version: 10, Epoch: 2}}
+		must(t, s.Init("c1", changelog.Genesis(7)))
+		hard := roles.HardState{Epoch: 4, MaxEpoch: 4, LeaderEpoch: 4, Commit: changelog.Pos{Version: 10, Epoch: 2}}
 		must(t, s.Apply(roles.Persist{Hard: &hard, Append: append(entries(2, 12, 2), entries(13, 20, 4)...)}))
 	}},
 	{name: "log trimmed to an older snapshot", prepare: func(t *testing.T, s *MasterStore) {
-		must(t, s.Init("c1", roles.Genesis(7)))
-		hard := roles.HardState{Epoch: 2, MaxEpoch: 2, LeaderEpoch: 2, Commit: roles.Pos{Version: 10, Epoch: 2}}
+		must(t, s.Init("c1", changelog.Genesis(7)))
+		hard := roles.HardState{Epoch: 2, MaxEpoch: 2, LeaderEpoch: 2, Commit: changelog.Pos{Version: 10, Epoch: 2}}
 		must(t, s.Apply(roles.Persist{Hard: &hard, Append: entries(2, 10, 2)}))
 		old := snapshotAt(t, 5, 2, 3, 1)
-		b := roles.LogBase{Pos: old.Pos, Latest: old.Latest, Previous: old.Previous}
+		b := changelog.LogBase{Pos: old.Pos, Latest: old.Latest, Previous: old.Previous}
 		must(t, s.Apply(roles.Persist{Snapshot: old, Trim: &b}))
 	}},
 	{name: "empty store of a master started with -e", prepare: func(t *testing.T, s *MasterStore) {
@@ -90,7 +91,7 @@ var installCases = []installCase{
 // log with nothing left to repair.
 func TestCrashDuringInstall(t *testing.T) {
 	t.Cleanup(func() { crashAfter = nil })
-	snapPos := roles.Pos{Version: 15, Epoch: 4}
+	snapPos := changelog.Pos{Version: 15, Epoch: 4}
 	for _, c := range installCases {
 		for step := stepTempWritten; step <= stepCommitted; step++ {
 			t.Run(fmt.Sprintf("%s/crash after %v", c.name, step), func(t *testing.T) {
@@ -102,7 +103,7 @@ func TestCrashDuringInstall(t *testing.T) {
 
 				// The install as the core asks for it (roles: install).
 				snap := snapshotAt(t, snapPos.Version, snapPos.Epoch, 20, 3)
-				b := roles.LogBase{Pos: snap.Pos, Latest: snap.Latest, Previous: snap.Previous}
+				b := changelog.LogBase{Pos: snap.Pos, Latest: snap.Latest, Previous: snap.Previous}
 				p := roles.Persist{Snapshot: snap, Trim: &b}
 				if !c.continues {
 					v := snap.Pos.Version
@@ -134,7 +135,7 @@ func TestCrashDuringInstall(t *testing.T) {
 					t.Fatalf("the core's log ends at %v, want the snapshot's %v", last, snapPos)
 				}
 				next := entry(last.Version+1, max(last.Epoch, 4), "next")
-				must(t, s.Apply(roles.Persist{Append: []roles.Entry{next}}))
+				must(t, s.Apply(roles.Persist{Append: []changelog.Entry{next}}))
 				must(t, s.Close())
 
 				// A second restart: the same log, nothing to repair.
@@ -162,7 +163,7 @@ func TestSnapshotWithoutTrim(t *testing.T) {
 	for _, last := range []uint64{10, 20} {
 		t.Run(fmt.Sprintf("log 2..%d@2", last), func(t *testing.T) {
 			s, dir := initStore(t)
-			hard := roles.HardState{Epoch: 2, MaxEpoch: 2, LeaderEpoch: 2, Commit: roles.Pos{Version: 10, Epoch: 2}}
+			hard := roles.HardState{Epoch: 2, MaxEpoch: 2, LeaderEpoch: 2, Commit: changelog.Pos{Version: 10, Epoch: 2}}
 			must(t, s.Apply(roles.Persist{Hard: &hard, Append: entries(2, last, 2)}))
 			_, err := s.SaveSnapshot(t.Context(), snapshotAt(t, 15, 4, 6, 2))
 			must(t, err)
@@ -171,9 +172,9 @@ func TestSnapshotWithoutTrim(t *testing.T) {
 			s = openMaster(t, dir)
 			defer s.Close()
 			m, _ := startCore(t, s)
-			next := roles.Entry{Pos: roles.Pos{Version: 16, Epoch: 4}, Kind: roles.EntryPut, Client: 3, Seq: 1, Key: "k", Value: "v"}
-			out := m.Step(1, roles.Append{From: 8, Epoch: 4, Prev: roles.Pos{Version: 15, Epoch: 4},
-				Entries: []roles.Entry{next}, Commit: roles.Pos{Version: 15, Epoch: 4}})
+			next := changelog.Entry{Pos: changelog.Pos{Version: 16, Epoch: 4}, Kind: changelog.EntryPut, Client: 3, Seq: 1, Key: "k", Value: "v"}
+			out := m.Step(1, roles.Append{From: 8, Epoch: 4, Prev: changelog.Pos{Version: 15, Epoch: 4},
+				Entries: []changelog.Entry{next}, Commit: changelog.Pos{Version: 15, Epoch: 4}})
 			ps := out.Persist
 			appended := false
 			for _, p := range ps {
@@ -185,7 +186,7 @@ func TestSnapshotWithoutTrim(t *testing.T) {
 			must(t, s.Apply(ps...))
 			st, err := s.Load()
 			must(t, err)
-			if st.Base.Pos != (roles.Pos{Version: 15, Epoch: 4}) || len(st.Entries) != 1 || st.Entries[0].Pos != next.Pos {
+			if st.Base.Pos != (changelog.Pos{Version: 15, Epoch: 4}) || len(st.Entries) != 1 || st.Entries[0].Pos != next.Pos {
 				t.Fatalf("stored: base %v, entries %v", st.Base.Pos, st.Entries)
 			}
 		})
@@ -199,10 +200,10 @@ func TestSnapshotWithoutTrim(t *testing.T) {
 // cut above what is stored, an entry at the snapshot's version with
 // another epoch, with or without entries after it.
 func TestRepairPersist(t *testing.T) {
-	snap := roles.Pos{Version: 15, Epoch: 4}
+	snap := changelog.Pos{Version: 15, Epoch: 4}
 	for _, c := range []struct {
 		name string
-		es   []roles.Entry
+		es   []changelog.Entry
 		base uint64 // trimmed to an older snapshot at base@2 first
 	}{
 		{"log ends below", entries(2, 10, 2), 0},
@@ -217,13 +218,13 @@ func TestRepairPersist(t *testing.T) {
 			must(t, s.Apply(roles.Persist{Append: c.es}))
 			if c.base > 0 {
 				old := snapshotAt(t, c.base, 2, 2, 1)
-				b := roles.LogBase{Pos: old.Pos, Latest: old.Latest, Previous: old.Previous}
+				b := changelog.LogBase{Pos: old.Pos, Latest: old.Latest, Previous: old.Previous}
 				must(t, s.Apply(roles.Persist{Snapshot: old, Trim: &b}))
 			}
 			ss := snapshotAt(t, snap.Version, snap.Epoch, 2, 1)
 			_, err := s.SaveSnapshot(t.Context(), ss)
 			must(t, err)
-			b := roles.LogBase{Pos: snap, Latest: ss.Latest, Previous: ss.Previous}
+			b := changelog.LogBase{Pos: snap, Latest: ss.Latest, Previous: ss.Previous}
 			v := snap.Version
 			hard := roles.HardState{Incarnation: 2, Commit: snap}
 			must(t, s.Apply(roles.Persist{Trim: &b, TruncateAfter: &v}, roles.Persist{Hard: &hard}))

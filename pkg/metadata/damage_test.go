@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	bolt "go.etcd.io/bbolt"
 )
@@ -24,9 +25,9 @@ import (
 func damageStore(t *testing.T) []byte {
 	t.Helper()
 	s := openMaster(t, t.TempDir())
-	must(t, s.Init("c1", roles.Genesis(1)))
+	must(t, s.Init("c1", changelog.Genesis(1)))
 	for v := uint64(2); v <= 401; v += 50 {
-		var es []roles.Entry
+		var es []changelog.Entry
 		for w := v; w < v+50 && w <= 401; w++ {
 			e := entry(w, 2, fmt.Sprintf("dir/%04d", w))
 			e.Value = strings.Repeat(string(rune('a'+w%26)), 100+int(w%150))
@@ -156,7 +157,7 @@ func refusal(err error) string {
 // changelog entry is an error naming the file and the entry.
 func TestDamagedEntry(t *testing.T) {
 	s, dir := initStore(t)
-	must(t, s.Apply(roles.Persist{Append: []roles.Entry{entry(2, 2, "alpha"), entry(3, 2, "beta")}}))
+	must(t, s.Apply(roles.Persist{Append: []changelog.Entry{entry(2, 2, "alpha"), entry(3, 2, "beta")}}))
 	must(t, s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketLog)
 		v := bytes.Clone(b.Get(u64key(2)))

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 	bolt "go.etcd.io/bbolt"
@@ -19,7 +20,7 @@ const MasterFile = "metadata.mfs"
 
 var masterSpec = spec{kind: "master", daemon: "mfsmaster", buckets: [][]byte{bucketLog},
 	records: func(tx *bolt.Tx, schema uint64) error {
-		var b roles.LogBase
+		var b changelog.LogBase
 		if _, err := getAs(tx, keyHard, &roles.HardState{}, schema); err != nil {
 			return err
 		}
@@ -96,7 +97,7 @@ func (s *MasterStore) HasMetadata() (has bool) {
 // Init writes a new cluster's id and genesis entries (`mfsmaster init`) in
 // one transaction. It refuses when any metadata exists: re-initialising
 // would fork the cluster's history.
-func (s *MasterStore) Init(clusterID string, genesis []roles.Entry) error {
+func (s *MasterStore) Init(clusterID string, genesis []changelog.Entry) error {
 	if clusterID == "" || len(genesis) == 0 {
 		return fmt.Errorf("metadata file %s: init needs a cluster id and genesis entries", s.path)
 	}
@@ -200,7 +201,7 @@ func (s *MasterStore) Load() (st roles.Stored, err error) {
 // readLog reads the changelog after base from a store of the given schema
 // version, checking each entry: its checksum, its key, that it decodes, and
 // that it continues the one before.
-func readLog(tx *bolt.Tx, base roles.Pos, schema uint64) (es []roles.Entry, err error) {
+func readLog(tx *bolt.Tx, base changelog.Pos, schema uint64) (es []changelog.Entry, err error) {
 	last := base
 	c := tx.Bucket(bucketLog).Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
@@ -223,7 +224,7 @@ func readLog(tx *bolt.Tx, base roles.Pos, schema uint64) (es []roles.Entry, err 
 }
 
 // decodeEntry checks and decodes the changelog value v stored under key k.
-func decodeEntry(k, v []byte, schema uint64) (e roles.Entry, err error) {
+func decodeEntry(k, v []byte, schema uint64) (e changelog.Entry, err error) {
 	b, err := unseal(k, v, schema)
 	if err != nil {
 		return e, fmt.Errorf("changelog entry %d is damaged: %w", binary.BigEndian.Uint64(k), err)
@@ -305,7 +306,7 @@ func (s *MasterStore) Apply(ps ...roles.Persist) error {
 // conflict: an entry at b.Pos's version was held with another epoch, so the
 // entries after it do not continue the new base; the same Persist must drop
 // them (TruncateAfter), which Apply checks.
-func trim(tx *bolt.Tx, b roles.LogBase) (conflict bool, err error) {
+func trim(tx *bolt.Tx, b changelog.LogBase) (conflict bool, err error) {
 	cur, err := base(tx)
 	if err != nil {
 		return false, err
@@ -358,11 +359,11 @@ func truncateAfter(tx *bolt.Tx, v uint64) error {
 // Load's checks hold by construction: an entry that broke them would be
 // refused only at the next start, leaving a master that cannot start.
 // (One entry is decoded per batch for it, beside the batch's fsync.)
-func appendEntries(tx *bolt.Tx, es []roles.Entry) error {
+func appendEntries(tx *bolt.Tx, es []changelog.Entry) error {
 	if len(es) == 0 {
 		return nil
 	}
-	var last roles.Pos
+	var last changelog.Pos
 	if k := lastKey(tx); k > 0 {
 		e, err := decodeEntry(u64key(k), tx.Bucket(bucketLog).Get(u64key(k)), SchemaVersion)
 		if err != nil {
@@ -394,7 +395,7 @@ func appendEntries(tx *bolt.Tx, es []roles.Entry) error {
 }
 
 // base is the stored log base (zero when the log was never trimmed).
-func base(tx *bolt.Tx) (b roles.LogBase, err error) {
+func base(tx *bolt.Tx) (b changelog.LogBase, err error) {
 	_, err = get(tx, keyBase, &b)
 	return b, err
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
+	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	bolt "go.etcd.io/bbolt"
 )
@@ -30,8 +32,8 @@ func openMaster(t *testing.T, dir string) *MasterStore {
 	return s
 }
 
-func entry(v, epoch uint64, key string) roles.Entry {
-	return roles.Entry{Pos: roles.Pos{Version: v, Epoch: epoch}, Kind: roles.EntryPut, Client: 3, Seq: v, Key: key, Value: "v" + key}
+func entry(v, epoch uint64, key string) changelog.Entry {
+	return changelog.Entry{Pos: changelog.Pos{Version: v, Epoch: epoch}, Kind: changelog.EntryPut, Client: 3, Seq: v, Key: key, Value: "v" + key}
 }
 
 func TestMasterRoundTrip(t *testing.T) {
@@ -46,25 +48,25 @@ func TestMasterRoundTrip(t *testing.T) {
 	if check(roles.Stored{}); s.HasMetadata() || s.ClusterID() != "" {
 		t.Fatal("a new store claims metadata")
 	}
-	g := roles.Genesis(1)
+	g := changelog.Genesis(1)
 	must(t, s.Init("c1", g))
 	if err := s.Init("c2", g); err == nil || !strings.Contains(err.Error(), `already holds metadata (cluster id "c1")`) {
 		t.Fatalf("second init: %v", err)
 	}
-	hard := roles.HardState{Incarnation: 2, Epoch: 5, MaxEpoch: 6, LeaderEpoch: 5, Commit: roles.Pos{Version: 2, Epoch: 5}, InForce: 1, Yielded: true}
-	must(t, s.Apply(roles.Persist{Hard: &hard, Append: []roles.Entry{entry(2, 5, "a"), entry(3, 5, "b"), entry(4, 5, "c")}}))
+	hard := roles.HardState{Incarnation: 2, Epoch: 5, MaxEpoch: 6, LeaderEpoch: 5, Commit: changelog.Pos{Version: 2, Epoch: 5}, InForce: 1, Yielded: true}
+	must(t, s.Apply(roles.Persist{Hard: &hard, Append: []changelog.Entry{entry(2, 5, "a"), entry(3, 5, "b"), entry(4, 5, "c")}}))
 	c2 := *g[0].Config
 	c2.Version, c2.Bootstrap = 2, false
-	c2.Members = []roles.Chunkserver{{ID: 4, Addr: netip.MustParseAddr("10.0.0.4"), VoterOnly: true}}
-	cfg := roles.Entry{Pos: roles.Pos{Version: 4, Epoch: 7}, Kind: roles.EntryConfig, Config: &c2}
+	c2.Members = []registry.Chunkserver{{ID: 4, Addr: netip.MustParseAddr("10.0.0.4"), VoterOnly: true}}
+	cfg := changelog.Entry{Pos: changelog.Pos{Version: 4, Epoch: 7}, Kind: changelog.EntryConfig, Config: &c2}
 	cut := uint64(2)
-	must(t, s.Apply(roles.Persist{TruncateAfter: &cut, Append: []roles.Entry{entry(3, 7, "d"), cfg}}))
-	want := roles.Stored{Hard: hard, Entries: []roles.Entry{g[0], entry(2, 5, "a"), entry(3, 7, "d"), cfg}}
+	must(t, s.Apply(roles.Persist{TruncateAfter: &cut, Append: []changelog.Entry{entry(3, 7, "d"), cfg}}))
+	want := roles.Stored{Hard: hard, Entries: []changelog.Entry{g[0], entry(2, 5, "a"), entry(3, 7, "d"), cfg}}
 	check(want)
 
 	// A gap is refused and nothing of that Persist is written, hard state included.
 	other := roles.HardState{Incarnation: 9}
-	if err := s.Apply(roles.Persist{Hard: &other, Append: []roles.Entry{entry(5, 7, "e"), entry(7, 7, "f")}}); err == nil {
+	if err := s.Apply(roles.Persist{Hard: &other, Append: []changelog.Entry{entry(5, 7, "e"), entry(7, 7, "f")}}); err == nil {
 		t.Fatal("a gap was accepted")
 	}
 	check(want)
@@ -86,7 +88,7 @@ func TestAdoptClusterAndInUse(t *testing.T) {
 	if err := s.AdoptCluster("c2"); err == nil || s.ClusterID() != "c1" {
 		t.Fatalf("adopting another cluster: %v, id %q", err, s.ClusterID())
 	}
-	if err := s.Init("c1", roles.Genesis(1)); err == nil {
+	if err := s.Init("c1", changelog.Genesis(1)); err == nil {
 		t.Fatal("init over an adopted cluster id was accepted")
 	}
 	start := time.Now()
@@ -125,7 +127,7 @@ func TestGarbageFile(t *testing.T) {
 func storeWith(t *testing.T, edit func(tx *bolt.Tx) error) []byte {
 	t.Helper()
 	s := openMaster(t, t.TempDir())
-	must(t, s.Init("c1", roles.Genesis(1)))
+	must(t, s.Init("c1", changelog.Genesis(1)))
 	must(t, s.db.Update(edit))
 	must(t, s.Close())
 	b, err := os.ReadFile(s.Path())
@@ -150,7 +152,7 @@ func TestUnreadableStores(t *testing.T) {
 	// A changelog entry that does not decode is found by Load, which
 	// names its version.
 	s := openMaster(t, t.TempDir())
-	must(t, s.Init("c1", roles.Genesis(1)))
+	must(t, s.Init("c1", changelog.Genesis(1)))
 	must(t, s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketLog).Put(u64key(1), seal(u64key(1), []byte{0xc1})) }))
 	if _, err := s.Load(); err == nil || !strings.Contains(err.Error(), "entry 1 does not decode") {
 		t.Fatalf("load of a damaged entry: %v", err)
@@ -181,7 +183,7 @@ func TestChunkserverStore(t *testing.T) {
 	// Every field survives a restart, MaxGranted included: a voter
 	// restarted with a lower MAX_PROMISE keeps quiet for the longest
 	// promise it ever made (review L2).
-	voter := roles.VoterHardState{Boot: 3, MaxEpoch: 8, EpochOwner: 2, KnownReg: 4, InForce: 4, Commit: roles.Pos{Version: 9, Epoch: 8}, CommitTag: 8,
+	voter := roles.VoterHardState{Boot: 3, MaxEpoch: 8, EpochOwner: 2, KnownReg: 4, InForce: 4, Commit: changelog.Pos{Version: 9, Epoch: 8}, CommitTag: 8,
 		EpochInc: 6, MaxGranted: 10 * time.Second}
 	must(t, s.Apply(roles.Persist{Voter: &voter, Hard: &roles.HardState{Epoch: 1}}))
 	must(t, s.Close())

@@ -14,6 +14,9 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
+	"github.com/mfs-election/mfs-election/pkg/namespace"
+	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 )
@@ -45,9 +48,9 @@ const snapPrefixLen = 16
 // snapHeader is the first value of a snapshot file.
 type snapHeader struct {
 	Cluster  string // the metadata id: a snapshot of another cluster is refused
-	Pos      roles.Pos
-	Latest   *roles.ClusterConfig
-	Previous *roles.ClusterConfig
+	Pos      changelog.Pos
+	Latest   *registry.ClusterConfig
+	Previous *registry.ClusterConfig
 	Items    uint64
 	Sessions uint64
 }
@@ -64,7 +67,7 @@ type snapItem struct {
 // snapSession is one session of the session table.
 type snapSession struct {
 	_struct struct{} `codec:",toarray"` // the codec reads its tag
-	Client  roles.ClientID
+	Client  changelog.ClientID
 	Seq     uint64
 	Version uint64
 	Failed  bool
@@ -309,20 +312,20 @@ func decodeSnapshot(f *os.File, cluster string) (*roles.Snapshot, error) {
 	// The counts are vouched for by the checksum; the bound only keeps a
 	// writer's bug from becoming a huge allocation.
 	snap := &roles.Snapshot{Pos: h.Pos, Latest: h.Latest, Previous: h.Previous,
-		Data: make(map[string]roles.Item, min(h.Items, 1<<20)), Sessions: make(map[roles.ClientID]roles.Session, min(h.Sessions, 1<<20))}
+		Data: make(map[string]namespace.Item, min(h.Items, 1<<20)), Sessions: make(map[changelog.ClientID]namespace.Session, min(h.Sessions, 1<<20))}
 	for i := uint64(0); i < h.Items; i++ {
 		var it snapItem
 		if err := dec.Decode(&it); err != nil {
 			return nil, fmt.Errorf("item %d of %d does not decode: %w", i+1, h.Items, err)
 		}
-		snap.Data[it.Key] = roles.Item{Value: it.Value, Version: it.Version}
+		snap.Data[it.Key] = namespace.Item{Value: it.Value, Version: it.Version}
 	}
 	for i := uint64(0); i < h.Sessions; i++ {
 		var ss snapSession
 		if err := dec.Decode(&ss); err != nil {
 			return nil, fmt.Errorf("session %d of %d does not decode: %w", i+1, h.Sessions, err)
 		}
-		snap.Sessions[ss.Client] = roles.Session{Seq: ss.Seq, Version: ss.Version, Failed: ss.Failed}
+		snap.Sessions[ss.Client] = namespace.Session{Seq: ss.Seq, Version: ss.Version, Failed: ss.Failed}
 	}
 	if uint64(len(snap.Data)) != h.Items || uint64(len(snap.Sessions)) != h.Sessions {
 		return nil, fmt.Errorf("duplicate records (%d items, %d sessions, the header says %d and %d)",

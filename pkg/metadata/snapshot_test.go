@@ -13,21 +13,24 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
+	"github.com/mfs-election/mfs-election/pkg/namespace"
+	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 )
 
 // configs returns two configs: the genesis one with a location mapped, and
 // a later one with members.
-func configs(t *testing.T) (latest, previous *roles.ClusterConfig) {
+func configs(t *testing.T) (latest, previous *registry.ClusterConfig) {
 	t.Helper()
-	g := roles.Genesis(7)[0].Config
+	g := changelog.Genesis(7)[0].Config
 	west, err := g.Locations.MapRange(netip.MustParsePrefix("10.1.0.0/16"), "west")
 	must(t, err)
 	prev := *g
 	prev.Locations = west
 	next := prev
 	next.Version, next.Bootstrap = 2, false
-	next.Members = []roles.Chunkserver{
+	next.Members = []registry.Chunkserver{
 		{ID: 1, Addr: netip.MustParseAddr("10.1.0.1"), Port: 9422},
 		{ID: 2, Addr: netip.MustParseAddr("10.2.0.1"), Port: 9422, VoterOnly: true},
 	}
@@ -39,13 +42,13 @@ func configs(t *testing.T) (latest, previous *roles.ClusterConfig) {
 func snapshotAt(t *testing.T, v, epoch uint64, items, sessions int) *roles.Snapshot {
 	t.Helper()
 	latest, prev := configs(t)
-	s := &roles.Snapshot{Pos: roles.Pos{Version: v, Epoch: epoch}, Latest: latest, Previous: prev,
-		Data: map[string]roles.Item{}, Sessions: map[roles.ClientID]roles.Session{}}
+	s := &roles.Snapshot{Pos: changelog.Pos{Version: v, Epoch: epoch}, Latest: latest, Previous: prev,
+		Data: map[string]namespace.Item{}, Sessions: map[changelog.ClientID]namespace.Session{}}
 	for i := range items {
-		s.Data[fmt.Sprintf("dir/%06d", i)] = roles.Item{Value: strings.Repeat("x", i%50), Version: uint64(i%int(v)) + 1}
+		s.Data[fmt.Sprintf("dir/%06d", i)] = namespace.Item{Value: strings.Repeat("x", i%50), Version: uint64(i%int(v)) + 1}
 	}
 	for i := range sessions {
-		s.Sessions[roles.ClientID(i*7919+1)] = roles.Session{Seq: uint64(i), Version: uint64(i%int(v)) + 1, Failed: i%3 == 0}
+		s.Sessions[changelog.ClientID(i*7919+1)] = namespace.Session{Seq: uint64(i), Version: uint64(i%int(v)) + 1, Failed: i%3 == 0}
 	}
 	return s
 }
@@ -66,7 +69,7 @@ func sameSnapshot(t *testing.T, got, want *roles.Snapshot) {
 	sameConfig(t, got.Previous, want.Previous)
 }
 
-func sameConfig(t *testing.T, got, want *roles.ClusterConfig) {
+func sameConfig(t *testing.T, got, want *registry.ClusterConfig) {
 	t.Helper()
 	if (got == nil) != (want == nil) {
 		t.Fatalf("config %v, want %v", got, want)
@@ -85,7 +88,7 @@ func initStore(t *testing.T) (*MasterStore, string) {
 	t.Helper()
 	dir := t.TempDir()
 	s := openMaster(t, dir)
-	must(t, s.Init("c1", roles.Genesis(7)))
+	must(t, s.Init("c1", changelog.Genesis(7)))
 	t.Cleanup(func() { s.Close() })
 	return s, dir
 }
@@ -149,7 +152,7 @@ func TestSnapshotUnreadable(t *testing.T) {
 		dir := t.TempDir()
 		s := openMaster(t, dir)
 		defer s.Close()
-		must(t, s.Init("c2", roles.Genesis(7)))
+		must(t, s.Init("c2", changelog.Genesis(7)))
 		_, err := s.SaveSnapshot(context.Background(), snapshotAt(t, 50, 2, 10, 1))
 		must(t, err)
 		b, err := os.ReadFile(s.SnapshotPath())
@@ -269,8 +272,8 @@ func TestSnapshotNeverOlder(t *testing.T) {
 // install case (trim past the end); and the refusals.
 func TestTrimTruncateAppend(t *testing.T) {
 	s, dir := initStore(t)
-	g := roles.Genesis(7)
-	var es []roles.Entry
+	g := changelog.Genesis(7)
+	var es []changelog.Entry
 	for v := uint64(2); v <= 10; v++ {
 		es = append(es, entry(v, 2, fmt.Sprint("k", v)))
 	}
@@ -278,15 +281,15 @@ func TestTrimTruncateAppend(t *testing.T) {
 
 	latest, prev := configs(t)
 	snap := snapshotAt(t, 5, 2, 4, 1)
-	b := roles.LogBase{Pos: roles.Pos{Version: 5, Epoch: 2}, Latest: latest, Previous: prev}
+	b := changelog.LogBase{Pos: changelog.Pos{Version: 5, Epoch: 2}, Latest: latest, Previous: prev}
 	cut := uint64(8)
-	hard := roles.HardState{Incarnation: 3, Epoch: 3, MaxEpoch: 3, LeaderEpoch: 3, Commit: roles.Pos{Version: 8, Epoch: 2}}
+	hard := roles.HardState{Incarnation: 3, Epoch: 3, MaxEpoch: 3, LeaderEpoch: 3, Commit: changelog.Pos{Version: 8, Epoch: 2}}
 	must(t, s.Apply([]roles.Persist{
 		{Snapshot: snap, Trim: &b},
-		{TruncateAfter: &cut, Append: []roles.Entry{entry(9, 3, "n9"), entry(10, 3, "n10")}},
+		{TruncateAfter: &cut, Append: []changelog.Entry{entry(9, 3, "n9"), entry(10, 3, "n10")}},
 		{Hard: &hard},
 	}...))
-	want := []roles.Entry{es[4], es[5], es[6], entry(9, 3, "n9"), entry(10, 3, "n10")} // 6, 7, 8, 9, 10
+	want := []changelog.Entry{es[4], es[5], es[6], entry(9, 3, "n9"), entry(10, 3, "n10")} // 6, 7, 8, 9, 10
 	check := func() {
 		t.Helper()
 		st, err := s.Load()
@@ -309,16 +312,16 @@ func TestTrimTruncateAppend(t *testing.T) {
 	if err := s.Apply(roles.Persist{TruncateAfter: &low}); err == nil || !strings.Contains(err.Error(), "below the log base 5") {
 		t.Fatalf("truncating below the base: %v", err)
 	}
-	back := roles.LogBase{Pos: roles.Pos{Version: 3, Epoch: 2}, Latest: g[0].Config}
+	back := changelog.LogBase{Pos: changelog.Pos{Version: 3, Epoch: 2}, Latest: g[0].Config}
 	if err := s.Apply(roles.Persist{Trim: &back, Hard: &roles.HardState{Incarnation: 99}}); err == nil || !strings.Contains(err.Error(), "below the log base 5@2") {
 		t.Fatalf("trimming backwards: %v", err)
 	}
-	if err := s.Apply(roles.Persist{Append: []roles.Entry{entry(12, 3, "gap")}}); err == nil {
+	if err := s.Apply(roles.Persist{Append: []changelog.Entry{entry(12, 3, "gap")}}); err == nil {
 		t.Fatal("a gap was appended")
 	}
 	// A base at a version the log holds with another epoch, with entries
 	// kept after it, does not continue.
-	other := roles.LogBase{Pos: roles.Pos{Version: 8, Epoch: 3}, Latest: latest, Previous: prev}
+	other := changelog.LogBase{Pos: changelog.Pos{Version: 8, Epoch: 3}, Latest: latest, Previous: prev}
 	if err := s.Apply(roles.Persist{Trim: &other}); err == nil || !strings.Contains(err.Error(), "kept entries up to 10") {
 		t.Fatalf("a trim to a conflicting base with entries after it: %v", err)
 	}
@@ -327,7 +330,7 @@ func TestTrimTruncateAppend(t *testing.T) {
 	// An installed snapshot past the end: the log restarts after it,
 	// empty, and goes on from there.
 	snap2 := snapshotAt(t, 15, 4, 6, 2)
-	b2 := roles.LogBase{Pos: snap2.Pos, Latest: latest, Previous: prev}
+	b2 := changelog.LogBase{Pos: snap2.Pos, Latest: latest, Previous: prev}
 	v := snap2.Pos.Version
 	must(t, s.Apply(roles.Persist{Snapshot: snap2, Trim: &b2, TruncateAfter: &v}))
 	st, err := s.Load()
@@ -336,10 +339,10 @@ func TestTrimTruncateAppend(t *testing.T) {
 		t.Fatalf("after the install: base %v, %d entries, metadata %v", st.Base.Pos, len(st.Entries), s.HasMetadata())
 	}
 	sameSnapshot(t, st.Snapshot, snap2)
-	if err := s.Apply(roles.Persist{Append: []roles.Entry{entry(16, 3, "old")}}); err == nil {
+	if err := s.Apply(roles.Persist{Append: []changelog.Entry{entry(16, 3, "old")}}); err == nil {
 		t.Fatal("an entry of an older epoch than the base was appended")
 	}
-	must(t, s.Apply(roles.Persist{Append: []roles.Entry{entry(16, 4, "a"), entry(17, 4, "b")}}))
+	must(t, s.Apply(roles.Persist{Append: []changelog.Entry{entry(16, 4, "a"), entry(17, 4, "b")}}))
 	if st, err := s.Load(); err != nil || len(st.Entries) != 2 || st.Entries[0].Version != 16 {
 		t.Fatalf("after appending on an empty trimmed log: %v %v", st.Entries, err)
 	}
@@ -354,7 +357,7 @@ func TestTrimTruncateAppend(t *testing.T) {
 // ask it.
 func TestTrimWholeLog(t *testing.T) {
 	s, _ := initStore(t)
-	var es []roles.Entry
+	var es []changelog.Entry
 	for v := uint64(2); v <= 300; v++ {
 		e := entry(v, 2, fmt.Sprint("k", v))
 		e.Value = strings.Repeat("v", 200)
@@ -363,9 +366,9 @@ func TestTrimWholeLog(t *testing.T) {
 	must(t, s.Apply(roles.Persist{Append: es}))
 	latest, prev := configs(t)
 	snap := snapshotAt(t, 400, 3, 5, 1)
-	b := roles.LogBase{Pos: snap.Pos, Latest: latest, Previous: prev}
+	b := changelog.LogBase{Pos: snap.Pos, Latest: latest, Previous: prev}
 	v := snap.Pos.Version
-	must(t, s.Apply(roles.Persist{Snapshot: snap, Trim: &b, TruncateAfter: &v, Append: []roles.Entry{entry(401, 3, "a")}}))
+	must(t, s.Apply(roles.Persist{Snapshot: snap, Trim: &b, TruncateAfter: &v, Append: []changelog.Entry{entry(401, 3, "a")}}))
 	st, err := s.Load()
 	must(t, err)
 	if st.Base.Pos != snap.Pos || len(st.Entries) != 1 || st.Entries[0].Version != 401 {
@@ -378,11 +381,11 @@ func TestTrimWholeLog(t *testing.T) {
 func TestTrimInconsistent(t *testing.T) {
 	s, _ := initStore(t)
 	latest, prev := configs(t)
-	var es []roles.Entry
+	var es []changelog.Entry
 	for v := uint64(2); v <= 6; v++ {
 		es = append(es, entry(v, 2, "k"))
 	}
-	b := roles.LogBase{Pos: roles.Pos{Version: 4, Epoch: 2}, Latest: latest, Previous: prev}
+	b := changelog.LogBase{Pos: changelog.Pos{Version: 4, Epoch: 2}, Latest: latest, Previous: prev}
 	must(t, s.Apply(roles.Persist{Append: es}, roles.Persist{Trim: &b}))
 	if _, err := s.Load(); err == nil || !strings.Contains(err.Error(), "trimmed to 4@2 but there is no snapshot file "+s.SnapshotPath()) {
 		t.Fatalf("load of a trimmed log without a snapshot: %v", err)
@@ -410,7 +413,7 @@ func TestSnapshotFilesAtOpen(t *testing.T) {
 	if !s.HasMetadata() {
 		t.Fatal("a directory with a snapshot file claims no metadata")
 	}
-	if err := s.Init("c1", roles.Genesis(1)); err == nil || !strings.Contains(err.Error(), "refusing to init") {
+	if err := s.Init("c1", changelog.Genesis(1)); err == nil || !strings.Contains(err.Error(), "refusing to init") {
 		t.Fatalf("init beside a snapshot file: %v", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 	bolt "go.etcd.io/bbolt"
@@ -64,8 +65,8 @@ func TestUpgradeSchema1(t *testing.T) {
 		t.Fatalf("the test file has schema %d, want 1", v)
 	}
 	latest, prev := configs(t)
-	wantHard := roles.HardState{Incarnation: 3, Epoch: 2, MaxEpoch: 2, LeaderEpoch: 2, Commit: roles.Pos{Version: 10, Epoch: 2}, InForce: 1}
-	var wantEntries []roles.Entry
+	wantHard := roles.HardState{Incarnation: 3, Epoch: 2, MaxEpoch: 2, LeaderEpoch: 2, Commit: changelog.Pos{Version: 10, Epoch: 2}, InForce: 1}
+	var wantEntries []changelog.Entry
 	for v := uint64(6); v <= 10; v++ {
 		wantEntries = append(wantEntries, entry(v, 2, fmt.Sprint("k", v)))
 	}
@@ -73,7 +74,7 @@ func TestUpgradeSchema1(t *testing.T) {
 		t.Helper()
 		st, err := s.Load()
 		must(t, err)
-		if !reflect.DeepEqual(st.Hard, wantHard) || st.Base.Pos != (roles.Pos{Version: 5, Epoch: 2}) || !reflect.DeepEqual(st.Entries, wantEntries) {
+		if !reflect.DeepEqual(st.Hard, wantHard) || st.Base.Pos != (changelog.Pos{Version: 5, Epoch: 2}) || !reflect.DeepEqual(st.Entries, wantEntries) {
 			t.Fatalf("loaded hard %+v base %v entries %v", st.Hard, st.Base.Pos, st.Entries)
 		}
 		sameConfig(t, st.Base.Latest, latest)
@@ -86,7 +87,7 @@ func TestUpgradeSchema1(t *testing.T) {
 	s := openMaster(t, dir)
 	check(s)
 	must(t, s.db.View(func(tx *bolt.Tx) error { return readAll(tx, SchemaVersion) })) // every value sealed
-	must(t, s.Apply(roles.Persist{Append: []roles.Entry{entry(11, 3, "after")}}))
+	must(t, s.Apply(roles.Persist{Append: []changelog.Entry{entry(11, 3, "after")}}))
 	wantEntries = append(wantEntries, entry(11, 3, "after"))
 	must(t, s.Close())
 	if v := schemaOf(t, path); v != SchemaVersion {
@@ -101,7 +102,7 @@ func TestUpgradeSchema1(t *testing.T) {
 	if id, ok := c.Identity(); !ok || id != (Identity{CS: 4, ClusterID: "c1", Addr: netip.MustParseAddrPort("10.0.0.4:9422")}) {
 		t.Fatalf("identity %+v %v", id, ok)
 	}
-	voter := roles.VoterHardState{Boot: 3, MaxEpoch: 8, EpochOwner: 2, KnownReg: 4, InForce: 4, Commit: roles.Pos{Version: 9, Epoch: 8}, CommitTag: 8}
+	voter := roles.VoterHardState{Boot: 3, MaxEpoch: 8, EpochOwner: 2, KnownReg: 4, InForce: 4, Commit: changelog.Pos{Version: 9, Epoch: 8}, CommitTag: 8}
 	if got, err := c.VoterHard(); err != nil || got != voter {
 		t.Fatalf("voter %+v %v, want %+v", got, err, voter)
 	}
@@ -149,15 +150,15 @@ func TestUpgradeRefusesUnreadable(t *testing.T) {
 // another key is damaged.
 func TestSealedValues(t *testing.T) {
 	s, _ := initStore(t)
-	must(t, s.Apply(roles.Persist{Append: []roles.Entry{entry(2, 2, "a"), entry(3, 2, "b")}}))
+	must(t, s.Apply(roles.Persist{Append: []changelog.Entry{entry(2, 2, "a"), entry(3, 2, "b")}}))
 	must(t, s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketLog)
 		body, err := unseal(u64key(2), b.Get(u64key(2)), SchemaVersion)
 		if err != nil {
 			return err
 		}
-		var e roles.Entry
-		if err := frame.Unmarshal(body, &e); err != nil || e.Pos != (roles.Pos{Version: 2, Epoch: 2}) {
+		var e changelog.Entry
+		if err := frame.Unmarshal(body, &e); err != nil || e.Pos != (changelog.Pos{Version: 2, Epoch: 2}) {
 			return fmt.Errorf("entry 2 reads as %v, %v", e.Pos, err)
 		}
 		return b.Put(u64key(3), bytes.Clone(b.Get(u64key(2))))

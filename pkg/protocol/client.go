@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 )
@@ -9,7 +10,7 @@ import (
 // that carry none (mfscli's one-off requests): a client draws its own with
 // this bit clear, so the two never meet, and a request whose id has it set
 // is given a new one (never retried, so never deduplicated).
-const AnonymousClient roles.ClientID = 1 << 63
+const AnonymousClient changelog.ClientID = 1 << 63
 
 // ClientIn returns a registry of what a client or mfscli reads from a
 // master's client port (9421): the answers to its requests, after the

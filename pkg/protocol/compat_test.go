@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
+	"github.com/mfs-election/mfs-election/pkg/namespace"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
@@ -20,7 +22,7 @@ func (adminRespV0) MsgType() wire.Type { return wire.TypeAdminResp }
 
 type clientReplyV0 struct {
 	From       wire.MasterID
-	Client     roles.ClientID
+	Client     changelog.ClientID
 	Seq        uint64
 	OK         bool
 	Value      string
@@ -29,10 +31,10 @@ type clientReplyV0 struct {
 	Redirect   wire.MasterID
 	Stale      bool
 	Err        string
-	KeyVersion uint64          `msgpack:",omitempty"`
-	Conflict   bool            `msgpack:",omitempty"`
-	Entries    []roles.KVEntry `msgpack:",omitempty"`
-	More       bool            `msgpack:",omitempty"`
+	KeyVersion uint64              `msgpack:",omitempty"`
+	Conflict   bool                `msgpack:",omitempty"`
+	Entries    []namespace.KVEntry `msgpack:",omitempty"`
+	More       bool                `msgpack:",omitempty"`
 }
 
 func (clientReplyV0) MsgType() wire.Type { return wire.TypeClientReply }

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
@@ -196,7 +197,7 @@ type CloneStatus struct {
 type AdminReq struct {
 	ID     uint64
 	Kind   roles.AdminKind
-	Change roles.Change
+	Change registry.Change
 	// Proof: AdminProof, when the master has an ADMIN_PASSWORD.
 	Proof []byte `msgpack:",omitempty"`
 	// Target is the master the command is meant for: the address mfscli

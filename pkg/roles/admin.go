@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
@@ -68,7 +69,7 @@ func (m *Master) admin(a Admin) (bool, wire.Code, string) {
 		if m.configPending() {
 			return false, wire.CodeChangePending, ErrChangePending + "; retry shortly"
 		}
-		if a.Change.Kind == ChangeRemove {
+		if a.Change.Kind == registry.ChangeRemove {
 			if v := m.voters[wire.CSID(a.Change.ID)]; v != nil {
 				return false, wire.CodeState, fmt.Sprintf("chunkserver CS%d can't be removed because it is still active", a.Change.ID)
 			}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mfs-election/mfs-election/pkg/locations"
+	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
@@ -74,21 +75,21 @@ func TestVoterIDTaken(t *testing.T) {
 // removed one (a promise made under the old id may still stand, and a
 // newcomer votes at once).
 func TestAssignIDNeverReusesARemovedID(t *testing.T) {
-	cur := &ClusterConfig{Version: 3, Locations: locations.New(), Members: []Chunkserver{
+	cur := &registry.ClusterConfig{Version: 3, Locations: locations.New(), Members: []registry.Chunkserver{
 		{ID: 1, Addr: netip.MustParseAddr("10.0.0.1"), Port: 9422}, {ID: 2, Addr: netip.MustParseAddr("10.0.0.2"), Port: 9422},
 	}, TopID: 2}
-	next, err := Change{Kind: ChangeRegister, CS: Chunkserver{ID: 3, Addr: netip.MustParseAddr("10.0.0.3"), Port: 9422}}.apply(cur)
+	next, err := registry.Change{Kind: registry.ChangeRegister, CS: registry.Chunkserver{ID: 3, Addr: netip.MustParseAddr("10.0.0.3"), Port: 9422}}.Apply(cur)
 	if err != nil || next.TopID != 3 {
 		t.Fatalf("register CS3: %v, TopID %d", err, next.TopID)
 	}
-	after, err := Change{Kind: ChangeRemove, ID: 3}.apply(next)
+	after, err := registry.Change{Kind: registry.ChangeRemove, ID: 3}.Apply(next)
 	if err != nil || after.TopID != 3 || len(after.Members) != 2 {
 		t.Fatalf("remove CS3: %v, TopID %d, %d members", err, after.TopID, len(after.Members))
 	}
 	if checkConfig(after) != "" {
 		t.Fatalf("a config with TopID above every member is refused: %s", checkConfig(after))
 	}
-	if bad := (&ClusterConfig{Members: after.Members, TopID: 1}); checkConfig(bad) == "" {
+	if bad := (&registry.ClusterConfig{Members: after.Members, TopID: 1}); checkConfig(bad) == "" {
 		t.Fatal("a config with TopID below a member's id is accepted")
 	}
 }
@@ -97,10 +98,10 @@ func TestAssignIDNeverReusesARemovedID(t *testing.T) {
 // kept, a removed chunkserver that registers again with its own (lower) id
 // still leaves TopID at the highest member.
 func TestTopIDFromAnOlderRegistry(t *testing.T) {
-	cur := &ClusterConfig{Version: 3, Locations: locations.New(), Members: []Chunkserver{
+	cur := &registry.ClusterConfig{Version: 3, Locations: locations.New(), Members: []registry.Chunkserver{
 		{ID: 1, Addr: netip.MustParseAddr("10.0.0.1"), Port: 9422}, {ID: 5, Addr: netip.MustParseAddr("10.0.0.5"), Port: 9422},
 	}}
-	next, err := Change{Kind: ChangeRegister, CS: Chunkserver{ID: 2, Addr: netip.MustParseAddr("10.0.0.2"), Port: 9422}}.apply(cur)
+	next, err := registry.Change{Kind: registry.ChangeRegister, CS: registry.Chunkserver{ID: 2, Addr: netip.MustParseAddr("10.0.0.2"), Port: 9422}}.Apply(cur)
 	if err != nil || next.TopID != 5 || checkConfig(next) != "" {
 		t.Fatalf("register CS2 again: %v, TopID %d, check %q", err, next.TopID, checkConfig(next))
 	}

@@ -3,6 +3,7 @@ package roles
 import (
 	"fmt"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
@@ -210,7 +211,7 @@ func ToMaster(m wire.MasterID) Peer { return Peer{PeerMaster, uint64(m)} }
 func ToCS(c wire.CSID) Peer { return Peer{PeerCS, uint64(c)} }
 
 // ToClient addresses a client session.
-func ToClient(c ClientID) Peer { return Peer{PeerClient, uint64(c)} }
+func ToClient(c changelog.ClientID) Peer { return Peer{PeerClient, uint64(c)} }
 
 func (p Peer) String() string {
 	switch p.Kind {
@@ -232,9 +233,9 @@ func (p Peer) String() string {
 type Persist struct {
 	Hard          *HardState
 	Snapshot      *Snapshot
-	Trim          *LogBase
+	Trim          *changelog.LogBase
 	TruncateAfter *uint64
-	Append        []Entry
+	Append        []changelog.Entry
 	Voter         *VoterHardState
 }
 

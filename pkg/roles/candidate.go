@@ -1,6 +1,9 @@
 package roles
 
-import "github.com/mfs-election/mfs-election/pkg/wire"
+import (
+	"github.com/mfs-election/mfs-election/pkg/changelog"
+	"github.com/mfs-election/mfs-election/pkg/wire"
+)
 
 // Candidate is what a voter (or a rival ELECT) knows of a master when it
 // picks whom to nominate.
@@ -10,7 +13,7 @@ type Candidate struct {
 	Usurper  bool
 	Keep     bool // KEEP_LEADERSHIP and not yielded
 	Yielded  bool
-	Last     Pos
+	Last     changelog.Pos
 }
 
 // Better reports whether a should be nominated rather than b: a USURPER
@@ -47,7 +50,7 @@ func Better(a, b Candidate) bool {
 // as new as the newest commit point the voter knows of. Safety does not rest
 // on it (an ELECT must catch up before it may lead); it keeps a voter from
 // nominating a master that would first have to catch up.
-func MayNominate(c Candidate, knownCommit Pos) bool {
+func MayNominate(c Candidate, knownCommit changelog.Pos) bool {
 	if !c.Eligible {
 		return false
 	}
@@ -55,71 +58,4 @@ func MayNominate(c Candidate, knownCommit Pos) bool {
 		return false
 	}
 	return !knownCommit.NewerThan(c.Last)
-}
-
-// AckRule is the acknowledgement rule of docs/architecture.md: the newest
-// version a LEADER may acknowledge to a client. It is the largest version v
-// such that (a) v is durable on the LEADER, (b) v is durable on `required`
-// other eligible masters, and (c) the voters that report knowing "committed
-// up to v" form a quorum. The caller supplies (c) as a predicate, which it
-// evaluates with the real tally; candidates are the versions voters reported.
-func AckRule(leaderDurable uint64, followerDurable []uint64, required int, candidates []uint64, quorumKnows func(v uint64) bool) uint64 {
-	limit := ReplicatedVersion(leaderDurable, followerDurable, required)
-	best := uint64(0)
-	for _, v := range candidates {
-		if v <= limit && v > best && quorumKnows(v) {
-			best = v
-		}
-	}
-	return best
-}
-
-// ReplicatedVersion is (a) and (b) of the ack rule: the newest version held
-// durably by the LEADER and by `required` others. With fewer followers than
-// required it needs all of them.
-func ReplicatedVersion(leaderDurable uint64, followerDurable []uint64, required int) uint64 {
-	if required > len(followerDurable) {
-		required = len(followerDurable)
-	}
-	if required <= 0 {
-		return leaderDurable
-	}
-	// The required-th largest follower version.
-	top := make([]uint64, 0, required)
-	for _, v := range followerDurable {
-		top = insertTop(top, v, required)
-	}
-	v := top[len(top)-1]
-	if v > leaderDurable {
-		v = leaderDurable
-	}
-	return v
-}
-
-// insertTop keeps the k largest values of top plus v, descending.
-func insertTop(top []uint64, v uint64, k int) []uint64 {
-	i := len(top)
-	for i > 0 && top[i-1] < v {
-		i--
-	}
-	if i >= k {
-		return top
-	}
-	top = append(top, 0)
-	copy(top[i+1:], top[i:])
-	top[i] = v
-	if len(top) > k {
-		top = top[:k]
-	}
-	return top
-}
-
-// Satisfies is the catch-up rule of docs/architecture.md §7 for one voter:
-// this log holds the commit position the voter was told, and this config is
-// at least as new as the config version it knows. An ELECT may become
-// LEADER only when the counted voters it satisfies make a quorum by
-// themselves; since every quorum meets every acknowledging quorum, that set
-// contains a voter told of every acknowledged change.
-func Satisfies(log *Log, configVersion uint64, voterCommit Pos, voterReg uint64) bool {
-	return log.Has(voterCommit) && configVersion >= voterReg
 }

@@ -3,24 +3,27 @@ package roles
 import (
 	"testing"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
+	"github.com/mfs-election/mfs-election/pkg/namespace"
+	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
 // Better is the one ranking every voter and every rival ELECT applies
 // (docs/roles.md §6.3): each rule is seen deciding on its own.
 func TestBetterRanksEachRule(t *testing.T) {
-	base := Candidate{ID: 2, Eligible: true, Last: Pos{Version: 5, Epoch: 1}}
+	base := Candidate{ID: 2, Eligible: true, Last: changelog.Pos{Version: 5, Epoch: 1}}
 	with := func(f func(*Candidate)) Candidate { c := base; f(&c); return c }
 	for _, c := range []struct {
 		name string
 		a, b Candidate
 	}{
-		{"metadata first", with(func(c *Candidate) { c.ID = 3; c.Last = Pos{} }), with(func(c *Candidate) { c.Eligible = false; c.Last = Pos{Version: 9, Epoch: 9} })},
-		{"a USURPER before any other", with(func(c *Candidate) { c.ID = 3; c.Usurper = true }), with(func(c *Candidate) { c.Keep = true; c.Last = Pos{Version: 9, Epoch: 2} })},
-		{"KEEP before newer metadata", with(func(c *Candidate) { c.ID = 3; c.Keep = true }), with(func(c *Candidate) { c.Last = Pos{Version: 9, Epoch: 2} })},
-		{"among KEEP masters the lower id, whatever the metadata", with(func(c *Candidate) { c.Keep = true }), with(func(c *Candidate) { c.ID = 3; c.Keep = true; c.Last = Pos{Version: 9, Epoch: 2} })},
-		{"one that did not yield before one that did", with(func(c *Candidate) { c.ID = 3 }), with(func(c *Candidate) { c.Yielded = true; c.Last = Pos{Version: 9, Epoch: 2} })},
-		{"newer metadata", with(func(c *Candidate) { c.ID = 3; c.Last = Pos{Version: 6, Epoch: 1} }), base},
+		{"metadata first", with(func(c *Candidate) { c.ID = 3; c.Last = changelog.Pos{} }), with(func(c *Candidate) { c.Eligible = false; c.Last = changelog.Pos{Version: 9, Epoch: 9} })},
+		{"a USURPER before any other", with(func(c *Candidate) { c.ID = 3; c.Usurper = true }), with(func(c *Candidate) { c.Keep = true; c.Last = changelog.Pos{Version: 9, Epoch: 2} })},
+		{"KEEP before newer metadata", with(func(c *Candidate) { c.ID = 3; c.Keep = true }), with(func(c *Candidate) { c.Last = changelog.Pos{Version: 9, Epoch: 2} })},
+		{"among KEEP masters the lower id, whatever the metadata", with(func(c *Candidate) { c.Keep = true }), with(func(c *Candidate) { c.ID = 3; c.Keep = true; c.Last = changelog.Pos{Version: 9, Epoch: 2} })},
+		{"one that did not yield before one that did", with(func(c *Candidate) { c.ID = 3 }), with(func(c *Candidate) { c.Yielded = true; c.Last = changelog.Pos{Version: 9, Epoch: 2} })},
+		{"newer metadata", with(func(c *Candidate) { c.ID = 3; c.Last = changelog.Pos{Version: 6, Epoch: 1} }), base},
 		{"then the lower id", base, with(func(c *Candidate) { c.ID = 3 })},
 	} {
 		if !Better(c.a, c.b) || Better(c.b, c.a) {
@@ -32,18 +35,18 @@ func TestBetterRanksEachRule(t *testing.T) {
 // MayNominate: eligible, and a log at least as new as the commit point the
 // voter knows, by version and by epoch.
 func TestMayNominate(t *testing.T) {
-	commit := Pos{Version: 5, Epoch: 2}
+	commit := changelog.Pos{Version: 5, Epoch: 2}
 	for _, c := range []struct {
-		last Pos
+		last changelog.Pos
 		elig bool
 		want bool
 	}{
-		{Pos{Version: 5, Epoch: 2}, true, true},
-		{Pos{Version: 7, Epoch: 2}, true, true},
-		{Pos{Version: 4, Epoch: 2}, true, false}, // behind by version
-		{Pos{Version: 4, Epoch: 3}, true, false}, // behind by version, newer epoch
-		{Pos{Version: 6, Epoch: 1}, true, false}, // longer, but of an older epoch
-		{Pos{Version: 9, Epoch: 3}, false, false},
+		{changelog.Pos{Version: 5, Epoch: 2}, true, true},
+		{changelog.Pos{Version: 7, Epoch: 2}, true, true},
+		{changelog.Pos{Version: 4, Epoch: 2}, true, false}, // behind by version
+		{changelog.Pos{Version: 4, Epoch: 3}, true, false}, // behind by version, newer epoch
+		{changelog.Pos{Version: 6, Epoch: 1}, true, false}, // longer, but of an older epoch
+		{changelog.Pos{Version: 9, Epoch: 3}, false, false},
 	} {
 		if got := MayNominate(Candidate{Eligible: c.elig, Last: c.last}, commit); got != c.want {
 			t.Errorf("last %v eligible %v, commit %v: %v, want %v", c.last, c.elig, commit, got, c.want)
@@ -55,27 +58,29 @@ func TestMayNominate(t *testing.T) {
 // snapshot chunks (checkChunk) and epochs (plausibleEpoch), each reason on
 // its own.
 func TestPeerInputChecks(t *testing.T) {
-	noop := func(v, e uint64) Entry { return Entry{Pos: Pos{Version: v, Epoch: e}, Kind: EntryNoop} }
+	noop := func(v, e uint64) changelog.Entry {
+		return changelog.Entry{Pos: changelog.Pos{Version: v, Epoch: e}, Kind: changelog.EntryNoop}
+	}
 	for _, c := range []struct {
 		name  string
-		prev  Pos
-		es    []Entry
+		prev  changelog.Pos
+		es    []changelog.Entry
 		epoch uint64
 		want  string
 	}{
-		{"well formed", Pos{Version: 2, Epoch: 1}, []Entry{noop(3, 1), noop(4, 2)}, 2, ""},
-		{"prev above the sender's epoch", Pos{Version: 2, Epoch: 3}, nil, 2, "malformed-prev"},
-		{"a gap", Pos{Version: 2, Epoch: 1}, []Entry{noop(4, 1)}, 2, "malformed-gap"},
-		{"an epoch that falls", Pos{Version: 2, Epoch: 2}, []Entry{noop(3, 1)}, 2, "malformed-epoch"},
-		{"an epoch above the sender's", Pos{Version: 2, Epoch: 1}, []Entry{noop(3, 3)}, 2, "malformed-epoch"},
+		{"well formed", changelog.Pos{Version: 2, Epoch: 1}, []changelog.Entry{noop(3, 1), noop(4, 2)}, 2, ""},
+		{"prev above the sender's epoch", changelog.Pos{Version: 2, Epoch: 3}, nil, 2, "malformed-prev"},
+		{"a gap", changelog.Pos{Version: 2, Epoch: 1}, []changelog.Entry{noop(4, 1)}, 2, "malformed-gap"},
+		{"an epoch that falls", changelog.Pos{Version: 2, Epoch: 2}, []changelog.Entry{noop(3, 1)}, 2, "malformed-epoch"},
+		{"an epoch above the sender's", changelog.Pos{Version: 2, Epoch: 1}, []changelog.Entry{noop(3, 3)}, 2, "malformed-epoch"},
 	} {
 		if got := checkEntries(c.prev, c.es, c.epoch); got != c.want {
 			t.Errorf("entries, %s: %q, want %q", c.name, got, c.want)
 		}
 	}
 
-	good := SnapshotChunk{From: 1, Epoch: 2, Pos: Pos{Version: 9, Epoch: 2}, Commit: Pos{Version: 9, Epoch: 2}, Total: 3, Offset: 1,
-		Items: []KVEntry{{Key: "a"}, {Key: "b"}}}
+	good := SnapshotChunk{From: 1, Epoch: 2, Pos: changelog.Pos{Version: 9, Epoch: 2}, Commit: changelog.Pos{Version: 9, Epoch: 2}, Total: 3, Offset: 1,
+		Items: []namespace.KVEntry{{Key: "a"}, {Key: "b"}}}
 	for _, c := range []struct {
 		name string
 		f    func(*SnapshotChunk)
@@ -85,9 +90,9 @@ func TestPeerInputChecks(t *testing.T) {
 		{"records past the total", func(c *SnapshotChunk) { c.Offset = 2 }, "malformed-snapshot"},
 		{"a position above the LEADER's epoch", func(c *SnapshotChunk) { c.Pos.Epoch = 3 }, "malformed-snapshot"},
 		{"a commit point above the LEADER's epoch", func(c *SnapshotChunk) { c.Commit.Epoch = 3 }, "malformed-snapshot"},
-		{"a position of version 0", func(c *SnapshotChunk) { c.Pos = Pos{}; c.Epoch = 0 }, "malformed-snapshot"},
+		{"a position of version 0", func(c *SnapshotChunk) { c.Pos = changelog.Pos{}; c.Epoch = 0 }, "malformed-snapshot"},
 		{"a config without members sorted", func(c *SnapshotChunk) {
-			c.Latest = &ClusterConfig{Version: 2, Members: []Chunkserver{{ID: 2}, {ID: 1}}}
+			c.Latest = &registry.ClusterConfig{Version: 2, Members: []registry.Chunkserver{{ID: 2}, {ID: 1}}}
 		}, "?"},
 	} {
 		ch := good

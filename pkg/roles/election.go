@@ -4,7 +4,9 @@ import (
 	"net/netip"
 	"sort"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/quorum"
+	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
@@ -24,7 +26,7 @@ type election struct {
 	// electorates caches the electorate of each config entry (configs in
 	// the log are never edited, so the pointer names the content); it is
 	// emptied whenever tempRemoved changes.
-	electorates map[*ClusterConfig]quorum.Electorate
+	electorates map[*registry.ClusterConfig]quorum.Electorate
 
 	// tempRemoved: chunkservers an operator declared down while this
 	// master knew no live LEADER (AdminTempRemove). Every tally leaves
@@ -48,7 +50,7 @@ type voterRec struct {
 	ackedSeq   uint64 // the newest heartbeat it acknowledged with a vote (confirms reads)
 	knownReg   uint64
 	inForce    uint64
-	commit     Pos
+	commit     changelog.Pos
 	commitTag  uint64
 }
 
@@ -101,14 +103,14 @@ func (m *Master) outcome(counts func(*voterRec) bool) quorum.Outcome {
 }
 
 // tallyUnder counts the votes valid at t under one config.
-func (m *Master) tallyUnder(c *ClusterConfig, t Instant, pred func(*voterRec) bool) quorum.Tally {
+func (m *Master) tallyUnder(c *registry.ClusterConfig, t Instant, pred func(*voterRec) bool) quorum.Tally {
 	return m.tally(c, m.countable(t, pred))
 }
 
 // tally counts under one config. An empty registry can be won only by the
 // founder, and only before any chunkserver ever registered (bootstrap:
 // docs/roles.md §5.2, docs/architecture.md §6).
-func (m *Master) tally(c *ClusterConfig, counts func(*voterRec) bool) quorum.Tally {
+func (m *Master) tally(c *registry.ClusterConfig, counts func(*voterRec) bool) quorum.Tally {
 	e := m.electorate(c)
 	if e.Size() == 0 {
 		if m.mayBootstrap(c) {
@@ -128,11 +130,11 @@ func (m *Master) tally(c *ClusterConfig, counts func(*voterRec) bool) quorum.Tal
 	})
 }
 
-func (m *Master) electorate(c *ClusterConfig) quorum.Electorate {
+func (m *Master) electorate(c *registry.ClusterConfig) quorum.Electorate {
 	e, ok := m.electorates[c]
 	if !ok {
 		if len(m.electorates) > 8 || m.electorates == nil {
-			m.electorates = map[*ClusterConfig]quorum.Electorate{}
+			m.electorates = map[*registry.ClusterConfig]quorum.Electorate{}
 		}
 		e = m.withoutTempRemoved(c).Electorate()
 		m.electorates[c] = e
@@ -372,9 +374,9 @@ func (m *Master) tryWin() {
 	// The catch-up rule: the voters whose reports this log satisfies must
 	// themselves make a quorum.
 	cv := m.Registry().Version
-	satisfied := func(v *voterRec) bool { return Satisfies(&m.log, cv, v.commit, v.knownReg) }
+	satisfied := func(v *voterRec) bool { return changelog.Satisfies(&m.log, cv, v.commit, v.knownReg) }
 	if m.quorumAt(m.now, satisfied) != quorum.Won {
-		var need Pos
+		var need changelog.Pos
 		var tag uint64
 		for _, v := range m.counted() {
 			if !satisfied(v) && (v.commitTag > tag || (v.commitTag == tag && v.commit.Version > need.Version)) {
@@ -398,12 +400,12 @@ func (m *Master) tryWin() {
 }
 
 // catchUp asks the most advanced master it can reach for what it lacks.
-func (m *Master) catchUp(need Pos) {
+func (m *Master) catchUp(need changelog.Pos) {
 	if m.now < m.fetchAt {
 		return
 	}
 	best := wire.NoMaster
-	var bestLast Pos
+	var bestLast changelog.Pos
 	for _, id := range m.cfg.Masters {
 		p := m.peers[id]
 		if id == m.cfg.ID || p == nil || !p.seen || m.now.Sub(p.heard) > m.cfg.PeerTimeout {

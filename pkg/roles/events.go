@@ -1,6 +1,10 @@
 package roles
 
-import "github.com/mfs-election/mfs-election/pkg/wire"
+import (
+	"github.com/mfs-election/mfs-election/pkg/changelog"
+	"github.com/mfs-election/mfs-election/pkg/registry"
+	"github.com/mfs-election/mfs-election/pkg/wire"
+)
 
 // Event is one input to Step: a received message or something the driver
 // observed. The set is closed (the unexported method), so a value that is
@@ -62,11 +66,11 @@ const (
 type Admin struct {
 	ID     uint64
 	Kind   AdminKind
-	Change Change // for AdminChange
+	Change registry.Change // for AdminChange
 }
 
 // SnapshotSaved: the snapshot at Pos asked for by SaveSnapshot is durable.
-type SnapshotSaved struct{ Pos Pos }
+type SnapshotSaved struct{ Pos changelog.Pos }
 
 // The events. Each message a master or a voter takes from a peer is one,
 // beside what the drivers observe.

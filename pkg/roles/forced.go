@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
+	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
@@ -26,7 +28,7 @@ import (
 
 // ForcedOutOf checks a forced removal of ids against the newest config cfg
 // and returns the sorted ids, or an error naming what is wrong.
-func ForcedOutOf(cfg *ClusterConfig, ids []wire.CSID) ([]wire.CSID, error) {
+func ForcedOutOf(cfg *registry.ClusterConfig, ids []wire.CSID) ([]wire.CSID, error) {
 	if cfg == nil {
 		return nil, fmt.Errorf("this master holds no metadata: repair a master that does")
 	}
@@ -45,7 +47,7 @@ func ForcedOutOf(cfg *ClusterConfig, ids []wire.CSID) ([]wire.CSID, error) {
 }
 
 // withoutForced is c without the members forced out.
-func (m *Master) withoutForced(c *ClusterConfig) *ClusterConfig {
+func (m *Master) withoutForced(c *registry.ClusterConfig) *registry.ClusterConfig {
 	if len(m.hard.ForcedOut) == 0 {
 		return c
 	}
@@ -58,8 +60,8 @@ func (m *Master) withoutForced(c *ClusterConfig) *ClusterConfig {
 	if !gone {
 		return c
 	}
-	n := c.clone()
-	n.Members = slices.DeleteFunc(n.Members, func(mem Chunkserver) bool { return slices.Contains(m.hard.ForcedOut, mem.ID) })
+	n := c.Clone()
+	n.Members = slices.DeleteFunc(n.Members, func(mem registry.Chunkserver) bool { return slices.Contains(m.hard.ForcedOut, mem.ID) })
 	return n
 }
 
@@ -71,7 +73,7 @@ func (m *Master) removeForced() bool {
 		if _, ok := cfg.Member(id); !ok {
 			continue
 		}
-		if err := m.proposeChange(Change{Kind: ChangeRemove, ID: uint32(id)}); err != nil {
+		if err := m.proposeChange(registry.Change{Kind: registry.ChangeRemove, ID: uint32(id)}); err != nil {
 			m.ignore("forced-removal-refused") // a stable reason: it is a metric label
 			continue
 		}
@@ -105,13 +107,13 @@ func (m *Master) clearForced() {
 // NewestConfig is the newest registry and location map in what a master
 // found on its disk (nil: no metadata): what an offline repair checks
 // against.
-func NewestConfig(st Stored) *ClusterConfig {
+func NewestConfig(st Stored) *registry.ClusterConfig {
 	last := st.Base.Pos.Version + uint64(len(st.Entries))
 	if s := st.Snapshot; s != nil && s.Pos.Version >= last {
 		return s.Latest // the log restarts after it (see NewMaster)
 	}
 	for i := len(st.Entries) - 1; i >= 0; i-- {
-		if st.Entries[i].Kind == EntryConfig {
+		if st.Entries[i].Kind == changelog.EntryConfig {
 			return st.Entries[i].Config
 		}
 	}

@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
+	"github.com/mfs-election/mfs-election/pkg/namespace"
+	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 )
@@ -36,14 +39,14 @@ func rigAddr(cs wire.CSID) netip.Addr { return netip.AddrFrom4([4]byte{10, 0, 1,
 // rigStored is the metadata every rig starts from: genesis by master 1,
 // then a config entry registering chunkservers 1..3 (in force, committed).
 func rigStored() Stored {
-	log := Genesis(1)
-	cfg := log[0].Config.clone()
+	log := changelog.Genesis(1)
+	cfg := log[0].Config.Clone()
 	cfg.Version, cfg.Bootstrap = 2, false
 	for cs := wire.CSID(1); cs <= 3; cs++ {
-		cfg.Members = append(cfg.Members, Chunkserver{ID: cs, Addr: rigAddr(cs)})
+		cfg.Members = append(cfg.Members, registry.Chunkserver{ID: cs, Addr: rigAddr(cs)})
 	}
-	log = append(log, Entry{Pos: Pos{Version: 2}, Kind: EntryConfig, Config: cfg})
-	return Stored{Entries: log, Hard: HardState{InForce: 2, Commit: Pos{Version: 2}}}
+	log = append(log, changelog.Entry{Pos: changelog.Pos{Version: 2}, Kind: changelog.EntryConfig, Config: cfg})
+	return Stored{Entries: log, Hard: HardState{InForce: 2, Commit: changelog.Pos{Version: 2}}}
 }
 
 // newLeaderRig returns master 1 of masters 1 and 2, LEADER at epoch 1,
@@ -64,13 +67,13 @@ func newLeaderRig(t testing.TB) *coreRig {
 func newFollowerRig(t testing.TB, n int) *coreRig {
 	m, _ := NewMaster(DefaultConfig(2, []wire.MasterID{1, 2}), rigStored(), 0)
 	r := &coreRig{t: t, m: m, other: 1}
-	es := []Entry{{Pos: Pos{Version: 3, Epoch: 1}, Kind: EntryNoop}}
+	es := []changelog.Entry{{Pos: changelog.Pos{Version: 3, Epoch: 1}, Kind: changelog.EntryNoop}}
 	for i := 0; i < n; i++ {
-		es = append(es, Entry{Pos: Pos{Version: uint64(4 + i), Epoch: 1}, Kind: EntryPut, Client: 7, Seq: uint64(i + 1),
+		es = append(es, changelog.Entry{Pos: changelog.Pos{Version: uint64(4 + i), Epoch: 1}, Kind: changelog.EntryPut, Client: 7, Seq: uint64(i + 1),
 			Key: fmt.Sprintf("k/%03d", i), Value: "v"})
 	}
 	last := es[len(es)-1].Pos
-	r.step(Append{From: 1, Epoch: 1, Prev: Pos{Version: 2}, Entries: es, Commit: last, InForce: 2})
+	r.step(Append{From: 1, Epoch: 1, Prev: changelog.Pos{Version: 2}, Entries: es, Commit: last, InForce: 2})
 	if m.Role() != Follower || m.Log().Last() != last {
 		t.Fatalf("the rig's master is %v at %v, want a FOLLOWER at %v", m.Role(), m.Log().Last(), last)
 	}
@@ -148,25 +151,25 @@ var peerRegistry = func() *frame.Registry {
 // fuzzSeeds are valid messages of every type the target decodes, aimed at
 // the rigs' masters (epoch 1, masters 1 and 2, chunkservers 1..3).
 func fuzzSeeds() []wire.Message {
-	noop := Entry{Pos: Pos{Version: 3, Epoch: 1}, Kind: EntryNoop}
-	put := Entry{Pos: Pos{Version: 4, Epoch: 1}, Kind: EntryPut, Client: 9, Seq: 1, Key: "a", Value: "x"}
-	cfg := rigStored().Entries[1].Config.clone()
+	noop := changelog.Entry{Pos: changelog.Pos{Version: 3, Epoch: 1}, Kind: changelog.EntryNoop}
+	put := changelog.Entry{Pos: changelog.Pos{Version: 4, Epoch: 1}, Kind: changelog.EntryPut, Client: 9, Seq: 1, Key: "a", Value: "x"}
+	cfg := rigStored().Entries[1].Config.Clone()
 	cfg.Version = 3
 	return []wire.Message{
-		PeerStatus{From: 2, Incarnation: 1, Role: Follower, Epoch: 1, MaxEpoch: 1, Last: Pos{Version: 3, Epoch: 1}, Commit: Pos{Version: 3, Epoch: 1}, Eligible: true, Sync: Synced, Leader: 1},
-		PeerStatus{From: 1, Incarnation: 1, Role: Leader, Epoch: 2, MaxEpoch: 2, Last: Pos{Version: 3, Epoch: 1}, Eligible: true, Sync: Synced, Leader: 1},
-		Append{From: 1, Epoch: 1, Prev: Pos{Version: 2}, Entries: []Entry{noop, put}, Commit: put.Pos, InForce: 2},
-		Append{From: 1, Epoch: 2, Prev: Pos{Version: 2}, Entries: []Entry{noop, {Pos: Pos{Version: 4, Epoch: 2}, Kind: EntryConfig, Config: cfg}}, InForce: 2},
-		AppendAck{From: 2, Epoch: 1, OK: true, Match: Pos{Version: 3, Epoch: 1}, Last: 3},
+		PeerStatus{From: 2, Incarnation: 1, Role: Follower, Epoch: 1, MaxEpoch: 1, Last: changelog.Pos{Version: 3, Epoch: 1}, Commit: changelog.Pos{Version: 3, Epoch: 1}, Eligible: true, Sync: Synced, Leader: 1},
+		PeerStatus{From: 1, Incarnation: 1, Role: Leader, Epoch: 2, MaxEpoch: 2, Last: changelog.Pos{Version: 3, Epoch: 1}, Eligible: true, Sync: Synced, Leader: 1},
+		Append{From: 1, Epoch: 1, Prev: changelog.Pos{Version: 2}, Entries: []changelog.Entry{noop, put}, Commit: put.Pos, InForce: 2},
+		Append{From: 1, Epoch: 2, Prev: changelog.Pos{Version: 2}, Entries: []changelog.Entry{noop, {Pos: changelog.Pos{Version: 4, Epoch: 2}, Kind: changelog.EntryConfig, Config: cfg}}, InForce: 2},
+		AppendAck{From: 2, Epoch: 1, OK: true, Match: changelog.Pos{Version: 3, Epoch: 1}, Last: 3},
 		FetchReq{From: 2, After: 2},
-		FetchResp{From: 2, Base: Pos{Version: 2}, Entries: []Entry{noop, put}, Commit: Pos{Version: 3, Epoch: 1}},
-		SnapshotChunk{From: 1, Epoch: 1, Pos: Pos{Version: 9, Epoch: 1}, Total: 2, Latest: cfg,
-			Items: []KVEntry{{Key: "a", Value: "x", Version: 4}}, Sessions: []SessionEntry{{Client: 9, Session: Session{Seq: 1, Version: 4}}},
-			Commit: Pos{Version: 9, Epoch: 1}, InForce: 2},
+		FetchResp{From: 2, Base: changelog.Pos{Version: 2}, Entries: []changelog.Entry{noop, put}, Commit: changelog.Pos{Version: 3, Epoch: 1}},
+		SnapshotChunk{From: 1, Epoch: 1, Pos: changelog.Pos{Version: 9, Epoch: 1}, Total: 2, Latest: cfg,
+			Items: []namespace.KVEntry{{Key: "a", Value: "x", Version: 4}}, Sessions: []SessionEntry{{Client: 9, Session: namespace.Session{Seq: 1, Version: 4}}},
+			Commit: changelog.Pos{Version: 9, Epoch: 1}, InForce: 2},
 		Probe{CS: 3, Nonce: 1},
 		VoteHello{CS: 3, Addr: rigAddr(3), Session: 1, Nominate: true, MaxEpoch: 1},
 		VoteBye{CS: 1, Session: 1},
-		HeartbeatAck{CS: 1, Session: 1, Seq: 3, OK: true, Granted: 800 * time.Millisecond, MaxEpoch: 1, EpochOwner: 1, KnownReg: 2, InForce: 2, Commit: Pos{Version: 3, Epoch: 1}, CommitTag: 1},
+		HeartbeatAck{CS: 1, Session: 1, Seq: 3, OK: true, Granted: 800 * time.Millisecond, MaxEpoch: 1, EpochOwner: 1, KnownReg: 2, InForce: 2, Commit: changelog.Pos{Version: 3, Epoch: 1}, CommitTag: 1},
 		ClientWrite{Client: 9, Seq: 1, Key: "a", Value: "x"},
 		ClientWrite{Client: 9, Seq: 2, Key: "a", Value: "y", CAS: true, Expect: 4},
 		ClientRead{Client: 9, Seq: 3, Key: "a"},

@@ -1,6 +1,7 @@
 package roles
 
 import (
+	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
@@ -99,5 +100,5 @@ func (m *Master) noteRegistration(id wire.CSID, v *voterRec) {
 		m.ignore("registration-queue-full")
 		return
 	}
-	m.toRegister[id] = Chunkserver{ID: id, Addr: v.addr, Port: v.port, VoterOnly: v.voterOnly}
+	m.toRegister[id] = registry.Chunkserver{ID: id, Addr: v.addr, Port: v.port, VoterOnly: v.voterOnly}
 }

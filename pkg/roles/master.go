@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
+	"github.com/mfs-election/mfs-election/pkg/namespace"
 	"github.com/mfs-election/mfs-election/pkg/quorum"
+	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
@@ -17,8 +20,8 @@ type Master struct {
 	role      Role
 	hard      HardState
 	hardDirty bool // hard changed in this step: persist it
-	log       Log
-	kv        KV
+	log       changelog.Log
+	kv        namespace.KV
 	out       Batch // what this step asks of the driver so far
 
 	// Each part's state sits in its own file, beside the code that owns
@@ -44,37 +47,37 @@ func NewMaster(cfg Config, st Stored, now Instant) (*Master, Batch) {
 		election:     election{voters: map[wire.CSID]*voterRec{}, hbSent: map[uint64]sentHB{}, quietSince: now},
 		peerState:    peerState{peers: map[wire.MasterID]*peerView{}, foreign: map[wire.MasterID]bool{}, nextPeer: now, startedAt: now},
 		replication:  replication{progress: map[wire.MasterID]*progress{}},
-		registration: registration{toRegister: map[wire.CSID]Chunkserver{}},
+		registration: registration{toRegister: map[wire.CSID]registry.Chunkserver{}},
 	}
-	m.log.reset(st.Base)
-	m.log.append(st.Entries...)
+	m.log.Reset(st.Base)
+	m.log.Append(st.Entries...)
 	if s := st.Snapshot; s != nil {
 		// A snapshot is committed history. One received from another master
 		// is written before the log it replaces (Persist order), so a crash
 		// between the two leaves a snapshot the log may not agree with:
 		// the log then restarts after it.
-		if s.Pos.Version < m.log.base.Version {
-			panic(fmt.Sprintf("invariant log-base: stored snapshot %v below the log base %v", s.Pos, m.log.base))
+		if s.Pos.Version < m.log.BasePos().Version {
+			panic(fmt.Sprintf("invariant log-base: stored snapshot %v below the log base %v", s.Pos, m.log.BasePos()))
 		}
 		if s.Pos.Version > m.log.Len() || !m.log.Has(s.Pos) {
 			// The store still holds the old log: trim and truncate it to
 			// the snapshot too, before anything is appended after it
 			// (docs/architecture.md §10, "Snapshots").
 			b, v := s.base(), s.Pos.Version
-			m.log.reset(b)
+			m.log.Reset(b)
 			m.persist(Persist{Trim: &b, TruncateAfter: &v})
 		}
 		if s.Pos.Version > m.hard.Commit.Version {
 			m.hard.Commit = s.Pos
 		}
 		m.snap, m.kv = s, s.kv()
-	} else if m.log.base.Version > 0 {
-		panic(fmt.Sprintf("invariant log-base: log trimmed to %v without a snapshot", m.log.base))
+	} else if m.log.BasePos().Version > 0 {
+		panic(fmt.Sprintf("invariant log-base: log trimmed to %v without a snapshot", m.log.BasePos()))
 	}
 	if m.hard.Commit.Version > m.log.Len() || !m.log.Has(m.hard.Commit) {
 		panic(fmt.Sprintf("invariant stored-commit: commit %v not in stored log (last %v)", m.hard.Commit, m.log.Last()))
 	}
-	m.kv.applyUpTo(&m.log, m.hard.Commit.Version)
+	m.kv.ApplyUpTo(&m.log, m.hard.Commit.Version)
 	m.hard.Incarnation++
 	m.persistHard()
 	return m, m.flush()
@@ -315,11 +318,11 @@ func (m *Master) enterLeader() {
 	m.hard.LeaderEpoch = m.hard.Epoch
 	m.persistHard()
 	// A new term starts with an entry of its own epoch.
-	e := Entry{Pos: Pos{Version: m.log.Len() + 1, Epoch: m.hard.Epoch}, Kind: EntryNoop}
-	m.log.append(e)
-	m.persist(Persist{Append: []Entry{e}})
+	e := changelog.Entry{Pos: changelog.Pos{Version: m.log.Len() + 1, Epoch: m.hard.Epoch}, Kind: changelog.EntryNoop}
+	m.log.Append(e)
+	m.persist(Persist{Append: []changelog.Entry{e}})
 	m.replicated, m.acked = m.hard.Commit, m.hard.Commit
-	m.kv.applyUpTo(&m.log, m.acked.Version)
+	m.kv.ApplyUpTo(&m.log, m.acked.Version)
 	m.progress = map[wire.MasterID]*progress{}
 	for _, id := range m.cfg.Masters {
 		if id != m.cfg.ID {

@@ -3,6 +3,8 @@ package roles
 import (
 	"fmt"
 	"slices"
+
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 )
 
 // MemStore is a Store in memory: the simulator's disk, and the twin that
@@ -28,10 +30,10 @@ func (s *MemStore) Copy() *MemStore { return NewMemStore(s.st) }
 func (s *MemStore) Hard() HardState { return s.st.Hard }
 
 // Base is the stored log's base.
-func (s *MemStore) Base() LogBase { return s.st.Base }
+func (s *MemStore) Base() changelog.LogBase { return s.st.Base }
 
 // Last is the position of the newest stored entry (the base when none).
-func (s *MemStore) Last() Pos {
+func (s *MemStore) Last() changelog.Pos {
 	if n := len(s.st.Entries); n > 0 {
 		return s.st.Entries[n-1].Pos
 	}
@@ -40,7 +42,7 @@ func (s *MemStore) Last() Pos {
 
 // Holds reports whether the stored log holds the entry at pos (the same
 // version and epoch); a trimmed one is not held.
-func (s *MemStore) Holds(pos Pos) bool {
+func (s *MemStore) Holds(pos changelog.Pos) bool {
 	if pos.Version <= s.st.Base.Pos.Version {
 		return false
 	}

@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
+	"github.com/mfs-election/mfs-election/pkg/namespace"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
@@ -24,7 +26,7 @@ type ProbeReply struct {
 	LeaderFresh bool          // it heard from that LEADER within its peer timeout
 	Eligible    bool          // holds metadata
 	Sync        SyncState
-	Last        Pos
+	Last        changelog.Pos
 	Usurper     bool
 	Keep        bool // KEEP_LEADERSHIP and not yielded
 	Yielded     bool // leadership was moved away from it on purpose
@@ -65,7 +67,7 @@ type Heartbeat struct {
 	Lease       time.Duration // the promise asked for
 	RegVersion  uint64        // newest config version replicated to the ack set
 	InForce     uint64        // newest config version in force
-	Commit      Pos           // from a LEADER: replicated as the ack rule requires; voters remember it, tagged with Epoch
+	Commit      changelog.Pos // from a LEADER: replicated as the ack rule requires; voters remember it, tagged with Epoch
 	Rank, Ranks uint32        // this voter's place in the nomination rotation
 	// Keepalive: no promise asked and no epoch proposed (an ELECT before
 	// its sessions make a quorum, or a DEPUTY). Epoch and Lease are 0.
@@ -84,7 +86,7 @@ type HeartbeatAck struct {
 	EpochOwner wire.MasterID
 	KnownReg   uint64
 	InForce    uint64
-	Commit     Pos
+	Commit     changelog.Pos
 	CommitTag  uint64 // the epoch of the LEADER that told it Commit
 	// EpochInc is the incarnation of EpochOwner that took MaxEpoch (0:
 	// unknown): a master whose data directory was rolled back learns from
@@ -124,8 +126,8 @@ type PeerStatus struct {
 	Role        Role
 	Epoch       uint64
 	MaxEpoch    uint64
-	Last        Pos
-	Commit      Pos
+	Last        changelog.Pos
+	Commit      changelog.Pos
 	Eligible    bool
 	Sync        SyncState
 	Usurper     bool
@@ -142,9 +144,9 @@ type PeerStatus struct {
 type Append struct {
 	From    wire.MasterID
 	Epoch   uint64
-	Prev    Pos
-	Entries []Entry
-	Commit  Pos
+	Prev    changelog.Pos
+	Entries []changelog.Entry
+	Commit  changelog.Pos
 	InForce uint64
 }
 
@@ -154,12 +156,12 @@ type AppendAck struct {
 	From  wire.MasterID
 	Epoch uint64
 	OK    bool
-	Match Pos
+	Match changelog.Pos
 	Last  uint64
 	// SnapPos and SnapNext acknowledge a SnapshotChunk: the records of
 	// the snapshot at SnapPos received so far.
-	SnapPos  Pos    `msgpack:",omitempty"`
-	SnapNext uint64 `msgpack:",omitempty"`
+	SnapPos  changelog.Pos `msgpack:",omitempty"`
+	SnapNext uint64        `msgpack:",omitempty"`
 }
 
 // FetchReq asks any master for its entries after version After (an ELECT
@@ -169,24 +171,24 @@ type FetchReq struct {
 	After uint64
 	// SnapPos and SnapNext ask for the next chunk of a snapshot (when the
 	// responder has trimmed the entries after After).
-	SnapPos  Pos    `msgpack:",omitempty"`
-	SnapNext uint64 `msgpack:",omitempty"`
+	SnapPos  changelog.Pos `msgpack:",omitempty"`
+	SnapNext uint64        `msgpack:",omitempty"`
 }
 
 // FetchResp answers FetchReq. Base is the responder's entry at After, so the
 // asker can check the two logs agree there.
 type FetchResp struct {
 	From    wire.MasterID
-	Base    Pos
-	Entries []Entry
-	Commit  Pos
+	Base    changelog.Pos
+	Entries []changelog.Entry
+	Commit  changelog.Pos
 }
 
 // ClientWrite asks for a change (Value empty and Delete set removes Key).
 // With CAS set, Key becomes Value only if it is at version Expect (0: only
 // if absent).
 type ClientWrite struct {
-	Client ClientID
+	Client changelog.ClientID
 	Seq    uint64
 	Key    string
 	Value  string
@@ -201,7 +203,7 @@ type ClientWrite struct {
 // ListMax: ListMax) and ListMaxBytes. ClientReply.More says there are more
 // keys under the prefix: ask again with After the last key received.
 type ClientRead struct {
-	Client ClientID
+	Client changelog.ClientID
 	Seq    uint64
 	Key    string
 	Prefix bool   `msgpack:",omitempty"`
@@ -213,7 +215,7 @@ type ClientRead struct {
 // master cannot serve (none when unknown); Err and Code say why it failed.
 type ClientReply struct {
 	From     wire.MasterID
-	Client   ClientID
+	Client   changelog.ClientID
 	Seq      uint64
 	OK       bool
 	Value    string
@@ -224,10 +226,10 @@ type ClientReply struct {
 	Err      string
 	// KeyVersion: a read's key, or a write's key after it, is at this
 	// version (0: absent). Conflict: a compare-and-set found another.
-	KeyVersion uint64    `msgpack:",omitempty"`
-	Conflict   bool      `msgpack:",omitempty"`
-	Entries    []KVEntry `msgpack:",omitempty"`
-	More       bool      `msgpack:",omitempty"` // a list answer left keys out (Limit, ListMax, ListMaxBytes): ask again after the last one
+	KeyVersion uint64              `msgpack:",omitempty"`
+	Conflict   bool                `msgpack:",omitempty"`
+	Entries    []namespace.KVEntry `msgpack:",omitempty"`
+	More       bool                `msgpack:",omitempty"` // a list answer left keys out (Limit, ListMax, ListMaxBytes): ask again after the last one
 	// Code says why it failed, for programs (Err says it for people):
 	// whether to ask again, elsewhere, or give up.
 	Code wire.Code `msgpack:",omitempty"`

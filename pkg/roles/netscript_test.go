@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
@@ -73,8 +74,8 @@ func (h *harness) netStart(a map[string]string) string {
 	h.net = n
 	var lines []string
 	for _, id := range masters {
-		entries, inForce := registry(strings.Join(reg, ","), "")
-		st := Stored{Entries: entries, Hard: HardState{InForce: inForce, Commit: Pos{Version: 2}}}
+		entries, inForce := registryLog(strings.Join(reg, ","), "")
+		st := Stored{Entries: entries, Hard: HardState{InForce: inForce, Commit: changelog.Pos{Version: 2}}}
 		m, b := NewMaster(DefaultConfig(id, masters), st, h.now)
 		name := masterName(id)
 		n.names = append(n.names, name)

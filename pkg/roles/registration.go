@@ -4,14 +4,16 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/quorum"
+	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
 // registration: the chunkservers asking to be registered, and the ids
 // handed out for them.
 type registration struct {
-	toRegister map[wire.CSID]Chunkserver
+	toRegister map[wire.CSID]registry.Chunkserver
 	assigned   map[netip.AddrPort]wire.CSID // ids handed out by AssignID
 }
 
@@ -35,16 +37,16 @@ func (m *Master) registerNext() {
 	if _, ok := m.Registry().Member(cs.ID); ok {
 		return
 	}
-	if err := m.proposeChange(Change{Kind: ChangeRegister, CS: cs}); err != nil {
+	if err := m.proposeChange(registry.Change{Kind: registry.ChangeRegister, CS: cs}); err != nil {
 		m.ignore("registration-refused")
 	}
 }
 
 // proposeChange appends a config entry. The caller has checked that no
 // other change is in flight.
-func (m *Master) proposeChange(c Change) error {
+func (m *Master) proposeChange(c registry.Change) error {
 	cur := m.Registry()
-	next, err := c.apply(cur)
+	next, err := c.Apply(cur)
 	if err != nil {
 		return err
 	}
@@ -57,9 +59,9 @@ func (m *Master) proposeChange(c Change) error {
 	if t := m.tallyUnder(next, m.now, nil); t.Outcome != quorum.Won {
 		return fmt.Errorf("%w (%v)", errQuorumLost, t)
 	}
-	e := Entry{Pos: Pos{Version: m.log.Len() + 1, Epoch: m.hard.Epoch}, Kind: EntryConfig, Config: next}
-	m.log.append(e)
-	m.persist(Persist{Append: []Entry{e}})
+	e := changelog.Entry{Pos: changelog.Pos{Version: m.log.Len() + 1, Epoch: m.hard.Epoch}, Kind: changelog.EntryConfig, Config: next}
+	m.log.Append(e)
+	m.persist(Persist{Append: []changelog.Entry{e}})
 	m.replicate()
 	m.advanceReplicated()
 	return nil

@@ -3,6 +3,7 @@ package roles
 import (
 	"cmp"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/quorum"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
@@ -11,8 +12,8 @@ import (
 // rule stands; a follower's catch-up request time.
 type replication struct {
 	progress   map[wire.MasterID]*progress
-	replicated Pos
-	acked      Pos
+	replicated changelog.Pos
+	acked      changelog.Pos
 	fetchAt    Instant
 }
 
@@ -47,7 +48,7 @@ func (m *Master) appendOrChunk(id wire.MasterID, resend, snapAcked bool) {
 	if resend || p.next <= p.match.Version || p.next > m.log.Len()+1 {
 		p.next = p.match.Version + 1
 	}
-	if p.next-1 < m.log.base.Version {
+	if p.next-1 < m.log.BasePos().Version {
 		m.sendSnapshot(id, p, snapAcked)
 		return
 	}
@@ -134,7 +135,7 @@ func (m *Master) onAppend(a Append) {
 		m.persist(Persist{TruncateAfter: trunc, Append: app})
 	}
 	// Entries at or below the base are committed history already held.
-	match := m.log.PosAt(max(a.Prev.Version+uint64(len(a.Entries)), m.log.base.Version))
+	match := m.log.PosAt(max(a.Prev.Version+uint64(len(a.Entries)), m.log.BasePos().Version))
 	if a.Commit.Version > m.hard.Commit.Version && m.log.Has(a.Commit) {
 		m.hard.Commit = a.Commit
 		m.persistHard()
@@ -143,16 +144,16 @@ func (m *Master) onAppend(a Append) {
 		m.hard.InForce = a.InForce
 		m.persistHard()
 	}
-	m.kv.applyUpTo(&m.log, m.hard.Commit.Version)
+	m.kv.ApplyUpTo(&m.log, m.hard.Commit.Version)
 	m.send(ToMaster(a.From), AppendAck{From: m.cfg.ID, Epoch: a.Epoch, OK: true, Match: match, Last: m.log.Len()})
 }
 
 // merge adds entries that continue a matching prefix, dropping a
 // conflicting suffix first. It never drops a committed entry: a leader that
 // asks for that is refused (and the simulator counts it as a violation).
-func (m *Master) merge(es []Entry) (trunc *uint64, app []Entry, ok bool) {
+func (m *Master) merge(es []changelog.Entry) (trunc *uint64, app []changelog.Entry, ok bool) {
 	for _, e := range es {
-		if e.Version <= m.log.base.Version {
+		if e.Version <= m.log.BasePos().Version {
 			continue // committed history, trimmed here (see Log)
 		}
 		if cur, has := m.log.At(e.Version); has {
@@ -164,7 +165,7 @@ func (m *Master) merge(es []Entry) (trunc *uint64, app []Entry, ok bool) {
 				return nil, nil, false
 			}
 			t := e.Version - 1
-			m.log.truncate(t)
+			m.log.Truncate(t)
 			trunc = &t
 			app = nil
 		}
@@ -172,7 +173,7 @@ func (m *Master) merge(es []Entry) (trunc *uint64, app []Entry, ok bool) {
 			m.ignore("gap-in-entries")
 			return nil, nil, false
 		}
-		m.log.append(e)
+		m.log.Append(e)
 		app = append(app, e)
 	}
 	return trunc, app, true
@@ -197,12 +198,12 @@ func (m *Master) onAppendAck(a AppendAck) {
 	}
 	p.heard, p.seen = m.now, true
 	if !a.OK {
-		p.match = Pos{}
+		p.match = changelog.Pos{}
 		p.next = max(1, min(p.next-1, a.Last+1))
 		m.appendTo(a.From, false)
 		return
 	}
-	snapAcked := a.SnapPos != (Pos{}) && a.SnapPos == p.snapPos
+	snapAcked := a.SnapPos != (changelog.Pos{}) && a.SnapPos == p.snapPos
 	if snapAcked {
 		p.snapNext = a.SnapNext
 	}
@@ -231,7 +232,7 @@ func (m *Master) followerMatches() []uint64 {
 // advanceReplicated moves the position voters are told about: (a) and (b)
 // of the ack rule.
 func (m *Master) advanceReplicated() {
-	r := ReplicatedVersion(m.log.Len(), m.followerMatches(), m.cfg.AckReplicas)
+	r := changelog.ReplicatedVersion(m.log.Len(), m.followerMatches(), m.cfg.AckReplicas)
 	if r > m.replicated.Version {
 		m.replicated = m.log.PosAt(r)
 		m.heartbeatNow()
@@ -252,7 +253,7 @@ func (m *Master) advanceAcked() {
 	if len(cands) == 0 {
 		return
 	}
-	best := AckRule(m.log.Len(), m.followerMatches(), m.cfg.AckReplicas, cands, func(ver uint64) bool {
+	best := changelog.AckRule(m.log.Len(), m.followerMatches(), m.cfg.AckReplicas, cands, func(ver uint64) bool {
 		return m.quorumAt(m.now, func(v *voterRec) bool { return mine(v) && v.commit.Version >= ver }) == quorum.Won
 	})
 	if best <= m.acked.Version {
@@ -264,7 +265,7 @@ func (m *Master) advanceAcked() {
 	// quorum of voters holds it, and a later LEADER holds every entry it
 	// covers). It reaches the disk with the next record that must.
 	m.hard.Commit = m.acked
-	m.kv.applyUpTo(&m.log, best)
+	m.kv.ApplyUpTo(&m.log, best)
 	m.answerPending()
 }
 
@@ -293,7 +294,7 @@ func (m *Master) onFetchReq(f FetchReq) {
 		m.ignore("no-metadata")
 		return
 	}
-	if f.After < m.log.base.Version || f.SnapPos != (Pos{}) {
+	if f.After < m.log.BasePos().Version || f.SnapPos != (changelog.Pos{}) {
 		// The asker lacks entries trimmed here: it gets the snapshot, one
 		// chunk per request.
 		off := f.SnapNext
@@ -345,13 +346,13 @@ func (m *Master) onFetchResp(r FetchResp) {
 
 // progress is the LEADER's view of one follower's changelog.
 type progress struct {
-	next  uint64 // next version to send
-	match Pos    // newest position the follower holds durably
+	next  uint64        // next version to send
+	match changelog.Pos // newest position the follower holds durably
 	heard Instant
 	seen  bool
 	// A follower behind the log's base is sent the snapshot in chunks:
 	// snapNext is the first record it has not acknowledged.
-	snapPos  Pos
+	snapPos  changelog.Pos
 	snapNext uint64
 	snapSent Instant
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
+	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"pgregory.net/rapid"
 )
@@ -66,7 +68,7 @@ func TestReplicatedVersion(t *testing.T) {
 		{name: "more required than connected", leader: 9, followers: []uint64{3, 7}, required: 4, want: 3},
 		{name: "follower ahead of leader is capped", leader: 4, followers: []uint64{8}, required: 1, want: 4},
 	} {
-		if got := ReplicatedVersion(c.leader, c.followers, c.required); got != c.want {
+		if got := changelog.ReplicatedVersion(c.leader, c.followers, c.required); got != c.want {
 			t.Errorf("%s: got %d, want %d", c.name, got, c.want)
 		}
 	}
@@ -87,15 +89,15 @@ func TestAckRule(t *testing.T) {
 		{name: "voters behind", leader: 10, followers: []uint64{10}, cands: []uint64{10, 7}, quorumAt: 7, want: 7},
 		{name: "nothing known", leader: 10, followers: []uint64{10}, cands: nil, quorumAt: 10, want: 0},
 	} {
-		if got := AckRule(c.leader, c.followers, 1, c.cands, knows(c.quorumAt)); got != c.want {
+		if got := changelog.AckRule(c.leader, c.followers, 1, c.cands, knows(c.quorumAt)); got != c.want {
 			t.Errorf("%s: got %d, want %d", c.name, got, c.want)
 		}
 	}
 }
 
 func TestNominationRules(t *testing.T) {
-	a := Candidate{ID: 1, Eligible: true, Last: Pos{10, 2}}
-	b := Candidate{ID: 2, Eligible: true, Last: Pos{12, 1}}
+	a := Candidate{ID: 1, Eligible: true, Last: changelog.Pos{Version: 10, Epoch: 2}}
+	b := Candidate{ID: 2, Eligible: true, Last: changelog.Pos{Version: 12, Epoch: 1}}
 	if !Better(a, b) {
 		t.Error("a newer epoch must beat a longer log of an older epoch")
 	}
@@ -119,16 +121,16 @@ func TestNominationRules(t *testing.T) {
 	if !Better(a, same) || Better(same, a) {
 		t.Error("ties break on the lower id, the same way for every voter")
 	}
-	if MayNominate(Candidate{Eligible: false, Last: Pos{99, 9}}, Pos{}) {
+	if MayNominate(Candidate{Eligible: false, Last: changelog.Pos{Version: 99, Epoch: 9}}, changelog.Pos{}) {
 		t.Error("a master without metadata may never be nominated")
 	}
-	if MayNominate(Candidate{Eligible: true, Last: Pos{5, 1}}, Pos{6, 1}) {
+	if MayNominate(Candidate{Eligible: true, Last: changelog.Pos{Version: 5, Epoch: 1}}, changelog.Pos{Version: 6, Epoch: 1}) {
 		t.Error("a master behind the known commit point may not be nominated")
 	}
-	if MayNominate(Candidate{Eligible: true, Last: Pos{9, 1}}, Pos{6, 2}) {
+	if MayNominate(Candidate{Eligible: true, Last: changelog.Pos{Version: 9, Epoch: 1}}, changelog.Pos{Version: 6, Epoch: 2}) {
 		t.Error("a master whose last epoch is older than the commit point's may not be nominated")
 	}
-	if !MayNominate(Candidate{Eligible: true, Last: Pos{6, 2}}, Pos{6, 2}) {
+	if !MayNominate(Candidate{Eligible: true, Last: changelog.Pos{Version: 6, Epoch: 2}}, changelog.Pos{Version: 6, Epoch: 2}) {
 		t.Error("a master holding exactly the commit point may be nominated")
 	}
 }
@@ -242,33 +244,33 @@ func TestConfigRanges(t *testing.T) {
 }
 
 func TestChanges(t *testing.T) {
-	log := Genesis(1)
+	log := changelog.Genesis(1)
 	cfg := log[0].Config
-	reg := func(id wire.CSID, a string) Change {
-		return Change{Kind: ChangeRegister, CS: Chunkserver{ID: id, Addr: netip.MustParseAddr(a)}}
+	reg := func(id wire.CSID, a string) registry.Change {
+		return registry.Change{Kind: registry.ChangeRegister, CS: registry.Chunkserver{ID: id, Addr: netip.MustParseAddr(a)}}
 	}
-	c2, err := reg(2, "10.0.1.2").apply(cfg)
+	c2, err := reg(2, "10.0.1.2").Apply(cfg)
 	if err != nil || c2.Version != 2 || c2.Bootstrap || len(cfg.Members) != 0 {
 		t.Fatalf("register: %v %+v (original %+v)", err, c2, cfg)
 	}
-	c3, _ := reg(1, "10.0.2.1").apply(c2)
+	c3, _ := reg(1, "10.0.2.1").Apply(c2)
 	if c3.Members[0].ID != 1 || c3.Members[1].ID != 2 {
 		t.Errorf("members not sorted: %+v", c3.Members)
 	}
-	if _, err := reg(1, "10.0.2.9").apply(c3); err == nil {
+	if _, err := reg(1, "10.0.2.9").Apply(c3); err == nil {
 		t.Error("a second registration of the same id was accepted")
 	}
-	if _, err := (Change{Kind: ChangeRemove, ID: 7}).apply(c3); err == nil || !strings.Contains(err.Error(), "CS7") {
+	if _, err := (registry.Change{Kind: registry.ChangeRemove, ID: 7}).Apply(c3); err == nil || !strings.Contains(err.Error(), "CS7") {
 		t.Errorf("removing an unknown chunkserver: %v", err)
 	}
-	c4, err := (Change{Kind: ChangeRemove, ID: 1}).apply(c3)
+	c4, err := (registry.Change{Kind: registry.ChangeRemove, ID: 1}).Apply(c3)
 	if err != nil || len(c4.Members) != 1 {
 		t.Fatalf("remove: %v", err)
 	}
-	if _, err := (Change{Kind: ChangeRemove, ID: 2}).apply(c4); err == nil || !strings.Contains(err.Error(), "last registered") {
+	if _, err := (registry.Change{Kind: registry.ChangeRemove, ID: 2}).Apply(c4); err == nil || !strings.Contains(err.Error(), "last registered") {
 		t.Errorf("removing the last chunkserver: %v", err)
 	}
-	c5, err := (Change{Kind: ChangeMapRange, Prefix: netip.MustParsePrefix("10.0.2.0/24"), Name: "west"}).apply(c3)
+	c5, err := (registry.Change{Kind: registry.ChangeMapRange, Prefix: netip.MustParsePrefix("10.0.2.0/24"), Name: "west"}).Apply(c3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +278,7 @@ func TestChanges(t *testing.T) {
 	if !e.Divided() {
 		t.Error("two locations with members should make a divided electorate")
 	}
-	if _, err := (Change{Kind: ChangeMapRange, Prefix: netip.MustParsePrefix("10.0.2.0/25"), Name: "east"}).apply(c5); err == nil {
+	if _, err := (registry.Change{Kind: registry.ChangeMapRange, Prefix: netip.MustParsePrefix("10.0.2.0/25"), Name: "east"}).Apply(c5); err == nil {
 		t.Error("an overlapping range was accepted")
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
+	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
@@ -69,9 +71,9 @@ func mustU(s string) uint64 {
 	return n
 }
 
-func parsePos(s string) Pos {
+func parsePos(s string) changelog.Pos {
 	v, e, _ := strings.Cut(s, "@")
-	return Pos{Version: mustU(v), Epoch: mustU(e)}
+	return changelog.Pos{Version: mustU(v), Epoch: mustU(e)}
 }
 
 func ids(s string) []wire.MasterID {
@@ -85,14 +87,14 @@ func ids(s string) []wire.MasterID {
 // registry builds a log: genesis by master 1, then one config entry that
 // registers the chunkservers "1@10.0.1.1,2@10.0.2.1" and maps the given
 // ranges, in force.
-func registry(spec, ranges string) ([]Entry, uint64) {
-	log := Genesis(1)
-	cfg := log[0].Config.clone()
+func registryLog(spec, ranges string) ([]changelog.Entry, uint64) {
+	log := changelog.Genesis(1)
+	cfg := log[0].Config.Clone()
 	cfg.Version = 2
 	cfg.Bootstrap = false
 	for _, cs := range strings.Split(spec, ",") {
 		id, addr, _ := strings.Cut(cs, "@")
-		cfg.Members = append(cfg.Members, Chunkserver{ID: wire.CSID(mustU(id)), Addr: netip.MustParseAddr(addr)})
+		cfg.Members = append(cfg.Members, registry.Chunkserver{ID: wire.CSID(mustU(id)), Addr: netip.MustParseAddr(addr)})
 	}
 	if ranges != "" {
 		for _, r := range strings.Split(ranges, ",") {
@@ -104,7 +106,7 @@ func registry(spec, ranges string) ([]Entry, uint64) {
 			}
 		}
 	}
-	log = append(log, Entry{Pos: Pos{Version: 2, Epoch: 0}, Kind: EntryConfig, Config: cfg})
+	log = append(log, changelog.Entry{Pos: changelog.Pos{Version: 2, Epoch: 0}, Kind: changelog.EntryConfig, Config: cfg})
 	return log, 2
 }
 
@@ -131,17 +133,17 @@ func (h *harness) run(cmd string) string {
 		switch {
 		case a["empty"] == "true":
 		case a["genesis"] == "true":
-			st.Entries = Genesis(wire.MasterID(mustU(orDefault(a["founder"], a["id"]))))
+			st.Entries = changelog.Genesis(wire.MasterID(mustU(orDefault(a["founder"], a["id"]))))
 		default:
-			st.Entries, st.Hard.InForce = registry(a["registry"], a["ranges"])
-			st.Hard.Commit = Pos{Version: 2}
+			st.Entries, st.Hard.InForce = registryLog(a["registry"], a["ranges"])
+			st.Hard.Commit = changelog.Pos{Version: 2}
 			if p, ok := a["pending"]; ok {
 				// A registry change written but not yet in force: version 3
 				// with these members, uncommitted.
-				next, _ := registry(p, a["ranges"])
+				next, _ := registryLog(p, a["ranges"])
 				cfg := next[len(next)-1].Config
 				cfg.Version = 3
-				st.Entries = append(st.Entries, Entry{Pos: Pos{Version: 3}, Kind: EntryConfig, Config: cfg})
+				st.Entries = append(st.Entries, changelog.Entry{Pos: changelog.Pos{Version: 3}, Kind: changelog.EntryConfig, Config: cfg})
 			}
 		}
 		if e, ok := a["epoch"]; ok {
@@ -297,7 +299,7 @@ var scriptEvents = map[string]func(h *harness, a map[string]string, cs wire.CSID
 	"append": func(h *harness, a map[string]string, cs wire.CSID, from wire.MasterID) Event {
 		ap := Append{From: from, Epoch: mustU(a["epoch"]), Prev: parsePos(orDefault(a["prev"], "0@0")), Commit: parsePos(orDefault(a["commit"], "0@0"))}
 		if n, ok := a["noop"]; ok {
-			ap.Entries = []Entry{{Pos: parsePos(n), Kind: EntryNoop}}
+			ap.Entries = []changelog.Entry{{Pos: parsePos(n), Kind: changelog.EntryNoop}}
 		}
 		return ap
 	},
@@ -308,19 +310,19 @@ var scriptEvents = map[string]func(h *harness, a map[string]string, cs wire.CSID
 		base := parsePos(a["base"])
 		r := FetchResp{From: from, Base: base}
 		for v := base.Version + 1; v <= mustU(a["upto"]); v++ {
-			r.Entries = append(r.Entries, Entry{Pos: Pos{Version: v, Epoch: mustU(a["epoch"])}, Kind: EntryNoop})
+			r.Entries = append(r.Entries, changelog.Entry{Pos: changelog.Pos{Version: v, Epoch: mustU(a["epoch"])}, Kind: changelog.EntryNoop})
 		}
 		return r
 	},
 	"write": func(h *harness, a map[string]string, cs wire.CSID, from wire.MasterID) Event {
-		w := ClientWrite{Client: ClientID(mustU(a["client"])), Seq: mustU(a["seq"]), Key: a["key"], Value: a["val"], Delete: a["delete"] == "true"}
+		w := ClientWrite{Client: changelog.ClientID(mustU(a["client"])), Seq: mustU(a["seq"]), Key: a["key"], Value: a["val"], Delete: a["delete"] == "true"}
 		if e, ok := a["expect"]; ok {
 			w.CAS, w.Expect = true, mustU(e)
 		}
 		return w
 	},
 	"read": func(h *harness, a map[string]string, cs wire.CSID, from wire.MasterID) Event {
-		return ClientRead{Client: ClientID(mustU(a["client"])), Seq: mustU(a["seq"]), Key: a["key"]}
+		return ClientRead{Client: changelog.ClientID(mustU(a["client"])), Seq: mustU(a["seq"]), Key: a["key"]}
 	},
 	"probe": func(h *harness, a map[string]string, cs wire.CSID, from wire.MasterID) Event {
 		return Probe{CS: cs, Nonce: 1}
@@ -337,15 +339,15 @@ var scriptEvents = map[string]func(h *harness, a map[string]string, cs wire.CSID
 		case "shutdown":
 			ad.Kind = AdminShutdown
 		case "remove":
-			ad.Kind, ad.Change = AdminChange, Change{Kind: ChangeRemove, ID: uint32(cs)}
+			ad.Kind, ad.Change = AdminChange, registry.Change{Kind: registry.ChangeRemove, ID: uint32(cs)}
 		case "register":
-			ad.Kind, ad.Change = AdminChange, Change{Kind: ChangeRegister, CS: Chunkserver{ID: cs, Addr: netip.MustParseAddr(a["addr"])}}
+			ad.Kind, ad.Change = AdminChange, registry.Change{Kind: registry.ChangeRegister, CS: registry.Chunkserver{ID: cs, Addr: netip.MustParseAddr(a["addr"])}}
 		case "map":
-			ad.Kind, ad.Change = AdminChange, Change{Kind: ChangeMapRange, Prefix: netip.MustParsePrefix(a["prefix"]), Name: a["name"]}
+			ad.Kind, ad.Change = AdminChange, registry.Change{Kind: registry.ChangeMapRange, Prefix: netip.MustParsePrefix(a["prefix"]), Name: a["name"]}
 		case "default":
-			ad.Kind, ad.Change = AdminChange, Change{Kind: ChangeSetDefault, Name: a["name"]}
+			ad.Kind, ad.Change = AdminChange, registry.Change{Kind: registry.ChangeSetDefault, Name: a["name"]}
 		case "off":
-			ad.Kind, ad.Change = AdminChange, Change{Kind: ChangeSetOn, Name: a["name"]}
+			ad.Kind, ad.Change = AdminChange, registry.Change{Kind: registry.ChangeSetOn, Name: a["name"]}
 		}
 		return ad
 	},
@@ -479,17 +481,17 @@ func persistText(p Persist) string {
 	return strings.Join(parts, " ")
 }
 
-func entryText(e Entry) string {
+func entryText(e changelog.Entry) string {
 	switch e.Kind {
-	case EntryNoop:
+	case changelog.EntryNoop:
 		return e.Pos.String() + ":noop"
-	case EntryConfig:
+	case changelog.EntryConfig:
 		return fmt.Sprintf("%v:config-v%d", e.Pos, e.Config.Version)
-	case EntryPut:
+	case changelog.EntryPut:
 		return fmt.Sprintf("%v:put(%s=%s)", e.Pos, e.Key, e.Value)
-	case EntryDelete:
+	case changelog.EntryDelete:
 		return fmt.Sprintf("%v:delete(%s)", e.Pos, e.Key)
-	case EntryCAS:
+	case changelog.EntryCAS:
 		return fmt.Sprintf("%v:cas(%s=%s if version %d)", e.Pos, e.Key, e.Value, e.Expect)
 	}
 	return e.Pos.String()

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
+	"github.com/mfs-election/mfs-election/pkg/namespace"
 	"github.com/mfs-election/mfs-election/pkg/quorum"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
@@ -60,7 +62,7 @@ func CheckWrite(w ClientWrite) string {
 	return ""
 }
 
-func (m *Master) reply(c ClientID, seq uint64, r ClientReply) {
+func (m *Master) reply(c changelog.ClientID, seq uint64, r ClientReply) {
 	r.From, r.Client, r.Seq = m.cfg.ID, c, seq
 	m.send(ToClient(c), r)
 }
@@ -94,16 +96,16 @@ func (m *Master) onClientWrite(w ClientWrite) {
 		m.reply(w.Client, w.Seq, ClientReply{Err: ErrStaleSeq, Code: wire.CodeStaleSeq})
 		return
 	}
-	kind := EntryPut
+	kind := changelog.EntryPut
 	switch {
 	case w.Delete:
-		kind = EntryDelete
+		kind = changelog.EntryDelete
 	case w.CAS:
-		kind = EntryCAS
+		kind = changelog.EntryCAS
 	}
-	e := Entry{Pos: Pos{Version: m.log.Len() + 1, Epoch: m.hard.Epoch}, Kind: kind, Client: w.Client, Seq: w.Seq, Key: w.Key, Value: w.Value, Expect: w.Expect}
-	m.log.append(e)
-	m.persist(Persist{Append: []Entry{e}})
+	e := changelog.Entry{Pos: changelog.Pos{Version: m.log.Len() + 1, Epoch: m.hard.Epoch}, Kind: kind, Client: w.Client, Seq: w.Seq, Key: w.Key, Value: w.Value, Expect: w.Expect}
+	m.log.Append(e)
+	m.persist(Persist{Append: []changelog.Entry{e}})
 	m.pending = append(m.pending, pendingOp{client: w.Client, seq: w.Seq, ver: e.Version, key: w.Key})
 	m.replicate()
 	m.advanceReplicated()
@@ -207,10 +209,10 @@ func (m *Master) answerPending() {
 func (m *Master) readReply(op pendingOp) ClientReply {
 	if op.prefix {
 		limit := op.limit
-		if limit <= 0 || limit > ListMax {
-			limit = ListMax
+		if limit <= 0 || limit > namespace.ListMax {
+			limit = namespace.ListMax
 		}
-		es, more := m.kv.List(op.key, op.after, limit, ListMaxBytes)
+		es, more := m.kv.List(op.key, op.after, limit, namespace.ListMaxBytes)
 		return ClientReply{OK: true, Entries: es, More: more}
 	}
 	it, ok := m.kv.Data[op.key]
@@ -218,7 +220,7 @@ func (m *Master) readReply(op pendingOp) ClientReply {
 }
 
 type pendingOp struct {
-	client ClientID
+	client changelog.ClientID
 	seq    uint64
 	ver    uint64 // write: the entry; read: the read index
 	hb     uint64 // read: the newest heartbeat sent before it arrived
@@ -233,7 +235,7 @@ type pendingOp struct {
 // seq): from the session table for applied entries, by a scan of the
 // entries not yet applied (a few, bounded by what is in flight) for the
 // rest.
-func findClientSeq(l *Log, kv *KV, c ClientID, seq uint64) uint64 {
+func findClientSeq(l *changelog.Log, kv *namespace.KV, c changelog.ClientID, seq uint64) uint64 {
 	if c == 0 {
 		return 0
 	}

@@ -3,6 +3,8 @@ package roles
 import (
 	"testing"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
+	"github.com/mfs-election/mfs-election/pkg/namespace"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
@@ -11,8 +13,8 @@ import (
 // never over a newer commit point: each guard of onSnapshotChunk, seen.
 func TestSnapshotInstallGuards(t *testing.T) {
 	l := testLog(t, 300, 30)
-	var kv KV
-	kv.applyUpTo(l, 250)
+	var kv namespace.KV
+	kv.ApplyUpTo(l, 250)
 	s := snapshotOf(&kv, l)
 	const size = 200
 	chunks := func(epoch uint64) []SnapshotChunk {
@@ -57,7 +59,7 @@ func TestSnapshotInstallGuards(t *testing.T) {
 	t.Run("from an older LEADER than the one followed: refused", func(t *testing.T) {
 		m := follower(3)
 		feed(m, chunks(1))
-		if installed(m) || m.SnapshotAt() != (Pos{}) {
+		if installed(m) || m.SnapshotAt() != (changelog.Pos{}) {
 			t.Fatalf("a snapshot of epoch-1 LEADER installed at a follower of epoch 3")
 		}
 	})
@@ -100,8 +102,8 @@ func TestSnapshotInstallGuards(t *testing.T) {
 		m := follower(1)
 		feed(m, chunks(1))
 		newer := testLog(t, 300, 30)
-		var kv2 KV
-		kv2.applyUpTo(newer, 200)
+		var kv2 namespace.KV
+		kv2.ApplyUpTo(newer, 200)
 		old := snapshotOf(&kv2, newer)
 		c := old.chunk(1, 1, 0, 1<<20)
 		acks, ign := feed(m, []SnapshotChunk{c})
@@ -131,12 +133,12 @@ func TestSnapshotTaking(t *testing.T) {
 		}
 	}
 	appendOne := func(v uint64) Append {
-		p := Pos{Version: v, Epoch: 1}
-		prev := Pos{Version: v - 1, Epoch: 1}
+		p := changelog.Pos{Version: v, Epoch: 1}
+		prev := changelog.Pos{Version: v - 1, Epoch: 1}
 		if v == 3 {
-			prev = Pos{Version: 2}
+			prev = changelog.Pos{Version: 2}
 		}
-		return Append{From: 1, Epoch: 1, Prev: prev, Entries: []Entry{{Pos: p, Kind: EntryNoop}}, Commit: p, InForce: 2}
+		return Append{From: 1, Epoch: 1, Prev: prev, Entries: []changelog.Entry{{Pos: p, Kind: changelog.EntryNoop}}, Commit: p, InForce: 2}
 	}
 
 	_, step := run(0)
@@ -155,8 +157,8 @@ func TestSnapshotTaking(t *testing.T) {
 		t.Fatalf("%d saves asked for while the first was not done; want 1", len(asked))
 	}
 	first := asked[0]
-	step(SnapshotSaved{Pos: Pos{Version: first.Pos.Version + 1, Epoch: 1}})
-	if m.SnapshotAt() != (Pos{}) {
+	step(SnapshotSaved{Pos: changelog.Pos{Version: first.Pos.Version + 1, Epoch: 1}})
+	if m.SnapshotAt() != (changelog.Pos{}) {
 		t.Fatalf("a save reported at another position was taken: snapshot at %v", m.SnapshotAt())
 	}
 	next := step(SnapshotSaved{Pos: first.Pos})
@@ -170,7 +172,7 @@ func TestSnapshotTaking(t *testing.T) {
 	}
 	// A newer snapshot is installed meanwhile (as from a LEADER); the save
 	// of the older one then finishes and must not replace it.
-	newer := &Snapshot{Pos: Pos{Version: 10, Epoch: 1}}
+	newer := &Snapshot{Pos: changelog.Pos{Version: 10, Epoch: 1}}
 	m.snap = newer
 	step(SnapshotSaved{Pos: next[0].Pos})
 	if m.SnapshotAt() != newer.Pos {

@@ -4,6 +4,9 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
+	"github.com/mfs-election/mfs-election/pkg/namespace"
+	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
@@ -23,24 +26,26 @@ type snapshots struct {
 // above its durable snapshot, so the entries after the snapshot are always
 // held.
 type Snapshot struct {
-	Pos      Pos
-	Latest   *ClusterConfig
-	Previous *ClusterConfig `msgpack:",omitempty"`
-	Data     map[string]Item
-	Sessions map[ClientID]Session
+	Pos      changelog.Pos
+	Latest   *registry.ClusterConfig
+	Previous *registry.ClusterConfig `msgpack:",omitempty"`
+	Data     map[string]namespace.Item
+	Sessions map[changelog.ClientID]namespace.Session
 
 	// keys and ids order the records for transfer in chunks (built on
 	// first use; a snapshot is never edited after it is made).
 	keys []string
-	ids  []ClientID
+	ids  []changelog.ClientID
 }
 
 // base is the log base of a log that starts right after the snapshot.
-func (s *Snapshot) base() LogBase { return LogBase{Pos: s.Pos, Latest: s.Latest, Previous: s.Previous} }
+func (s *Snapshot) base() changelog.LogBase {
+	return changelog.LogBase{Pos: s.Pos, Latest: s.Latest, Previous: s.Previous}
+}
 
 // kv is a namespace to go on from, sharing nothing with the snapshot.
-func (s *Snapshot) kv() KV {
-	return KV{Applied: s.Pos.Version, Data: maps.Clone(s.Data), Sessions: maps.Clone(s.Sessions)}
+func (s *Snapshot) kv() namespace.KV {
+	return namespace.KV{Applied: s.Pos.Version, Data: maps.Clone(s.Data), Sessions: maps.Clone(s.Sessions)}
 }
 
 // records is the number of records a transfer carries: items, then
@@ -69,7 +74,7 @@ func (s *Snapshot) chunk(from wire.MasterID, epoch uint64, offset uint64, maxByt
 		if i < uint64(len(s.keys)) {
 			k := s.keys[i]
 			it := s.Data[k]
-			c.Items = append(c.Items, KVEntry{Key: k, Value: it.Value, Version: it.Version})
+			c.Items = append(c.Items, namespace.KVEntry{Key: k, Value: it.Value, Version: it.Version})
 			size += 32 + len(k) + len(it.Value)
 		} else {
 			id := s.ids[i-uint64(len(s.keys))]
@@ -81,7 +86,7 @@ func (s *Snapshot) chunk(from wire.MasterID, epoch uint64, offset uint64, maxByt
 }
 
 // snapshotOf copies the namespace as applied, with the configs as of it.
-func snapshotOf(kv *KV, l *Log) *Snapshot {
+func snapshotOf(kv *namespace.KV, l *changelog.Log) *Snapshot {
 	latest, prev := l.Configs(kv.Applied)
 	return &Snapshot{
 		Pos: l.PosAt(kv.Applied), Latest: latest, Previous: prev,
@@ -112,7 +117,7 @@ func (m *Master) maybeSnapshot() {
 	if m.snap != nil {
 		at = m.snap.Pos.Version
 	}
-	if m.kv.Applied < at+m.cfg.SnapshotEvery || m.kv.Applied <= m.log.base.Version {
+	if m.kv.Applied < at+m.cfg.SnapshotEvery || m.kv.Applied <= m.log.BasePos().Version {
 		return
 	}
 	m.snapSaving = snapshotOf(&m.kv, &m.log)
@@ -135,9 +140,9 @@ func (m *Master) onSnapshotSaved(e SnapshotSaved) {
 
 // SnapshotAt is the position of this master's durable snapshot (zero when
 // it has none).
-func (m *Master) SnapshotAt() Pos {
+func (m *Master) SnapshotAt() changelog.Pos {
 	if m.snap == nil {
-		return Pos{}
+		return changelog.Pos{}
 	}
 	return m.snap.Pos
 }
@@ -166,10 +171,10 @@ func (m *Master) maybeTrim() {
 	if top > m.cfg.LogRetain {
 		floor = max(floor, top-m.cfg.LogRetain)
 	}
-	if floor <= m.log.base.Version {
+	if floor <= m.log.BasePos().Version {
 		return
 	}
-	b := m.log.trim(floor)
+	b := m.log.Trim(floor)
 	m.persist(Persist{Trim: &b})
 }
 
@@ -211,7 +216,7 @@ func (m *Master) onSnapshotChunk(c SnapshotChunk) {
 		m.ignore("not-elect")
 		return
 	}
-	ack := func(next uint64, match Pos) {
+	ack := func(next uint64, match changelog.Pos) {
 		if fromLeader {
 			m.send(ToMaster(c.From), AppendAck{From: m.cfg.ID, Epoch: c.Epoch, OK: true, Match: match,
 				Last: m.log.Len(), SnapPos: c.Pos, SnapNext: next})
@@ -230,28 +235,28 @@ func (m *Master) onSnapshotChunk(c SnapshotChunk) {
 	b := m.incoming
 	if b == nil || b.snap.Pos != c.Pos || b.from != c.From || c.Offset == 0 {
 		if c.Offset != 0 {
-			ack(0, Pos{})
+			ack(0, changelog.Pos{})
 			return
 		}
 		b = &snapBuild{from: c.From, total: c.Total, snap: &Snapshot{
 			Pos: c.Pos, Latest: c.Latest, Previous: c.Previous,
-			Data: map[string]Item{}, Sessions: map[ClientID]Session{},
+			Data: map[string]namespace.Item{}, Sessions: map[changelog.ClientID]namespace.Session{},
 		}}
 		m.incoming = b
 	}
 	if c.Offset != b.next || c.Total != b.total {
-		ack(b.next, Pos{})
+		ack(b.next, changelog.Pos{})
 		return
 	}
 	for _, it := range c.Items {
-		b.snap.Data[it.Key] = Item{Value: it.Value, Version: it.Version}
+		b.snap.Data[it.Key] = namespace.Item{Value: it.Value, Version: it.Version}
 	}
 	for _, se := range c.Sessions {
 		b.snap.Sessions[se.Client] = se.Session
 	}
 	b.next += uint64(len(c.Items) + len(c.Sessions))
 	if b.next < b.total {
-		ack(b.next, Pos{})
+		ack(b.next, changelog.Pos{})
 		return
 	}
 	if b.snap.Latest == nil || b.next != b.snap.records() {
@@ -276,14 +281,14 @@ func (m *Master) onSnapshotChunk(c SnapshotChunk) {
 // install makes a received snapshot this master's state. Entries after it
 // are kept if the log agrees with it there; otherwise the log restarts
 // right after it.
-func (m *Master) install(s *Snapshot, commit Pos) {
+func (m *Master) install(s *Snapshot, commit changelog.Pos) {
 	var p Persist
-	if s.Pos.Version > m.log.base.Version && s.Pos.Version <= m.log.Len() && m.log.Has(s.Pos) {
-		b := m.log.trim(s.Pos.Version)
+	if s.Pos.Version > m.log.BasePos().Version && s.Pos.Version <= m.log.Len() && m.log.Has(s.Pos) {
+		b := m.log.Trim(s.Pos.Version)
 		p.Trim = &b
 	} else {
 		b, v := s.base(), s.Pos.Version
-		m.log.reset(b)
+		m.log.Reset(b)
 		p.Trim, p.TruncateAfter = &b, &v
 	}
 	p.Snapshot = s
@@ -298,13 +303,13 @@ func (m *Master) install(s *Snapshot, commit Pos) {
 		m.hard.Commit = commit
 		m.persistHard()
 	}
-	m.kv.applyUpTo(&m.log, m.hard.Commit.Version)
+	m.kv.ApplyUpTo(&m.log, m.hard.Commit.Version)
 }
 
 // SessionEntry is one session of a snapshot in transfer.
 type SessionEntry struct {
-	Client ClientID
-	Session
+	Client changelog.ClientID
+	namespace.Session
 }
 
 // SnapshotChunk carries part of a snapshot: to a follower that lacks
@@ -315,14 +320,14 @@ type SessionEntry struct {
 type SnapshotChunk struct {
 	From     wire.MasterID
 	Epoch    uint64
-	Pos      Pos
+	Pos      changelog.Pos
 	Total    uint64
 	Offset   uint64
-	Latest   *ClusterConfig `msgpack:",omitempty"` // in the first chunk
-	Previous *ClusterConfig `msgpack:",omitempty"`
-	Items    []KVEntry      `msgpack:",omitempty"`
-	Sessions []SessionEntry `msgpack:",omitempty"`
-	Commit   Pos            // as in Append
+	Latest   *registry.ClusterConfig `msgpack:",omitempty"` // in the first chunk
+	Previous *registry.ClusterConfig `msgpack:",omitempty"`
+	Items    []namespace.KVEntry     `msgpack:",omitempty"`
+	Sessions []SessionEntry          `msgpack:",omitempty"`
+	Commit   changelog.Pos           // as in Append
 	InForce  uint64
 }
 
@@ -342,7 +347,7 @@ func checkChunk(c SnapshotChunk) string {
 	case c.Pos.Version == 0:
 		return "malformed-snapshot"
 	}
-	for _, cfg := range []*ClusterConfig{c.Latest, c.Previous} {
+	for _, cfg := range []*registry.ClusterConfig{c.Latest, c.Previous} {
 		if cfg != nil {
 			if reason := checkConfig(cfg); reason != "" {
 				return reason

@@ -5,26 +5,28 @@ import (
 	"maps"
 	"testing"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
+	"github.com/mfs-election/mfs-election/pkg/namespace"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
 // testLog builds a log: genesis, then n puts at epoch 1 with a config
 // change (a new founder) at version cfgAt.
-func testLog(t *testing.T, n int, cfgAt uint64) *Log {
+func testLog(t *testing.T, n int, cfgAt uint64) *changelog.Log {
 	t.Helper()
-	var l Log
-	l.append(Genesis(1)...)
+	var l changelog.Log
+	l.Append(changelog.Genesis(1)...)
 	for i := 0; i < n; i++ {
-		e := Entry{Pos: Pos{Version: l.Len() + 1, Epoch: 1}, Kind: EntryPut,
-			Client: ClientID(i%7 + 1), Seq: uint64(i + 1), Key: fmt.Sprintf("k%03d", i%50), Value: fmt.Sprint(i)}
+		e := changelog.Entry{Pos: changelog.Pos{Version: l.Len() + 1, Epoch: 1}, Kind: changelog.EntryPut,
+			Client: changelog.ClientID(i%7 + 1), Seq: uint64(i + 1), Key: fmt.Sprintf("k%03d", i%50), Value: fmt.Sprint(i)}
 		if e.Version == cfgAt {
 			c, _ := l.Configs(l.Len())
-			next := c.clone()
+			next := c.Clone()
 			next.Version++
 			next.Founder = 2
-			e = Entry{Pos: e.Pos, Kind: EntryConfig, Config: next}
+			e = changelog.Entry{Pos: e.Pos, Kind: changelog.EntryConfig, Config: next}
 		}
-		l.append(e)
+		l.Append(e)
 	}
 	return &l
 }
@@ -35,7 +37,7 @@ func testLog(t *testing.T, n int, cfgAt uint64) *Log {
 func TestLogTrim(t *testing.T) {
 	full := testLog(t, 100, 30)
 	l := testLog(t, 100, 30)
-	b := l.trim(60)
+	b := l.Trim(60)
 	if b.Pos != full.PosAt(60) || l.Base().Pos != b.Pos || l.Len() != full.Len() || l.Held() != 41 {
 		t.Fatalf("base %v len %d held %d", b.Pos, l.Len(), l.Held())
 	}
@@ -55,7 +57,7 @@ func TestLogTrim(t *testing.T) {
 	if _, ok := l.At(60); ok {
 		t.Error("At(60) answered for a trimmed entry")
 	}
-	if l.Has(Pos{Version: 60, Epoch: 9}) {
+	if l.Has(changelog.Pos{Version: 60, Epoch: 9}) {
 		t.Error("Has accepted another epoch at the base")
 	}
 	if got := l.From(59, 0, 0); got != nil {
@@ -73,9 +75,9 @@ func TestLogTrim(t *testing.T) {
 				t.Error("truncating below the base did not panic")
 			}
 		}()
-		l.truncate(59)
+		l.Truncate(59)
 	}()
-	l.truncate(70)
+	l.Truncate(70)
 	if l.Len() != 70 || l.Held() != 10 {
 		t.Errorf("after truncate(70): len %d held %d", l.Len(), l.Held())
 	}
@@ -86,13 +88,13 @@ func TestLogTrim(t *testing.T) {
 // on from it.
 func TestSnapshotChunksRoundTrip(t *testing.T) {
 	l := testLog(t, 300, 30)
-	var kv KV
-	kv.applyUpTo(l, 250)
+	var kv namespace.KV
+	kv.ApplyUpTo(l, 250)
 	s := snapshotOf(&kv, l)
 	if s.Pos != l.PosAt(250) || s.Latest.Version != 2 {
 		t.Fatalf("snapshot at %v with config %d", s.Pos, s.Latest.Version)
 	}
-	got := &Snapshot{Data: map[string]Item{}, Sessions: map[ClientID]Session{}}
+	got := &Snapshot{Data: map[string]namespace.Item{}, Sessions: map[changelog.ClientID]namespace.Session{}}
 	chunks := 0
 	for off := uint64(0); off < s.records(); chunks++ {
 		c := s.chunk(1, 1, off, 100)
@@ -102,7 +104,7 @@ func TestSnapshotChunksRoundTrip(t *testing.T) {
 			t.Fatal("configs repeated after the first chunk")
 		}
 		for _, it := range c.Items {
-			got.Data[it.Key] = Item{it.Value, it.Version}
+			got.Data[it.Key] = namespace.Item{Value: it.Value, Version: it.Version}
 		}
 		for _, se := range c.Sessions {
 			got.Sessions[se.Client] = se.Session
@@ -147,21 +149,21 @@ func TestSnapshotChunksRoundTrip(t *testing.T) {
 // TestSessionTableBounded: past MaxSessions the oldest quarter is
 // forgotten, the same on every master (it depends on the entries only).
 func TestSessionTableBounded(t *testing.T) {
-	var l Log
-	l.append(Genesis(1)...)
-	for i := 0; i < MaxSessions+10; i++ {
-		l.append(Entry{Pos: Pos{Version: l.Len() + 1, Epoch: 1}, Kind: EntryPut, Client: ClientID(i + 1), Seq: 1, Key: "k"})
+	var l changelog.Log
+	l.Append(changelog.Genesis(1)...)
+	for i := 0; i < namespace.MaxSessions+10; i++ {
+		l.Append(changelog.Entry{Pos: changelog.Pos{Version: l.Len() + 1, Epoch: 1}, Kind: changelog.EntryPut, Client: changelog.ClientID(i + 1), Seq: 1, Key: "k"})
 	}
-	var a, b KV
-	a.applyUpTo(&l, l.Len())
-	b.applyUpTo(&l, l.Len())
-	if len(a.Sessions) > MaxSessions || len(a.Sessions) < MaxSessions*3/4 {
+	var a, b namespace.KV
+	a.ApplyUpTo(&l, l.Len())
+	b.ApplyUpTo(&l, l.Len())
+	if len(a.Sessions) > namespace.MaxSessions || len(a.Sessions) < namespace.MaxSessions*3/4 {
 		t.Fatalf("%d sessions kept", len(a.Sessions))
 	}
 	if !maps.Equal(a.Sessions, b.Sessions) {
 		t.Fatal("two appliers kept different sessions")
 	}
-	if _, ok := a.Sessions[ClientID(MaxSessions+10)]; !ok {
+	if _, ok := a.Sessions[changelog.ClientID(namespace.MaxSessions+10)]; !ok {
 		t.Fatal("the newest session was forgotten")
 	}
 	if _, ok := a.Sessions[1]; ok {
@@ -172,15 +174,15 @@ func TestSessionTableBounded(t *testing.T) {
 // BenchmarkSnapshotCopy measures the one part of a snapshot made on the
 // master's loop: copying the namespace (1M keys, 100k sessions).
 func BenchmarkSnapshotCopy(b *testing.B) {
-	var l Log
-	l.append(Genesis(1)...)
-	l.append(Entry{Pos: Pos{Version: 2, Epoch: 1}, Kind: EntryNoop})
-	kv := KV{Applied: 2, Data: map[string]Item{}, Sessions: map[ClientID]Session{}}
+	var l changelog.Log
+	l.Append(changelog.Genesis(1)...)
+	l.Append(changelog.Entry{Pos: changelog.Pos{Version: 2, Epoch: 1}, Kind: changelog.EntryNoop})
+	kv := namespace.KV{Applied: 2, Data: map[string]namespace.Item{}, Sessions: map[changelog.ClientID]namespace.Session{}}
 	for i := 0; i < 1_000_000; i++ {
-		kv.Data[fmt.Sprintf("dir%04d/file%06d", i%1000, i)] = Item{Value: "some value of thirty bytes....", Version: uint64(i + 3)}
+		kv.Data[fmt.Sprintf("dir%04d/file%06d", i%1000, i)] = namespace.Item{Value: "some value of thirty bytes....", Version: uint64(i + 3)}
 	}
 	for i := 0; i < 100_000; i++ {
-		kv.Sessions[ClientID(i+1)] = Session{Seq: 1, Version: uint64(i + 3)}
+		kv.Sessions[changelog.ClientID(i+1)] = namespace.Session{Seq: 1, Version: uint64(i + 3)}
 	}
 	b.ResetTimer()
 	for b.Loop() {

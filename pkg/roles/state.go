@@ -3,6 +3,7 @@ package roles
 import (
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
@@ -12,19 +13,19 @@ import (
 type Stored struct {
 	Hard     HardState
 	Snapshot *Snapshot
-	Base     LogBase
-	Entries  []Entry
+	Base     changelog.LogBase
+	Entries  []changelog.Entry
 }
 
 // HardState is a master's small durable record.
 type HardState struct {
-	Incarnation uint64 // rises on every start
-	Epoch       uint64 // the epoch this master last took for itself
-	MaxEpoch    uint64 // the highest epoch it has seen (new epochs go above it)
-	LeaderEpoch uint64 // the highest epoch of a LEADER it followed or was: older appends are refused
-	Commit      Pos    // the newest position it knows to be committed
-	InForce     uint64 // the newest config version it knows to be in force
-	Yielded     bool   // leadership was moved away from it on purpose
+	Incarnation uint64        // rises on every start
+	Epoch       uint64        // the epoch this master last took for itself
+	MaxEpoch    uint64        // the highest epoch it has seen (new epochs go above it)
+	LeaderEpoch uint64        // the highest epoch of a LEADER it followed or was: older appends are refused
+	Commit      changelog.Pos // the newest position it knows to be committed
+	InForce     uint64        // the newest config version it knows to be in force
+	Yielded     bool          // leadership was moved away from it on purpose
 	// ForcedOut: chunkservers an operator removed offline (mfsmaster
 	// repair) because they will never vote again; every tally leaves them
 	// out until a LEADER's removal of them is in force.
@@ -39,8 +40,8 @@ type VoterHardState struct {
 	EpochOwner wire.MasterID
 	KnownReg   uint64
 	InForce    uint64
-	Commit     Pos    // the newest "committed up to" a LEADER told it
-	CommitTag  uint64 // that LEADER's epoch: a newer LEADER's word supersedes
+	Commit     changelog.Pos // the newest "committed up to" a LEADER told it
+	CommitTag  uint64        // that LEADER's epoch: a newer LEADER's word supersedes
 	// EpochInc is the incarnation of EpochOwner that took MaxEpoch: the
 	// same epoch from another incarnation is a master whose data directory
 	// was rolled back, and is refused (0: not recorded yet).

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
@@ -76,7 +77,7 @@ func (m *Master) tempRemove(id wire.CSID) (bool, wire.Code, string) {
 // location of n, each leaving out a different member, share a member when
 // n is odd (2(n-1)/2+2 > n) but may split an even location exactly in two;
 // in an even location every master can only leave out the same member.
-func leaveOut(c *ClusterConfig, removed map[wire.CSID]bool) (*ClusterConfig, map[wire.CSID]bool) {
+func leaveOut(c *registry.ClusterConfig, removed map[wire.CSID]bool) (*registry.ClusterConfig, map[wire.CSID]bool) {
 	perLoc := map[wire.LocationID]int{}
 	highest := map[wire.LocationID]wire.CSID{}
 	for _, mem := range c.Members {
@@ -96,8 +97,8 @@ func leaveOut(c *ClusterConfig, removed map[wire.CSID]bool) (*ClusterConfig, map
 	if len(left) == 0 {
 		return c, left
 	}
-	n := c.clone()
-	n.Members = slices.DeleteFunc(n.Members, func(mem Chunkserver) bool { return left[mem.ID] })
+	n := c.Clone()
+	n.Members = slices.DeleteFunc(n.Members, func(mem registry.Chunkserver) bool { return left[mem.ID] })
 	return n, left
 }
 
@@ -113,7 +114,7 @@ func (m *Master) endTempRemoval(id wire.CSID, why string) {
 // withoutTempRemoved is c as this master counts it. The rules are applied
 // to each config on its own, so they hold whatever configs the log comes
 // to hold.
-func (m *Master) withoutTempRemoved(c *ClusterConfig) *ClusterConfig {
+func (m *Master) withoutTempRemoved(c *registry.ClusterConfig) *registry.ClusterConfig {
 	c = m.withoutForced(c)
 	if len(m.tempRemoved) == 0 {
 		return c
@@ -136,7 +137,7 @@ func (m *Master) removeTempRemoved() bool {
 			m.electorates = nil
 			continue
 		}
-		if err := m.proposeChange(Change{Kind: ChangeRemove, ID: uint32(id)}); err != nil {
+		if err := m.proposeChange(registry.Change{Kind: registry.ChangeRemove, ID: uint32(id)}); err != nil {
 			m.ignore("temp-removal-refused") // a stable reason: it is a metric label
 			continue
 		}

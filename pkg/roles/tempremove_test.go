@@ -8,8 +8,10 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/locations"
 	"github.com/mfs-election/mfs-election/pkg/quorum"
+	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
@@ -32,10 +34,10 @@ func TestTempRemovalKeepsQuorumsIntersecting(t *testing.T) {
 		if m, err = m.SetDefault(rapid.SampledFrom(m.Locations()).Draw(t, "default").Name); err != nil {
 			t.Fatal(err)
 		}
-		cfg := &ClusterConfig{Version: 1, Locations: m}
+		cfg := &registry.ClusterConfig{Version: 1, Locations: m}
 		for id := wire.CSID(1); id <= wire.CSID(rapid.IntRange(1, 9).Draw(t, "chunkservers")); id++ {
 			site := byte(rapid.IntRange(0, nloc-1).Draw(t, "site")) // 0: the default range
-			cfg.Members = append(cfg.Members, Chunkserver{ID: id, Addr: netip.AddrFrom4([4]byte{10, site, 1, byte(id)})})
+			cfg.Members = append(cfg.Members, registry.Chunkserver{ID: id, Addr: netip.AddrFrom4([4]byte{10, site, 1, byte(id)})})
 		}
 		pick := func(label string) map[wire.CSID]bool {
 			r := map[wire.CSID]bool{}
@@ -52,7 +54,7 @@ func TestTempRemovalKeepsQuorumsIntersecting(t *testing.T) {
 		for _, c := range cfg.Members {
 			votes[c.ID] = rapid.IntRange(0, 2).Draw(t, "vote") // 0 none, 1 A, 2 B
 		}
-		count := func(c *ClusterConfig, who int) quorum.Outcome {
+		count := func(c *registry.ClusterConfig, who int) quorum.Outcome {
 			return c.Electorate().Tally(func(id wire.CSID) quorum.Vote {
 				switch votes[id] {
 				case who:
@@ -73,13 +75,13 @@ func TestTempRemovalKeepsQuorumsIntersecting(t *testing.T) {
 // chunkserver with a vote session here, two of one location, or the last
 // of its location.
 func TestTempRemoveRules(t *testing.T) {
-	m, _ := NewMaster(DefaultConfig(1, []wire.MasterID{1}), Stored{Entries: Genesis(1)}, 0)
+	m, _ := NewMaster(DefaultConfig(1, []wire.MasterID{1}), Stored{Entries: changelog.Genesis(1)}, 0)
 	locs, _ := locations.New().MapRange(netip.MustParsePrefix("10.1.0.0/16"), "a")
-	cfg := &ClusterConfig{Version: 2, Locations: locs, Members: []Chunkserver{
+	cfg := &registry.ClusterConfig{Version: 2, Locations: locs, Members: []registry.Chunkserver{
 		{ID: 1, Addr: netip.MustParseAddr("10.1.0.1")}, {ID: 2, Addr: netip.MustParseAddr("10.1.0.2")},
 		{ID: 3, Addr: netip.MustParseAddr("192.168.0.3")}, {ID: 4, Addr: netip.MustParseAddr("10.1.0.4")},
 	}}
-	m.log.append(Entry{Pos: Pos{Version: 2, Epoch: 0}, Kind: EntryConfig, Config: cfg})
+	m.log.Append(changelog.Entry{Pos: changelog.Pos{Version: 2, Epoch: 0}, Kind: changelog.EntryConfig, Config: cfg})
 	m.role = Leader
 	if ok, code, text := m.tempRemove(1); ok || code != wire.CodeState {
 		t.Fatalf("a LEADER took a temporary removal, or refused it with %v: %s", code, text)
@@ -134,7 +136,7 @@ func TestTempRemoveRules(t *testing.T) {
 // only the one with the highest id can be left out.
 func TestLeaveOutEvenLocation(t *testing.T) {
 	locs, _ := locations.New().MapRange(netip.MustParsePrefix("10.1.0.0/16"), "a")
-	cfg := &ClusterConfig{Version: 2, Locations: locs, Members: []Chunkserver{
+	cfg := &registry.ClusterConfig{Version: 2, Locations: locs, Members: []registry.Chunkserver{
 		{ID: 1, Addr: netip.MustParseAddr("10.1.0.1")}, {ID: 2, Addr: netip.MustParseAddr("10.1.0.2")},
 	}}
 	if _, left := leaveOut(cfg, map[wire.CSID]bool{1: true}); len(left) != 0 {

@@ -3,6 +3,8 @@ package roles
 import (
 	"net/netip"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
+	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
@@ -27,7 +29,7 @@ const (
 // mayBootstrap: under config c (an empty registry) this master alone wins
 // the tally: it is the founder, no chunkserver ever registered, and no
 // master of MASTER_HOST belongs to another cluster.
-func (m *Master) mayBootstrap(c *ClusterConfig) bool {
+func (m *Master) mayBootstrap(c *registry.ClusterConfig) bool {
 	return c.Bootstrap && c.Founder == m.cfg.ID && len(m.foreign) == 0
 }
 
@@ -74,7 +76,7 @@ func (m *Master) registeredAt(id wire.CSID, addr netip.Addr, port uint16) bool {
 // the sender's epoch, and every config entry carrying a config. It returns
 // a stable reason, or "" when they are well formed. Log.append would panic
 // on the first two; the rest would corrupt the state machine.
-func checkEntries(prev Pos, es []Entry, epoch uint64) string {
+func checkEntries(prev changelog.Pos, es []changelog.Entry, epoch uint64) string {
 	if prev.Epoch > epoch {
 		return "malformed-prev"
 	}
@@ -88,8 +90,8 @@ func checkEntries(prev Pos, es []Entry, epoch uint64) string {
 			return "malformed-epoch"
 		}
 		switch e.Kind {
-		case EntryNoop, EntryPut, EntryDelete, EntryCAS:
-		case EntryConfig:
+		case changelog.EntryNoop, changelog.EntryPut, changelog.EntryDelete, changelog.EntryCAS:
+		case changelog.EntryConfig:
 			if reason := checkConfig(e.Config); reason != "" {
 				return reason
 			}
@@ -102,7 +104,7 @@ func checkEntries(prev Pos, es []Entry, epoch uint64) string {
 }
 
 // checkConfig validates a config a peer sent inside an entry or a snapshot.
-func checkConfig(c *ClusterConfig) string {
+func checkConfig(c *registry.ClusterConfig) string {
 	if c == nil {
 		return "malformed-config"
 	}

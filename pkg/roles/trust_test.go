@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
+	"github.com/mfs-election/mfs-election/pkg/namespace"
+	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
@@ -94,7 +97,7 @@ func TestEpochBombs(t *testing.T) {
 	if !hasIgnored(acts, "epoch-implausible") || f.m.Hard().MaxEpoch != 0 {
 		t.Fatalf("a status with epoch 2^64-1 was taken: max %d, %v", f.m.Hard().MaxEpoch, acts)
 	}
-	acts = f.m.Step(f.now, Append{From: 1, Epoch: EpochCeiling + 1, Prev: Pos{Version: 2}})
+	acts = f.m.Step(f.now, Append{From: 1, Epoch: EpochCeiling + 1, Prev: changelog.Pos{Version: 2}})
 	if !hasIgnored(acts, "epoch-implausible") || f.m.Hard().LeaderEpoch != 0 {
 		t.Fatalf("an Append above the ceiling was taken: %+v, %v", f.m.Hard(), acts)
 	}
@@ -127,17 +130,17 @@ func TestMalformedPeerMessages(t *testing.T) {
 	f := newHarness(t)
 	f.run("master id=2 masters=1,2 registry=1@10.0.1.1 acks=0")
 	for name, ev := range map[string]Event{
-		"epochs fall":           Append{From: 1, Epoch: 5, Prev: Pos{Version: 2}, Entries: []Entry{{Pos: Pos{3, 7}, Kind: EntryNoop}, {Pos: Pos{4, 1}, Kind: EntryNoop}}},
-		"entry above its epoch": Append{From: 1, Epoch: 5, Prev: Pos{Version: 2}, Entries: []Entry{{Pos: Pos{3, 7}, Kind: EntryNoop}}},
-		"gap":                   Append{From: 1, Epoch: 5, Prev: Pos{Version: 2}, Entries: []Entry{{Pos: Pos{4, 5}, Kind: EntryNoop}}},
-		"nil config":            Append{From: 1, Epoch: 5, Prev: Pos{Version: 2}, Entries: []Entry{{Pos: Pos{3, 5}, Kind: EntryConfig}}},
-		"unknown kind":          Append{From: 1, Epoch: 5, Prev: Pos{Version: 2}, Entries: []Entry{{Pos: Pos{3, 5}, Kind: 99}}},
-		"commit above epoch":    Append{From: 1, Epoch: 5, Prev: Pos{Version: 2}, Commit: Pos{2, 9}},
-		"unsorted members": Append{From: 1, Epoch: 5, Prev: Pos{Version: 2}, Entries: []Entry{{Pos: Pos{3, 5}, Kind: EntryConfig,
-			Config: &ClusterConfig{Version: 3, Members: []Chunkserver{{ID: 2}, {ID: 1}}}}}},
-		"chunk past its total": SnapshotChunk{From: 1, Epoch: 5, Pos: Pos{9, 5}, Total: 1, Offset: 3},
-		"chunk longer than its total": SnapshotChunk{From: 1, Epoch: 5, Pos: Pos{9, 5}, Total: 1,
-			Items: []KVEntry{{Key: "a"}, {Key: "b"}}},
+		"epochs fall":           Append{From: 1, Epoch: 5, Prev: changelog.Pos{Version: 2}, Entries: []changelog.Entry{{Pos: changelog.Pos{Version: 3, Epoch: 7}, Kind: changelog.EntryNoop}, {Pos: changelog.Pos{Version: 4, Epoch: 1}, Kind: changelog.EntryNoop}}},
+		"entry above its epoch": Append{From: 1, Epoch: 5, Prev: changelog.Pos{Version: 2}, Entries: []changelog.Entry{{Pos: changelog.Pos{Version: 3, Epoch: 7}, Kind: changelog.EntryNoop}}},
+		"gap":                   Append{From: 1, Epoch: 5, Prev: changelog.Pos{Version: 2}, Entries: []changelog.Entry{{Pos: changelog.Pos{Version: 4, Epoch: 5}, Kind: changelog.EntryNoop}}},
+		"nil config":            Append{From: 1, Epoch: 5, Prev: changelog.Pos{Version: 2}, Entries: []changelog.Entry{{Pos: changelog.Pos{Version: 3, Epoch: 5}, Kind: changelog.EntryConfig}}},
+		"unknown kind":          Append{From: 1, Epoch: 5, Prev: changelog.Pos{Version: 2}, Entries: []changelog.Entry{{Pos: changelog.Pos{Version: 3, Epoch: 5}, Kind: 99}}},
+		"commit above epoch":    Append{From: 1, Epoch: 5, Prev: changelog.Pos{Version: 2}, Commit: changelog.Pos{Version: 2, Epoch: 9}},
+		"unsorted members": Append{From: 1, Epoch: 5, Prev: changelog.Pos{Version: 2}, Entries: []changelog.Entry{{Pos: changelog.Pos{Version: 3, Epoch: 5}, Kind: changelog.EntryConfig,
+			Config: &registry.ClusterConfig{Version: 3, Members: []registry.Chunkserver{{ID: 2}, {ID: 1}}}}}},
+		"chunk past its total": SnapshotChunk{From: 1, Epoch: 5, Pos: changelog.Pos{Version: 9, Epoch: 5}, Total: 1, Offset: 3},
+		"chunk longer than its total": SnapshotChunk{From: 1, Epoch: 5, Pos: changelog.Pos{Version: 9, Epoch: 5}, Total: 1,
+			Items: []namespace.KVEntry{{Key: "a"}, {Key: "b"}}},
 	} {
 		before := f.m.Log().Last()
 		acts := f.m.Step(f.now, ev)
@@ -149,7 +152,7 @@ func TestMalformedPeerMessages(t *testing.T) {
 	// the LEADER's own entries, at a higher epoch.
 	h := leaderOf3(t)
 	last := h.m.Log().Last()
-	h.m.Step(h.now, Append{From: 2, Epoch: 2, Prev: last, Entries: []Entry{{Pos: Pos{last.Version + 1, 0}, Kind: EntryNoop}}})
+	h.m.Step(h.now, Append{From: 2, Epoch: 2, Prev: last, Entries: []changelog.Entry{{Pos: changelog.Pos{Version: last.Version + 1, Epoch: 0}, Kind: changelog.EntryNoop}}})
 	if h.m.Log().Last() != last {
 		t.Fatalf("the crafted Append was taken: log %v", h.m.Log().Last())
 	}
@@ -236,13 +239,13 @@ func TestVoterQuietForLongestPromise(t *testing.T) {
 // log's trim commits, leaves a stored log that does not continue the
 // snapshot. The core repairs the store before anything is appended.
 func TestStoredLogRepairedAfterSnapshotInstall(t *testing.T) {
-	entries, inForce := registry("1@10.0.1.1", "")
+	entries, inForce := registryLog("1@10.0.1.1", "")
 	for v := uint64(3); v <= 10; v++ {
-		entries = append(entries, Entry{Pos: Pos{v, 2}, Kind: EntryNoop})
+		entries = append(entries, changelog.Entry{Pos: changelog.Pos{Version: v, Epoch: 2}, Kind: changelog.EntryNoop})
 	}
-	snap := &Snapshot{Pos: Pos{15, 4}, Latest: entries[1].Config, Previous: entries[0].Config, Data: map[string]Item{}, Sessions: map[ClientID]Session{}}
+	snap := &Snapshot{Pos: changelog.Pos{Version: 15, Epoch: 4}, Latest: entries[1].Config, Previous: entries[0].Config, Data: map[string]namespace.Item{}, Sessions: map[changelog.ClientID]namespace.Session{}}
 	cfg := DefaultConfig(2, []wire.MasterID{1, 2})
-	m, acts := NewMaster(cfg, Stored{Hard: HardState{Commit: Pos{10, 2}, InForce: inForce}, Snapshot: snap, Entries: entries}, 0)
+	m, acts := NewMaster(cfg, Stored{Hard: HardState{Commit: changelog.Pos{Version: 10, Epoch: 2}, InForce: inForce}, Snapshot: snap, Entries: entries}, 0)
 	var repair *Persist
 	for _, p := range acts.Persist {
 		if p.Trim != nil {
@@ -376,12 +379,12 @@ func TestFounderBesideAnotherClusterDoesNotBootstrap(t *testing.T) {
 // (HardState.ForcedOut), the real chunkserver alone elects a LEADER, which
 // writes the removals; once they are in force the record is cleared.
 func TestForcedRemovalUnsticksStuffedRegistry(t *testing.T) {
-	entries, inForce := registry("1@10.0.1.1,2@10.7.0.1,3@10.7.0.2,4@10.7.0.3", "")
+	entries, inForce := registryLog("1@10.0.1.1,2@10.7.0.1,3@10.7.0.2,4@10.7.0.3", "")
 	start := func(forced []wire.CSID) *harness {
 		h := newHarness(t)
 		var acts Batch
 		h.m, acts = NewMaster(DefaultConfig(1, []wire.MasterID{1}), Stored{Entries: entries,
-			Hard: HardState{Commit: Pos{Version: 2}, InForce: inForce, ForcedOut: forced}}, 0)
+			Hard: HardState{Commit: changelog.Pos{Version: 2}, InForce: inForce, ForcedOut: forced}}, 0)
 		h.format(acts)
 		h.run("time 6s")
 		h.run("hello cs=1 nominate")

@@ -1,7 +1,9 @@
 package roles
 
 import (
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/quorum"
+	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
@@ -21,10 +23,10 @@ func (m *Master) Epoch() uint64 {
 func (m *Master) Hard() HardState { return m.hard }
 
 // Log gives read access to the changelog.
-func (m *Master) Log() *Log { return &m.log }
+func (m *Master) Log() *changelog.Log { return &m.log }
 
 // Acked is the newest position this LEADER has acknowledged.
-func (m *Master) Acked() Pos { return m.acked }
+func (m *Master) Acked() changelog.Pos { return m.acked }
 
 // HasMetadata reports whether the master holds any metadata (not INIT).
 func (m *Master) HasMetadata() bool { return m.log.Len() > 0 }
@@ -37,7 +39,7 @@ func (m *Master) Eligible() bool {
 	if !m.HasMetadata() {
 		return false
 	}
-	all := func(c *ClusterConfig) bool {
+	all := func(c *registry.ClusterConfig) bool {
 		e := m.electorate(c)
 		if e.Size() == 0 {
 			return m.mayBootstrap(c)
@@ -94,7 +96,7 @@ func (m *Master) Leader() wire.MasterID {
 }
 
 // Registry returns the newest registry and location map in the log.
-func (m *Master) Registry() *ClusterConfig {
+func (m *Master) Registry() *registry.ClusterConfig {
 	c, _ := m.log.Configs(m.log.Len())
 	return c
 }
@@ -178,7 +180,7 @@ func (m *Master) Tallies(now Instant) []TallyView {
 	if latest == nil {
 		return nil
 	}
-	view := func(c *ClusterConfig) TallyView {
+	view := func(c *registry.ClusterConfig) TallyView {
 		return TallyView{Config: c.Version, Votes: m.tally(c, m.countable(now, nil)),
 			Reach: m.tally(c, func(*voterRec) bool { return true })}
 	}

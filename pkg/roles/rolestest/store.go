@@ -8,7 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/locations"
+	"github.com/mfs-election/mfs-election/pkg/namespace"
+	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 )
 
@@ -16,7 +19,7 @@ import (
 type Opener struct {
 	// New returns a store that holds genesis as its whole log (what
 	// `mfsmaster init` leaves) and nothing else.
-	New func(t *testing.T, genesis []roles.Entry) roles.Store
+	New func(t *testing.T, genesis []changelog.Entry) roles.Store
 	// Reopen is a restart after a crash: the process that had s open is
 	// gone (whatever it had not made durable with it), and the same disk
 	// is opened again.
@@ -29,17 +32,17 @@ type Opener struct {
 // each step checked through Load, then again after a crash and reopen,
 // against what the step must have left, written out here by hand.
 func TestStore(t *testing.T, o Opener) {
-	genesis := roles.Genesis(1)
-	reg := &roles.ClusterConfig{Version: 2, Founder: 1, Locations: locations.New(),
-		Members: []roles.Chunkserver{{ID: 1}, {ID: 2}, {ID: 3}}}
+	genesis := changelog.Genesis(1)
+	reg := &registry.ClusterConfig{Version: 2, Founder: 1, Locations: locations.New(),
+		Members: []registry.Chunkserver{{ID: 1}, {ID: 2}, {ID: 3}}}
 	c := &conformance{t: t, o: o, s: o.New(t, genesis)}
 	c.want.Entries = genesis
 	c.check("a new store")
 
 	// Appends, each with a hard state: the newest hard state of a batch wins.
-	c.apply(persist{Append: []roles.Entry{{Pos: roles.Pos{Version: 2}, Kind: roles.EntryConfig, Config: reg}}},
+	c.apply(persist{Append: []changelog.Entry{{Pos: changelog.Pos{Version: 2}, Kind: changelog.EntryConfig, Config: reg}}},
 		persist{Append: puts(3, 10, 2), Hard: hard(2, 5)}, persist{Hard: hard(2, 8)})
-	c.want.Entries = append(c.want.Entries, roles.Entry{Pos: roles.Pos{Version: 2}, Kind: roles.EntryConfig, Config: reg})
+	c.want.Entries = append(c.want.Entries, changelog.Entry{Pos: changelog.Pos{Version: 2}, Kind: changelog.EntryConfig, Config: reg})
 	c.want.Entries = append(c.want.Entries, puts(3, 10, 2)...)
 	c.want.Hard = *hard(2, 8)
 	c.check("appends")
@@ -53,8 +56,8 @@ func TestStore(t *testing.T, o Opener) {
 
 	// A trim under a snapshot of its own, snapshot first (the log's base
 	// must never be above the stored snapshot).
-	s6 := snapshot(roles.Pos{Version: 6, Epoch: 2}, reg, 3)
-	b6 := roles.LogBase{Pos: s6.Pos, Latest: reg, Previous: genesis[0].Config}
+	s6 := snapshot(changelog.Pos{Version: 6, Epoch: 2}, reg, 3)
+	b6 := changelog.LogBase{Pos: s6.Pos, Latest: reg, Previous: genesis[0].Config}
 	c.apply(persist{Snapshot: s6}, persist{Trim: &b6, Hard: hard(3, 9)})
 	c.want.Snapshot, c.want.Base, c.want.Entries = s6, b6, c.want.Entries[6:]
 	c.want.Hard = *hard(3, 9)
@@ -62,8 +65,8 @@ func TestStore(t *testing.T, o Opener) {
 
 	// An install of a received snapshot beyond the whole log: snapshot,
 	// trim to it and drop everything after, in one Persist.
-	s15 := snapshot(roles.Pos{Version: 15, Epoch: 4}, reg, 5)
-	b15 := roles.LogBase{Pos: s15.Pos, Latest: reg, Previous: genesis[0].Config}
+	s15 := snapshot(changelog.Pos{Version: 15, Epoch: 4}, reg, 5)
+	b15 := changelog.LogBase{Pos: s15.Pos, Latest: reg, Previous: genesis[0].Config}
 	v15 := uint64(15)
 	c.apply(persist{Snapshot: s15, Trim: &b15, TruncateAfter: &v15}, persist{Hard: hard(4, 15)})
 	c.want.Snapshot, c.want.Base, c.want.Entries, c.want.Hard = s15, b15, nil, *hard(4, 15)
@@ -74,15 +77,15 @@ func TestStore(t *testing.T, o Opener) {
 	c.check("appends after the install")
 
 	// An older snapshot never replaces a newer one.
-	c.apply(persist{Snapshot: snapshot(roles.Pos{Version: 10, Epoch: 3}, reg, 1)})
+	c.apply(persist{Snapshot: snapshot(changelog.Pos{Version: 10, Epoch: 3}, reg, 1)})
 	c.check("an older snapshot")
 
 	// Refusals: nothing of the batch is kept, not even its good part.
 	v12, v17 := uint64(12), uint64(17)
-	b12 := roles.LogBase{Pos: roles.Pos{Version: 12, Epoch: 4}, Latest: reg}
+	b12 := changelog.LogBase{Pos: changelog.Pos{Version: 12, Epoch: 4}, Latest: reg}
 	// 17@5 while 17@4 and 18@4 are held: kept alone, 18@4 would follow a
 	// base it does not continue.
-	b17 := roles.LogBase{Pos: roles.Pos{Version: 17, Epoch: 5}, Latest: reg}
+	b17 := changelog.LogBase{Pos: changelog.Pos{Version: 17, Epoch: 5}, Latest: reg}
 	for _, bad := range []struct {
 		name string
 		ps   []persist
@@ -101,7 +104,7 @@ func TestStore(t *testing.T, o Opener) {
 
 	// A trim to a position held with another epoch is fine when the same
 	// Persist drops what follows (a received snapshot's install).
-	s17 := snapshot(roles.Pos{Version: 17, Epoch: 5}, reg, 2)
+	s17 := snapshot(changelog.Pos{Version: 17, Epoch: 5}, reg, 2)
 	c.apply(persist{Snapshot: s17, Trim: &b17, TruncateAfter: &v17})
 	c.want.Snapshot, c.want.Base, c.want.Entries = s17, b17, nil
 	c.check("an install over a divergent entry")
@@ -178,7 +181,7 @@ func diff(got, want roles.Stored) string {
 	return strings.Join(d, "; ")
 }
 
-func cfgVersion(c *roles.ClusterConfig) uint64 {
+func cfgVersion(c *registry.ClusterConfig) uint64 {
 	if c == nil {
 		return 0
 	}
@@ -192,7 +195,7 @@ func snapPos(s *roles.Snapshot) string {
 	return s.Pos.String()
 }
 
-func entriesText(es []roles.Entry) string {
+func entriesText(es []changelog.Entry) string {
 	var b strings.Builder
 	for i, e := range es {
 		if i > 0 {
@@ -210,10 +213,10 @@ func entriesText(es []roles.Entry) string {
 }
 
 // puts are changes from..to of one epoch.
-func puts(from, to, epoch uint64) []roles.Entry {
-	var es []roles.Entry
+func puts(from, to, epoch uint64) []changelog.Entry {
+	var es []changelog.Entry
 	for v := from; v <= to; v++ {
-		es = append(es, roles.Entry{Pos: roles.Pos{Version: v, Epoch: epoch}, Kind: roles.EntryPut,
+		es = append(es, changelog.Entry{Pos: changelog.Pos{Version: v, Epoch: epoch}, Kind: changelog.EntryPut,
 			Client: 1, Seq: v, Key: fmt.Sprintf("k%d", v), Value: fmt.Sprintf("v%d@%d", v, epoch)})
 	}
 	return es
@@ -221,13 +224,13 @@ func puts(from, to, epoch uint64) []roles.Entry {
 
 func hard(epoch, commit uint64) *roles.HardState {
 	return &roles.HardState{Incarnation: 1, Epoch: epoch, MaxEpoch: epoch, LeaderEpoch: epoch,
-		Commit: roles.Pos{Version: commit, Epoch: epoch}, InForce: 2}
+		Commit: changelog.Pos{Version: commit, Epoch: epoch}, InForce: 2}
 }
 
-func snapshot(at roles.Pos, cfg *roles.ClusterConfig, items int) *roles.Snapshot {
-	s := &roles.Snapshot{Pos: at, Latest: cfg, Data: map[string]roles.Item{}, Sessions: map[roles.ClientID]roles.Session{}}
+func snapshot(at changelog.Pos, cfg *registry.ClusterConfig, items int) *roles.Snapshot {
+	s := &roles.Snapshot{Pos: at, Latest: cfg, Data: map[string]namespace.Item{}, Sessions: map[changelog.ClientID]namespace.Session{}}
 	for i := range items {
-		s.Data[fmt.Sprintf("k%d", i)] = roles.Item{Value: fmt.Sprintf("at %v", at), Version: uint64(i) + 1}
+		s.Data[fmt.Sprintf("k%d", i)] = namespace.Item{Value: fmt.Sprintf("at %v", at), Version: uint64(i) + 1}
 	}
 	return s
 }

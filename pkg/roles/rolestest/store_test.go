@@ -3,6 +3,7 @@ package rolestest
 import (
 	"testing"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 )
 
@@ -10,7 +11,7 @@ import (
 // Apply returned from, and the store is the disk itself.
 func TestMemStore(t *testing.T) {
 	TestStore(t, Opener{
-		New: func(t *testing.T, genesis []roles.Entry) roles.Store {
+		New: func(t *testing.T, genesis []changelog.Entry) roles.Store {
 			return roles.NewMemStore(roles.Stored{Entries: genesis})
 		},
 		Reopen: func(t *testing.T, s roles.Store) roles.Store { return s },

@@ -14,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
+	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
@@ -41,14 +43,14 @@ func saveCorpus(tb testing.TB, seeds map[string][]byte) {
 	}
 }
 
-func config() *roles.ClusterConfig {
-	c := roles.Genesis(1)[0].Config
+func config() *registry.ClusterConfig {
+	c := changelog.Genesis(1)[0].Config
 	locs, err := c.Locations.MapRange(netip.MustParsePrefix("10.0.2.0/24"), "west")
 	if err != nil {
 		panic(err)
 	}
 	c.Locations = locs
-	c.Members = []roles.Chunkserver{{ID: 4, Addr: netip.MustParseAddr("10.0.2.4"), Port: 9422, VoterOnly: true}}
+	c.Members = []registry.Chunkserver{{ID: 4, Addr: netip.MustParseAddr("10.0.2.4"), Port: 9422, VoterOnly: true}}
 	return c
 }
 
@@ -59,12 +61,12 @@ var storedForms = []struct {
 	new    func() any
 	sample any
 }{
-	{"entry", func() any { return &roles.Entry{} }, &roles.Entry{Pos: roles.Pos{Version: 2, Epoch: 5}, Kind: roles.EntryCAS, Client: 1, Seq: 2, Key: "k", Value: "v", Expect: 1}},
-	{"config-entry", func() any { return &roles.Entry{} }, &roles.Entry{Pos: roles.Pos{Version: 3, Epoch: 5}, Kind: roles.EntryConfig, Config: config()}},
-	{"hard", func() any { return &roles.HardState{} }, &roles.HardState{Incarnation: 3, Epoch: 5, MaxEpoch: 6, LeaderEpoch: 5, Commit: roles.Pos{Version: 9, Epoch: 5}, InForce: 2, Yielded: true}},
-	{"base", func() any { return &roles.LogBase{} }, &roles.LogBase{Pos: roles.Pos{Version: 9, Epoch: 5}, Latest: config(), Previous: roles.Genesis(1)[0].Config}},
+	{"entry", func() any { return &changelog.Entry{} }, &changelog.Entry{Pos: changelog.Pos{Version: 2, Epoch: 5}, Kind: changelog.EntryCAS, Client: 1, Seq: 2, Key: "k", Value: "v", Expect: 1}},
+	{"config-entry", func() any { return &changelog.Entry{} }, &changelog.Entry{Pos: changelog.Pos{Version: 3, Epoch: 5}, Kind: changelog.EntryConfig, Config: config()}},
+	{"hard", func() any { return &roles.HardState{} }, &roles.HardState{Incarnation: 3, Epoch: 5, MaxEpoch: 6, LeaderEpoch: 5, Commit: changelog.Pos{Version: 9, Epoch: 5}, InForce: 2, Yielded: true}},
+	{"base", func() any { return &changelog.LogBase{} }, &changelog.LogBase{Pos: changelog.Pos{Version: 9, Epoch: 5}, Latest: config(), Previous: changelog.Genesis(1)[0].Config}},
 	{"voter", func() any { return &roles.VoterHardState{} }, &roles.VoterHardState{Boot: 2, MaxEpoch: 5, EpochOwner: 1, KnownReg: 2, InForce: 2,
-		Commit: roles.Pos{Version: 9, Epoch: 5}, CommitTag: 5, EpochInc: 3, MaxGranted: 800 * time.Millisecond}},
+		Commit: changelog.Pos{Version: 9, Epoch: 5}, CommitTag: 5, EpochInc: 3, MaxGranted: 800 * time.Millisecond}},
 	{"identity", func() any { return &metadata.Identity{} }, &metadata.Identity{CS: 4, ClusterID: "5f2c", Addr: netip.MustParseAddrPort("10.0.2.4:9422")}},
 }
 
@@ -116,9 +118,9 @@ func FuzzStoredValue(f *testing.F) {
 // these encode exactly as metadata's own unexported types do).
 type snapHeader struct {
 	Cluster  string
-	Pos      roles.Pos
-	Latest   *roles.ClusterConfig
-	Previous *roles.ClusterConfig
+	Pos      changelog.Pos
+	Latest   *registry.ClusterConfig
+	Previous *registry.ClusterConfig
 	Items    uint64
 	Sessions uint64
 }
@@ -132,7 +134,7 @@ type snapItem struct {
 
 type snapSession struct {
 	_struct struct{} `codec:",toarray"`
-	Client  roles.ClientID
+	Client  changelog.ClientID
 	Seq     uint64
 	Version uint64
 	Failed  bool
@@ -200,9 +202,9 @@ func encodeSnapshot(t testing.TB, s snapRecords) []byte {
 // records and encodes to the same bytes.
 func FuzzSnapshotStream(f *testing.F) {
 	valid := encodeSnapshot(f, snapRecords{
-		h:     snapHeader{Cluster: "5f2c", Pos: roles.Pos{Version: 9, Epoch: 5}, Latest: config(), Previous: roles.Genesis(1)[0].Config, Items: 2, Sessions: 1},
+		h:     snapHeader{Cluster: "5f2c", Pos: changelog.Pos{Version: 9, Epoch: 5}, Latest: config(), Previous: changelog.Genesis(1)[0].Config, Items: 2, Sessions: 1},
 		items: []snapItem{{Key: "a", Value: "x", Version: 2}, {Key: "b", Value: "", Version: 8}}, sessions: []snapSession{{Client: 1, Seq: 4, Version: 4, Failed: true}}})
-	empty := encodeSnapshot(f, snapRecords{h: snapHeader{Cluster: "5f2c", Pos: roles.Pos{Version: 1}, Latest: roles.Genesis(1)[0].Config}})
+	empty := encodeSnapshot(f, snapRecords{h: snapHeader{Cluster: "5f2c", Pos: changelog.Pos{Version: 1}, Latest: changelog.Genesis(1)[0].Config}})
 	liar := encodeSnapshot(f, snapRecords{h: snapHeader{Cluster: "c", Latest: config(), Items: 1 << 40, Sessions: 1 << 40}})
 	seeds := map[string][]byte{"snapshot": valid, "empty": empty, "counts-lie": liar}
 	for _, b := range seeds {
@@ -266,7 +268,7 @@ func FuzzReadFrameInPieces(f *testing.F) {
 	seeds := map[string][]byte{}
 	for _, m := range []wire.Message{
 		frame.Hello{Proto: 1, Cluster: "c", Kind: frame.KindMaster, ID: 1},
-		roles.Append{From: 1, Epoch: 5, Entries: []roles.Entry{{Pos: roles.Pos{Version: 2, Epoch: 5}, Kind: roles.EntryPut, Key: "k", Value: string(bytes.Repeat([]byte("v"), 3000))}}},
+		roles.Append{From: 1, Epoch: 5, Entries: []changelog.Entry{{Pos: changelog.Pos{Version: 2, Epoch: 5}, Kind: changelog.EntryPut, Key: "k", Value: string(bytes.Repeat([]byte("v"), 3000))}}},
 		roles.ClientRead{Client: 1, Seq: 2, Key: "d/", Prefix: true, After: "d/a", Limit: 10},
 	} {
 		b, err := frame.Encode(m)

@@ -1,10 +1,11 @@
-package roles
+package changelog
 
 import (
 	"fmt"
 	"slices"
 
 	"github.com/mfs-election/mfs-election/pkg/locations"
+	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
@@ -54,8 +55,8 @@ type Entry struct {
 	Seq    uint64
 	Key    string
 	Value  string
-	Expect uint64         `msgpack:",omitempty"` // EntryCAS: the version Key must be at
-	Config *ClusterConfig `msgpack:",omitempty"`
+	Expect uint64                  `msgpack:",omitempty"` // EntryCAS: the version Key must be at
+	Config *registry.ClusterConfig `msgpack:",omitempty"`
 }
 
 // Genesis is the metadata `mfsmaster init` creates: one config entry with an
@@ -64,7 +65,7 @@ func Genesis(founder wire.MasterID) []Entry {
 	return []Entry{{
 		Pos:    Pos{Version: 1, Epoch: 0},
 		Kind:   EntryConfig,
-		Config: &ClusterConfig{Version: 1, Founder: founder, Bootstrap: true, Locations: locations.New()},
+		Config: &registry.ClusterConfig{Version: 1, Founder: founder, Bootstrap: true, Locations: locations.New()},
 	}}
 }
 
@@ -81,7 +82,7 @@ func Genesis(founder wire.MasterID) []Entry {
 // decrease.
 type Log struct {
 	base    Pos
-	baseCfg [2]*ClusterConfig // the newest config and the one before it, as of base
+	baseCfg [2]*registry.ClusterConfig // the newest config and the one before it, as of base
 	entries []Entry
 	configs []uint64 // versions of the config entries held, ascending
 }
@@ -90,9 +91,13 @@ type Log struct {
 // dropped, and the two configs as of it (which the dropped entries held).
 type LogBase struct {
 	Pos      Pos
-	Latest   *ClusterConfig `msgpack:",omitempty"`
-	Previous *ClusterConfig `msgpack:",omitempty"`
+	Latest   *registry.ClusterConfig `msgpack:",omitempty"`
+	Previous *registry.ClusterConfig `msgpack:",omitempty"`
 }
+
+// BasePos is the position of the last entry trimmed (zero if none): every
+// entry held comes after it.
+func (l *Log) BasePos() Pos { return l.base }
 
 // Base is the position just before the first entry held.
 func (l *Log) Base() LogBase {
@@ -178,9 +183,9 @@ func entryConfigMembers(e *Entry) int {
 	return len(e.Config.Members) + 1
 }
 
-// truncate drops every entry after version v. v is never below Base: the
+// Truncate drops every entry after version v. v is never below Base: the
 // base is committed, and committed entries are never dropped.
-func (l *Log) truncate(v uint64) {
+func (l *Log) Truncate(v uint64) {
 	if v < l.base.Version {
 		panic(fmt.Sprintf("invariant log-base: truncating after %d, below the trimmed base %v", v, l.base))
 	}
@@ -194,8 +199,8 @@ func (l *Log) truncate(v uint64) {
 	}
 }
 
-// append adds entries that must continue the log exactly.
-func (l *Log) append(es ...Entry) {
+// Append adds entries that must continue the log exactly.
+func (l *Log) Append(es ...Entry) {
 	for _, e := range es {
 		last := l.Last()
 		if e.Version != last.Version+1 || e.Epoch < last.Epoch {
@@ -208,9 +213,9 @@ func (l *Log) append(es ...Entry) {
 	}
 }
 
-// trim drops the entries up to version v (held, at most Len) and returns
+// Trim drops the entries up to version v (held, at most Len) and returns
 // the new base.
-func (l *Log) trim(v uint64) LogBase {
+func (l *Log) Trim(v uint64) LogBase {
 	if v <= l.base.Version {
 		return l.Base()
 	}
@@ -219,7 +224,7 @@ func (l *Log) trim(v uint64) LogBase {
 	}
 	latest, prev := l.Configs(v)
 	drop := v - l.base.Version
-	l.base, l.baseCfg = l.PosAt(v), [2]*ClusterConfig{latest, prev}
+	l.base, l.baseCfg = l.PosAt(v), [2]*registry.ClusterConfig{latest, prev}
 	// A fresh array, so the trimmed entries can be collected.
 	l.entries = slices.Clone(l.entries[drop:])
 	i := 0
@@ -230,22 +235,22 @@ func (l *Log) trim(v uint64) LogBase {
 	return l.Base()
 }
 
-// reset makes the log start after b, holding nothing.
-func (l *Log) reset(b LogBase) {
-	l.base, l.baseCfg = b.Pos, [2]*ClusterConfig{b.Latest, b.Previous}
+// Reset makes the log start after b, holding nothing.
+func (l *Log) Reset(b LogBase) {
+	l.base, l.baseCfg = b.Pos, [2]*registry.ClusterConfig{b.Latest, b.Previous}
 	l.entries, l.configs = nil, nil
 }
 
 // Configs returns the newest config entry and the one before it (nil when
 // absent), looking no further than version upto (at or above Base).
-func (l *Log) Configs(upto uint64) (latest, previous *ClusterConfig) {
+func (l *Log) Configs(upto uint64) (latest, previous *registry.ClusterConfig) {
 	i, found := slices.BinarySearch(l.configs, upto)
 	if found {
 		i++
 	}
 	// l.configs[:i] are the config entries held at or below upto; the
 	// base's two come before them.
-	var two [2]*ClusterConfig
+	var two [2]*registry.ClusterConfig
 	n := 0
 	for j := i - 1; j >= 0 && n < 2; j-- {
 		two[n] = l.entries[l.configs[j]-l.base.Version-1].Config
@@ -259,6 +264,5 @@ func (l *Log) Configs(upto uint64) (latest, previous *ClusterConfig) {
 	}
 	return two[0], two[1]
 }
-
 
 // ---- the key index -----------------------------------------------------------------

@@ -1,4 +1,4 @@
-package roles
+package registry
 
 import (
 	"cmp"
@@ -85,8 +85,8 @@ func (c *ClusterConfig) Rank(id wire.CSID) (rank, of int, ok bool) {
 	return 0, len(c.Members), false
 }
 
-// clone returns a deep copy that a change may edit.
-func (c *ClusterConfig) clone() *ClusterConfig {
+// Clone returns a deep copy that a change may edit.
+func (c *ClusterConfig) Clone() *ClusterConfig {
 	n := *c
 	n.Members = slices.Clone(c.Members)
 	return &n
@@ -141,10 +141,10 @@ func (c Change) String() string {
 	return "change?"
 }
 
-// apply returns the config that results from c, one version up. It never
+// Apply returns the config that results from c, one version up. It never
 // edits cur.
-func (c Change) apply(cur *ClusterConfig) (*ClusterConfig, error) {
-	n := cur.clone()
+func (c Change) Apply(cur *ClusterConfig) (*ClusterConfig, error) {
+	n := cur.Clone()
 	n.Version++
 	var err error
 	switch c.Kind {

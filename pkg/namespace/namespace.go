@@ -1,8 +1,12 @@
-package roles
+package namespace
 
 import (
+	"fmt"
+	"maps"
 	"slices"
 	"strings"
+
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 )
 
 // MaxSessions bounds the session table. Past it the sessions whose last
@@ -24,7 +28,7 @@ type Session struct {
 type KV struct {
 	Applied  uint64
 	Data     map[string]Item
-	Sessions map[ClientID]Session
+	Sessions map[changelog.ClientID]Session
 
 	// keys orders the keys of Data for List. It is derived state, never
 	// replicated or stored: built by the first applyUpTo (a KV made from a
@@ -42,13 +46,13 @@ type Item struct {
 	Version uint64
 }
 
-// applyUpTo applies entries of l up to version v.
-func (kv *KV) applyUpTo(l *Log, v uint64) {
+// ApplyUpTo applies entries of l up to version v.
+func (kv *KV) ApplyUpTo(l *changelog.Log, v uint64) {
 	if kv.Data == nil {
 		kv.Data = map[string]Item{}
 	}
 	if kv.Sessions == nil {
-		kv.Sessions = map[ClientID]Session{}
+		kv.Sessions = map[changelog.ClientID]Session{}
 	}
 	kv.index()
 	for kv.Applied < v {
@@ -58,14 +62,14 @@ func (kv *KV) applyUpTo(l *Log, v uint64) {
 		}
 		failed := false
 		switch e.Kind {
-		case EntryPut:
+		case changelog.EntryPut:
 			kv.put(e.Key, Item{e.Value, e.Version})
-		case EntryDelete:
+		case changelog.EntryDelete:
 			if _, ok := kv.Data[e.Key]; ok {
 				delete(kv.Data, e.Key)
 				kv.keys.remove(e.Key)
 			}
-		case EntryCAS:
+		case changelog.EntryCAS:
 			if kv.Data[e.Key].Version == e.Expect {
 				kv.put(e.Key, Item{e.Value, e.Version})
 			} else {
@@ -389,4 +393,57 @@ type KVEntry struct {
 	Key     string
 	Value   string
 	Version uint64
+}
+
+// Indexed reports whether the key index is built (it is built on first
+// use, and kept up to date from then on).
+func (kv *KV) Indexed() bool { return kv.indexed }
+
+// CheckIndex checks the index invariant: once built, the index is a
+// well-formed B-tree (node sizes within bounds, leaves at one depth, keys
+// in order) holding exactly the keys of Data. Tests and tools call it; the
+// hot path never does.
+func (kv *KV) CheckIndex() error {
+	if !kv.indexed {
+		return nil
+	}
+	var got []string
+	leafDepth := -1
+	var bad error
+	var walk func(n *keyNode, depth int, root bool)
+	walk = func(n *keyNode, depth int, root bool) {
+		switch {
+		case bad != nil:
+			return
+		case len(n.keys) > keyMaxItems || (!root && len(n.keys) < keyMinItems) || len(n.keys) == 0:
+			bad = fmt.Errorf("key index: a node at depth %d holds %d keys", depth, len(n.keys))
+			return
+		case n.leaf():
+			if leafDepth >= 0 && leafDepth != depth {
+				bad = fmt.Errorf("key index: leaves at depths %d and %d", leafDepth, depth)
+			}
+			leafDepth = depth
+			got = append(got, n.keys...)
+			return
+		case len(n.kids) != len(n.keys)+1:
+			bad = fmt.Errorf("key index: %d keys and %d children", len(n.keys), len(n.kids))
+			return
+		}
+		for i, c := range n.kids {
+			walk(c, depth+1, false)
+			if i < len(n.keys) {
+				got = append(got, n.keys[i])
+			}
+		}
+	}
+	if kv.keys.root != nil {
+		walk(kv.keys.root, 0, true)
+	}
+	if bad != nil {
+		return bad
+	}
+	if want := slices.Sorted(maps.Keys(kv.Data)); !slices.Equal(got, want) || kv.keys.Len() != len(want) {
+		return fmt.Errorf("key index: holds %d keys (Len %d), the data %d", len(got), kv.keys.Len(), len(want))
+	}
+	return nil
 }
