@@ -77,7 +77,8 @@ bench:
 	$(GO) run ./internal/cluster/bench -trials=$(TRIALS) -doc docs/benchmarks.md
 
 # Mutation test of the pure core's guard clauses: each if that returns and
-# each case of a tagless switch in pkg/roles, pkg/quorum and pkg/locations
+# each case of a tagless switch in the pure core (pkg/roles, registry, changelog,
+# namespace, quorum, locations)
 # replaced by false in turn, ./pkg/... tested against it through -overlay
 # (the tree is never written). About 10 s a mutant, an hour in all, one at a
 # time; MUTATEFLAGS passes flags, e.g. MUTATEFLAGS='-j 2 -out report.md' or
