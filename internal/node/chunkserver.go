@@ -13,6 +13,7 @@ import (
 	"github.com/mfs-election/mfs-election/internal/obs"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
+	"github.com/mfs-election/mfs-election/pkg/namespace"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/secret"
@@ -447,7 +448,7 @@ func (fx csFx) AdminReplied(roles.AdminReply) {
 	panic("invariant batch-kinds: a voter's batch answered an admin command")
 }
 
-func (fx csFx) SaveSnapshot(*roles.Snapshot) {
+func (fx csFx) SaveSnapshot(*namespace.Snapshot) {
 	panic("invariant batch-kinds: a voter's batch saved a snapshot")
 }
 

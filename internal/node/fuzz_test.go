@@ -67,7 +67,7 @@ func coreSeeds() map[wire.Type]wire.Message {
 		roles.FetchResp{From: 1, Base: p(1, 0), Entries: entries[1:], Commit: p(4, 5)},
 		roles.SnapshotChunk{From: 1, Epoch: 5, Pos: p(9, 5), Total: 3, Latest: cfg, Previous: cfg,
 			Items:    []namespace.KVEntry{{Key: "a", Value: "x", Version: 2}, {Key: "b", Value: "y", Version: 8}},
-			Sessions: []roles.SessionEntry{{Client: 1, Session: namespace.Session{Seq: 4, Version: 4, Failed: true}}},
+			Sessions: []namespace.SessionEntry{{Client: 1, Session: namespace.Session{Seq: 4, Version: 4, Failed: true}}},
 			Commit:   p(9, 5), InForce: 1},
 		roles.ClientWrite{Client: 1, Seq: 5, Key: "k", Value: "v", CAS: true, Expect: 4},
 		roles.ClientRead{Client: 1, Seq: 6, Key: "dir/", Prefix: true, After: "dir/a", Limit: 100},

@@ -17,6 +17,7 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
+	"github.com/mfs-election/mfs-election/pkg/namespace"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/secret"
@@ -158,7 +159,7 @@ type hbKey struct {
 
 // snapResult is how a background snapshot write ended.
 type snapResult struct {
-	snap *roles.Snapshot
+	snap *namespace.Snapshot
 	w    metadata.SnapshotWrite
 	took time.Duration
 	err  error
@@ -649,7 +650,7 @@ func (fx masterFx) AdminReplied(r roles.AdminReply) {
 	}
 }
 
-func (fx masterFx) SaveSnapshot(s *roles.Snapshot) { fx.n.saveSnapshot(s) }
+func (fx masterFx) SaveSnapshot(s *namespace.Snapshot) { fx.n.saveSnapshot(s) }
 
 // IDTaken and Stopped are a voter's: a master's batches never carry them.
 func (fx masterFx) IDTaken(t roles.IDTaken) error {
@@ -670,7 +671,7 @@ func (fx masterFx) Ignored(reason string) {
 // and tried again after a back-off, until it succeeds or the master stops:
 // only trimming the changelog waits for it, and every master snapshots at
 // the same version, so stopping would stop them all on one full disk.
-func (n *MasterNode) saveSnapshot(s *roles.Snapshot) {
+func (n *MasterNode) saveSnapshot(s *namespace.Snapshot) {
 	n.snapWG.Add(1)
 	go func() {
 		defer n.snapWG.Done()

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/pkg/changelog"
+	"github.com/mfs-election/mfs-election/pkg/namespace"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
@@ -596,7 +597,7 @@ func (fx *simFx) AdminReplied(a roles.AdminReply) {
 
 // SaveSnapshot: written in the background, durable after a disk delay
 // (longer than a batch's), unless the process dies first.
-func (fx *simFx) SaveSnapshot(s *roles.Snapshot) {
+func (fx *simFx) SaveSnapshot(s *namespace.Snapshot) {
 	w, r := fx.w, fx.r
 	p := w.proc(r)
 	inc := p.inc

@@ -2,12 +2,14 @@ package sim
 
 import (
 	"flag"
+
 	"github.com/mfs-election/mfs-election/internal/linearize"
 
-	"github.com/anishathalye/porcupine"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/anishathalye/porcupine"
 )
 
 var (

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/mfs-election/mfs-election/pkg/changelog"
+	"github.com/mfs-election/mfs-election/pkg/namespace"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 	bolt "go.etcd.io/bbolt"
@@ -245,7 +246,7 @@ func decodeEntry(k, v []byte, schema uint64) (e changelog.Entry, err error) {
 // that does not continue the log, a cut below the base) rolls it back and
 // is returned.
 func (s *MasterStore) Apply(ps ...roles.Persist) error {
-	var snap *roles.Snapshot
+	var snap *namespace.Snapshot
 	for _, p := range ps {
 		if p.Snapshot != nil && (snap == nil || p.Snapshot.Pos.Version > snap.Pos.Version) {
 			snap = p.Snapshot

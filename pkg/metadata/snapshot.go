@@ -17,7 +17,6 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/namespace"
 	"github.com/mfs-election/mfs-election/pkg/registry"
-	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 )
 
@@ -95,7 +94,7 @@ type SnapshotWrite struct {
 // so a background save does not hold up a snapshot installed meanwhile.
 // ctx stops a write in progress (the temporary file is removed). Safe for
 // concurrent use, and for use beside Apply.
-func (s *MasterStore) SaveSnapshot(ctx context.Context, snap *roles.Snapshot) (SnapshotWrite, error) {
+func (s *MasterStore) SaveSnapshot(ctx context.Context, snap *namespace.Snapshot) (SnapshotWrite, error) {
 	if snap == nil || snap.Latest == nil {
 		return SnapshotWrite{}, fmt.Errorf("snapshot file %s: refusing a snapshot without a config", s.snapPath)
 	}
@@ -190,7 +189,7 @@ func (s *MasterStore) learnStoredLocked() error {
 }
 
 // writeSnapshot encodes the file into f, streaming, and returns its size.
-func writeSnapshot(ctx context.Context, f io.Writer, cluster string, snap *roles.Snapshot) (int64, error) {
+func writeSnapshot(ctx context.Context, f io.Writer, cluster string, snap *namespace.Snapshot) (int64, error) {
 	crc := crc32.New(castagnoli)
 	cw := &countWriter{w: io.MultiWriter(f, crc)}
 	bw := bufio.NewWriterSize(cw, 256<<10)
@@ -245,7 +244,7 @@ func writeSnapshot(ctx context.Context, f io.Writer, cluster string, snap *roles
 // readSnapshot reads and checks the snapshot file at path: nil when there
 // is none. Every fault is an error naming the file and saying what is
 // wrong; the file is only read.
-func readSnapshot(path, cluster string) (*roles.Snapshot, error) {
+func readSnapshot(path, cluster string) (*namespace.Snapshot, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -262,7 +261,7 @@ func readSnapshot(path, cluster string) (*roles.Snapshot, error) {
 
 // decodeSnapshot checks the prefix, then the checksum over the whole file,
 // and only then decodes what it vouches for.
-func decodeSnapshot(f *os.File, cluster string) (*roles.Snapshot, error) {
+func decodeSnapshot(f *os.File, cluster string) (*namespace.Snapshot, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
@@ -311,7 +310,7 @@ func decodeSnapshot(f *os.File, cluster string) (*roles.Snapshot, error) {
 	}
 	// The counts are vouched for by the checksum; the bound only keeps a
 	// writer's bug from becoming a huge allocation.
-	snap := &roles.Snapshot{Pos: h.Pos, Latest: h.Latest, Previous: h.Previous,
+	snap := &namespace.Snapshot{Pos: h.Pos, Latest: h.Latest, Previous: h.Previous,
 		Data: make(map[string]namespace.Item, min(h.Items, 1<<20)), Sessions: make(map[changelog.ClientID]namespace.Session, min(h.Sessions, 1<<20))}
 	for i := uint64(0); i < h.Items; i++ {
 		var it snapItem

@@ -39,10 +39,10 @@ func configs(t *testing.T) (latest, previous *registry.ClusterConfig) {
 
 // snapshotAt builds a snapshot at version v with items items and sessions
 // sessions.
-func snapshotAt(t *testing.T, v, epoch uint64, items, sessions int) *roles.Snapshot {
+func snapshotAt(t *testing.T, v, epoch uint64, items, sessions int) *namespace.Snapshot {
 	t.Helper()
 	latest, prev := configs(t)
-	s := &roles.Snapshot{Pos: changelog.Pos{Version: v, Epoch: epoch}, Latest: latest, Previous: prev,
+	s := &namespace.Snapshot{Pos: changelog.Pos{Version: v, Epoch: epoch}, Latest: latest, Previous: prev,
 		Data: map[string]namespace.Item{}, Sessions: map[changelog.ClientID]namespace.Session{}}
 	for i := range items {
 		s.Data[fmt.Sprintf("dir/%06d", i)] = namespace.Item{Value: strings.Repeat("x", i%50), Version: uint64(i%int(v)) + 1}
@@ -53,7 +53,7 @@ func snapshotAt(t *testing.T, v, epoch uint64, items, sessions int) *roles.Snaps
 	return s
 }
 
-func sameSnapshot(t *testing.T, got, want *roles.Snapshot) {
+func sameSnapshot(t *testing.T, got, want *namespace.Snapshot) {
 	t.Helper()
 	if got == nil || want == nil {
 		if got != want {

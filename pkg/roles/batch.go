@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/mfs-election/mfs-election/pkg/changelog"
+	"github.com/mfs-election/mfs-election/pkg/namespace"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
@@ -25,7 +26,7 @@ type Batch struct {
 	Sends []Send
 	// SaveSnapshot: a snapshot of this master's own making to write in the
 	// background (at most one a batch).
-	SaveSnapshot *Snapshot
+	SaveSnapshot *namespace.Snapshot
 	// IDTaken: the voter's id is another chunkserver's; the driver forgets
 	// it and registers again, and nothing the old voter asked for after
 	// this batch is carried out.
@@ -91,7 +92,7 @@ type Effects interface {
 	AdminReplied(r AdminReply)
 	// SaveSnapshot writes a snapshot in the background and steps
 	// SnapshotSaved once it is durable.
-	SaveSnapshot(s *Snapshot)
+	SaveSnapshot(s *namespace.Snapshot)
 	// IDTaken: forget the id and register again (an error ends the
 	// process: the id could not be forgotten durably).
 	IDTaken(t IDTaken) error
@@ -232,7 +233,7 @@ func (p Peer) String() string {
 // version; Append is added. Hard and Voter are whole records to write.
 type Persist struct {
 	Hard          *HardState
-	Snapshot      *Snapshot
+	Snapshot      *namespace.Snapshot
 	Trim          *changelog.LogBase
 	TruncateAfter *uint64
 	Append        []changelog.Entry

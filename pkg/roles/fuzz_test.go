@@ -164,7 +164,7 @@ func fuzzSeeds() []wire.Message {
 		FetchReq{From: 2, After: 2},
 		FetchResp{From: 2, Base: changelog.Pos{Version: 2}, Entries: []changelog.Entry{noop, put}, Commit: changelog.Pos{Version: 3, Epoch: 1}},
 		SnapshotChunk{From: 1, Epoch: 1, Pos: changelog.Pos{Version: 9, Epoch: 1}, Total: 2, Latest: cfg,
-			Items: []namespace.KVEntry{{Key: "a", Value: "x", Version: 4}}, Sessions: []SessionEntry{{Client: 9, Session: namespace.Session{Seq: 1, Version: 4}}},
+			Items: []namespace.KVEntry{{Key: "a", Value: "x", Version: 4}}, Sessions: []namespace.SessionEntry{{Client: 9, Session: namespace.Session{Seq: 1, Version: 4}}},
 			Commit: changelog.Pos{Version: 9, Epoch: 1}, InForce: 2},
 		Probe{CS: 3, Nonce: 1},
 		VoteHello{CS: 3, Addr: rigAddr(3), Session: 1, Nominate: true, MaxEpoch: 1},

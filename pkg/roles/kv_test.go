@@ -31,8 +31,8 @@ func kvOf(n int) (*changelog.Log, *namespace.KV) {
 // as both apply the same entries after it.
 func TestListIndexThroughSnapshots(t *testing.T) {
 	l, kv := kvOf(2000)
-	s := snapshotOf(kv, l)
-	restored := s.kv()
+	s := namespace.SnapshotOf(kv, l)
+	restored := s.KV()
 	restored.ApplyUpTo(l, l.Len())
 	if !restored.Indexed() {
 		t.Fatal("applying after a snapshot left the index unbuilt")
@@ -67,11 +67,11 @@ func TestListIndexThroughSnapshots(t *testing.T) {
 	same("after deletes and puts", kv, &restored)
 
 	// Installed from chunks on a follower, which then applies more.
-	s2 := snapshotOf(kv, l)
+	s2 := namespace.SnapshotOf(kv, l)
 	m, _ := NewMaster(DefaultConfig(2, []wire.MasterID{1, 2}), Stored{}, 0)
 	m.hard.LeaderEpoch = 1
-	for off := uint64(0); off < s2.records(); {
-		c := s2.chunk(1, 1, off, 4096)
+	for off := uint64(0); off < s2.Records(); {
+		c := chunkOf(s2, 1, 1, off, 4096)
 		c.Commit = s2.Pos
 		m.Step(0, c)
 		off += uint64(len(c.Items) + len(c.Sessions))

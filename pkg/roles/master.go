@@ -63,14 +63,14 @@ func NewMaster(cfg Config, st Stored, now Instant) (*Master, Batch) {
 			// The store still holds the old log: trim and truncate it to
 			// the snapshot too, before anything is appended after it
 			// (docs/architecture.md §10, "Snapshots").
-			b, v := s.base(), s.Pos.Version
+			b, v := s.Base(), s.Pos.Version
 			m.log.Reset(b)
 			m.persist(Persist{Trim: &b, TruncateAfter: &v})
 		}
 		if s.Pos.Version > m.hard.Commit.Version {
 			m.hard.Commit = s.Pos
 		}
-		m.snap, m.kv = s, s.kv()
+		m.snap, m.kv = s, s.KV()
 	} else if m.log.BasePos().Version > 0 {
 		panic(fmt.Sprintf("invariant log-base: log trimmed to %v without a snapshot", m.log.BasePos()))
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/mfs-election/mfs-election/pkg/changelog"
+	"github.com/mfs-election/mfs-election/pkg/namespace"
 )
 
 // MemStore is a Store in memory: the simulator's disk, and the twin that
@@ -74,9 +75,9 @@ func (s *MemStore) Apply(ps ...Persist) error {
 // SaveSnapshot makes a snapshot of the master's own making durable (a
 // background write, SaveSnapshot), unless the stored one is newer: a
 // write of an older snapshot may finish after a newer one was installed.
-func (s *MemStore) SaveSnapshot(snap *Snapshot) { keepNewer(&s.st, snap) }
+func (s *MemStore) SaveSnapshot(snap *namespace.Snapshot) { keepNewer(&s.st, snap) }
 
-func keepNewer(st *Stored, snap *Snapshot) {
+func keepNewer(st *Stored, snap *namespace.Snapshot) {
 	if st.Snapshot == nil || snap.Pos.Version > st.Snapshot.Pos.Version {
 		st.Snapshot = snap
 	}

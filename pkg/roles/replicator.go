@@ -301,11 +301,11 @@ func (m *Master) onFetchReq(f FetchReq) {
 		if m.snap == nil || f.SnapPos != m.snap.Pos {
 			off = 0
 		}
-		if m.snap == nil || off > m.snap.records() {
+		if m.snap == nil || off > m.snap.Records() {
 			m.ignore("no-snapshot")
 			return
 		}
-		c := m.snap.chunk(m.cfg.ID, 0, off, snapChunkBytes)
+		c := chunkOf(m.snap, m.cfg.ID, 0, off, snapChunkBytes)
 		c.Commit = m.hard.Commit
 		m.send(ToMaster(f.From), c)
 		return

@@ -15,12 +15,12 @@ func TestSnapshotInstallGuards(t *testing.T) {
 	l := testLog(t, 300, 30)
 	var kv namespace.KV
 	kv.ApplyUpTo(l, 250)
-	s := snapshotOf(&kv, l)
+	s := namespace.SnapshotOf(&kv, l)
 	const size = 200
 	chunks := func(epoch uint64) []SnapshotChunk {
 		var cs []SnapshotChunk
-		for off := uint64(0); off < s.records(); {
-			c := s.chunk(1, epoch, off, size)
+		for off := uint64(0); off < s.Records(); {
+			c := chunkOf(s, 1, epoch, off, size)
 			c.Commit = s.Pos
 			cs = append(cs, c)
 			off += uint64(len(c.Items) + len(c.Sessions))
@@ -104,8 +104,8 @@ func TestSnapshotInstallGuards(t *testing.T) {
 		newer := testLog(t, 300, 30)
 		var kv2 namespace.KV
 		kv2.ApplyUpTo(newer, 200)
-		old := snapshotOf(&kv2, newer)
-		c := old.chunk(1, 1, 0, 1<<20)
+		old := namespace.SnapshotOf(&kv2, newer)
+		c := chunkOf(old, 1, 1, 0, 1<<20)
 		acks, ign := feed(m, []SnapshotChunk{c})
 		if m.SnapshotAt() != s.Pos || m.Hard().Commit != s.Pos {
 			t.Fatalf("an older snapshot (%v) replaced the installed one (%v)", old.Pos, m.SnapshotAt())
@@ -121,11 +121,11 @@ func TestSnapshotInstallGuards(t *testing.T) {
 // position than the one asked for is not taken as done, and an older
 // snapshot never replaces a newer one.
 func TestSnapshotTaking(t *testing.T) {
-	run := func(every uint64) (m *Master, step func(ev Event) []*Snapshot) {
+	run := func(every uint64) (m *Master, step func(ev Event) []*namespace.Snapshot) {
 		cfg := DefaultConfig(2, []wire.MasterID{1, 2})
 		cfg.SnapshotEvery, cfg.LogRetain = every, 1000
 		m, _ = NewMaster(cfg, rigStored(), 0)
-		return m, func(ev Event) (saves []*Snapshot) {
+		return m, func(ev Event) (saves []*namespace.Snapshot) {
 			if s := m.Step(0, ev).SaveSnapshot; s != nil {
 				saves = append(saves, s)
 			}
@@ -149,7 +149,7 @@ func TestSnapshotTaking(t *testing.T) {
 	}
 
 	m, step := run(3)
-	var asked []*Snapshot
+	var asked []*namespace.Snapshot
 	for v := uint64(3); v <= 8; v++ {
 		asked = append(asked, step(appendOne(v))...)
 	}
@@ -172,7 +172,7 @@ func TestSnapshotTaking(t *testing.T) {
 	}
 	// A newer snapshot is installed meanwhile (as from a LEADER); the save
 	// of the older one then finishes and must not replace it.
-	newer := &Snapshot{Pos: changelog.Pos{Version: 10, Epoch: 1}}
+	newer := &namespace.Snapshot{Pos: changelog.Pos{Version: 10, Epoch: 1}}
 	m.snap = newer
 	step(SnapshotSaved{Pos: next[0].Pos})
 	if m.SnapshotAt() != newer.Pos {

@@ -1,9 +1,6 @@
 package roles
 
 import (
-	"maps"
-	"slices"
-
 	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/namespace"
 	"github.com/mfs-election/mfs-election/pkg/registry"
@@ -12,86 +9,20 @@ import (
 
 // snapshots are a master's own snapshots and one being received.
 type snapshots struct {
-	snap       *Snapshot  // the newest durable snapshot (nil: none)
-	snapSaving *Snapshot  // asked of the driver, not yet durable
-	incoming   *snapBuild // a snapshot being received
+	snap       *namespace.Snapshot // the newest durable snapshot (nil: none)
+	snapSaving *namespace.Snapshot // asked of the driver, not yet durable
+	incoming   *snapBuild          // a snapshot being received
 }
 
-// Snapshot is the namespace the changelog produced up to one committed
-// position, with what else a master needs to go on from there without the
-// entries: the two newest configs and the session table.
-//
-// Invariants: Pos is committed (a snapshot is taken only of applied state,
-// and only committed entries are applied); a master's log base is never
-// above its durable snapshot, so the entries after the snapshot are always
-// held.
-type Snapshot struct {
-	Pos      changelog.Pos
-	Latest   *registry.ClusterConfig
-	Previous *registry.ClusterConfig `msgpack:",omitempty"`
-	Data     map[string]namespace.Item
-	Sessions map[changelog.ClientID]namespace.Session
-
-	// keys and ids order the records for transfer in chunks (built on
-	// first use; a snapshot is never edited after it is made).
-	keys []string
-	ids  []changelog.ClientID
-}
-
-// base is the log base of a log that starts right after the snapshot.
-func (s *Snapshot) base() changelog.LogBase {
-	return changelog.LogBase{Pos: s.Pos, Latest: s.Latest, Previous: s.Previous}
-}
-
-// kv is a namespace to go on from, sharing nothing with the snapshot.
-func (s *Snapshot) kv() namespace.KV {
-	return namespace.KV{Applied: s.Pos.Version, Data: maps.Clone(s.Data), Sessions: maps.Clone(s.Sessions)}
-}
-
-// records is the number of records a transfer carries: items, then
-// sessions.
-func (s *Snapshot) records() uint64 { return uint64(len(s.Data) + len(s.Sessions)) }
-
-func (s *Snapshot) order() {
-	if s.keys == nil && len(s.Data) > 0 {
-		s.keys = slices.Sorted(maps.Keys(s.Data))
-	}
-	if s.ids == nil && len(s.Sessions) > 0 {
-		s.ids = slices.Sorted(maps.Keys(s.Sessions))
-	}
-}
-
-// chunk returns the records from offset on, at most maxBytes of them (at
-// least one).
-func (s *Snapshot) chunk(from wire.MasterID, epoch uint64, offset uint64, maxBytes int) SnapshotChunk {
-	s.order()
-	c := SnapshotChunk{From: from, Epoch: epoch, Pos: s.Pos, Total: s.records(), Offset: offset}
+// chunkOf is the SnapshotChunk that carries s's records from offset on,
+// at most maxBytes of them (at least one).
+func chunkOf(s *namespace.Snapshot, from wire.MasterID, epoch uint64, offset uint64, maxBytes int) SnapshotChunk {
+	c := SnapshotChunk{From: from, Epoch: epoch, Pos: s.Pos, Total: s.Records(), Offset: offset}
 	if offset == 0 {
 		c.Latest, c.Previous = s.Latest, s.Previous
 	}
-	size := 0
-	for i := offset; i < c.Total && (size < maxBytes || i == offset); i++ {
-		if i < uint64(len(s.keys)) {
-			k := s.keys[i]
-			it := s.Data[k]
-			c.Items = append(c.Items, namespace.KVEntry{Key: k, Value: it.Value, Version: it.Version})
-			size += 32 + len(k) + len(it.Value)
-		} else {
-			id := s.ids[i-uint64(len(s.keys))]
-			c.Sessions = append(c.Sessions, SessionEntry{Client: id, Session: s.Sessions[id]})
-			size += 32
-		}
-	}
+	c.Items, c.Sessions = s.Slice(offset, maxBytes)
 	return c
-}
-
-// snapshotOf copies the namespace as applied, with the configs as of it.
-func snapshotOf(kv *namespace.KV, l *changelog.Log) *Snapshot {
-	latest, prev := l.Configs(kv.Applied)
-	return &Snapshot{
-		Pos: l.PosAt(kv.Applied), Latest: latest, Previous: prev,
-		Data: maps.Clone(kv.Data), Sessions: maps.Clone(kv.Sessions),
-	}
 }
 
 // snapBuild is a snapshot being received in chunks.
@@ -99,7 +30,7 @@ type snapBuild struct {
 	from  wire.MasterID
 	total uint64
 	next  uint64
-	snap  *Snapshot
+	snap  *namespace.Snapshot
 }
 
 // snapChunkBytes bounds one SnapshotChunk (a frame holds 4 MiB).
@@ -120,7 +51,7 @@ func (m *Master) maybeSnapshot() {
 	if m.kv.Applied < at+m.cfg.SnapshotEvery || m.kv.Applied <= m.log.BasePos().Version {
 		return
 	}
-	m.snapSaving = snapshotOf(&m.kv, &m.log)
+	m.snapSaving = namespace.SnapshotOf(&m.kv, &m.log)
 	m.out.SaveSnapshot = m.snapSaving
 }
 
@@ -195,7 +126,7 @@ func (m *Master) sendSnapshot(id wire.MasterID, p *progress, acked bool) {
 		return
 	}
 	p.snapSent = m.now
-	c := s.chunk(m.cfg.ID, m.hard.Epoch, p.snapNext, snapChunkBytes)
+	c := chunkOf(s, m.cfg.ID, m.hard.Epoch, p.snapNext, snapChunkBytes)
 	c.Commit, c.InForce = m.acked, m.hard.InForce
 	m.send(ToMaster(id), c)
 }
@@ -238,7 +169,7 @@ func (m *Master) onSnapshotChunk(c SnapshotChunk) {
 			ack(0, changelog.Pos{})
 			return
 		}
-		b = &snapBuild{from: c.From, total: c.Total, snap: &Snapshot{
+		b = &snapBuild{from: c.From, total: c.Total, snap: &namespace.Snapshot{
 			Pos: c.Pos, Latest: c.Latest, Previous: c.Previous,
 			Data: map[string]namespace.Item{}, Sessions: map[changelog.ClientID]namespace.Session{},
 		}}
@@ -259,7 +190,7 @@ func (m *Master) onSnapshotChunk(c SnapshotChunk) {
 		ack(b.next, changelog.Pos{})
 		return
 	}
-	if b.snap.Latest == nil || b.next != b.snap.records() {
+	if b.snap.Latest == nil || b.next != b.snap.Records() {
 		m.incoming = nil
 		m.ignore("snapshot-malformed")
 		return
@@ -281,20 +212,20 @@ func (m *Master) onSnapshotChunk(c SnapshotChunk) {
 // install makes a received snapshot this master's state. Entries after it
 // are kept if the log agrees with it there; otherwise the log restarts
 // right after it.
-func (m *Master) install(s *Snapshot, commit changelog.Pos) {
+func (m *Master) install(s *namespace.Snapshot, commit changelog.Pos) {
 	var p Persist
 	if s.Pos.Version > m.log.BasePos().Version && s.Pos.Version <= m.log.Len() && m.log.Has(s.Pos) {
 		b := m.log.Trim(s.Pos.Version)
 		p.Trim = &b
 	} else {
-		b, v := s.base(), s.Pos.Version
+		b, v := s.Base(), s.Pos.Version
 		m.log.Reset(b)
 		p.Trim, p.TruncateAfter = &b, &v
 	}
 	p.Snapshot = s
 	m.persist(p)
 	m.snap = s
-	m.kv = s.kv()
+	m.kv = s.KV()
 	if s.Pos.Version > m.hard.Commit.Version {
 		m.hard.Commit = s.Pos
 		m.persistHard()
@@ -304,12 +235,6 @@ func (m *Master) install(s *Snapshot, commit changelog.Pos) {
 		m.persistHard()
 	}
 	m.kv.ApplyUpTo(&m.log, m.hard.Commit.Version)
-}
-
-// SessionEntry is one session of a snapshot in transfer.
-type SessionEntry struct {
-	Client changelog.ClientID
-	namespace.Session
 }
 
 // SnapshotChunk carries part of a snapshot: to a follower that lacks
@@ -323,11 +248,11 @@ type SnapshotChunk struct {
 	Pos      changelog.Pos
 	Total    uint64
 	Offset   uint64
-	Latest   *registry.ClusterConfig `msgpack:",omitempty"` // in the first chunk
-	Previous *registry.ClusterConfig `msgpack:",omitempty"`
-	Items    []namespace.KVEntry     `msgpack:",omitempty"`
-	Sessions []SessionEntry          `msgpack:",omitempty"`
-	Commit   changelog.Pos           // as in Append
+	Latest   *registry.ClusterConfig  `msgpack:",omitempty"` // in the first chunk
+	Previous *registry.ClusterConfig  `msgpack:",omitempty"`
+	Items    []namespace.KVEntry      `msgpack:",omitempty"`
+	Sessions []namespace.SessionEntry `msgpack:",omitempty"`
+	Commit   changelog.Pos            // as in Append
 	InForce  uint64
 }
 

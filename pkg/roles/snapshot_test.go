@@ -90,14 +90,14 @@ func TestSnapshotChunksRoundTrip(t *testing.T) {
 	l := testLog(t, 300, 30)
 	var kv namespace.KV
 	kv.ApplyUpTo(l, 250)
-	s := snapshotOf(&kv, l)
+	s := namespace.SnapshotOf(&kv, l)
 	if s.Pos != l.PosAt(250) || s.Latest.Version != 2 {
 		t.Fatalf("snapshot at %v with config %d", s.Pos, s.Latest.Version)
 	}
-	got := &Snapshot{Data: map[string]namespace.Item{}, Sessions: map[changelog.ClientID]namespace.Session{}}
+	got := &namespace.Snapshot{Data: map[string]namespace.Item{}, Sessions: map[changelog.ClientID]namespace.Session{}}
 	chunks := 0
-	for off := uint64(0); off < s.records(); chunks++ {
-		c := s.chunk(1, 1, off, 100)
+	for off := uint64(0); off < s.Records(); chunks++ {
+		c := chunkOf(s, 1, 1, off, 100)
 		if off == 0 {
 			got.Pos, got.Latest, got.Previous = c.Pos, c.Latest, c.Previous
 		} else if c.Latest != nil {
@@ -124,8 +124,8 @@ func TestSnapshotChunksRoundTrip(t *testing.T) {
 	m, _ := NewMaster(cfg, Stored{Hard: HardState{}}, 0)
 	m.hard.LeaderEpoch = 1
 	var acks []AppendAck
-	for off := uint64(0); off < s.records(); {
-		c := s.chunk(1, 1, off, 200)
+	for off := uint64(0); off < s.Records(); {
+		c := chunkOf(s, 1, 1, off, 200)
 		c.Commit = s.Pos
 		for _, snd := range m.Step(0, c).Sends {
 			if ack, ok := snd.Msg.(AppendAck); ok {
@@ -135,7 +135,7 @@ func TestSnapshotChunksRoundTrip(t *testing.T) {
 		off += uint64(len(c.Items) + len(c.Sessions))
 	}
 	last := acks[len(acks)-1]
-	if last.Match != s.Pos || last.SnapNext != s.records() {
+	if last.Match != s.Pos || last.SnapNext != s.Records() {
 		t.Fatalf("last ack %+v", last)
 	}
 	if !maps.Equal(m.kv.Data, s.Data) || m.Hard().Commit != s.Pos || m.Log().Base().Pos != s.Pos || m.SnapshotAt() != s.Pos {
@@ -186,7 +186,7 @@ func BenchmarkSnapshotCopy(b *testing.B) {
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		if s := snapshotOf(&kv, &l); len(s.Data) != len(kv.Data) {
+		if s := namespace.SnapshotOf(&kv, &l); len(s.Data) != len(kv.Data) {
 			b.Fatal("short copy")
 		}
 	}

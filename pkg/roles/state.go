@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/pkg/changelog"
+	"github.com/mfs-election/mfs-election/pkg/namespace"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
@@ -12,7 +13,7 @@ import (
 // after that base.
 type Stored struct {
 	Hard     HardState
-	Snapshot *Snapshot
+	Snapshot *namespace.Snapshot
 	Base     changelog.LogBase
 	Entries  []changelog.Entry
 }

@@ -243,7 +243,7 @@ func TestStoredLogRepairedAfterSnapshotInstall(t *testing.T) {
 	for v := uint64(3); v <= 10; v++ {
 		entries = append(entries, changelog.Entry{Pos: changelog.Pos{Version: v, Epoch: 2}, Kind: changelog.EntryNoop})
 	}
-	snap := &Snapshot{Pos: changelog.Pos{Version: 15, Epoch: 4}, Latest: entries[1].Config, Previous: entries[0].Config, Data: map[string]namespace.Item{}, Sessions: map[changelog.ClientID]namespace.Session{}}
+	snap := &namespace.Snapshot{Pos: changelog.Pos{Version: 15, Epoch: 4}, Latest: entries[1].Config, Previous: entries[0].Config, Data: map[string]namespace.Item{}, Sessions: map[changelog.ClientID]namespace.Session{}}
 	cfg := DefaultConfig(2, []wire.MasterID{1, 2})
 	m, acts := NewMaster(cfg, Stored{Hard: HardState{Commit: changelog.Pos{Version: 10, Epoch: 2}, InForce: inForce}, Snapshot: snap, Entries: entries}, 0)
 	var repair *Persist

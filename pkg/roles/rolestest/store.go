@@ -188,7 +188,7 @@ func cfgVersion(c *registry.ClusterConfig) uint64 {
 	return c.Version
 }
 
-func snapPos(s *roles.Snapshot) string {
+func snapPos(s *namespace.Snapshot) string {
 	if s == nil {
 		return "none"
 	}
@@ -227,8 +227,8 @@ func hard(epoch, commit uint64) *roles.HardState {
 		Commit: changelog.Pos{Version: commit, Epoch: epoch}, InForce: 2}
 }
 
-func snapshot(at changelog.Pos, cfg *registry.ClusterConfig, items int) *roles.Snapshot {
-	s := &roles.Snapshot{Pos: at, Latest: cfg, Data: map[string]namespace.Item{}, Sessions: map[changelog.ClientID]namespace.Session{}}
+func snapshot(at changelog.Pos, cfg *registry.ClusterConfig, items int) *namespace.Snapshot {
+	s := &namespace.Snapshot{Pos: at, Latest: cfg, Data: map[string]namespace.Item{}, Sessions: map[changelog.ClientID]namespace.Session{}}
 	for i := range items {
 		s.Data[fmt.Sprintf("k%d", i)] = namespace.Item{Value: fmt.Sprintf("at %v", at), Version: uint64(i) + 1}
 	}
