@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/pkg/changelog"
-	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"pgregory.net/rapid"
 )
@@ -49,48 +48,6 @@ func TestCountedLeaseTable(t *testing.T) {
 	} {
 		if got := CountedLease(c.promise, c.rho, c.margin); got != c.want {
 			t.Errorf("%s: CountedLease(%v, %v, %v) = %v, want %v", c.name, c.promise, c.rho, c.margin, got, c.want)
-		}
-	}
-}
-
-func TestReplicatedVersion(t *testing.T) {
-	for _, c := range []struct {
-		name      string
-		leader    uint64
-		followers []uint64
-		required  int
-		want      uint64
-	}{
-		{name: "no follower needed", leader: 9, followers: []uint64{1, 2}, required: 0, want: 9},
-		{name: "no follower connected", leader: 9, required: 1, want: 9},
-		{name: "best follower", leader: 9, followers: []uint64{3, 7, 5}, required: 1, want: 7},
-		{name: "second best", leader: 9, followers: []uint64{3, 7, 5}, required: 2, want: 5},
-		{name: "more required than connected", leader: 9, followers: []uint64{3, 7}, required: 4, want: 3},
-		{name: "follower ahead of leader is capped", leader: 4, followers: []uint64{8}, required: 1, want: 4},
-	} {
-		if got := changelog.ReplicatedVersion(c.leader, c.followers, c.required); got != c.want {
-			t.Errorf("%s: got %d, want %d", c.name, got, c.want)
-		}
-	}
-}
-
-func TestAckRule(t *testing.T) {
-	knows := func(q uint64) func(uint64) bool { return func(v uint64) bool { return v <= q } }
-	for _, c := range []struct {
-		name      string
-		leader    uint64
-		followers []uint64
-		cands     []uint64
-		quorumAt  uint64
-		want      uint64
-	}{
-		{name: "all three hold", leader: 10, followers: []uint64{10}, cands: []uint64{10, 8}, quorumAt: 10, want: 10},
-		{name: "follower behind", leader: 10, followers: []uint64{6}, cands: []uint64{10, 6, 5}, quorumAt: 10, want: 6},
-		{name: "voters behind", leader: 10, followers: []uint64{10}, cands: []uint64{10, 7}, quorumAt: 7, want: 7},
-		{name: "nothing known", leader: 10, followers: []uint64{10}, cands: nil, quorumAt: 10, want: 0},
-	} {
-		if got := changelog.AckRule(c.leader, c.followers, 1, c.cands, knows(c.quorumAt)); got != c.want {
-			t.Errorf("%s: got %d, want %d", c.name, got, c.want)
 		}
 	}
 }
@@ -240,45 +197,5 @@ func TestConfigRanges(t *testing.T) {
 		if err := v.Validate(); err != nil {
 			t.Errorf("max promise %v: %v", p, err)
 		}
-	}
-}
-
-func TestChanges(t *testing.T) {
-	log := changelog.Genesis(1)
-	cfg := log[0].Config
-	reg := func(id wire.CSID, a string) registry.Change {
-		return registry.Change{Kind: registry.ChangeRegister, CS: registry.Chunkserver{ID: id, Addr: netip.MustParseAddr(a)}}
-	}
-	c2, err := reg(2, "10.0.1.2").Apply(cfg)
-	if err != nil || c2.Version != 2 || c2.Bootstrap || len(cfg.Members) != 0 {
-		t.Fatalf("register: %v %+v (original %+v)", err, c2, cfg)
-	}
-	c3, _ := reg(1, "10.0.2.1").Apply(c2)
-	if c3.Members[0].ID != 1 || c3.Members[1].ID != 2 {
-		t.Errorf("members not sorted: %+v", c3.Members)
-	}
-	if _, err := reg(1, "10.0.2.9").Apply(c3); err == nil {
-		t.Error("a second registration of the same id was accepted")
-	}
-	if _, err := (registry.Change{Kind: registry.ChangeRemove, ID: 7}).Apply(c3); err == nil || !strings.Contains(err.Error(), "CS7") {
-		t.Errorf("removing an unknown chunkserver: %v", err)
-	}
-	c4, err := (registry.Change{Kind: registry.ChangeRemove, ID: 1}).Apply(c3)
-	if err != nil || len(c4.Members) != 1 {
-		t.Fatalf("remove: %v", err)
-	}
-	if _, err := (registry.Change{Kind: registry.ChangeRemove, ID: 2}).Apply(c4); err == nil || !strings.Contains(err.Error(), "last registered") {
-		t.Errorf("removing the last chunkserver: %v", err)
-	}
-	c5, err := (registry.Change{Kind: registry.ChangeMapRange, Prefix: netip.MustParsePrefix("10.0.2.0/24"), Name: "west"}).Apply(c3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := c5.Electorate()
-	if !e.Divided() {
-		t.Error("two locations with members should make a divided electorate")
-	}
-	if _, err := (registry.Change{Kind: registry.ChangeMapRange, Prefix: netip.MustParsePrefix("10.0.2.0/25"), Name: "east"}).Apply(c5); err == nil {
-		t.Error("an overlapping range was accepted")
 	}
 }
