@@ -33,11 +33,10 @@ import (
 // prints as "M1: transition ...". Probes, their replies and peer status
 // broadcasts are routine and left out of the print, never out of the run.
 type netScript struct {
-	names  []string // in order: masters, then chunkservers
-	nodes  map[string]*netNode
-	queue  []netMsg
-	cut    map[string]bool
-	rounds int // deliveries since the last stabilize, to bound it
+	names []string // in order: masters, then chunkservers
+	nodes map[string]*netNode
+	queue []netMsg
+	cut   map[string]bool
 }
 
 type netNode struct {
