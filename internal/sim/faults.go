@@ -84,6 +84,7 @@ func drawProfile(r *rand.Rand) profile {
 	p.dup = []float64{0, 0.01, 0.05}[r.Intn(3)]
 	p.diskMax = time.Duration(100+r.Intn(5000)) * time.Microsecond
 	c := roles.DefaultConfig(1, []wire.MasterID{1})
+	c.CheckCaches = true // every cached count checked against a full tally
 	c.VoteLease = []time.Duration{400 * time.Millisecond, 800 * time.Millisecond, 1500 * time.Millisecond}[r.Intn(3)]
 	c.HeartbeatInterval = c.VoteLease / 8
 	c.MaxClockDrift = []float64{0.01, 0.05}[r.Intn(2)]

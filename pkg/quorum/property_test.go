@@ -309,3 +309,42 @@ func TestPropertyTieBreak(t *testing.T) {
 		}
 	})
 }
+
+// TestThreshold checks Threshold against Tally: for random electorates and
+// random values (some voters without one), the voters at or above the
+// threshold win, and at the next value up they do not; with no threshold,
+// even every voter with a value loses.
+func TestThreshold(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		m, members := genRegistry(t)
+		e := NewElectorate(m, members)
+		vals := map[wire.CSID]int{}
+		for _, v := range e.voters {
+			if rapid.IntRange(0, 4).Draw(t, "has") > 0 {
+				vals[v.ID] = rapid.IntRange(0, 6).Draw(t, "value")
+			}
+		}
+		value := func(id wire.CSID) (int, bool) { v, ok := vals[id]; return v, ok }
+		winsAt := func(x int) bool {
+			return e.Tally(func(id wire.CSID) Vote {
+				if v, ok := vals[id]; ok && v >= x {
+					return For
+				}
+				return Unknown
+			}).Outcome == Won
+		}
+		x, ok := Threshold(e, value)
+		if !ok {
+			if winsAt(-1) {
+				t.Fatalf("no threshold, yet every voter with a value wins (%v)", vals)
+			}
+			return
+		}
+		if !winsAt(x) {
+			t.Fatalf("threshold %d does not win (%v)", x, vals)
+		}
+		if winsAt(x + 1) {
+			t.Fatalf("threshold %d, yet %d wins too (%v)", x, x+1, vals)
+		}
+	})
+}

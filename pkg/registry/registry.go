@@ -77,12 +77,11 @@ func (c *ClusterConfig) Member(id wire.CSID) (Chunkserver, bool) {
 // Rank is the chunkserver's place in the sorted registry, for nomination
 // turns, and the number of places.
 func (c *ClusterConfig) Rank(id wire.CSID) (rank, of int, ok bool) {
-	for i, m := range c.Members {
-		if m.ID == id {
-			return i, len(c.Members), true
-		}
+	i, found := slices.BinarySearchFunc(c.Members, id, func(m Chunkserver, id wire.CSID) int { return cmp.Compare(m.ID, id) })
+	if !found {
+		return 0, len(c.Members), false
 	}
-	return 0, len(c.Members), false
+	return i, len(c.Members), true
 }
 
 // Clone returns a deep copy that a change may edit.

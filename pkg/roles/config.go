@@ -79,6 +79,10 @@ type Config struct {
 	// (LEASE_READS). Safe only while this machine's monotonic clock counts
 	// every moment the process is stopped: docs/architecture.md §7, Reads.
 	LeaseReads bool
+	// CheckCaches makes every cached count (pkg/roles/scale.go) check
+	// itself against a full tally, and panic on a difference: for the
+	// simulator and tests; not a cfg key.
+	CheckCaches bool
 }
 
 // DefaultConfig returns the shipped defaults. Their reasons are in the Usage

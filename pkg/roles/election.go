@@ -34,6 +34,18 @@ type election struct {
 	// and in force, the chunkserver asks for a vote session here, or this
 	// master hears a LEADER (docs/architecture.md, "Temporary removal").
 	tempRemoved map[wire.CSID]bool
+
+	// What makes a count over thousands of voters cheap (scale.go): the
+	// quorum deadline, and the gates that space out re-counts that each of
+	// many acknowledgements might complete.
+	votersGen uint64 // bumped whenever a vote may stop counting other than by time
+	electGen  uint64 // bumped whenever the electorates are recomputed
+	qc        quorumCache
+	sessions  sessionsCache
+	ackGate   gate // advanceAcked
+	forceGate gate // checkInForce
+	readGate  gate // answerPending for a read round
+	winGate   gate // tryWin from acknowledgements
 }
 
 // voterRec is one open vote session at this master.
@@ -86,7 +98,7 @@ func (m *Master) countable(t Instant, pred func(*voterRec) bool) func(*voterRec)
 // cut off with a minority never raises the voters' epochs, so it cannot
 // unseat a healthy LEADER when it comes back.
 func (m *Master) sessionsQuorum() bool {
-	return m.outcome(func(*voterRec) bool { return true }) == quorum.Won
+	return m.sessionsCached()
 }
 
 // outcome tallies the votes for which counts holds under the newest config
@@ -135,6 +147,7 @@ func (m *Master) electorate(c *registry.ClusterConfig) quorum.Electorate {
 	if !ok {
 		if len(m.electorates) > 8 || m.electorates == nil {
 			m.electorates = map[*registry.ClusterConfig]quorum.Electorate{}
+			m.electGen++
 		}
 		e = m.withoutTempRemoved(c).Electorate()
 		m.electorates[c] = e
@@ -156,7 +169,7 @@ func (m *Master) counted() []*voterRec {
 
 // checkQuorum fences a LEADER whose countable votes no longer make a quorum.
 func (m *Master) checkQuorum() {
-	if m.role == Leader && m.quorumAt(m.now, nil) != quorum.Won {
+	if m.role == Leader && !m.wonAt(m.now) {
 		m.stepDown(ReasonQuorumLost)
 	}
 }
@@ -225,6 +238,9 @@ func (m *Master) onVoteHello(h VoteHello) {
 		m.ignore("stale-session")
 		return
 	}
+	if m.voters[h.CS] != nil {
+		m.votersGen++ // the old session's vote stops counting
+	}
 	m.voters[h.CS] = &voterRec{session: h.Session, addr: h.Addr, port: h.Port, voterOnly: h.VoterOnly}
 	m.lastVoteSeen = m.now
 	// Equal is not higher: the voter may have acknowledged this very epoch
@@ -255,7 +271,7 @@ func (m *Master) onVoteBye(b VoteBye) {
 		m.ignore("wrong-address")
 		return
 	}
-	delete(m.voters, b.CS)
+	m.dropVoter(b.CS)
 	m.send(ToCS(b.CS), VoteRelease{From: m.cfg.ID, Incarnation: m.hard.Incarnation, Session: b.Session})
 }
 
@@ -273,7 +289,7 @@ func (m *Master) onHeartbeatAck(a HeartbeatAck) {
 		return
 	}
 	if m.implausible(a.MaxEpoch) {
-		delete(m.voters, a.CS)
+		m.dropVoter(a.CS)
 		return
 	}
 	if !a.OK {
@@ -285,7 +301,7 @@ func (m *Master) onHeartbeatAck(a HeartbeatAck) {
 			m.onHigherEpoch(a.MaxEpoch)
 			return
 		}
-		delete(m.voters, a.CS)
+		m.dropVoter(a.CS)
 		m.ignore("vote-refused")
 		return
 	}
@@ -307,6 +323,9 @@ func (m *Master) onHeartbeatAck(a HeartbeatAck) {
 	// hours must not keep a vote counted after its sender fell silent.
 	granted := min(a.Granted, m.cfg.VoteLease)
 	if until := sent.at.Add(m.cfg.CountedLease(granted)); until > v.validUntil || sent.epoch != v.ackEpoch {
+		if until < v.validUntil {
+			m.votersGen++ // shortened: cached deadlines may no longer hold
+		}
 		v.validUntil = until
 	}
 	v.ackEpoch = sent.epoch
@@ -315,14 +334,23 @@ func (m *Master) onHeartbeatAck(a HeartbeatAck) {
 	}
 	v.knownReg, v.inForce, v.commit, v.commitTag = a.KnownReg, a.InForce, a.Commit, a.CommitTag
 	m.lastVoteSeen = m.now
+	// Each gate below lets a recount run on this acknowledgement only
+	// when it may be the one that completes a quorum (gate): a count is
+	// O(voters), and a round brings one acknowledgement per voter.
 	switch m.role {
 	case Elect:
-		m.tryWin()
+		if m.winGate.due() {
+			m.tryWin()
+		}
 	case Leader:
 		m.noteRegistration(a.CS, v)
-		m.advanceAcked()
-		m.checkInForce()
-		if m.readHB != 0 && a.Seq >= m.readHB {
+		if ahead := v.commitTag == m.hard.Epoch && v.commit.Version > m.acked.Version; ahead && m.ackGate.due() {
+			m.advanceAcked()
+		}
+		if m.configPending() && m.forceGate.due() {
+			m.checkInForce()
+		}
+		if m.readHB != 0 && a.Seq >= m.readHB && m.readGate.due() {
 			m.answerPending() // this ack may complete a read round
 		}
 	}
@@ -368,9 +396,11 @@ func (m *Master) tryWin() {
 		m.hard.InForce = inForce
 		m.persistHard()
 	}
-	if m.quorumAt(m.now, nil) != quorum.Won {
+	if !m.wonAt(m.now) {
+		m.winGate.missed()
 		return
 	}
+	m.winGate.done()
 	// The catch-up rule: the voters whose reports this log satisfies must
 	// themselves make a quorum.
 	cv := m.Registry().Version

@@ -1,9 +1,6 @@
 package roles
 
 import (
-	"sort"
-
-	"github.com/mfs-election/mfs-election/pkg/quorum"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
@@ -77,28 +74,17 @@ func (m *Master) Fence() Fence {
 }
 
 // quorumLapse is the first instant from m.now on at which this LEADER's
-// counted votes no longer make a quorum (quorumAt, the check of
-// checkQuorum), or Never. The tally at t changes only where a vote stops
-// counting (validUntil, exclusive), and a tally with fewer votes never wins
-// where one with more lost (the electorate is fixed, and a location or the
-// whole is carried by a majority of it), so the answer is the first
-// validUntil at which the tally is lost: found by binary search.
+// counted votes no longer make a quorum (the check of checkQuorum), or
+// Never: the quorum deadline (scale.go), recomputed here so that it is
+// the exact one (the cached one is a lower bound once acknowledgements
+// came in after it). O(voters): the daemon takes a fence after a group of
+// steps, not after each.
 func (m *Master) quorumLapse() Instant {
-	if m.quorumAt(m.now, nil) != quorum.Won {
+	m.qc.valid = false
+	if !m.wonAt(m.now) {
 		return m.now // not stepped down yet (a vote lost within this step)
 	}
-	var ends []Instant
-	for _, v := range m.voters {
-		if v.validUntil > m.now {
-			ends = append(ends, v.validUntil)
-		}
-	}
-	sort.Slice(ends, func(i, j int) bool { return ends[i] < ends[j] })
-	i := sort.Search(len(ends), func(i int) bool { return m.quorumAt(ends[i], nil) != quorum.Won })
-	if i == len(ends) {
-		return Never // won with no vote at all: no registered chunkserver
-	}
-	return ends[i]
+	return m.quorumUntil()
 }
 
 // HoldsQuorum reports whether the master holds a quorum at t (t >= At).

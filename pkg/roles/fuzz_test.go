@@ -30,6 +30,7 @@ type coreRig struct {
 	m       *Master
 	other   wire.MasterID // the other master (it never speaks first)
 	replies []ClientReply
+	addr    func(wire.CSID) netip.Addr // a chunkserver's address (nil: rigAddr)
 }
 
 // rigMembers are the registered chunkservers of every rig: 1..3 at
@@ -52,7 +53,9 @@ func rigStored() Stored {
 // newLeaderRig returns master 1 of masters 1 and 2, LEADER at epoch 1,
 // chunkservers 1 and 2 voting for it.
 func newLeaderRig(t testing.TB) *coreRig {
-	m, _ := NewMaster(DefaultConfig(1, []wire.MasterID{1, 2}), rigStored(), 0)
+	cfg := DefaultConfig(1, []wire.MasterID{1, 2})
+	cfg.CheckCaches = true
+	m, _ := NewMaster(cfg, rigStored(), 0)
 	r := &coreRig{t: t, m: m, other: 2}
 	r.step(VoteHello{CS: 1, Addr: rigAddr(1), Session: 1, Nominate: true})
 	r.step(VoteHello{CS: 2, Addr: rigAddr(2), Session: 1})
@@ -85,12 +88,19 @@ func newFollowerRig(t testing.TB, n int) *coreRig {
 func (r *coreRig) step(ev Event) {
 	queue := []Event{ev}
 	for i := 0; len(queue) > 0; i++ {
-		if i > 10_000 {
+		if i > 10_000+4*len(r.m.voters) {
 			r.t.Fatal("the rig did not settle")
 		}
 		ev, queue = queue[0], queue[1:]
 		queue = append(queue, r.answer(r.m.Step(r.now, ev))...)
 	}
+}
+
+func (r *coreRig) csAddr(cs wire.CSID) netip.Addr {
+	if r.addr != nil {
+		return r.addr(cs)
+	}
+	return rigAddr(cs)
 }
 
 // answer is what the rig's peers say to acts.
@@ -104,7 +114,7 @@ func (r *coreRig) answer(b Batch) []Event {
 				continue
 			}
 			ack := HeartbeatAck{CS: cs, Session: msg.Session, Seq: msg.Seq, OK: true, Granted: msg.Lease,
-				MaxEpoch: msg.Epoch, EpochOwner: msg.From, KnownReg: msg.RegVersion, InForce: msg.InForce, Addr: rigAddr(cs)}
+				MaxEpoch: msg.Epoch, EpochOwner: msg.From, KnownReg: msg.RegVersion, InForce: msg.InForce, Addr: r.csAddr(cs)}
 			if msg.Role == Leader {
 				ack.Commit, ack.CommitTag = msg.Commit, msg.Epoch
 			}

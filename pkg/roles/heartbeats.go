@@ -85,6 +85,10 @@ func (m *Master) heartbeatAll() {
 		}
 	}
 	m.nextHB = m.now.Add(m.cfg.HeartbeatInterval)
+	// What a gate held back is counted once a round (scale.go).
+	if m.role == Leader && m.ackGate.seen > 0 {
+		m.advanceAcked()
+	}
 }
 
 // noteRegistration queues a registry change for a chunkserver that is not

@@ -6,7 +6,6 @@ import (
 
 	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/namespace"
-	"github.com/mfs-election/mfs-election/pkg/quorum"
 	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
@@ -99,9 +98,13 @@ func (m *Master) NextDeadline() Instant {
 	at(m.nextPeer)
 	if m.role.TakesVotes() {
 		at(m.nextHB)
-		for _, v := range m.voters {
-			at(v.validUntil)
-		}
+	}
+	if m.role == Leader && m.qc.valid {
+		// The instant its votes stop making a quorum: the step then fences
+		// it. (An ELECT or DEPUTY needs no wake-up when a vote lapses: it
+		// wins on an input, and every vote it counts lapses before its
+		// ELECT_TIMEOUT, which is a deadline of its own.)
+		at(m.qc.until)
 	}
 	switch m.role {
 	case Follower, Usurper:
@@ -159,7 +162,7 @@ func (m *Master) Step(now Instant, ev Event) Batch {
 	case VoteBye:
 		m.onVoteBye(e)
 	case ConnLost:
-		delete(m.voters, e.CS)
+		m.dropVoter(e.CS)
 	case HeartbeatAck:
 		m.onHeartbeatAck(e)
 	case PeerStatus:
@@ -252,7 +255,7 @@ func (m *Master) become(to Role, reason string) {
 		m.electSince, m.lastVoteSeen = m.now, m.now
 	}
 	if !to.TakesVotes() {
-		m.voters = map[wire.CSID]*voterRec{}
+		m.resetVoters()
 		m.hbSent = map[uint64]sentHB{}
 	}
 	if from == Leader {
@@ -278,7 +281,7 @@ func (m *Master) disconnectAll(next wire.MasterID) []Disconnect {
 		bye = append(bye, Send{To: ToCS(id), Msg: VoteRelease{From: m.cfg.ID, Incarnation: m.hard.Incarnation, Session: v.session, Next: next}})
 	}
 	// Votes stop counting before the goodbyes leave.
-	m.voters = map[wire.CSID]*voterRec{}
+	m.resetVoters()
 	return []Disconnect{{Class: ConnChunkservers, Goodbyes: bye}, {Class: ConnClients}, {Class: ConnSessions}}
 }
 
@@ -358,12 +361,14 @@ func (m *Master) timers() {
 			m.become(Usurper, ReasonKeepLeader)
 		}
 	case Elect:
+		// Once a heartbeat round (acknowledgements try through a gate):
+		// a won ELECT waiting to catch up, or a quorum held back.
 		switch {
-		case m.quorumAt(m.now, nil) == quorum.Won:
+		case m.now >= m.nextHB && m.wonAt(m.now):
 			m.tryWin()
 		case m.cfg.DeputyElectionTime > 0 && m.now.Sub(m.electSince) >= m.cfg.DeputyElectionTime:
 			m.become(Deputy, ReasonDeputyTime)
-		case len(m.counted()) == 0 && m.now.Sub(m.lastVoteSeen) >= m.cfg.ElectTimeout:
+		case m.now.Sub(m.lastVoteSeen) >= m.cfg.ElectTimeout && len(m.counted()) == 0:
 			m.stepDown(ReasonNoVotes)
 		}
 	case Deputy:

@@ -75,7 +75,9 @@ func (h *harness) netStart(a map[string]string) string {
 	for _, id := range masters {
 		entries, inForce := registryLog(strings.Join(reg, ","), "")
 		st := Stored{Entries: entries, Hard: HardState{InForce: inForce, Commit: changelog.Pos{Version: 2}}}
-		m, b := NewMaster(DefaultConfig(id, masters), st, h.now)
+		cfg := DefaultConfig(id, masters)
+		cfg.CheckCaches = true
+		m, b := NewMaster(cfg, st, h.now)
 		name := masterName(id)
 		n.names = append(n.names, name)
 		n.nodes[name] = &netNode{m: m}

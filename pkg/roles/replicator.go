@@ -2,6 +2,7 @@ package roles
 
 import (
 	"cmp"
+	"fmt"
 
 	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/quorum"
@@ -241,24 +242,35 @@ func (m *Master) advanceReplicated() {
 
 // advanceAcked applies (c) of the ack rule and answers what it can.
 func (m *Master) advanceAcked() {
-	var cands []uint64
 	// Only what voters were told by this LEADER counts: an older LEADER's
 	// word can later be superseded by this one's lower figure.
 	mine := func(v *voterRec) bool { return v.commitTag == m.hard.Epoch && m.log.Has(v.commit) }
-	for _, v := range m.counted() {
-		if v.commit.Version > m.acked.Version && mine(v) {
-			cands = append(cands, v.commit.Version)
+	ok := m.countable(m.now, nil)
+	limit := changelog.ReplicatedVersion(m.log.Len(), m.followerMatches(), m.cfg.AckReplicas)
+	if limit <= m.acked.Version {
+		return // (a) and (b) hold nothing newer: followers move this on
+	}
+	// changelog.AckRule over every counted report, in one pass: the newest
+	// version a quorum knows committed is the threshold of the reports
+	// (quorum.Threshold), and the rule takes the newest report at or
+	// below both it and what (a) and (b) allow.
+	known, _ := thresholdOf(m, ^uint64(0), func(v *voterRec) (uint64, bool) { return v.commit.Version, ok(v) && mine(v) })
+	best := uint64(0)
+	for _, v := range m.voters {
+		if c := v.commit.Version; c > best && c <= min(known, limit) && ok(v) && mine(v) {
+			best = c
 		}
 	}
-	if len(cands) == 0 {
-		return
+	if m.cfg.CheckCaches {
+		if want := m.ackRuleByTally(mine); want != best && max(want, best) > m.acked.Version {
+			panic(fmt.Sprintf("invariant ack-threshold: %d by threshold, %d by tallies", best, want))
+		}
 	}
-	best := changelog.AckRule(m.log.Len(), m.followerMatches(), m.cfg.AckReplicas, cands, func(ver uint64) bool {
-		return m.quorumAt(m.now, func(v *voterRec) bool { return mine(v) && v.commit.Version >= ver }) == quorum.Won
-	})
 	if best <= m.acked.Version {
+		m.ackGate.missed()
 		return
 	}
+	m.ackGate.done()
 	m.acked = m.log.PosAt(best)
 	// Not persisted on its own: the answers below would wait for one more
 	// disk write, and nothing needs the LEADER to remember this figure (a
@@ -269,6 +281,20 @@ func (m *Master) advanceAcked() {
 	m.answerPending()
 }
 
+// ackRuleByTally is advanceAcked's figure by changelog.AckRule and a
+// tally per candidate, as it was before thresholds: CheckCaches compares.
+func (m *Master) ackRuleByTally(mine func(*voterRec) bool) uint64 {
+	var cands []uint64
+	for _, v := range m.counted() {
+		if v.commit.Version > m.acked.Version && mine(v) {
+			cands = append(cands, v.commit.Version)
+		}
+	}
+	return changelog.AckRule(m.log.Len(), m.followerMatches(), m.cfg.AckReplicas, cands, func(ver uint64) bool {
+		return m.quorumAt(m.now, func(v *voterRec) bool { return mine(v) && v.commit.Version >= ver }) == quorum.Won
+	})
+}
+
 // checkInForce marks the newest config in force once a quorum under the old
 // config and a quorum under the new one both know it (docs/architecture.md).
 func (m *Master) checkInForce() {
@@ -277,7 +303,12 @@ func (m *Master) checkInForce() {
 		return
 	}
 	knows := func(v *voterRec) bool { return v.knownReg >= latest.Version }
-	if m.tallyUnder(prev, m.now, knows).Outcome == quorum.Won && m.tallyUnder(latest, m.now, knows).Outcome == quorum.Won {
+	if m.tallyUnder(prev, m.now, knows).Outcome != quorum.Won || m.tallyUnder(latest, m.now, knows).Outcome != quorum.Won {
+		m.forceGate.missed()
+		return
+	}
+	m.forceGate.done()
+	{
 		m.hard.InForce = latest.Version
 		m.persistHard()
 		m.heartbeatNow()

@@ -122,6 +122,7 @@ func (h *harness) run(cmd string) string {
 	switch fields[0] {
 	case "master":
 		cfg := DefaultConfig(wire.MasterID(mustU(a["id"])), ids(a["masters"]))
+		cfg.CheckCaches = true
 		cfg.KeepLeadership = a["keep"] == "true"
 		if d, ok := a["deputy"]; ok {
 			cfg.DeputyElectionTime = mustDur(d)

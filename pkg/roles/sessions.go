@@ -3,11 +3,9 @@ package roles
 import (
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/namespace"
-	"github.com/mfs-election/mfs-election/pkg/quorum"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
@@ -145,25 +143,24 @@ func (m *Master) askReadRound() {
 // still LEADER after the read arrived. Leases alone cannot say so after a
 // pause the monotonic clock did not count (docs/architecture.md §7, Reads).
 func (m *Master) confirmedSeq() uint64 {
-	var seqs []uint64
-	for _, v := range m.counted() {
-		seqs = append(seqs, v.ackedSeq)
-	}
-	slices.Sort(seqs)
-	seqs = slices.Compact(seqs)
-	for i := len(seqs) - 1; i >= 0; i-- {
-		s := seqs[i]
-		if m.quorumAt(m.now, func(v *voterRec) bool { return v.ackedSeq >= s }) == quorum.Won {
-			return s
+	ok := m.countable(m.now, nil)
+	newest := uint64(0) // an empty registry the founder may bootstrap is won by any
+	for _, v := range m.voters {
+		if ok(v) {
+			newest = max(newest, v.ackedSeq)
 		}
 	}
-	return 0
+	s, won := thresholdOf(m, ^uint64(0), func(v *voterRec) (uint64, bool) { return v.ackedSeq, ok(v) })
+	if !won {
+		return 0
+	}
+	return min(s, newest)
 }
 
 // answerPending replies to every waiting client whose change or read index
 // is acknowledged (and, for a read, confirmed by a heartbeat round).
 func (m *Master) answerPending() {
-	if m.role != Leader || m.quorumAt(m.now, nil) != quorum.Won {
+	if m.role != Leader || !m.wonAt(m.now) {
 		return
 	}
 	confirmed := uint64(0)
@@ -171,6 +168,9 @@ func (m *Master) answerPending() {
 		confirmed = m.confirmedSeq()
 		if confirmed >= m.readHB {
 			m.readHB = 0 // the round is complete
+			m.readGate.done()
+		} else {
+			m.readGate.missed()
 		}
 	}
 	keep := m.pending[:0]

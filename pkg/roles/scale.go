@@ -1,0 +1,177 @@
+package roles
+
+import (
+	"cmp"
+	"fmt"
+
+	"github.com/mfs-election/mfs-election/pkg/quorum"
+	"github.com/mfs-election/mfs-election/pkg/registry"
+	"github.com/mfs-election/mfs-election/pkg/wire"
+)
+
+// A master may hold thousands of vote sessions, and every one of them
+// acknowledges every heartbeat round. A tally is O(voters), so a master
+// that tallied on every acknowledgement would spend O(voters²) a round.
+// What keeps the count cheap, without changing what it decides:
+//
+//   - The quorum deadline (quorumUntil): the instant until which the votes
+//     counted now make a quorum, from one pass (quorum.Threshold over the
+//     votes' expiries). An acknowledgement only adds or extends votes, so
+//     a deadline computed earlier stays a lower bound until a vote may stop
+//     counting other than by time (votersGen), the epoch, the configs or
+//     the electorates change (the cache key). checkQuorum, the fence and
+//     the wake-up read it instead of tallying.
+//   - Gates on the re-counts an acknowledgement may complete (a LEADER's
+//     acknowledged point, a config put in force, a read round, an ELECT's
+//     win): a failed recount waits for an eighth more acknowledgements
+//     before the next, so a round costs O(voters log voters) and a small
+//     cluster still recounts on every acknowledgement. A gate only delays
+//     what a recount would find, never decides it; every recount is exact,
+//     and the heartbeat round re-runs what a gate held back.
+
+// gate spaces out a recount that each of many events might complete.
+type gate struct{ seen, next int }
+
+// due counts one event and says whether to recount now.
+func (g *gate) due() bool {
+	g.seen++
+	return g.seen >= g.next
+}
+
+// missed: the recount found nothing; wait for an eighth more events.
+func (g *gate) missed() { g.next = g.seen + max(1, g.seen/8) }
+
+// done: the recount moved on; the next event may complete the next one.
+func (g *gate) done() { *g = gate{} }
+
+// quorumKey is what a cached deadline was computed under.
+type quorumKey struct {
+	role                Role
+	epoch, inForce      uint64
+	latest, prev        *registry.ClusterConfig
+	votersGen, electGen uint64
+}
+
+type quorumCache struct {
+	valid bool
+	key   quorumKey
+	until Instant // won at t iff t < until (0: not won)
+}
+
+type sessionsCache struct {
+	valid bool
+	key   quorumKey
+	won   bool
+	gate  gate
+}
+
+func (m *Master) quorumKey() quorumKey {
+	latest, prev := m.log.Configs(m.log.Len())
+	return quorumKey{role: m.role, epoch: m.hard.Epoch, inForce: m.hard.InForce, latest: latest, prev: prev,
+		votersGen: m.votersGen, electGen: m.electGen}
+}
+
+// dropVoter ends a vote session here.
+func (m *Master) dropVoter(id wire.CSID) {
+	if _, ok := m.voters[id]; ok {
+		delete(m.voters, id)
+		m.votersGen++
+	}
+}
+
+// resetVoters ends every vote session here.
+func (m *Master) resetVoters() {
+	m.voters = map[wire.CSID]*voterRec{}
+	m.votersGen++
+}
+
+// wonAt: the votes this master may count at t (t >= now, no input
+// stepped in between) make a quorum; quorumAt(t, nil) == Won, from the
+// deadline.
+func (m *Master) wonAt(t Instant) bool {
+	won := t < m.quorumUntil()
+	if m.cfg.CheckCaches && won != (m.quorumAt(t, nil) == quorum.Won) {
+		panic(fmt.Sprintf("invariant quorum-deadline: deadline %v says won=%v at %v, the tally says otherwise", m.qc.until, won, t))
+	}
+	return won
+}
+
+// quorumUntil is the instant from which the votes counted now no longer
+// make a quorum (0: they make none now). Cached: recomputed when its key
+// changed, when it has passed, or when less than half a lease is left
+// (so that a LEADER's deadline keeps well ahead of its clock, and the
+// fence it publishes with it).
+func (m *Master) quorumUntil() Instant {
+	if !m.role.TakesVotes() {
+		return 0
+	}
+	key := m.quorumKey()
+	if m.qc.valid && m.qc.key == key && m.qc.until > m.now && m.qc.until.Sub(m.now) >= m.cfg.VoteLease/2 {
+		return m.qc.until
+	}
+	epoch := m.hard.Epoch
+	x, ok := thresholdOf(m, Never, func(v *voterRec) (Instant, bool) { return v.validUntil, v.ackEpoch == epoch })
+	if !ok || x <= m.now {
+		x = 0
+	}
+	m.qc = quorumCache{valid: true, key: key, until: x}
+	return x
+}
+
+// sessionsCached is sessionsQuorum: the open sessions alone make a quorum.
+// Sessions are added without bumping votersGen, and an addition never
+// turns a quorum into none, so a cached true stands until the key
+// changes; a cached false is recounted through a gate on the sessions
+// opened since.
+func (m *Master) sessionsCached() bool {
+	key := m.quorumKey()
+	c := &m.sessions
+	if c.valid && c.key == key && (c.won || len(m.voters) < c.gate.next) {
+		return c.won
+	}
+	won := m.outcome(func(*voterRec) bool { return true }) == quorum.Won
+	*c = sessionsCache{valid: true, key: key, won: won}
+	c.gate.next = len(m.voters) + max(1, len(m.voters)/8)
+	return won
+}
+
+// thresholdOf is quorum.Threshold under this master's newest config and,
+// while that one is not in force, the one before it too (joint: both must
+// be won, so the smaller). value says what a session counts for, and
+// false when it does not count; a session from another address than the
+// member's never counts (tally). An empty registry this master may
+// bootstrap is won at any value (top).
+func thresholdOf[T cmp.Ordered](m *Master, top T, value func(*voterRec) (T, bool)) (x T, ok bool) {
+	latest, prev := m.log.Configs(m.log.Len())
+	if latest == nil {
+		return x, false
+	}
+	x, ok = thresholdUnder(m, latest, top, value)
+	if ok && prev != nil && latest.Version > m.hard.InForce {
+		px, pok := thresholdUnder(m, prev, top, value)
+		x, ok = min(x, px), pok
+	}
+	return x, ok
+}
+
+func thresholdUnder[T cmp.Ordered](m *Master, c *registry.ClusterConfig, top T, value func(*voterRec) (T, bool)) (x T, ok bool) {
+	e := m.electorate(c)
+	if e.Size() == 0 {
+		if m.mayBootstrap(c) {
+			return top, true
+		}
+		return x, false
+	}
+	return quorum.Threshold(e, func(id wire.CSID) (T, bool) {
+		v := m.voters[id]
+		if v == nil {
+			var zero T
+			return zero, false
+		}
+		if mem, _ := c.Member(id); !mem.Is(v.addr, v.port) {
+			var zero T
+			return zero, false
+		}
+		return value(v)
+	})
+}

@@ -1,0 +1,64 @@
+package roles
+
+import (
+	"fmt"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/mfs-election/mfs-election/pkg/changelog"
+	"github.com/mfs-election/mfs-election/pkg/registry"
+	"github.com/mfs-election/mfs-election/pkg/wire"
+)
+
+// scaleAddr is chunkserver cs's address in the scale rigs.
+func scaleAddr(cs wire.CSID) netip.Addr {
+	return netip.AddrFrom4([4]byte{10, byte(cs >> 16), byte(cs >> 8), byte(cs)})
+}
+
+// scaleStored is rigStored with n registered chunkservers.
+func scaleStored(n int) Stored {
+	log := changelog.Genesis(1)
+	cfg := log[0].Config.Clone()
+	cfg.Version, cfg.Bootstrap = 2, false
+	for cs := wire.CSID(1); cs <= wire.CSID(n); cs++ {
+		cfg.Members = append(cfg.Members, registry.Chunkserver{ID: cs, Addr: scaleAddr(cs)})
+	}
+	log = append(log, changelog.Entry{Pos: changelog.Pos{Version: 2}, Kind: changelog.EntryConfig, Config: cfg})
+	return Stored{Entries: log, Hard: HardState{InForce: 2, Commit: changelog.Pos{Version: 2}}}
+}
+
+// scaleLeader returns master 1 of masters 1 and 2, LEADER over n voters
+// that all voted for it.
+func scaleLeader(tb testing.TB, n int) *coreRig {
+	m, _ := NewMaster(DefaultConfig(1, []wire.MasterID{1, 2}), scaleStored(n), 0)
+	r := &coreRig{t: tb, m: m, other: 2, addr: scaleAddr}
+	for cs := wire.CSID(1); cs <= wire.CSID(n); cs++ {
+		r.step(VoteHello{CS: cs, Addr: scaleAddr(cs), Session: 1, Nominate: cs == 1})
+	}
+	if m.Role() != Leader {
+		tb.Fatalf("the rig's master is %v, want LEADER", m.Role())
+	}
+	return r
+}
+
+// BenchmarkLeaderRound is one heartbeat round of a LEADER over n voters:
+// the tick that sends it and every acknowledgement, each its own step.
+// ns/op divided by n is the core's cost per voter and round.
+func BenchmarkLeaderRound(b *testing.B) {
+	for _, n := range []int{100, 1000, 10000} {
+		b.Run(fmt.Sprintf("voters=%d", n), func(b *testing.B) {
+			r := scaleLeader(b, n)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				r.now = r.m.nextHB
+				r.step(Tick{})
+				_ = r.m.NextDeadline()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/voter")
+		})
+	}
+}
+
+var _ = time.Second
