@@ -948,7 +948,8 @@ func (w *world) run() Result {
 func (w *world) livenessBound() time.Duration {
 	c := w.prof.masterCfg
 	slot := roles.DefaultVoterConfig(1, netip.Addr{}, nil).NominateSlot
-	return w.prof.maxPromise + 2*c.VoteLease + c.ElectTimeout + time.Duration(len(w.css)+16)*slot + 2*time.Second
+	_, lease := c.Scaled(len(w.css)) // the lease a crowd is asked for
+	return w.prof.maxPromise + 2*max(c.VoteLease, min(lease, w.prof.maxPromise)) + c.ElectTimeout + time.Duration(len(w.css)+16)*slot + 2*time.Second
 }
 
 // heal ends every fault: the liveness phase starts.

@@ -30,6 +30,10 @@ type Config struct {
 	// (VOTE_LEASE). A frozen LEADER is replaced about L after its last
 	// heartbeat.
 	VoteLease time.Duration
+	// HeartbeatVoters: the vote sessions one HeartbeatInterval serves
+	// (HEARTBEAT_VOTERS). With more, the interval grows in proportion and
+	// the lease asked with it (Scaled); 0: never.
+	HeartbeatVoters int
 	// MaxClockDrift (rho): the bound on how far any clock's rate may stray
 	// from true time (MAX_CLOCK_DRIFT). Safety assumes it; nothing
 	// measures it.
@@ -79,10 +83,12 @@ type Config struct {
 	// (LEASE_READS). Safe only while this machine's monotonic clock counts
 	// every moment the process is stopped: docs/architecture.md §7, Reads.
 	LeaseReads bool
-	// CheckCaches makes every cached count (pkg/roles/scale.go) check
-	// itself against a full tally, and panic on a difference: for the
-	// simulator and tests; not a cfg key.
-	CheckCaches bool
+	// CheckCaches makes cached counts (pkg/roles/scale.go) check
+	// themselves against a full tally, and panic on a difference: every
+	// one at 1, every CheckCaches-th at more (a full tally per step is
+	// O(voters²) a round); 0: none. For the simulator and tests; not a cfg
+	// key.
+	CheckCaches int
 }
 
 // DefaultConfig returns the shipped defaults. Their reasons are in the Usage
@@ -92,7 +98,8 @@ func DefaultConfig(id wire.MasterID, masters []wire.MasterID) Config {
 		ID:                 id,
 		Masters:            append([]wire.MasterID(nil), masters...),
 		HeartbeatInterval:  100 * time.Millisecond,
-		VoteLease:          800 * time.Millisecond,
+		VoteLease:          500 * time.Millisecond,
+		HeartbeatVoters:    3000,
 		MaxClockDrift:      0.01,
 		LeaseMargin:        10 * time.Millisecond,
 		PeerInterval:       100 * time.Millisecond,
@@ -127,6 +134,7 @@ type ConfigRanges struct {
 	SelfNominateAfter, DeputyElectionTime, ElectTimeout, HandoverTimeout Range[time.Duration]
 	MaxClockDrift            Range[float64]
 	AckReplicas              Range[int]
+	HeartbeatVoters          Range[int]
 	SnapshotEvery, LogRetain Range[uint64]
 }
 
@@ -150,6 +158,7 @@ func (Config) Ranges() ConfigRanges {
 		ElectTimeout:       Range[time.Duration]{time.Millisecond, 10 * time.Minute},
 		HandoverTimeout:    Range[time.Duration]{time.Millisecond, 10 * time.Minute},
 		AckReplicas:        Range[int]{0, 8},
+		HeartbeatVoters:    Range[int]{0, 1_000_000},
 		SnapshotEvery:      Range[uint64]{0, 1_000_000_000},
 		LogRetain:          Range[uint64]{0, 1_000_000_000},
 	}
@@ -160,6 +169,23 @@ func inRange[T int | uint64 | float64 | time.Duration](add func(string, ...any),
 	if !r.Has(v) {
 		add("%s %v outside %v", what, v, r)
 	}
+}
+
+// Scaled returns the heartbeat interval and the lease a master asks for
+// with n vote sessions open: HeartbeatInterval and VoteLease up to
+// HeartbeatVoters sessions; past that the interval grows in proportion
+// to n, so that a round of heartbeats and acknowledgements costs the same
+// per second whatever the count, and the lease by three times what the
+// interval gained, so that the silence a lease bears beyond one interval
+// (a stall, a lost heartbeat) only grows. Safety takes no part: a vote is
+// counted for what its voter granted, whatever was asked
+// (docs/architecture.md §3, "At scale").
+func (c Config) Scaled(n int) (interval, lease time.Duration) {
+	if c.HeartbeatVoters <= 0 || n <= c.HeartbeatVoters {
+		return c.HeartbeatInterval, c.VoteLease
+	}
+	interval = time.Duration(int64(c.HeartbeatInterval) * int64(n) / int64(c.HeartbeatVoters))
+	return interval, c.VoteLease + 3*(interval-c.HeartbeatInterval)
 }
 
 // CountedLease is how long after sending a heartbeat this master counts the
@@ -204,6 +230,7 @@ func (c Config) Validate() error {
 	inRange(add, "elect timeout", c.ElectTimeout, r.ElectTimeout)
 	inRange(add, "handover timeout", c.HandoverTimeout, r.HandoverTimeout)
 	inRange(add, "ack replicas", c.AckReplicas, r.AckReplicas)
+	inRange(add, "heartbeat voters", c.HeartbeatVoters, r.HeartbeatVoters)
 	inRange(add, "snapshot interval", c.SnapshotEvery, r.SnapshotEvery)
 	inRange(add, "changelog retention", c.LogRetain, r.LogRetain)
 	// The rules between fields: what the lease arithmetic needs.

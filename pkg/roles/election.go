@@ -18,6 +18,8 @@ type election struct {
 	hbSeq  uint64
 	hbSent map[uint64]sentHB
 	nextHB Instant
+	// roundVoters: the sessions the last heartbeat round went to.
+	roundVoters int
 
 	quietSince   Instant // last sign of a LEADER, an ELECT or a nomination
 	electSince   Instant
@@ -38,6 +40,7 @@ type election struct {
 	// What makes a count over thousands of voters cheap (scale.go): the
 	// quorum deadline, and the gates that space out re-counts that each of
 	// many acknowledgements might complete.
+	checks    uint64 // cached counts so far (Config.CheckCaches)
 	votersGen uint64 // bumped whenever a vote may stop counting other than by time
 	electGen  uint64 // bumped whenever the electorates are recomputed
 	qc        quorumCache
@@ -321,7 +324,7 @@ func (m *Master) onHeartbeatAck(a HeartbeatAck) {
 	}
 	// An honest voter never grants more than was asked; a forged grant of
 	// hours must not keep a vote counted after its sender fell silent.
-	granted := min(a.Granted, m.cfg.VoteLease)
+	granted := min(a.Granted, sent.lease)
 	if until := sent.at.Add(m.cfg.CountedLease(granted)); until > v.validUntil || sent.epoch != v.ackEpoch {
 		if until < v.validUntil {
 			m.votersGen++ // shortened: cached deadlines may no longer hold

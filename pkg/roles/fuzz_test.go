@@ -54,7 +54,7 @@ func rigStored() Stored {
 // chunkservers 1 and 2 voting for it.
 func newLeaderRig(t testing.TB) *coreRig {
 	cfg := DefaultConfig(1, []wire.MasterID{1, 2})
-	cfg.CheckCaches = true
+	cfg.CheckCaches = 1
 	m, _ := NewMaster(cfg, rigStored(), 0)
 	r := &coreRig{t: t, m: m, other: 2}
 	r.step(VoteHello{CS: 1, Addr: rigAddr(1), Session: 1, Nominate: true})

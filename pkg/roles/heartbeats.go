@@ -1,6 +1,8 @@
 package roles
 
 import (
+	"time"
+
 	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
@@ -8,6 +10,7 @@ import (
 type sentHB struct {
 	at    Instant
 	epoch uint64
+	lease time.Duration // asked: no grant counts for longer
 }
 
 func (m *Master) heartbeatNow() {
@@ -27,7 +30,7 @@ func (m *Master) heartbeatTo(cs wire.CSID) {
 func (m *Master) heartbeat(cs wire.CSID, session, seq uint64) Heartbeat {
 	hb := Heartbeat{
 		From: m.cfg.ID, Incarnation: m.hard.Incarnation, Session: session, Seq: seq,
-		Role: m.role, Epoch: m.hard.Epoch, Lease: m.cfg.VoteLease, InForce: m.hard.InForce,
+		Role: m.role, Epoch: m.hard.Epoch, Lease: m.lease(), InForce: m.hard.InForce,
 	}
 	if m.keepaliveOnly() {
 		hb.Keepalive, hb.Epoch, hb.Lease = true, 0, 0
@@ -65,11 +68,20 @@ func (m *Master) keepaliveOnly() bool {
 // acknowledgement can be counted; a keepalive asks for nothing to count.
 func (m *Master) noteSent() {
 	if !m.keepaliveOnly() {
-		m.hbSent[m.hbSeq] = sentHB{at: m.now, epoch: m.hard.Epoch}
+		m.hbSent[m.hbSeq] = sentHB{at: m.now, epoch: m.hard.Epoch, lease: m.lease()}
 	}
 }
 
+// lease is what a heartbeat asks for now (Config.Scaled), interval how
+// long to the next round.
+func (m *Master) lease() time.Duration {
+	_, l := m.cfg.Scaled(len(m.voters))
+	return l
+}
+
 func (m *Master) heartbeatAll() {
+	interval, lease := m.cfg.Scaled(len(m.voters))
+	m.roundVoters = len(m.voters)
 	m.hbSeq++
 	if m.readRound {
 		m.readHB, m.readRound = m.hbSeq, false
@@ -80,11 +92,11 @@ func (m *Master) heartbeatAll() {
 	}
 	// Acks to heartbeats older than a promise cannot extend anything.
 	for s, h := range m.hbSent {
-		if m.now.Sub(h.at) > 2*m.cfg.VoteLease {
+		if m.now.Sub(h.at) > 2*max(h.lease, lease) {
 			delete(m.hbSent, s)
 		}
 	}
-	m.nextHB = m.now.Add(m.cfg.HeartbeatInterval)
+	m.nextHB = m.now.Add(interval)
 	// What a gate held back is counted once a round (scale.go).
 	if m.role == Leader && m.ackGate.seen > 0 {
 		m.advanceAcked()

@@ -76,7 +76,8 @@ func (h *harness) netStart(a map[string]string) string {
 		entries, inForce := registryLog(strings.Join(reg, ","), "")
 		st := Stored{Entries: entries, Hard: HardState{InForce: inForce, Commit: changelog.Pos{Version: 2}}}
 		cfg := DefaultConfig(id, masters)
-		cfg.CheckCaches = true
+		cfg.CheckCaches = 1
+		cfg.VoteLease = 800 * time.Millisecond // the lease the scripts were written for
 		m, b := NewMaster(cfg, st, h.now)
 		name := masterName(id)
 		n.names = append(n.names, name)

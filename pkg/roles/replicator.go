@@ -261,7 +261,7 @@ func (m *Master) advanceAcked() {
 			best = c
 		}
 	}
-	if m.cfg.CheckCaches {
+	if m.checking() {
 		if want := m.ackRuleByTally(mine); want != best && max(want, best) > m.acked.Version {
 			panic(fmt.Sprintf("invariant ack-threshold: %d by threshold, %d by tallies", best, want))
 		}

@@ -90,10 +90,19 @@ func (m *Master) resetVoters() {
 // deadline.
 func (m *Master) wonAt(t Instant) bool {
 	won := t < m.quorumUntil()
-	if m.cfg.CheckCaches && won != (m.quorumAt(t, nil) == quorum.Won) {
+	if m.checking() && won != (m.quorumAt(t, nil) == quorum.Won) {
 		panic(fmt.Sprintf("invariant quorum-deadline: deadline %v says won=%v at %v, the tally says otherwise", m.qc.until, won, t))
 	}
 	return won
+}
+
+// checking: this cached count is to be checked (Config.CheckCaches).
+func (m *Master) checking() bool {
+	if m.cfg.CheckCaches <= 0 {
+		return false
+	}
+	m.checks++
+	return m.checks%uint64(m.cfg.CheckCaches) == 0
 }
 
 // quorumUntil is the instant from which the votes counted now no longer

@@ -122,7 +122,8 @@ func (h *harness) run(cmd string) string {
 	switch fields[0] {
 	case "master":
 		cfg := DefaultConfig(wire.MasterID(mustU(a["id"])), ids(a["masters"]))
-		cfg.CheckCaches = true
+		cfg.CheckCaches = 1
+		cfg.VoteLease = 800 * time.Millisecond // the lease the scripts were written for
 		cfg.KeepLeadership = a["keep"] == "true"
 		if d, ok := a["deputy"]; ok {
 			cfg.DeputyElectionTime = mustDur(d)

@@ -98,15 +98,16 @@ func TestVoterPromiseAndLateProbes(t *testing.T) {
 		}
 		return n
 	}
-	// On time (the first 4 probe intervals) it probes rarely; once the
-	// heartbeats are late, every 50 ms, each round to all three masters.
-	onTime := probes(10*time.Millisecond, 190*time.Millisecond)
-	late := probes(300*time.Millisecond, 700*time.Millisecond)
+	// On time (until four probe intervals before the grant runs out) it
+	// probes rarely; once the heartbeats are late, every 50 ms, each round
+	// to all three masters.
+	onTime := probes(10*time.Millisecond, 590*time.Millisecond)
+	late := probes(600*time.Millisecond, 800*time.Millisecond)
 	if onTime > 3 {
-		t.Errorf("%d probes in the first 180 ms, while the heartbeats were on time; want at most one round (3)", onTime)
+		t.Errorf("%d probes in the first 580 ms, while the heartbeats were on time; want at most one round (3)", onTime)
 	}
-	if late < 3*6 {
-		t.Errorf("%d probes in the 400 ms after the heartbeats became late, want at least %d (a round every 50 ms)", late, 3*6)
+	if late < 3*4 {
+		t.Errorf("%d probes in the 200 ms after the heartbeats became late, want at least %d (a round every 50 ms)", late, 3*4)
 	}
 	h.now = start.Add(800 * time.Millisecond)
 	h.v.Step(h.now, Tick{})

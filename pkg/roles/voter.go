@@ -142,8 +142,14 @@ func (v *Voter) NextDeadline() Instant {
 }
 
 // lateAt is when the LEADER's heartbeats count as late: from then on the
-// voter probes at full rate (see decide).
-func (v *Voter) lateAt() Instant { return v.lastHB.Add(4 * v.cfg.ProbeInterval) }
+// voter probes at full rate (see decide), so that its view is fresh when
+// the promise lapses. Four probe intervals before the grant runs out, and
+// never sooner than four after the heartbeat: a LEADER of thousands renews
+// less often (Config.Scaled), and a voter that took each renewal for late
+// would probe every master at full rate all the time.
+func (v *Voter) lateAt() Instant {
+	return v.lastHB.Add(max(4*v.cfg.ProbeInterval, v.granted-4*v.cfg.ProbeInterval))
+}
 
 // heartbeatsLate returns when the current LEADER session's heartbeats
 // became late, or Never while they are on time (or there is none).
@@ -160,6 +166,10 @@ func (v *Voter) dropAt() Instant {
 	}
 	return v.lastHB.Add(v.granted)
 }
+
+// contentProbes: a voter content with its LEADER probes once per this
+// many probe intervals (5 s at the default 50 ms).
+const contentProbes = 100
 
 // persist asks for the voter's record to be made durable before anything
 // else of the batch happens.
@@ -410,10 +420,13 @@ func (v *Voter) decide() {
 		}
 		every := v.cfg.ProbeInterval
 		if v.voteFor != wire.NoMaster && v.voteRole == Leader && v.heartbeatsLate() == Never {
-			// A voter content with its LEADER probes rarely; once the
+			// A voter content with its LEADER probes rarely (a view is
+			// fresh for three probe intervals only, so these keep nothing
+			// fresh: they show a master that restarted); once the
 			// heartbeats are late it looks around at full rate, so its view
 			// is fresh when the promise lapses and it may nominate at once.
-			every *= 10
+			// Every master of thousands of voters answers them all.
+			every *= contentProbes
 		}
 		v.nextProbe = v.now.Add(every)
 	}
