@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/mfs-election/mfs-election/internal/obs"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
@@ -56,9 +57,24 @@ func newLocIndex(cfg *registry.ClusterConfig) *locIndex {
 	return x
 }
 
+// fenceEvery: the loop takes a fence (O(voters): every counted vote, and
+// the exact lapse of the quorum) at most this often while nothing that
+// could move the lapse earlier happened (roles.Master.FenceStamp) and the
+// role it reports is unchanged; otherwise after every batch. A fence older
+// than this says less than a new one would (renewals are missing from it),
+// never more: its lapse is no later than the core's.
+const fenceEvery = 20 * time.Millisecond
+
 // publishFence makes the core's fence as of its last step the one the
-// outward reports judge. Loop only.
+// outward reports judge, at the cadence above. Loop only.
 func (n *MasterNode) publishFence() {
+	report := roles.RoleReport{Role: n.core.Role(), Epoch: n.core.Epoch(), Leader: n.core.Leader(), Sync: n.core.Sync()}
+	stamp := n.core.Stamp()
+	if report == n.fenceReport && stamp == n.fenceStamp && time.Since(n.fenceAt) < fenceEvery {
+		return
+	}
+	n.fenceReport, n.fenceStamp, n.fenceAt = report, stamp, time.Now()
+
 	if x := n.locs; x == nil || x.cfg != n.core.Registry() {
 		n.locs = newLocIndex(n.core.Registry())
 	}

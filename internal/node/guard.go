@@ -65,11 +65,24 @@ type portLimits struct{ total, perSource int }
 
 // Connection caps per port. 9419: one link from each master (a few
 // masters, a reconnect may overlap); 9420: one connection from each
-// chunkserver (several may share a host); 9421: clients and mfscli.
+// chunkserver (several may share a host; a cluster of 10,000 voters
+// reconnecting all at once still fits beside the ones that stayed);
+// 9421: clients and mfscli. The process raises RLIMIT_NOFILE to hold
+// them all (fileLimit).
 var connLimits = map[masterPort]portLimits{
 	portML: {total: 64, perSource: 4},
-	portCS: {total: 4096, perSource: 8},
+	portCS: {total: 24576, perSource: 8},
 	portCL: {total: 1024, perSource: 64},
+}
+
+// filesNeeded is the descriptors the caps above may hold, with room for
+// the listeners, the data files and the HTTP port.
+func filesNeeded() uint64 {
+	n := uint64(256)
+	for _, l := range connLimits {
+		n += uint64(l.total)
+	}
+	return n
 }
 
 // connCounter counts open connections per port and source. Readers call it

@@ -131,7 +131,14 @@ type MasterNode struct {
 	// location index the gauges need, for the reports built away from
 	// the loop (fence.go); locs is the loop's current index.
 	fenceOut atomic.Pointer[outward]
-	locs     *locIndex
+	// The last fence taken: what it reported, under which stamp, when.
+	fenceReport roles.RoleReport
+	fenceStamp  roles.FenceStamp
+	fenceAt     time.Time
+	// roundStart: when the step that started a heartbeat round began
+	// (zero: no round in the group being stepped).
+	roundStart time.Time
+	locs       *locIndex
 
 	// exports is mfsexports.cfg in force (readers judge client requests
 	// with it; Reload replaces it).
@@ -221,6 +228,9 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 		clConns: map[*conn]bool{}, clients: map[changelog.ClientID]*conn{}, admins: map[uint64]adminWait{}, hbSent: map[hbKey]time.Time{},
 		snapDone: make(chan snapResult, 1), snapRetry: snapRetryMin,
 		listsOut: map[listKey]time.Time{}, conns: newConnCounter(), bodies: newBodyBudget(largeBodies), auth: &authGuard{}, refusals: &rateLog{}, infoClipped: map[wire.CSID]bool{},
+	}
+	if need := filesNeeded(); raiseFileLimit(need) < need {
+		n.log.Warn().Uint64("need", need).Msg("RLIMIT_NOFILE is below what the connection caps may hold: raise it (LimitNOFILE= in the systemd unit, ulimit -n) or connections past it are refused by the kernel, not by the caps")
 	}
 	n.snapCtx, n.snapCancel = context.WithCancel(context.Background())
 	ex, err := loadExports(opt.ExportsFile)
@@ -574,8 +584,13 @@ func (n *MasterNode) shutdown(err error) {
 // step runs one event through the machine; its actions wait in the group
 // until flush.
 func (n *MasterNode) step(ev roles.Event) {
+	before, _ := n.core.Round()
+	start := time.Now()
 	if b := n.core.Step(n.now(), ev); !b.Empty() {
 		n.group = append(n.group, b)
+	}
+	if seq, _ := n.core.Round(); seq != before {
+		n.roundStart = start // timed to the end of its flush
 	}
 }
 
@@ -591,6 +606,11 @@ func (n *MasterNode) flush() error {
 	if len(group) > 0 {
 		if err := roles.Carry(masterDisk{n}, masterFx{n}, group...); err != nil {
 			return err
+		}
+		if !n.roundStart.IsZero() {
+			_, voters := n.core.Round()
+			n.metrics.HeartbeatRound(time.Since(n.roundStart), voters)
+			n.roundStart = time.Time{}
 		}
 		n.observe()
 	} else {

@@ -18,7 +18,9 @@ type election struct {
 	hbSeq  uint64
 	hbSent map[uint64]sentHB
 	nextHB Instant
-	// roundVoters: the sessions the last heartbeat round went to.
+	// roundSeq, roundVoters: the last heartbeat round's sequence number
+	// and the sessions it went to.
+	roundSeq    uint64
 	roundVoters int
 
 	quietSince   Instant // last sign of a LEADER, an ELECT or a nomination

@@ -83,6 +83,7 @@ func (m *Master) heartbeatAll() {
 	interval, lease := m.cfg.Scaled(len(m.voters))
 	m.roundVoters = len(m.voters)
 	m.hbSeq++
+	m.roundSeq = m.hbSeq
 	if m.readRound {
 		m.readHB, m.readRound = m.hbSeq, false
 	}

@@ -71,6 +71,21 @@ func (m *Master) quorumKey() quorumKey {
 		votersGen: m.votersGen, electGen: m.electGen}
 }
 
+// FenceStamp is an opaque value that changes whenever the quorum this
+// master holds may have lapsed earlier than by time: a session ended or
+// replaced, the role, the epoch, a config or the electorate changed. A
+// fence published under another stamp may say LEADER for longer than the
+// core would; a driver that takes fences less often than it steps takes
+// one at once when the stamp changes.
+type FenceStamp struct{ k quorumKey }
+
+// Stamp returns the current FenceStamp.
+func (m *Master) Stamp() FenceStamp { return FenceStamp{m.quorumKey()} }
+
+// Round is the newest heartbeat round: its sequence number and how many
+// vote sessions it went to (0, 0 before the first).
+func (m *Master) Round() (seq uint64, voters int) { return m.roundSeq, m.roundVoters }
+
 // dropVoter ends a vote session here.
 func (m *Master) dropVoter(id wire.CSID) {
 	if _, ok := m.voters[id]; ok {
