@@ -95,6 +95,8 @@ func keys(c *config) []settings.Key {
 			"The longest promise given to a master; at least every master's VOTE_LEASE (a master asking more gets only this much, and counts only what it got), hence VOTE_LEASE's range. A chunkserver that may still hold a promise when it starts (killed, crashed, power cut) keeps quiet this long; one stopped in order, or that never promised, votes at once. An orderly stop waits at most this long (+0.5s) for its promise to end."),
 		settings.Ranged("PROBE_INTERVAL", &voter.ProbeInterval, r.ProbeInterval.Min, r.ProbeInterval.Max,
 			"How often a chunkserver without a LEADER asks every master for its role: several probes per nomination slot keep its view fresh."),
+		settings.Ranged("PROBE_VOTERS", &voter.ProbeVoters, r.ProbeVoters.Min, r.ProbeVoters.Max,
+			"In a registry of more chunkservers than this, each probes that many times less often (10,000: every second), so that thousands looking for a LEADER at once do not swamp the masters; a master that becomes ELECT or LEADER tells every connected chunkserver at once, unasked. 0 = never slower."),
 		settings.Ranged("NOMINATE_SLOT", &voter.NominateSlot, r.NominateSlot.Min, r.NominateSlot.Max,
 			"Gap between nomination turns: longer than a probe round trip, so the next in turn sees the ELECT its predecessor made."),
 		settings.Field("TRUST_REFUSED", &c.Node.TrustRefused,

@@ -229,8 +229,10 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 		snapDone: make(chan snapResult, 1), snapRetry: snapRetryMin,
 		listsOut: map[listKey]time.Time{}, conns: newConnCounter(), bodies: newBodyBudget(largeBodies), auth: &authGuard{}, refusals: &rateLog{}, infoClipped: map[wire.CSID]bool{},
 	}
-	if need := filesNeeded(); raiseFileLimit(need) < need {
-		n.log.Warn().Uint64("need", need).Msg("RLIMIT_NOFILE is below what the connection caps may hold: raise it (LimitNOFILE= in the systemd unit, ulimit -n) or connections past it are refused by the kernel, not by the caps")
+	if need, have := filesNeeded(), raiseFileLimit(filesNeeded()); have < need {
+		// Not a fault: a few thousand chunkservers fit in far less. Said
+		// once, for the operator who grows the cluster past it.
+		n.log.Info().Uint64("need", need).Uint64("have", have).Msg("RLIMIT_NOFILE is below what the connection caps may hold: connections past it are refused by the kernel (accept fails) rather than by the caps; raise LimitNOFILE= in the systemd unit or ulimit -n for a cluster that large")
 	}
 	n.snapCtx, n.snapCancel = context.WithCancel(context.Background())
 	ex, err := loadExports(opt.ExportsFile)
@@ -760,6 +762,10 @@ func (n *MasterNode) route(to roles.Peer, msg wire.Message) {
 		}
 	case roles.PeerCS:
 		if c := n.cs[wire.CSID(to.ID)]; c != nil {
+			c.send(msg)
+		}
+	case roles.PeerAllCS:
+		for _, c := range n.cs {
 			c.send(msg)
 		}
 	case roles.PeerClient:

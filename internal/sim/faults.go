@@ -50,6 +50,7 @@ type profile struct {
 	diskMax                             time.Duration
 	masterCfg                           roles.Config
 	maxPromise                          time.Duration
+	probeVoters                         int // the voters' PROBE_VOTERS
 	keep                                uint32 // masters with KEEP_LEADERSHIP: bit i is master i
 	faults                              []faultKind
 	meanGap                             time.Duration
@@ -108,6 +109,9 @@ func drawProfile(r *rand.Rand) profile {
 		c.CheckCaches = 32 // a full tally per step is O(voters²) a round
 	}
 	c.HeartbeatVoters = []int{0, 3000, 2, 4, max(2, p.css/3)}[r.Intn(5)]
+	// And voters that probe less in a crowd (PROBE_VOTERS), leaning on
+	// the announcements of a new ELECT or LEADER.
+	p.probeVoters = []int{0, 500, 2, 4, max(2, p.css/8)}[r.Intn(5)]
 	p.masterCfg = c
 	p.maxPromise = 2 * c.VoteLease
 	// KEEP_LEADERSHIP on no master, one, two (a config copied to two

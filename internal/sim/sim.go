@@ -570,6 +570,14 @@ func (fx *simFx) WallUnixMs() int64 { return fx.w.proc(fx.r).wallMs(fx.w.now) }
 
 func (fx *simFx) Send(to roles.Peer, msg wire.Message) {
 	w, r := fx.w, fx.r
+	if to.Kind == roles.PeerAllCS {
+		// Every chunkserver connected to it: the network decides which
+		// are (a cut or a lost packet drops it like any message).
+		for i := range w.css {
+			w.send(r, ref{kCS, i}, msg, fx.loc)
+		}
+		return
+	}
 	if hb, ok := msg.(roles.Heartbeat); ok {
 		w.snoop(r, int(to.ID)-1, hb)
 	}
@@ -867,6 +875,7 @@ func newWorld(opt Options) *world {
 		cfg := roles.DefaultVoterConfig(wire.CSID(i+1), addr, ids)
 		cfg.Seed = uint64(w.rng.Int63())
 		cfg.MaxPromise = w.prof.maxPromise
+		cfg.ProbeVoters = w.prof.probeVoters
 		if err := cfg.Validate(); err != nil {
 			panic(fmt.Sprintf("sim: seed %d drew a chunkserver config outside the documented ranges: %v", opt.Seed, err))
 		}

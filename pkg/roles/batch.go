@@ -197,6 +197,8 @@ const (
 	PeerMaster PeerKind = 1 + iota
 	PeerCS
 	PeerClient
+	// PeerAllCS: every chunkserver connected to the sender (ID unused).
+	PeerAllCS
 )
 
 // Peer is the destination of a Send.
@@ -211,6 +213,9 @@ func ToMaster(m wire.MasterID) Peer { return Peer{PeerMaster, uint64(m)} }
 // ToCS addresses a chunkserver.
 func ToCS(c wire.CSID) Peer { return Peer{PeerCS, uint64(c)} }
 
+// ToAllCS addresses every chunkserver connected to the master.
+func ToAllCS() Peer { return Peer{Kind: PeerAllCS} }
+
 // ToClient addresses a client session.
 func ToClient(c changelog.ClientID) Peer { return Peer{PeerClient, uint64(c)} }
 
@@ -222,6 +227,8 @@ func (p Peer) String() string {
 		return wire.CSID(p.ID).String()
 	case PeerClient:
 		return fmt.Sprintf("C%d", p.ID)
+	case PeerAllCS:
+		return "CS*"
 	}
 	return "?"
 }

@@ -268,6 +268,9 @@ type VoterConfig struct {
 	// ProbeInterval: how often a voter without a LEADER asks every master
 	// for its role (PROBE_INTERVAL).
 	ProbeInterval time.Duration
+	// ProbeVoters: in a registry of more chunkservers than this, a voter
+	// probes that many times less often (PROBE_VOTERS; 0: never).
+	ProbeVoters int
 	// NominateSlot: the gap between two consecutive nomination turns
 	// (NOMINATE_SLOT).
 	NominateSlot time.Duration
@@ -289,6 +292,7 @@ func DefaultVoterConfig(id wire.CSID, addr netip.Addr, masters []wire.MasterID) 
 		Masters:       append([]wire.MasterID(nil), masters...),
 		MaxPromise:    2 * time.Second,
 		ProbeInterval: 50 * time.Millisecond,
+		ProbeVoters:   500,
 		NominateSlot:  60 * time.Millisecond,
 	}
 }
@@ -296,6 +300,7 @@ func DefaultVoterConfig(id wire.CSID, addr netip.Addr, masters []wire.MasterID) 
 // VoterConfigRanges holds the Range of each tunable field of VoterConfig.
 type VoterConfigRanges struct {
 	MaxPromise, ProbeInterval, NominateSlot Range[time.Duration]
+	ProbeVoters                             Range[int]
 }
 
 // Ranges returns what each tunable field of a VoterConfig accepts on its
@@ -309,6 +314,7 @@ func (VoterConfig) Ranges() VoterConfigRanges {
 		MaxPromise:    Config{}.Ranges().VoteLease,
 		ProbeInterval: Range[time.Duration]{time.Millisecond, 10 * time.Second},
 		NominateSlot:  Range[time.Duration]{time.Millisecond, 10 * time.Second},
+		ProbeVoters:   Range[int]{0, 1_000_000},
 	}
 }
 
@@ -329,6 +335,7 @@ func (c VoterConfig) Validate() error {
 	inRange(add, "max promise", c.MaxPromise, r.MaxPromise)
 	inRange(add, "probe interval", c.ProbeInterval, r.ProbeInterval)
 	inRange(add, "nomination slot", c.NominateSlot, r.NominateSlot)
+	inRange(add, "probe voters", c.ProbeVoters, r.ProbeVoters)
 	if len(bad) > 0 {
 		return fmt.Errorf("invalid chunkserver config: %s", strings.Join(bad, "; "))
 	}

@@ -189,6 +189,7 @@ func (m *Master) probeReply(nonce uint64) ProbeReply {
 		Role: m.role, Epoch: m.Epoch(), Leader: m.Leader(), LeaderFresh: m.role == Leader || m.leaderFresh(),
 		Eligible: m.Eligible(), Sync: m.Sync(), Last: m.log.Last(),
 		Usurper: m.role == Usurper, Keep: m.keeps(), Yielded: m.hard.Yielded,
+		Registered: uint32(m.registered()),
 	}
 }
 

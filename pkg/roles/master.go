@@ -268,6 +268,9 @@ func (m *Master) become(to Role, reason string) {
 	}
 	m.quietSince = m.now
 	m.sendStatus()
+	if to == Elect || to == Leader {
+		m.announce()
+	}
 }
 
 // disconnectAll is the disconnect rule: every chunkserver is released (it

@@ -31,6 +31,11 @@ type ProbeReply struct {
 	Keep        bool // KEEP_LEADERSHIP and not yielded
 	Yielded     bool // leadership was moved away from it on purpose
 	WallUnixMs  int64
+	// Registered: the chunkservers of its registry. A voter among
+	// thousands probes less often (Voter.probeEvery); an announcement
+	// (Nonce 0, unasked: a master that became ELECT or LEADER tells every
+	// connected chunkserver) makes up for it.
+	Registered uint32 `msgpack:",omitempty"`
 }
 
 // VoteHello opens a vote session: from now on the chunkserver's vote is with

@@ -86,6 +86,22 @@ func (m *Master) Stamp() FenceStamp { return FenceStamp{m.quorumKey()} }
 // vote sessions it went to (0, 0 before the first).
 func (m *Master) Round() (seq uint64, voters int) { return m.roundSeq, m.roundVoters }
 
+// registered is the chunkservers of the newest registry (0 without
+// metadata).
+func (m *Master) registered() int {
+	if !m.HasMetadata() {
+		return 0
+	}
+	return len(m.Registry().Members)
+}
+
+// announce tells every connected chunkserver, unasked, what a probe would
+// (a ProbeReply with nonce 0): a master that just became ELECT or LEADER,
+// so that voters among thousands, which probe slowly, come at once.
+func (m *Master) announce() {
+	m.send(ToAllCS(), m.probeReply(0))
+}
+
 // dropVoter ends a vote session here.
 func (m *Master) dropVoter(id wire.CSID) {
 	if _, ok := m.voters[id]; ok {

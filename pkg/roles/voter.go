@@ -46,6 +46,9 @@ type Voter struct {
 
 	views        map[wire.MasterID]*view
 	rank, ranks  uint32
+	// crowd: the most chunkservers a registry was said to have (heartbeat
+	// ranks, probe replies): a voter among thousands probes less often.
+	crowd uint32
 	nextProbe    Instant
 	probeNonce   uint64
 	leaderless   bool
@@ -148,7 +151,18 @@ func (v *Voter) NextDeadline() Instant {
 // less often (Config.Scaled), and a voter that took each renewal for late
 // would probe every master at full rate all the time.
 func (v *Voter) lateAt() Instant {
-	return v.lastHB.Add(max(4*v.cfg.ProbeInterval, v.granted-4*v.cfg.ProbeInterval))
+	return v.lastHB.Add(max(v.granted/2, v.granted-4*v.cfg.ProbeInterval))
+}
+
+// probeEvery is the probe interval: PROBE_INTERVAL, times how many
+// PROBE_VOTERS the registry holds (a crowd of voters looking for a LEADER
+// at full rate would swamp every master: 10,000 at 50 ms are 600,000
+// probes a second). A view stays fresh three of these.
+func (v *Voter) probeEvery() time.Duration {
+	if v.cfg.ProbeVoters <= 0 || int(v.crowd) <= v.cfg.ProbeVoters {
+		return v.cfg.ProbeInterval
+	}
+	return v.cfg.ProbeInterval * time.Duration(int(v.crowd)/v.cfg.ProbeVoters)
 }
 
 // heartbeatsLate returns when the current LEADER session's heartbeats
@@ -330,6 +344,7 @@ func (v *Voter) onHeartbeat(h Heartbeat) {
 	v.lastHB, v.granted, v.voteRole = v.now, grant, h.Role
 	if h.Ranks > 0 {
 		v.rank, v.ranks = h.Rank, h.Ranks
+		v.crowd = max(v.crowd, h.Ranks)
 	}
 	if h.Role == Leader || h.Role == Elect {
 		v.leaderless = false
@@ -410,7 +425,7 @@ func (v *Voter) decide() {
 		v.out.Stopped = true
 		return
 	}
-	if v.heartbeatsLate() != Never && v.nextProbe > v.now.Add(v.cfg.ProbeInterval) {
+	if v.heartbeatsLate() != Never && v.nextProbe > v.now.Add(v.probeEvery()) {
 		v.nextProbe = v.now // the slow probe round would come too late
 	}
 	if v.now >= v.nextProbe {
@@ -418,7 +433,7 @@ func (v *Voter) decide() {
 			v.probeNonce++
 			v.send(id, Probe{CS: v.cfg.ID, Nonce: v.probeNonce})
 		}
-		every := v.cfg.ProbeInterval
+		every := v.probeEvery()
 		if v.voteFor != wire.NoMaster && v.voteRole == Leader && v.heartbeatsLate() == Never {
 			// A voter content with its LEADER probes rarely (a view is
 			// fresh for three probe intervals only, so these keep nothing
@@ -427,6 +442,11 @@ func (v *Voter) decide() {
 			// is fresh when the promise lapses and it may nominate at once.
 			// Every master of thousands of voters answers them all.
 			every *= contentProbes
+		}
+		if every > v.cfg.ProbeInterval {
+			// A crowd: spread its probes, or a loss every voter saw at
+			// once brings their rounds in step.
+			every += time.Duration(v.rand(int64(every / 4)))
 		}
 		v.nextProbe = v.now.Add(every)
 	}

@@ -35,6 +35,7 @@ func (v *Voter) onProbeReply(r ProbeReply) {
 		return
 	}
 	w.r, w.at, w.seen, w.dead, w.closed = r, v.now, true, false, false
+	v.crowd = max(v.crowd, r.Registered)
 	// A newer incarnation proves the one the promise was made to is gone.
 	if v.promiseTo == r.From && r.Incarnation > v.promiseInc {
 		v.promiseTo, v.promiseUntil = wire.NoMaster, 0
@@ -73,7 +74,7 @@ func (v *Voter) notVoting(m, leader wire.MasterID) {
 
 func (v *Voter) freshView(m wire.MasterID) *view {
 	w := v.views[m]
-	if w == nil || !w.seen || w.dead || v.now.Sub(w.at) > 3*v.cfg.ProbeInterval {
+	if w == nil || !w.seen || w.dead || v.now.Sub(w.at) > 3*v.probeEvery() {
 		return nil
 	}
 	return w
