@@ -50,7 +50,7 @@ type profile struct {
 	diskMax                             time.Duration
 	masterCfg                           roles.Config
 	maxPromise                          time.Duration
-	probeVoters                         int // the voters' PROBE_VOTERS
+	probeVoters                         int    // the voters' PROBE_VOTERS
 	keep                                uint32 // masters with KEEP_LEADERSHIP: bit i is master i
 	faults                              []faultKind
 	meanGap                             time.Duration

@@ -44,11 +44,11 @@ type Voter struct {
 	promiseUntil   Instant
 	grantedAt      Instant // the newest grant to promiseTo
 
-	views        map[wire.MasterID]*view
-	rank, ranks  uint32
+	views       map[wire.MasterID]*view
+	rank, ranks uint32
 	// crowd: the most chunkservers a registry was said to have (heartbeat
 	// ranks, probe replies): a voter among thousands probes less often.
-	crowd uint32
+	crowd        uint32
 	nextProbe    Instant
 	probeNonce   uint64
 	leaderless   bool
