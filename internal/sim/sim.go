@@ -13,6 +13,7 @@ import (
 	"math/bits"
 	"math/rand"
 	"net/netip"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -891,6 +892,8 @@ func newWorld(opt Options) *world {
 	return w
 }
 
+var debugSim = os.Getenv("SIMDEBUG") != ""
+
 func (w *world) run() Result {
 	for i := range w.masters {
 		w.startMaster(i)
@@ -915,6 +918,9 @@ func (w *world) run() Result {
 		}
 		w.now = e.at
 		w.events++
+		if debugSim && w.events%1000000 == 0 {
+			fmt.Fprintf(os.Stderr, "events %d now %v heap %d\n", w.events, time.Duration(w.now), w.q.Len())
+		}
 		switch e.kind {
 		case evDeliver:
 			w.deliver(e)

@@ -177,14 +177,18 @@ func inRange[T int | uint64 | float64 | time.Duration](add func(string, ...any),
 // to n, so that a round of heartbeats and acknowledgements costs the same
 // per second whatever the count, and the lease by three times what the
 // interval gained, so that the silence a lease bears beyond one interval
-// (a stall, a lost heartbeat) only grows. Safety takes no part: a vote is
-// counted for what its voter granted, whatever was asked
-// (docs/architecture.md §3, "At scale").
+// (a stall, a lost heartbeat) only grows. The interval grows by at most
+// VoteLease, so the lease to at most four times VoteLease (2 s at the
+// defaults, the chunkservers' default MAX_PROMISE: a voter grants no more,
+// and an interval that outran its grant would lose the vote between
+// rounds). Safety takes no part: a vote is counted for what its voter
+// granted, whatever was asked (docs/architecture.md §3.1).
 func (c Config) Scaled(n int) (interval, lease time.Duration) {
 	if c.HeartbeatVoters <= 0 || n <= c.HeartbeatVoters {
 		return c.HeartbeatInterval, c.VoteLease
 	}
 	interval = time.Duration(int64(c.HeartbeatInterval) * int64(n) / int64(c.HeartbeatVoters))
+	interval = min(interval, c.HeartbeatInterval+c.VoteLease)
 	return interval, c.VoteLease + 3*(interval-c.HeartbeatInterval)
 }
 

@@ -3,6 +3,7 @@ package roles
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 
 	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/quorum"
@@ -17,8 +18,14 @@ type registration struct {
 	assigned   map[netip.AddrPort]wire.CSID // ids handed out by AssignID
 }
 
-// registerNext turns a waiting registration into a config change, one at a
-// time; first, a temporary removal into a permanent one.
+// registerBatch bounds the chunkservers one config entry registers: a
+// cluster of thousands that starts for the first time is registered in a
+// few dozen changes, not thousands (each waits for the one before it to be
+// in force: docs/architecture.md §5).
+const registerBatch = 512
+
+// registerNext turns the waiting registrations, lowest ids first, into one
+// config change; first, a temporary removal into a permanent one.
 func (m *Master) registerNext() {
 	if m.configPending() || m.handover != wire.NoMaster {
 		return
@@ -26,30 +33,39 @@ func (m *Master) registerNext() {
 	if m.removeForced() || m.removeTempRemoved() || len(m.toRegister) == 0 {
 		return
 	}
-	next := wire.NoCS
+	ids := make([]wire.CSID, 0, len(m.toRegister))
 	for id := range m.toRegister {
-		if next == wire.NoCS || id < next {
-			next = id
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	var changes []registry.Change
+	for _, id := range ids[:min(len(ids), registerBatch)] {
+		cs := m.toRegister[id]
+		delete(m.toRegister, id)
+		if _, ok := m.Registry().Member(cs.ID); !ok {
+			changes = append(changes, registry.Change{Kind: registry.ChangeRegister, CS: cs})
 		}
 	}
-	cs := m.toRegister[next]
-	delete(m.toRegister, next)
-	if _, ok := m.Registry().Member(cs.ID); ok {
+	if len(changes) == 0 {
 		return
 	}
-	if err := m.proposeChange(registry.Change{Kind: registry.ChangeRegister, CS: cs}); err != nil {
+	if err := m.proposeChange(changes...); err != nil {
 		m.ignore("registration-refused")
 	}
 }
 
-// proposeChange appends a config entry. The caller has checked that no
-// other change is in flight.
-func (m *Master) proposeChange(c registry.Change) error {
+// proposeChange appends one config entry that makes the changes, in
+// order. The caller has checked that no other change is in flight.
+func (m *Master) proposeChange(cs ...registry.Change) error {
 	cur := m.Registry()
-	next, err := c.Apply(cur)
-	if err != nil {
-		return err
+	next := cur
+	for _, c := range cs {
+		var err error
+		if next, err = c.Apply(next); err != nil {
+			return err
+		}
 	}
+	next.Version = cur.Version + 1 // one entry, one version, however many changes
 	if next.Electorate().Size() == 0 && cur.Electorate().Size() > 0 {
 		return errNoElectorate
 	}

@@ -425,7 +425,7 @@ func (v *Voter) decide() {
 		v.out.Stopped = true
 		return
 	}
-	if v.heartbeatsLate() != Never && v.nextProbe > v.now.Add(v.probeEvery()) {
+	if every := v.probeEvery(); v.heartbeatsLate() != Never && v.nextProbe > v.now.Add(every+every/4) {
 		v.nextProbe = v.now // the slow probe round would come too late
 	}
 	if v.now >= v.nextProbe {
