@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -9,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/mfs-election/mfs-election/pkg/registry"
@@ -72,6 +75,26 @@ func CheckSwarm(base uint8, locations, n int) error {
 	return nil
 }
 
+// SwarmFileSlack is the descriptors an mfsswarm process keeps for itself
+// beyond its voters' links.
+const SwarmFileSlack = 1024
+
+// SwarmFiles is the RLIMIT_NOFILE an mfsswarm process of n voters and
+// masters masters raises itself to: a descriptor a link, one more a
+// voter, and the slack.
+func SwarmFiles(n, masters int) int { return n*(masters+1) + SwarmFileSlack }
+
+// SwarmPerProcess is how many voters of masters masters one mfsswarm
+// process started from this one can hold within the hard RLIMIT_NOFILE it
+// inherits (a process without CAP_SYS_RESOURCE cannot raise it).
+func SwarmPerProcess(masters int) int {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Max > 1<<30 {
+		return 1 << 20
+	}
+	return max((int(lim.Max)-SwarmFileSlack)/(masters+1), 1)
+}
+
 // SwarmStatus is what mfsswarm's status endpoint answers (JSON).
 type SwarmStatus struct {
 	Voters     int `json:"voters"`     // -n
@@ -81,6 +104,26 @@ type SwarmStatus struct {
 	// Masters, in MASTER_HOST order (sorted by id, as masterhost.Resolve
 	// gives them).
 	Masters []SwarmMaster `json:"masters"`
+}
+
+// Add sums two processes' statuses of one swarm.
+func (s SwarmStatus) Add(o SwarmStatus) SwarmStatus {
+	s.Voters += o.Voters
+	s.Started += o.Started
+	s.Registered += o.Registered
+	s.Connected += o.Connected
+	if len(s.Masters) == 0 {
+		s.Masters = append([]SwarmMaster(nil), o.Masters...)
+		return s
+	}
+	for i := range s.Masters {
+		if i < len(o.Masters) {
+			s.Masters[i].LinksUp += o.Masters[i].LinksUp
+			s.Masters[i].Votes += o.Masters[i].Votes
+			s.Masters[i].Promises += o.Masters[i].Promises
+		}
+	}
+	return s
 }
 
 // SwarmMaster is one master as the swarm sees it.
@@ -101,6 +144,7 @@ type SwarmSpec struct {
 	Dir       string // its log goes there
 	Bin       string // holds mfsswarm
 	Masters   []netip.Addr
+	First     int // the index of its first voter (-first)
 	Voters    int
 	Locations int
 	Base      uint8
@@ -122,7 +166,7 @@ type Swarm struct {
 
 // StartSwarm starts an mfsswarm process; it does not wait for the voters.
 func StartSwarm(s SwarmSpec) (*Swarm, error) {
-	if err := CheckSwarm(s.Base, s.Locations, s.Voters); err != nil {
+	if err := CheckSwarm(s.Base, s.Locations, s.First+s.Voters); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
@@ -132,7 +176,7 @@ func StartSwarm(s SwarmSpec) (*Swarm, error) {
 	for _, a := range s.Masters {
 		ms = append(ms, netip.AddrPortFrom(a, 9420).String())
 	}
-	args := []string{"-masters", strings.Join(ms, ","), "-n", strconv.Itoa(s.Voters), "-locations", strconv.Itoa(s.Locations),
+	args := []string{"-masters", strings.Join(ms, ","), "-first", strconv.Itoa(s.First), "-n", strconv.Itoa(s.Voters), "-locations", strconv.Itoa(s.Locations),
 		"-base", strconv.Itoa(int(s.Base)), "-status", s.Status.String()}
 	if s.AuthCode != "" {
 		args = append(args, "-auth", s.AuthCode)
@@ -141,7 +185,11 @@ func StartSwarm(s SwarmSpec) (*Swarm, error) {
 		args = append(args, "-cluster", s.ClusterID)
 	}
 	args = append(args, s.Args...)
-	p := &Proc{Name: "swarm", Addr: s.Status.Addr(), Log: filepath.Join(s.Dir, "swarm.log"), bin: filepath.Join(s.Bin, "mfsswarm"), args: args}
+	name := "swarm"
+	if s.First > 0 {
+		name = fmt.Sprintf("swarm-%d", s.First)
+	}
+	p := &Proc{Name: name, Addr: s.Status.Addr(), Log: filepath.Join(s.Dir, name+".log"), bin: filepath.Join(s.Bin, "mfsswarm"), args: args}
 	if err := p.Start(); err != nil {
 		return nil, err
 	}
@@ -165,16 +213,95 @@ func (w *Swarm) Status() (SwarmStatus, error) {
 // WaitSwarm polls the swarm's status every poll until ok holds of it, for
 // at most within; it returns the last status seen.
 func (w *Swarm) WaitSwarm(within, poll time.Duration, what string, ok func(SwarmStatus) bool) (SwarmStatus, error) {
+	return Swarms{w}.WaitSwarm(within, poll, what, ok)
+}
+
+// Swarms are the processes of one swarm (each holding the voters its
+// RLIMIT_NOFILE allows: SwarmPerProcess).
+type Swarms []*Swarm
+
+// StartSwarms starts s's voters in processes of at most per voters each,
+// the j-th with its status endpoint on s.Status's port + j.
+func StartSwarms(s SwarmSpec, per int) (Swarms, error) {
+	var out Swarms
+	for first := 0; first < s.Voters; first += per {
+		one := s
+		one.First, one.Voters = s.First+first, min(per, s.Voters-first)
+		one.Status = netip.AddrPortFrom(s.Status.Addr(), s.Status.Port()+uint16(len(out)))
+		w, err := StartSwarm(one)
+		if err != nil {
+			out.Term(5 * time.Second)
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+// Status sums every process's status.
+func (ws Swarms) Status() (SwarmStatus, error) {
+	var sum SwarmStatus
+	for _, w := range ws {
+		st, err := w.Status()
+		if err != nil {
+			return sum, fmt.Errorf("%s: %w", w.Name, err)
+		}
+		sum = sum.Add(st)
+	}
+	return sum, nil
+}
+
+// Signal sends sig to every process.
+func (ws Swarms) Signal(sig syscall.Signal) error {
+	var errs []error
+	for _, w := range ws {
+		errs = append(errs, w.Signal(sig))
+	}
+	return errors.Join(errs...)
+}
+
+// Term stops every process in order (SIGTERM), at once, killing after d.
+func (ws Swarms) Term(d time.Duration) {
+	var wg sync.WaitGroup
+	for _, w := range ws {
+		wg.Add(1)
+		go func() { defer wg.Done(); w.Term(d) }()
+	}
+	wg.Wait()
+}
+
+// Running reports whether every process runs.
+func (ws Swarms) Running() bool {
+	for _, w := range ws {
+		if !w.Running() {
+			return false
+		}
+	}
+	return len(ws) > 0
+}
+
+// Pids are the processes' ids.
+func (ws Swarms) Pids() []int {
+	var out []int
+	for _, w := range ws {
+		out = append(out, w.Pid())
+	}
+	return out
+}
+
+// WaitSwarm polls the swarm's status every poll until ok holds of it, for
+// at most within; it returns the last status seen.
+func (ws Swarms) WaitSwarm(within, poll time.Duration, what string, ok func(SwarmStatus) bool) (SwarmStatus, error) {
 	end := time.Now().Add(within)
 	var st SwarmStatus
 	var err error
 	for {
-		st, err = w.Status()
+		st, err = ws.Status()
 		if err == nil && ok(st) {
 			return st, nil
 		}
-		if !w.Running() {
-			return st, fmt.Errorf("swarm exited while waiting for %s (see %s)", what, w.Log)
+		if !ws.Running() {
+			return st, fmt.Errorf("a swarm process exited while waiting for %s (see %s)", what, ws[0].Spec.Dir)
 		}
 		if time.Now().After(end) {
 			if err == nil {

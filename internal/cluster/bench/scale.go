@@ -38,6 +38,7 @@ type scaleOpts struct {
 // scalePoint is what one (N, L) point measured; errs say what could not be.
 type scalePoint struct {
 	n, locs   int
+	procs     int // swarm processes (each within its RLIMIT_NOFILE)
 	errs      []string
 	startTook time.Duration // swarm start -> every link up and a LEADER counting N
 	// Cold elections: from the masters' start, until every voter's links
@@ -177,11 +178,13 @@ func scaleRun(work, bin string, base uint8, n, locs int, o scaleOpts) *scalePoin
 	}
 	defer c.Stop()
 	t0 := time.Now()
-	w, err := cluster.StartSwarm(swarmSpec(dir, bin, s, base, n, locs, c.ClusterID, o.rate))
+	per := cluster.SwarmPerProcess(len(s.Masters))
+	w, err := cluster.StartSwarms(swarmSpec(dir, bin, s, base, n, locs, c.ClusterID, o.rate), per)
 	if err != nil {
 		p.fail("swarm did not start: %v", err)
 		return p
 	}
+	p.procs = len(w)
 	defer w.Term(15 * time.Second)
 	st := statusTimeout(n)
 	if _, err := w.WaitSwarm(o.startBound(n), 200*time.Millisecond, "every voter started with every link up", cluster.SwarmStatus.AllUp); err != nil {
@@ -302,7 +305,7 @@ func leaderOf(c *cluster.Cluster, timeout time.Duration) (int, error) {
 
 // steadyState samples CPU, RSS and the LEADER's syscall bytes and
 // heartbeat rounds over d, asking nothing of the masters meanwhile.
-func steadyState(c *cluster.Cluster, w *cluster.Swarm, n int, d, timeout time.Duration, p *scalePoint) error {
+func steadyState(c *cluster.Cluster, w cluster.Swarms, n int, d, timeout time.Duration, p *scalePoint) error {
 	lead, err := leaderOf(c, timeout)
 	if err != nil {
 		return err
@@ -311,12 +314,17 @@ func steadyState(c *cluster.Cluster, w *cluster.Swarm, n int, d, timeout time.Du
 		pid  int
 		a, b procSample
 	}
-	procs := []*proc{{pid: c.Masters[lead].Pid()}, {pid: w.Pid()}}
+	procs := []*proc{{pid: c.Masters[lead].Pid()}}
 	for i, m := range c.Masters {
 		if i != lead {
 			procs = append(procs, &proc{pid: m.Pid()})
 		}
 	}
+	followers := procs[1:]
+	for _, pid := range w.Pids() {
+		procs = append(procs, &proc{pid: pid})
+	}
+	swarm := procs[len(followers)+1:]
 	m0, merr0 := scrape(c.Masters[lead].Addr)
 	for _, pr := range procs {
 		if pr.a, err = sampleProc(pr.pid); err != nil {
@@ -333,19 +341,19 @@ func steadyState(c *cluster.Cluster, w *cluster.Swarm, n int, d, timeout time.Du
 	if now, err := leaderOf(c, timeout); err != nil || now != lead {
 		return fmt.Errorf("the LEADER changed during the window (%v)", err)
 	}
-	p.cpuLeader, p.cpuSwarm = cpuPct(procs[0].a, procs[0].b), cpuPct(procs[1].a, procs[1].b)
+	p.cpuLeader = cpuPct(procs[0].a, procs[0].b)
 	p.wire = ioRate(procs[0].a, procs[0].b)
-	var fcpu float64
-	var frss uint64
-	for _, pr := range procs[2:] {
-		fcpu += cpuPct(pr.a, pr.b)
-		r, _ := rssOf(pr.pid)
-		frss += r
-	}
-	p.cpuFollower = fcpu / float64(len(procs)-2)
-	p.rssFollower = frss / uint64(len(procs)-2)
 	p.rssLeader, _ = rssOf(procs[0].pid)
-	p.rssSwarm, _ = rssOf(procs[1].pid)
+	for _, pr := range followers {
+		p.cpuFollower += cpuPct(pr.a, pr.b) / float64(len(followers))
+		r, _ := rssOf(pr.pid)
+		p.rssFollower += r / uint64(len(followers))
+	}
+	for _, pr := range swarm { // every swarm process, summed
+		p.cpuSwarm += cpuPct(pr.a, pr.b)
+		r, _ := rssOf(pr.pid)
+		p.rssSwarm += r
+	}
 	if merr0 == nil && merr1 == nil {
 		const sum, count = "mfs_master_heartbeat_round_seconds_sum", "mfs_master_heartbeat_round_seconds_count"
 		s0, ok0 := m0[sum]
@@ -363,7 +371,7 @@ func steadyState(c *cluster.Cluster, w *cluster.Swarm, n int, d, timeout time.Du
 
 // storm sends the swarm SIGUSR1 (every voter closes every connection at
 // once and dials again) and polls the LEADER's status every 50 ms.
-func storm(c *cluster.Cluster, w *cluster.Swarm, n int, timeout time.Duration) (*stormResult, error) {
+func storm(c *cluster.Cluster, w cluster.Swarms, n int, timeout time.Duration) (*stormResult, error) {
 	lead, err := leaderOf(c, timeout)
 	if err != nil {
 		return nil, err
@@ -411,7 +419,7 @@ func storm(c *cluster.Cluster, w *cluster.Swarm, n int, timeout time.Duration) (
 // coldElection stops every master in order, starts them all at once, and
 // times every link up (the swarm's status, every 20 ms) and a LEADER
 // counting n (every master's status, every 20 ms), from the starts.
-func coldElection(c *cluster.Cluster, w *cluster.Swarm, n int, timeout time.Duration, p *scalePoint) error {
+func coldElection(c *cluster.Cluster, w cluster.Swarms, n int, timeout time.Duration, p *scalePoint) error {
 	var wg sync.WaitGroup
 	for _, m := range c.Masters {
 		wg.Add(1)
@@ -522,7 +530,7 @@ func regPhase(work, bin string, base uint8, n int) *regRun {
 	}
 	defer c.Stop()
 	t0 := time.Now()
-	w, err := cluster.StartSwarm(swarmSpec(dir, bin, s, base, n, 3, "", 100))
+	w, err := cluster.StartSwarms(swarmSpec(dir, bin, s, base, n, 3, "", 100), cluster.SwarmPerProcess(len(s.Masters)))
 	if err != nil {
 		r.err = err
 		return r
@@ -611,8 +619,12 @@ func costRow(p *scalePoint) string {
 	if p.hbVotersOK {
 		hv = fmt.Sprintf("%.0f", p.hbVoters)
 	}
-	return fmt.Sprintf("| %d | %d | %.0f%% | %.0f%% | %.0f%% | %s | %s | %s | %s | %s | %s |\n", p.n, p.locs, p.cpuLeader, p.cpuFollower, p.cpuSwarm,
-		mib(p.rssLeader), mib(p.rssFollower), mib(p.rssSwarm), kib(p.wire), hb, hv)
+	procs := ""
+	if p.procs > 1 {
+		procs = fmt.Sprintf(" (%d processes)", p.procs)
+	}
+	return fmt.Sprintf("| %d | %d | %.0f%% | %.0f%% | %.0f%%%s | %s | %s | %s%s | %s | %s | %s |\n", p.n, p.locs, p.cpuLeader, p.cpuFollower, p.cpuSwarm, procs,
+		mib(p.rssLeader), mib(p.rssFollower), mib(p.rssSwarm), procs, kib(p.wire), hb, hv)
 }
 
 func stormRow(p *scalePoint) string {
@@ -637,6 +649,8 @@ func scaleSection(r scaleResults) string {
 	b.WriteString("Each point: 3 real `mfsmaster` processes on 127.60.0.11-13 with the shipped defaults (SELF_NOMINATE_AFTER 1s, as in every bench cluster) and one `mfsswarm` process (internal/cluster/swarm) running N voters. ")
 	b.WriteString("Every voter is the real chunkserver driver (`node.ChunkserverNode`: its links, a dial from its own source address, the hello, the AUTH_CODE challenge, the pure `roles.Voter`) over an in-memory store, with mfschunkserver's default timings; ")
 	fmt.Fprintf(&b, "voter i is in location i %% L and leaves from 127.(61+i %% L).x.y, and the masters' location map names those /16s. The swarm starts %d voters a second. ", r.opts.rate)
+	fmt.Fprintf(&b, "One swarm process holds at most %d voters here (a descriptor a link and one more a voter within the hard RLIMIT_NOFILE of %d this machine gives, which a process without CAP_SYS_RESOURCE cannot raise): larger points run several, side by side, and their CPU and RSS are summed. ",
+		cluster.SwarmPerProcess(3), hardNoFile())
 	b.WriteString("The registry is written into the founder's metadata at init with every voter in it, and the voters start with their ids (cluster.Spec.Members, mfsswarm -cluster): ")
 	b.WriteString("registering them one at a time would take a config change each, put in force by a heartbeat round (see the registration run below).\n\n")
 	fmt.Fprintf(&b, "Trials at each point: %d kill -9 and %d SIGSTOP of the LEADER (measured as in Failover above, to the new LEADER's `-> LEADER` log line), %d stalls of 200 ms, %d cold elections, one reconnect storm; the cluster settles (a LEADER counting all N, synced FOLLOWERs) after each. ",
@@ -698,3 +712,12 @@ const (
 	scaleBegin = "<!-- scale:begin -->"
 	scaleEnd   = "<!-- scale:end -->"
 )
+
+// hardNoFile is this process's hard RLIMIT_NOFILE (0 when unknown).
+func hardNoFile() uint64 {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return 0
+	}
+	return lim.Max
+}

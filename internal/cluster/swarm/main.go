@@ -49,6 +49,7 @@ import (
 type config struct {
 	masters   string
 	n, locs   int
+	first     int
 	base      int
 	auth      string
 	port      int
@@ -70,6 +71,7 @@ func main() {
 	flag.StringVar(&c.cluster, "cluster", "", "start every voter registered in this cluster (its id): voter i holds id i+1 at its address, as cluster.SwarmMembers registers them (empty: each registers with the LEADER)")
 	flag.StringVar(&c.masters, "masters", "", "MASTER_HOST: the masters' chunkserver ports, e.g. 127.60.0.11:9420,127.60.0.12:9420 (port 9420 when left out)")
 	flag.IntVar(&c.n, "n", 100, "voters")
+	flag.IntVar(&c.first, "first", 0, "the index of this process's first voter: several processes (each under its RLIMIT_NOFILE) run voters first .. first+n-1 of one swarm")
 	flag.IntVar(&c.locs, "locations", 3, fmt.Sprintf("locations L (1..%d): voter i is in location i %% L", cluster.MaxSwarmLocations))
 	flag.IntVar(&c.base, "base", 61, "voter i of location l leaves from an address in 127.(B+l).0.0/16")
 	flag.StringVar(&c.auth, "auth", "", "AUTH_CODE (empty: none)")
@@ -102,7 +104,10 @@ func run(c config) error {
 	if c.base < 1 || c.base > 255 {
 		return fmt.Errorf("-base %d: 1 to 255", c.base)
 	}
-	if err := cluster.CheckSwarm(uint8(c.base), c.locs, c.n); err != nil {
+	if c.first < 0 {
+		return fmt.Errorf("-first %d: not negative", c.first)
+	}
+	if err := cluster.CheckSwarm(uint8(c.base), c.locs, c.first+c.n); err != nil {
 		return err
 	}
 	if c.port < 1 || c.port > 65535 {
@@ -152,8 +157,8 @@ func run(c config) error {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGUSR1, syscall.SIGTERM, syscall.SIGINT)
 
-	fmt.Fprintf(os.Stderr, "mfsswarm: %d voters in %d locations (127.%d.0.0/16 ..), %d masters, starting at most %d/s\n",
-		c.n, c.locs, c.base, len(masters), c.rate)
+	fmt.Fprintf(os.Stderr, "mfsswarm: voters %d..%d in %d locations (127.%d.0.0/16 ..), %d masters, starting at most %d/s\n",
+		c.first, c.first+c.n-1, c.locs, c.base, len(masters), c.rate)
 	burst := max(c.rate/100, 1)
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
@@ -172,10 +177,11 @@ func run(c config) error {
 		case <-tick.C:
 		}
 		for j := 0; j < burst && started < c.n; j++ {
-			n, err := startVoter(c, masters, started, log)
+			i := c.first + started
+			n, err := startVoter(c, masters, i, log)
 			if err != nil {
 				s.stop(c, time.Second)
-				return fmt.Errorf("voter %d (%v): %w", started, cluster.SwarmAddr(uint8(c.base), c.locs, started), err)
+				return fmt.Errorf("voter %d (%v): %w", i, cluster.SwarmAddr(uint8(c.base), c.locs, i), err)
 			}
 			s.mu.Lock()
 			s.nodes = append(s.nodes, n)
@@ -312,22 +318,30 @@ func (s *swarm) serveStatus(w http.ResponseWriter, r *http.Request) {
 }
 
 // raiseNoFile raises RLIMIT_NOFILE, soft and hard, to what n voters of
-// masters links each need: one descriptor a link, one more a voter for a
-// link's connection being replaced, and some slack for the process.
+// masters links each want (cluster.SwarmFiles: a descriptor a link, one
+// more a voter, and slack for the process). Where the hard limit cannot be
+// raised (no CAP_SYS_RESOURCE), the soft one goes up to it, which is
+// enough while it covers a descriptor a link and the slack.
 func raiseNoFile(n, masters int) error {
-	need := uint64(n*(masters+1) + 1024)
+	want, need := uint64(cluster.SwarmFiles(n, masters)), uint64(n*masters+cluster.SwarmFileSlack)
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		return fmt.Errorf("RLIMIT_NOFILE: %w", err)
 	}
-	if lim.Cur >= need {
+	if lim.Cur >= want {
 		return nil
 	}
-	want := syscall.Rlimit{Cur: need, Max: max(lim.Max, need)}
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &want); err != nil {
-		nrOpen, _ := os.ReadFile("/proc/sys/fs/nr_open")
-		return fmt.Errorf("RLIMIT_NOFILE (open files): %d voters of %d masters need %d, the limit is %d (hard %d), and raising it failed: %w (run as root, or raise `ulimit -n`; the kernel's ceiling fs.nr_open is %s)",
-			n, masters, need, lim.Cur, lim.Max, err, strings.TrimSpace(string(nrOpen)))
+	err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: want, Max: max(lim.Max, want)})
+	if err == nil {
+		return nil
 	}
-	return nil
+	if lim.Max >= need {
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: min(want, lim.Max), Max: lim.Max}); err == nil {
+			return nil
+		}
+	}
+	nrOpen, _ := os.ReadFile("/proc/sys/fs/nr_open")
+	return fmt.Errorf("RLIMIT_NOFILE (open files): %d voters of %d masters need %d descriptors (%d wanted), the limit is %d (hard %d), and raising it failed: %w "+
+		"(run as root with CAP_SYS_RESOURCE, raise `ulimit -Hn`, or split the voters over several processes with -first; the kernel's ceiling fs.nr_open is %s)",
+		n, masters, need, want, lim.Cur, lim.Max, err, strings.TrimSpace(string(nrOpen)))
 }
