@@ -193,7 +193,9 @@ func StartSwarm(s SwarmSpec) (*Swarm, error) {
 	if err := p.Start(); err != nil {
 		return nil, err
 	}
-	return &Swarm{Proc: p, Spec: s, hc: &http.Client{Timeout: 2 * time.Second}}, nil
+	// Generous: a swarm busy with thousands of voters schedules its status
+	// handler late.
+	return &Swarm{Proc: p, Spec: s, hc: &http.Client{Timeout: 10 * time.Second}}, nil
 }
 
 // Status asks the swarm's status endpoint.

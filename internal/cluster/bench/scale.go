@@ -55,6 +55,7 @@ type scalePoint struct {
 	hbVoters                              float64
 	hbVotersOK                            bool
 	storm                                 *stormResult
+	leaderless                            string // what the processes cost while no LEADER could be elected
 }
 
 type stormResult struct {
@@ -157,6 +158,7 @@ func (o scaleOpts) startBound(n int) time.Duration {
 	return 60*time.Second + time.Duration(2*n/o.rate)*time.Second
 }
 func settleBound(n int) time.Duration { return 60*time.Second + time.Duration(n)*10*time.Millisecond }
+func electBound(n int) time.Duration  { return 30*time.Second + time.Duration(n)*5*time.Millisecond }
 func statusTimeout(n int) time.Duration {
 	return time.Second + time.Duration(n)*200*time.Microsecond
 }
@@ -189,10 +191,15 @@ func scaleRun(work, bin string, base uint8, n, locs int, o scaleOpts) *scalePoin
 	st := statusTimeout(n)
 	if _, err := w.WaitSwarm(o.startBound(n), 200*time.Millisecond, "every voter started with every link up", cluster.SwarmStatus.AllUp); err != nil {
 		p.fail("%v%s", err, refusedHint(c))
+		if w.Running() {
+			p.leaderless = leaderless(c, w, o.steady)
+		}
 		return p
 	}
-	if err := waitCounting(c, n, o.startBound(n)-time.Since(t0), st); err != nil {
-		p.fail("after the start: %v", err)
+	links := time.Since(t0)
+	if err := waitCounting(c, n, electBound(n), st); err != nil {
+		p.fail("every link was up %v after the swarm started, then %v", links.Round(time.Millisecond), err)
+		p.leaderless = leaderless(c, w, o.steady)
 		return p
 	}
 	p.startTook = time.Since(t0)
@@ -367,6 +374,63 @@ func steadyState(c *cluster.Cluster, w cluster.Swarms, n int, d, timeout time.Du
 	fmt.Printf("scale N=%d L=%d: steady %v: LEADER %.0f%% CPU %s, followers %.0f%% %s, swarm %.0f%% %s, LEADER %s/s through syscalls\n",
 		n, p.locs, d, p.cpuLeader, mib(p.rssLeader), p.cpuFollower, mib(p.rssFollower), p.cpuSwarm, mib(p.rssSwarm), kib(p.wire))
 	return nil
+}
+
+// leaderless samples every master's and the swarm's CPU and RSS over d,
+// for a point where no LEADER counting every vote was elected: what the
+// attempt costs.
+func leaderless(c *cluster.Cluster, w cluster.Swarms, d time.Duration) string {
+	pids := w.Pids()
+	for _, m := range c.Masters {
+		pids = append(pids, m.Pid())
+	}
+	a := make([]procSample, len(pids))
+	for i, pid := range pids {
+		a[i], _ = sampleProc(pid)
+	}
+	time.Sleep(d)
+	var swarmCPU float64
+	var swarmRSS uint64
+	var masters []string
+	for i, pid := range pids {
+		b, err := sampleProc(pid)
+		if err != nil {
+			return fmt.Sprintf("(not sampled: %v)", err)
+		}
+		rss, _ := rssOf(pid)
+		if i < len(w) {
+			swarmCPU += cpuPct(a[i], b)
+			swarmRSS += rss
+			continue
+		}
+		masters = append(masters, fmt.Sprintf("%.0f%% %s", cpuPct(a[i], b), mib(rss)))
+	}
+	st, errs := c.Statuses(5 * time.Second)
+	var roles []string
+	for i := range st {
+		if errs[i] != nil {
+			roles = append(roles, "no answer")
+		} else {
+			roles = append(roles, fmt.Sprintf("%v epoch %d", st[i].Role, st[i].Epoch))
+		}
+	}
+	sw, _ := w.Status()
+	out := fmt.Sprintf("meanwhile, over %v: the masters (%s) used %s of a core and RSS; the swarm %.0f%% and %s (%d processes); its voters' votes by master %v, promises %v",
+		d, strings.Join(roles, ", "), strings.Join(masters, ", "), swarmCPU, mib(swarmRSS), len(w), votesOf(sw, false), votesOf(sw, true))
+	fmt.Println("scale:", out)
+	return out
+}
+
+func votesOf(s cluster.SwarmStatus, promises bool) []int {
+	var out []int
+	for _, m := range s.Masters {
+		if promises {
+			out = append(out, m.Promises)
+		} else {
+			out = append(out, m.Votes)
+		}
+	}
+	return out
 }
 
 // storm sends the swarm SIGUSR1 (every voter closes every connection at
@@ -582,6 +646,9 @@ func scaleRows(p *scalePoint) string {
 	if len(p.errs) > 0 {
 		fmt.Fprintf(&b, "\nnot measured in full: %s\n", strings.Join(p.errs, "; "))
 	}
+	if p.leaderless != "" {
+		fmt.Fprintf(&b, "%s\n", p.leaderless)
+	}
 	return b.String()
 }
 
@@ -679,7 +746,11 @@ func scaleSection(r scaleResults) string {
 	var notes []string
 	for _, p := range r.points {
 		if len(p.errs) > 0 {
-			notes = append(notes, fmt.Sprintf("- N=%d, L=%d: %s", p.n, p.locs, strings.Join(p.errs, "; ")))
+			note := fmt.Sprintf("- N=%d, L=%d: %s", p.n, p.locs, strings.Join(p.errs, "; "))
+			if p.leaderless != "" {
+				note += "; " + p.leaderless
+			}
+			notes = append(notes, note+".")
 		}
 	}
 	if len(notes) > 0 {
