@@ -661,6 +661,15 @@ func (l *csLink) run() {
 			continue
 		}
 		l.mu.Lock()
+		select {
+		case <-l.quit:
+			// stop ran while this dial was under way: it found no
+			// connection to close, so none may be kept.
+			l.mu.Unlock()
+			c.close()
+			return
+		default:
+		}
 		l.c = c
 		l.mu.Unlock()
 		l.sendInfo()
