@@ -14,24 +14,30 @@ import (
 	"syscall"
 	"time"
 
+	locs "github.com/mfs-election/mfs-election/pkg/locations"
 	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
 // The voter swarm (internal/cluster/swarm, built as mfsswarm): one process
 // running many real chunkserver drivers, each voter leaving from its own
-// loopback address. Voter i is in location l = i % L, the k-th voter of
-// that location (k = i / L) at 127.(B+l).(k/250).(k%250+1): up to 64,000
-// voters a location, and the masters' --location map is SwarmLocations.
+// loopback address. Voter i is in address range l = i % L, the k-th voter
+// of that range (k = i / L) at 127.(B+l).(k/250).(k%250+1): up to 64,000
+// voters a range, and the masters' --location map is SwarmLocations.
 
-// MaxSwarmLocations bounds L.
+// MaxSwarmLocations bounds L, the swarm's address ranges. The masters tell
+// at most locations.MaxLocations apart, the default location among them:
+// SwarmLocations names the first 7 ranges, and the rest fall in the
+// default location.
 const MaxSwarmLocations = 16
 
-// SwarmLocations is the location map of a swarm at base B with L
-// locations: dc1 .. dcL (named like Local's) over 127.(B+l).0.0/16.
+// SwarmLocations is the location map of a swarm at base B with L address
+// ranges: dc1 .. dcL (named like Local's) over 127.(B+l).0.0/16, at most 7
+// of them (locations.MaxLocations with the default): with L = 8 the 8th
+// range is the default location, and so are any after it.
 func SwarmLocations(base uint8, locations int) map[string]netip.Prefix {
 	out := map[string]netip.Prefix{}
-	for l := 0; l < locations; l++ {
+	for l := 0; l < min(locations, locs.MaxLocations-1); l++ {
 		out["dc"+strconv.Itoa(l+1)] = netip.PrefixFrom(netip.AddrFrom4([4]byte{127, base + uint8(l), 0, 0}), 16)
 	}
 	return out

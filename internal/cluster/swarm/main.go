@@ -72,7 +72,7 @@ func main() {
 	flag.StringVar(&c.masters, "masters", "", "MASTER_HOST: the masters' chunkserver ports, e.g. 127.60.0.11:9420,127.60.0.12:9420 (port 9420 when left out)")
 	flag.IntVar(&c.n, "n", 100, "voters")
 	flag.IntVar(&c.first, "first", 0, "the index of this process's first voter: several processes (each under its RLIMIT_NOFILE) run voters first .. first+n-1 of one swarm")
-	flag.IntVar(&c.locs, "locations", 3, fmt.Sprintf("locations L (1..%d): voter i is in location i %% L", cluster.MaxSwarmLocations))
+	flag.IntVar(&c.locs, "locations", 3, fmt.Sprintf("locations L (1..%d): voter i leaves from the address range i %% L (the masters name at most 7 ranges; the rest are their default location: cluster.SwarmLocations)", cluster.MaxSwarmLocations))
 	flag.IntVar(&c.base, "base", 61, "voter i of location l leaves from an address in 127.(B+l).0.0/16")
 	flag.StringVar(&c.auth, "auth", "", "AUTH_CODE (empty: none)")
 	flag.IntVar(&c.port, "port", 9422, "the CSSERV port every voter names as its identity (nothing listens on it)")
