@@ -301,12 +301,15 @@ func (ws Swarms) Pids() []int {
 // at most within; it returns the last status seen.
 func (ws Swarms) WaitSwarm(within, poll time.Duration, what string, ok func(SwarmStatus) bool) (SwarmStatus, error) {
 	end := time.Now().Add(within)
-	var st SwarmStatus
+	var st, seen SwarmStatus // the last status asked, the last one answered
 	var err error
 	for {
 		st, err = ws.Status()
 		if err == nil && ok(st) {
 			return st, nil
+		}
+		if err == nil {
+			seen = st
 		}
 		if !ws.Running() {
 			return st, fmt.Errorf("a swarm process exited while waiting for %s (see %s)", what, ws[0].Spec.Dir)
@@ -314,8 +317,10 @@ func (ws Swarms) WaitSwarm(within, poll time.Duration, what string, ok func(Swar
 		if time.Now().After(end) {
 			if err == nil {
 				err = fmt.Errorf("last status %+v", st)
+			} else if seen.Voters > 0 {
+				err = fmt.Errorf("%w (the last status answered: %+v)", err, seen)
 			}
-			return st, fmt.Errorf("swarm: %s not within %v: %w", what, within, err)
+			return seen, fmt.Errorf("swarm: %s not within %v: %w", what, within, err)
 		}
 		time.Sleep(poll)
 	}
