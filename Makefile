@@ -6,7 +6,11 @@ TRIALS ?= 20
 FUZZTIME  ?= 60s
 SHORTFUZZ ?= 4s
 
-.PHONY: all build run test chaos bench vet fuzz mutate
+# The voters and locations of `make scale`.
+N         ?= 1000
+LOCATIONS ?= 3
+
+.PHONY: all build run test chaos bench scale vet fuzz mutate
 
 all: build
 
@@ -71,10 +75,22 @@ chaos:
 
 # Failover of real processes (kill -9 with and without the fast path,
 # SIGSTOP, 200 ms stalls), changes and reads against a 3-member etcd in the
-# same run; rewrites docs/benchmarks.md. About 8 minutes at TRIALS=20;
+# same run, cold starts, and the scale table (100 to 10,000 voters in 3 and
+# 8 locations: see scale); rewrites docs/benchmarks.md. About 8 minutes at
+# TRIALS=20 before the scale table, which adds up to an hour or so;
 # installs etcd from Debian's packages when it is missing.
 bench:
 	$(GO) run ./internal/cluster/bench -trials=$(TRIALS) -doc docs/benchmarks.md
+
+# One point of the scale benchmark (issue 13): 3 real masters and one
+# mfsswarm process of N real chunkserver drivers in LOCATIONS locations;
+# cold elections, kill -9 and SIGSTOP failover, 200 ms stalls, CPU, RSS,
+# bytes on the wire, heartbeat rounds and a reconnect storm. Prints the
+# point's rows and writes nothing (make bench writes the whole table into
+# docs/benchmarks.md). Raises RLIMIT_NOFILE: run it as root for N in the
+# thousands.
+scale:
+	$(GO) run ./internal/cluster/bench -only scale -doc '' -scale-n=$(N) -scale-locations=$(LOCATIONS) -scale-idle=0 -scale-register=0
 
 # Mutation test of the pure core's guard clauses: each if that returns and
 # each case of a tagless switch in the pure core (pkg/roles, registry, changelog,

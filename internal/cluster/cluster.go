@@ -4,6 +4,8 @@
 package cluster
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -16,9 +18,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/client"
+	"github.com/mfs-election/mfs-election/pkg/masterhost"
+	"github.com/mfs-election/mfs-election/pkg/metadata"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
+	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
 // CS is one chunkserver of a Spec.
@@ -41,6 +48,14 @@ type Spec struct {
 	// Netns, when set, is a network namespace (made by the caller) that
 	// every process runs in; Statuses enter it too.
 	Netns string
+	// Members, when set, are chunkservers registered before the masters
+	// ever start (e.g. SwarmMembers): Start writes the founder's metadata
+	// itself, as `mfsmaster init` would, but with a genesis config whose
+	// registry already holds them (the bootstrap over), and records the
+	// new cluster id in Cluster.ClusterID for the voters to claim. For
+	// registries too large to register one member at a time (each
+	// registration is a config change put in force by a heartbeat round).
+	Members []registry.Chunkserver
 }
 
 // Proc is one daemon process.
@@ -60,21 +75,28 @@ type Proc struct {
 
 // Cluster is a running Spec.
 type Cluster struct {
-	Spec    Spec
-	Masters []*Proc
-	CS      []*Proc
+	Spec      Spec
+	Masters   []*Proc
+	CS        []*Proc
+	ClusterID string // with Spec.Members: the cluster id Start wrote
 }
 
-// Build compiles the daemons into dir (go build, from the module root).
+// Build compiles the daemons into dir (go build, from the module root),
+// and the voter swarm (internal/cluster/swarm) as dir/mfsswarm.
 func Build(dir, moduleRoot string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	cmd := exec.Command("go", "build", "-o", dir, "./cmd/mfsmaster", "./cmd/mfschunkserver", "./cmd/mfscli")
-	cmd.Dir = moduleRoot
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("go build: %v\n%s", err, out)
+	for _, args := range [][]string{
+		{"build", "-o", dir, "./cmd/mfsmaster", "./cmd/mfschunkserver", "./cmd/mfscli"},
+		{"build", "-o", filepath.Join(dir, "mfsswarm"), "./internal/cluster/swarm"},
+	} {
+		cmd := exec.Command("go", args...)
+		cmd.Dir = moduleRoot
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
 	}
 	return nil
 }
@@ -140,7 +162,13 @@ func Start(s Spec) (*Cluster, error) {
 			return nil, err
 		}
 	}
-	if len(c.Masters) > 0 {
+	if len(c.Masters) > 0 && len(s.Members) > 0 {
+		id, err := initWithMembers(filepath.Dir(c.Masters[0].Cfg), s.Masters[0], s.Locations, s.Members)
+		if err != nil {
+			return nil, err
+		}
+		c.ClusterID = id
+	} else if len(c.Masters) > 0 {
 		args := []string{"-c", c.Masters[0].Cfg}
 		names := make([]string, 0, len(s.Locations))
 		for n := range s.Locations {
@@ -405,4 +433,46 @@ func contains(xs []int, x int) bool {
 		}
 	}
 	return false
+}
+
+// initWithMembers writes, in the founder's empty data directory, what
+// `mfsmaster init` writes (a random cluster id and a genesis config with
+// the location map), except that the genesis registry holds members and is
+// no longer a bootstrap one: the founder cannot win alone, the members'
+// votes elect. It returns the cluster id.
+func initWithMembers(dataDir string, founder netip.Addr, locs map[string]netip.Prefix, members []registry.Chunkserver) (string, error) {
+	g := changelog.Genesis(masterhost.IDOf(founder))
+	cfg := g[0].Config
+	names := make([]string, 0, len(locs))
+	for n := range locs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		m, err := cfg.Locations.MapRange(locs[n], n)
+		if err != nil {
+			return "", fmt.Errorf("location %s=%v: %w", n, locs[n], err)
+		}
+		cfg.Locations = m
+	}
+	cfg.Members = append([]registry.Chunkserver(nil), members...)
+	sort.Slice(cfg.Members, func(i, j int) bool { return cfg.Members[i].ID < cfg.Members[j].ID })
+	for i, m := range cfg.Members {
+		if m.ID == wire.NoCS || (i > 0 && cfg.Members[i-1].ID == m.ID) {
+			return "", fmt.Errorf("member %v: ids must be distinct and not 0", m.ID)
+		}
+	}
+	cfg.TopID = cfg.Members[len(cfg.Members)-1].ID
+	cfg.Bootstrap = false
+	st, err := metadata.OpenMaster(dataDir)
+	if err != nil {
+		return "", err
+	}
+	defer st.Close()
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	id := strings.ToUpper(hex.EncodeToString(b[:]))
+	return id, st.Init(id, g)
 }

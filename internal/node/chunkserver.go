@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -28,6 +29,12 @@ type ChunkserverOptions struct {
 	Masters []masterhost.Master // every master's chunkserver port (9420)
 	Bind    netip.Addr          // BIND_HOST: decides the location; invalid = kernel's choice
 	Listen  string              // CSSERV_LISTEN host:port: with the address, its identity
+	// Port, when not 0, is the CSSERV port this chunkserver names as its
+	// identity without listening on it (Listen is then unused): for
+	// internal/cluster/swarm, thousands of voters in one process that serve
+	// no data and share one address-less port. mfschunkserver leaves it 0:
+	// the port it holds open is its identity, as in MooseFS.
+	Port uint16
 	// Voter carries the timings; ID, Addr, Port, VoterOnly and Masters are
 	// filled in by the driver.
 	Voter          roles.VoterConfig
@@ -41,21 +48,32 @@ type ChunkserverOptions struct {
 	TrustRefused bool
 	Version      string
 	Log          zerolog.Logger
-	Metrics      prometheus.Registerer
+	// Metrics: where the mfs_chunkserver_* gauges are registered; nil
+	// exports none (the swarm's voters, which State reports instead).
+	Metrics prometheus.Registerer
+	// Inbox is how many inputs the links may queue for the loop (0:
+	// csInbox, mfschunkserver's). A link whose input finds the inbox full
+	// waits (nothing is dropped), so the length only bounds how far the
+	// readers run ahead of the loop; the swarm gives each of its thousands
+	// of voters a short one (a slot is 80 bytes, allocated up front).
+	Inbox int
 }
+
+// csInbox is the loop's inbox unless ChunkserverOptions.Inbox says otherwise.
+const csInbox = 1024
 
 // ChunkserverNode runs one chunkserver's voter. Only its loop goroutine
 // touches the voter and the store.
 type ChunkserverNode struct {
 	opt     ChunkserverOptions
 	log     zerolog.Logger
-	store   *metadata.ChunkserverStore
+	store   ChunkserverStore
 	voter   *roles.Voter
-	pending []roles.Batch // the group being stepped (flush carries it out)
-	metrics *obs.ChunkserverMetrics
+	pending []roles.Batch           // the group being stepped (flush carries it out)
+	metrics *obs.ChunkserverMetrics // nil: Metrics was nil
 	start   time.Time
-	clock   clock // the core's time (CLOCK_BOOTTIME)
-	ln      net.Listener
+	clock   clock        // the core's time (CLOCK_BOOTTIME)
+	ln      net.Listener // nil: Port was given, nothing listens
 	port    uint16
 
 	inbox    chan csInput
@@ -70,7 +88,20 @@ type ChunkserverNode struct {
 	idMu sync.Mutex
 	id   metadata.Identity // zero before registration
 
+	stMu  sync.Mutex
+	state ChunkserverState // as of the last flush (observe)
+
 	regAt time.Time
+}
+
+// ChunkserverState is what a chunkserver's loop saw at its last flush: for
+// a caller that watches many voters in one process (the swarm's status)
+// rather than one through its metrics.
+type ChunkserverState struct {
+	Registered bool          // the voter runs: the chunkserver has an id
+	VoteFor    wire.MasterID // the master its vote is for (NoMaster: none)
+	Promised   wire.MasterID // the master its standing promise binds it to (NoMaster: none)
+	Up         []bool        // by ChunkserverOptions.Masters index: the link is connected
 }
 
 type csInput struct {
@@ -82,38 +113,45 @@ type csInput struct {
 	up      bool // the link just came up
 }
 
-// StartChunkserver listens on the CSSERV port, connects to every master and
-// starts the voter once it has an id.
-func StartChunkserver(opt ChunkserverOptions, store *metadata.ChunkserverStore) (*ChunkserverNode, error) {
+// StartChunkserver listens on the CSSERV port (unless opt.Port names it),
+// connects to every master and starts the voter once it has an id.
+func StartChunkserver(opt ChunkserverOptions, store ChunkserverStore) (*ChunkserverNode, error) {
 	n := &ChunkserverNode{
 		opt: opt, log: opt.Log, store: store, start: time.Now(), clock: newClock(),
-		inbox: make(chan csInput, 1024), stopReq: make(chan struct{}), done: make(chan struct{}),
+		inbox: make(chan csInput, cmp.Or(opt.Inbox, csInbox)), stopReq: make(chan struct{}), done: make(chan struct{}),
 		links: map[wire.MasterID]*csLink{}, addrOf: map[wire.MasterID]netip.Addr{},
+		state: ChunkserverState{Up: make([]bool, len(opt.Masters))},
 	}
 	var names []string
 	for _, m := range opt.Masters {
 		n.addrOf[m.ID] = m.Addr.Addr()
 		names = append(names, m.Addr.Addr().String())
 	}
-	n.metrics = obs.NewChunkserverMetrics(opt.Metrics, names)
-	ln, err := net.Listen("tcp", opt.Listen)
-	if err != nil {
-		return nil, err
+	if opt.Metrics != nil {
+		n.metrics = obs.NewChunkserverMetrics(opt.Metrics, names)
 	}
-	n.ln = ln
-	ap, _ := netip.ParseAddrPort(ln.Addr().String())
-	n.port = ap.Port()
-	go func() {
-		// The data port serves no chunks here; holding it keeps the
-		// ip:port identity real, as in MooseFS.
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_ = c.Close()
+	if opt.Port != 0 {
+		n.port = opt.Port
+	} else {
+		ln, err := net.Listen("tcp", opt.Listen)
+		if err != nil {
+			return nil, err
 		}
-	}()
+		n.ln = ln
+		ap, _ := netip.ParseAddrPort(ln.Addr().String())
+		n.port = ap.Port()
+		go func() {
+			// The data port serves no chunks here; holding it keeps the
+			// ip:port identity real, as in MooseFS.
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				_ = c.Close()
+			}
+		}()
+	}
 	if id, ok := store.Identity(); ok {
 		switch {
 		case id.Addr.Port() != n.port:
@@ -121,7 +159,7 @@ func StartChunkserver(opt ChunkserverOptions, store *metadata.ChunkserverStore) 
 			n.log.Warn().Str("was", id.Addr.String()).Str("now", netip.AddrPortFrom(opt.Bind, n.port).String()).
 				Msg("port changed since registration: registering again")
 			if err := store.ForgetIdentity(); err != nil {
-				_ = ln.Close()
+				n.closeListener()
 				return nil, err
 			}
 		default:
@@ -264,10 +302,34 @@ func (n *ChunkserverNode) goodbye() {
 }
 
 func (n *ChunkserverNode) closeAll() {
-	_ = n.ln.Close()
+	n.closeListener()
 	for _, l := range n.links {
 		l.stop()
 	}
+}
+
+func (n *ChunkserverNode) closeListener() {
+	if n.ln != nil {
+		_ = n.ln.Close()
+	}
+}
+
+// Reconnect closes every master connection at once; each link dials again
+// at once, as after any connection it lost that had lived (the voter sees
+// VoteConnLost, not closed by the master). The swarm's reconnect storm.
+func (n *ChunkserverNode) Reconnect() {
+	for _, l := range n.links {
+		l.reconnect()
+	}
+}
+
+// State is what the loop saw at its last flush (a copy).
+func (n *ChunkserverNode) State() ChunkserverState {
+	n.stMu.Lock()
+	defer n.stMu.Unlock()
+	s := n.state
+	s.Up = append([]bool(nil), s.Up...)
+	return s
 }
 
 // register asks every connected master for an id; the LEADER answers.
@@ -453,6 +515,20 @@ func (fx csFx) SaveSnapshot(*namespace.Snapshot) {
 }
 
 func (n *ChunkserverNode) observe() {
+	n.stMu.Lock()
+	st := &n.state
+	st.Registered, st.VoteFor, st.Promised = n.voter != nil, wire.NoMaster, wire.NoMaster
+	for i, m := range n.opt.Masters {
+		st.Up[i] = n.links[m.ID].up()
+	}
+	if n.voter != nil {
+		st.VoteFor = n.voter.VoteFor()
+		st.Promised, _ = n.voter.Promise()
+	}
+	n.stMu.Unlock()
+	if n.metrics == nil {
+		return
+	}
 	s := obs.ChunkserverSnapshot{Registered: n.voter != nil, Connected: map[string]bool{}}
 	for id, l := range n.links {
 		s.Connected[n.addrOf[id].String()] = l.up()
@@ -585,12 +661,21 @@ func (l *csLink) run() {
 			continue
 		}
 		l.mu.Lock()
+		select {
+		case <-l.quit:
+			// stop ran while this dial was under way: it found no
+			// connection to close, so none may be kept.
+			l.mu.Unlock()
+			c.close()
+			return
+		default:
+		}
 		l.c = c
 		l.mu.Unlock()
 		l.sendInfo()
 		l.deliver(csInput{up: true})
 		opened := time.Now()
-		go l.keepalive(c)
+		l.keepalive(c)
 		closed := l.read(c)
 		l.mu.Lock()
 		l.c = nil
@@ -613,18 +698,17 @@ func (l *csLink) run() {
 // keepalive repeats CSInfo (fresh disk figures) every csKeepalive while c
 // is open: a master cuts a chunkserver connection that is silent for
 // csIdle, and a voter content with its LEADER may not probe another master
-// for longer than that.
+// for longer than that. A timer, not a goroutine with a ticker: the swarm
+// holds tens of thousands of links in one process. Once c is closed the
+// chain ends at its next firing.
 func (l *csLink) keepalive(c *conn) {
-	t := time.NewTicker(csKeepalive)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			l.sendInfo()
-		case <-c.done:
+	time.AfterFunc(csKeepalive, func() {
+		if c.closed() {
 			return
 		}
-	}
+		l.sendInfo()
+		l.keepalive(c)
+	})
 }
 
 // read feeds what the master sends to the loop until the connection ends.

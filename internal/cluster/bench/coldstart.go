@@ -143,17 +143,24 @@ const (
 // spliceCold replaces the Cold start section of the doc at path (appended
 // when the doc has none). A doc that cannot be read is not written over.
 func spliceCold(path, section string) error {
+	return splice(path, section, coldBegin, coldEnd)
+}
+
+// splice replaces the section between begin and end (markers included) of
+// the doc at path with section (appended when the doc has none). A doc
+// that cannot be read is not written over.
+func splice(path, section, begin, end string) error {
 	raw, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("%s: %w (not written)", path, err)
 	}
 	doc := string(raw)
-	i, j := strings.Index(doc, coldBegin), strings.Index(doc, coldEnd)
+	i, j := strings.Index(doc, begin), strings.Index(doc, end)
 	switch {
 	case i >= 0 && j > i:
-		doc = doc[:i] + section + strings.TrimPrefix(doc[j+len(coldEnd):], "\n")
+		doc = doc[:i] + section + strings.TrimPrefix(doc[j+len(end):], "\n")
 	case i >= 0 || j >= 0:
-		return fmt.Errorf("%s: one cold-start marker without the other (not written)", path)
+		return fmt.Errorf("%s: one of the markers %s and %s without the other (not written)", path, begin, end)
 	default:
 		doc = strings.TrimRight(doc, "\n") + "\n\n" + section
 	}

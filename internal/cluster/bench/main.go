@@ -3,8 +3,9 @@
 // 200 ms stalls that must depose nobody, change throughput, read
 // throughput (confirmed by a heartbeat round, and with LEASE_READS = 1),
 // a 3-member etcd cluster's kill -9 failover, changes and linearizable
-// reads with its default settings in the same run, and whole-cluster cold
-// starts (coldstart.go). It writes docs/benchmarks.md.
+// reads with its default settings in the same run, whole-cluster cold
+// starts (coldstart.go), and the scale table: up to 10,000 voters of an
+// mfsswarm in front of 3 masters (scale.go). It writes docs/benchmarks.md.
 package main
 
 import (
@@ -29,11 +30,31 @@ func main() {
 	doc := flag.String("doc", "docs/benchmarks.md", "where to write the results")
 	base := flag.Int("base", 60, "second octet of the loopback addresses used (127.B.x.y)")
 	keep := flag.String("keep", "", "keep configs, data and logs in this directory")
-	only := flag.String("only", "", "run one kind only: "+strings.Join(kinds, ", ")+" (for a look; the doc is not written, but for coldstart, which rewrites its own section)")
+	only := flag.String("only", "", "run one kind only: "+strings.Join(kinds, ", ")+" (for a look; the doc is not written, but for coldstart and scale, which rewrite their own section; -doc '' writes nothing)")
 	coldTrials := flag.Int("cold-trials", 7, "cold starts of each way down (planned restart, power cut)")
 	before := flag.String("before", "", "a directory with an older build's mfsmaster and mfschunkserver: the cold start is measured with them too")
+	scaleN := flag.String("scale-n", "100,1000,5000,10000", "scale: the voter counts (comma-separated)")
+	scaleL := flag.String("scale-locations", "3,8", "scale: the location counts (comma-separated), each with every voter count")
+	var so scaleOpts
+	flag.IntVar(&so.trials, "scale-trials", 5, "scale: kill -9, SIGSTOP and 200 ms stall trials at each point")
+	flag.IntVar(&so.cold, "scale-cold", 3, "scale: cold elections at each point")
+	flag.IntVar(&so.rate, "scale-rate", 250, "scale: voters the swarm starts per second")
+	flag.DurationVar(&so.steady, "scale-steady", 10*time.Second, "scale: the steady-state window (CPU, RSS, bytes, heartbeat rounds)")
+	flag.DurationVar(&so.idle, "scale-idle", 30*time.Second, "scale: the window of the idle mfschunkserver measure (0: skip it)")
+	flag.IntVar(&so.reg, "scale-register", 100, "scale: fresh voters of the registration run (0: skip it)")
 	flag.Parse()
-	if err := run(*trials, *doc, uint8(*base), *keep, *only, *coldTrials, *before); err != nil {
+	var err error
+	if so.ns, err = parseInts(*scaleN); err == nil {
+		so.locs, err = parseInts(*scaleL)
+	}
+	if err == nil && (so.rate < 1 || so.trials < 0 || so.cold < 0) {
+		err = fmt.Errorf("-scale-rate must be positive, -scale-trials and -scale-cold not negative")
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: -scale-n / -scale-locations:", err)
+		os.Exit(2)
+	}
+	if err := run(*trials, *doc, uint8(*base), *keep, *only, *coldTrials, *before, so); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -65,9 +86,9 @@ func (s series) stats() (med, p90, max time.Duration) {
 }
 
 // kinds are the values of -only.
-var kinds = []string{"kill", "kill-notrust", "freeze", "writes", "reads", "etcd", "coldstart"}
+var kinds = []string{"kill", "kill-notrust", "freeze", "writes", "reads", "etcd", "coldstart", "scale"}
 
-func run(trials int, doc string, base uint8, keep, only string, coldTrials int, before string) error {
+func run(trials int, doc string, base uint8, keep, only string, coldTrials int, before string, so scaleOpts) error {
 	if only != "" && !slices.Contains(kinds, only) {
 		return fmt.Errorf("-only %q: one of %s", only, strings.Join(kinds, ", "))
 	}
@@ -169,7 +190,22 @@ func run(trials int, doc string, base uint8, keep, only string, coldTrials int, 
 	if only == "coldstart" {
 		section := coldSection(res.cold)
 		fmt.Print("\n" + section)
+		if doc == "" {
+			return nil
+		}
 		return spliceCold(doc, section)
+	}
+	if want("scale") {
+		sr := scalePhase(work, bin, base, so)
+		res.scale = &sr
+	}
+	if only == "scale" {
+		if doc == "" {
+			return nil // make scale: the rows were printed
+		}
+		section := scaleSection(*res.scale)
+		fmt.Print("\n" + section)
+		return splice(doc, section, scaleBegin, scaleEnd)
 	}
 
 	et := etcdWants{kill: want("etcd", "kill-notrust"), writes: want("etcd", "writes"), reads: want("etcd", "reads")}
@@ -277,6 +313,7 @@ type results struct {
 	etcdVersion                         string
 	etcdErr                             error
 	cold                                []coldRun // this build's, after an older one's (-before)
+	scale                               *scaleResults
 }
 
 // etcdWants says which etcd phases a run needs.
@@ -352,9 +389,14 @@ func summary(r results) {
 // answers as LEADER or a synced FOLLOWER, then a little longer so restarted
 // chunkservers are past their quiet time.
 func settle(c *cluster.Cluster, not int) error {
-	deadline := time.Now().Add(60 * time.Second)
+	return settleN(c, len(c.CS), 60*time.Second)
+}
+
+// settleN is settle for a LEADER counting n votes, within bound.
+func settleN(c *cluster.Cluster, n int, bound time.Duration) error {
+	deadline := time.Now().Add(bound)
 	for time.Now().Before(deadline) {
-		st, errs := c.Statuses(time.Second)
+		st, errs := c.Statuses(max(time.Second, bound/60))
 		ok := true
 		leaders := 0
 		for i := range st {
@@ -363,7 +405,7 @@ func settle(c *cluster.Cluster, not int) error {
 				continue
 			}
 			switch {
-			case st[i].Role == roles.Leader && st[i].HoldsQuorum && st[i].Voters == len(c.CS):
+			case st[i].Role == roles.Leader && st[i].HoldsQuorum && st[i].Voters == n:
 				leaders++
 			case st[i].Role == roles.Follower && st[i].Sync == roles.Synced:
 			default:
@@ -376,13 +418,22 @@ func settle(c *cluster.Cluster, not int) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return fmt.Errorf("cluster did not settle within 60 s")
+	return fmt.Errorf("cluster did not settle (a LEADER counting %d votes, synced FOLLOWERs) within %v", n, bound)
 }
 
 // trial kills (or freezes) the LEADER and measures until another master
 // logs that it became LEADER; then it brings the old one back and settles.
 func trial(c *cluster.Cluster, freeze bool) (time.Duration, error) {
-	ls := c.Leaders()
+	return trialWith(c, freeze, trialLimits{failover: 15 * time.Second, poll: 20 * time.Millisecond}, func() error { return settle(c, -1) })
+}
+
+// trialLimits bound a trial: the wait for a new LEADER, polled every poll
+// (each status asked within poll + 200 ms).
+type trialLimits struct{ failover, poll time.Duration }
+
+// trialWith is trial with its bounds and its settling given.
+func trialWith(c *cluster.Cluster, freeze bool, lim trialLimits, settle func() error) (time.Duration, error) {
+	ls := leaders(c, lim.poll+time.Second)
 	if len(ls) != 1 {
 		return 0, fmt.Errorf("%d LEADERs before the trial", len(ls))
 	}
@@ -396,7 +447,7 @@ func trial(c *cluster.Cluster, freeze bool) (time.Duration, error) {
 	} else {
 		p.Kill()
 	}
-	next, _, err := c.WaitLeader(15*time.Second, 20*time.Millisecond, lead)
+	next, _, err := c.WaitLeader(lim.failover, lim.poll, lead)
 	if err != nil {
 		_ = p.Signal(syscall.SIGCONT)
 		return 0, err
@@ -410,12 +461,31 @@ func trial(c *cluster.Cluster, freeze bool) (time.Duration, error) {
 	} else if err := p.Start(); err != nil {
 		return 0, err
 	}
-	return at.Sub(t0), settle(c, -1)
+	return at.Sub(t0), settle()
+}
+
+// leaders lists the masters that report LEADER, each asked within timeout
+// (cluster.Leaders allows 300 ms: a status listing thousands of
+// chunkservers may take longer).
+func leaders(c *cluster.Cluster, timeout time.Duration) []int {
+	st, errs := c.Statuses(timeout)
+	var out []int
+	for i := range st {
+		if errs[i] == nil && st[i].Role == roles.Leader {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // stall freezes the LEADER for d and checks it is still LEADER at the same
 // epoch afterwards; it also counts polls that saw two LEADERs with quorum.
 func stall(c *cluster.Cluster, d time.Duration) (deposed, doubles int, err error) {
+	return stallWith(c, d, func() error { return settle(c, -1) })
+}
+
+// stallWith is stall with its settling given.
+func stallWith(c *cluster.Cluster, d time.Duration, settle func() error) (deposed, doubles int, err error) {
 	st, errs := c.Statuses(time.Second)
 	lead := -1
 	for i := range st {
@@ -446,7 +516,7 @@ func stall(c *cluster.Cluster, d time.Duration) (deposed, doubles int, err error
 	st, errs = c.Statuses(time.Second)
 	if errs[lead] != nil || st[lead].Role != roles.Leader || st[lead].Epoch != epoch {
 		deposed = 1
-		if err := settle(c, -1); err != nil {
+		if err := settle(); err != nil {
 			return deposed, doubles, err
 		}
 	}
@@ -557,6 +627,9 @@ func write(doc string, r results) error {
 	}
 	if len(r.cold) > 0 {
 		b.WriteString("\n" + coldSection(r.cold))
+	}
+	if r.scale != nil {
+		b.WriteString("\n" + scaleSection(*r.scale))
 	}
 	if err := os.MkdirAll(filepath.Dir(doc), 0o755); err != nil {
 		return err
