@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -27,6 +28,14 @@ import (
 const defaultCfg = "/etc/mfs/mfschunkserver.cfg"
 
 func main() {
+	if os.Getenv("GOMAXPROCS") == "" {
+		// A voter's work is a few small messages per heartbeat on one
+		// loop: one processor runs it without the thread handoffs a second
+		// one adds to each message (a futex wake and a context switch:
+		// 142 switches a second idle at two, 95 at one, and 0.75% of a
+		// core against 0.50%; docs/benchmarks.md, "Scale").
+		runtime.GOMAXPROCS(1)
+	}
 	app := &cli.App{
 		Name:      "mfschunkserver",
 		Usage:     "chunkserver: votes for the master it keeps its connection with",
