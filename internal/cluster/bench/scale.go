@@ -658,10 +658,32 @@ const (
 	stormHeader    = "| voters | locations | LEADER kept (role and epoch) | until every vote counted again | longest gap in LEADER status answers |\n|---|---|---|---|---|\n"
 )
 
+// shortWhy is the kind of the first failure of a point that got no
+// steady state, for its table cells (the notes say it in full).
+func shortWhy(p *scalePoint) string {
+	if len(p.errs) == 0 {
+		return "n/a"
+	}
+	e := p.errs[0]
+	switch {
+	case strings.Contains(e, "masters did not start"):
+		return "not measured: the masters did not start (notes)"
+	case strings.Contains(e, "connections on the port"):
+		return "not measured: a master refused connections over its cap (notes)"
+	case strings.Contains(e, "every link up not within"):
+		return "not measured: not every voter started and connected in time, no LEADER (notes)"
+	case strings.Contains(e, "no LEADER"):
+		return "not measured: no LEADER counting all N (notes)"
+	}
+	return "not measured (notes)"
+}
+
 func electionRow(p *scalePoint) string {
 	start := "n/a"
 	if p.startTook > 0 {
 		start = ms(p.startTook)
+	} else {
+		start = shortWhy(p)
 	}
 	stalls := "n/a"
 	if p.stalls > 0 {
@@ -677,7 +699,7 @@ func electionRow(p *scalePoint) string {
 
 func costRow(p *scalePoint) string {
 	if p.rssLeader == 0 {
-		return fmt.Sprintf("| %d | %d | n/a | n/a | n/a | n/a | n/a | n/a | n/a | n/a | n/a |\n", p.n, p.locs)
+		return fmt.Sprintf("| %d | %d | %s | n/a | n/a | n/a | n/a | n/a | n/a | n/a | n/a |\n", p.n, p.locs, shortWhy(p))
 	}
 	hb, hv := "n/a", "n/a"
 	if p.hbMeanOK {
@@ -696,7 +718,7 @@ func costRow(p *scalePoint) string {
 
 func stormRow(p *scalePoint) string {
 	if p.storm == nil {
-		return fmt.Sprintf("| %d | %d | n/a | n/a | n/a |\n", p.n, p.locs)
+		return fmt.Sprintf("| %d | %d | %s | n/a | n/a |\n", p.n, p.locs, shortWhy(p))
 	}
 	kept := "yes"
 	if !p.storm.kept {
@@ -726,6 +748,17 @@ func scaleSection(r scaleResults) string {
 	b.WriteString("The clock runs from the starts to the first poll (every 20 ms) of the swarm's status that shows every voter's every link up, and to the first poll of the masters that finds a LEADER holding quorum and counting all N votes; ")
 	b.WriteString("the middle column is the second minus the first: the election proper once every voter could reach every master (0 when the LEADER counted all N before the last link was up, which the cell says). ")
 	b.WriteString("A point that could not be measured (no LEADER counting all N within its bound, a master refusing connections, the machine saturated) says so below its tables, with the figures it did get.\n\n")
+	full, some := 0, 0
+	for _, p := range r.points {
+		switch {
+		case len(p.errs) == 0:
+			full++
+		case p.startTook > 0:
+			some++
+		}
+	}
+	fmt.Fprintf(&b, "Of the %d points, %d were measured in full and %d in part (a LEADER counted all N, then a step ran out of its bound); the rest got no LEADER counting all N, and their notes below say what the processes did meanwhile.\n\n",
+		len(r.points), full, some)
 	b.WriteString("### Elections\n\n" + electionHeader)
 	for _, p := range r.points {
 		b.WriteString(electionRow(p))
