@@ -33,7 +33,10 @@ func (m *Master) heartbeat(cs wire.CSID, session, seq uint64) Heartbeat {
 		Role: m.role, Epoch: m.hard.Epoch, Lease: m.lease(), InForce: m.hard.InForce,
 	}
 	if m.keepaliveOnly() {
-		hb.Keepalive, hb.Epoch, hb.Lease = true, 0, 0
+		// No epoch and no promise asked; Lease says how long the voter may
+		// wait for the next one before it gives up on the session (a crowd
+		// is renewed less often than helloTimeout: Config.Scaled).
+		hb.Keepalive, hb.Epoch = true, 0
 	}
 	cfg := m.Registry()
 	if r, n, ok := cfg.Rank(cs); ok {

@@ -261,6 +261,9 @@ var scriptEvents = map[string]func(h *harness, a map[string]string, cs wire.CSID
 		hb := h.lastHB[cs]
 		ack := HeartbeatAck{CS: cs, Session: hb.Session, Seq: hb.Seq, OK: a["nack"] == "", Granted: hb.Lease,
 			MaxEpoch: hb.Epoch, EpochOwner: hb.From, KnownReg: hb.RegVersion, InForce: hb.InForce, Addr: h.sourceOf(cs, a)}
+		if hb.Keepalive {
+			ack.Granted = 0 // as a voter does: a keepalive is promised nothing
+		}
 		if hb.Role == Leader {
 			// As a voter does: commit knowledge only from a LEADER.
 			ack.Commit, ack.CommitTag = hb.Commit, hb.Epoch

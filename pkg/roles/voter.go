@@ -304,8 +304,10 @@ func (v *Voter) onHeartbeat(h Heartbeat) {
 		nack("not-voting")
 		return
 	case h.Keepalive:
-		// Keeps the session open; no promise, and no epoch to learn.
-		v.lastHB, v.granted, v.voteRole = v.now, helloTimeout, h.Role
+		// Keeps the session open; no promise, and no epoch to learn. The
+		// session waits for the next one as long as a grant would last
+		// (a crowd's keepalives come less often than helloTimeout).
+		v.lastHB, v.granted, v.voteRole = v.now, max(helloTimeout, min(h.Lease, v.cfg.MaxPromise)), h.Role
 		v.send(h.From, v.ack(h, 0))
 		return
 	case h.Epoch < v.hard.MaxEpoch:
