@@ -28,22 +28,13 @@ const (
 
 // conn is one established, checked connection. Writes go through a bounded
 // queue drained by one goroutine; the owner's loop never blocks on a peer.
-//
-// The queue is a slice that grows with what is queued, not a channel of
-// sendQueue slots: a channel's buffer is allocated whole when it is made
-// (24 KiB of slice headers a connection), which a LEADER with ten thousand
-// chunkservers, or the swarm's thirty thousand links, pays for every
-// connection that never queues more than a frame or two.
 type conn struct {
 	nc         net.Conn
 	peer       frame.Hello
 	remote     netip.Addr
-	qmu        sync.Mutex
-	out        [][]byte      // frames for the writer; a nil frame: close once everything before it is written
-	unsent     int           // frames queued and not written yet (out and the writer's batch), at most sendQueue
-	wake       chan struct{} // (1 slot) out has frames for the writer
-	queued     atomic.Int64  // bytes queued and not written yet, bounded by maxQueuedBytes
-	slow       atomic.Bool   // closed because the peer did not read its replies
+	out        chan []byte  // nil frame: close once everything before it is written
+	queued     atomic.Int64 // bytes in out, bounded by maxQueuedBytes
+	slow       atomic.Bool  // closed because the peer did not read its replies
 	once       sync.Once
 	done       chan struct{}
 	challenged bool // chunkserver side: the master asked for AUTH_CODE
@@ -53,7 +44,7 @@ type conn struct {
 }
 
 func newConn(nc net.Conn, peer frame.Hello) *conn {
-	c := &conn{nc: nc, peer: peer, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	c := &conn{nc: nc, peer: peer, out: make(chan []byte, sendQueue), done: make(chan struct{})}
 	if ap, err := netip.ParseAddrPort(nc.RemoteAddr().String()); err == nil {
 		c.remote = ap.Addr().Unmap()
 	}
@@ -62,18 +53,9 @@ func newConn(nc net.Conn, peer frame.Hello) *conn {
 }
 
 func (c *conn) writer() {
-	var batch [][]byte // what the writer took from out (its buffer goes back to out)
 	for {
 		select {
-		case <-c.wake:
-		case <-c.done:
-			return
-		}
-		c.qmu.Lock()
-		batch, c.out = c.out, batch[:0]
-		c.qmu.Unlock()
-		for i, b := range batch {
-			batch[i] = nil
+		case b := <-c.out:
 			if b == nil {
 				c.close()
 				return
@@ -81,33 +63,14 @@ func (c *conn) writer() {
 			_ = c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
 			_, err := c.nc.Write(b)
 			c.queued.Add(-int64(len(b)))
-			c.qmu.Lock()
-			c.unsent--
-			c.qmu.Unlock()
 			if err != nil {
 				c.close()
 				return
 			}
+		case <-c.done:
+			return
 		}
 	}
-}
-
-// enqueue appends b (nil: close after the frames before it) for the
-// writer; false when sendQueue frames already wait.
-func (c *conn) enqueue(b []byte) bool {
-	c.qmu.Lock()
-	if c.unsent >= sendQueue {
-		c.qmu.Unlock()
-		return false
-	}
-	c.out = append(c.out, b)
-	c.unsent++
-	c.qmu.Unlock()
-	select {
-	case c.wake <- struct{}{}:
-	default: // the writer is already woken
-	}
-	return true
 }
 
 // send queues m; a full queue (in frames or in bytes) closes the
@@ -126,10 +89,10 @@ func (c *conn) send(m wire.Message) {
 		c.close()
 		return
 	}
-	if c.closed() {
-		return
-	}
-	if !c.enqueue(b) {
+	select {
+	case <-c.done:
+	case c.out <- b:
+	default:
 		c.queued.Add(-int64(len(b)))
 		c.slow.Store(true)
 		c.close()
@@ -138,7 +101,9 @@ func (c *conn) send(m wire.Message) {
 
 // closeAfterFlush closes once every queued frame (goodbyes) is written.
 func (c *conn) closeAfterFlush() {
-	if c.closed() || !c.enqueue(nil) {
+	select {
+	case c.out <- nil:
+	default:
 		c.close()
 	}
 	// Bound how long a goodbye may hold the connection open.

@@ -102,6 +102,26 @@ func (m *Master) announce() {
 	m.send(ToAllCS(), m.probeReply(0))
 }
 
+// connLost: the connection of a chunkserver with a session here closed.
+// Its vote stays counted until its lease ends: the promise behind it binds
+// the voter until it lapses, whatever became of the connection (a voter
+// ends a promise early only on this master's release, or on proof that
+// this master's process is gone: §3). A reconnect storm therefore costs a
+// LEADER nothing it still holds; a new session from the same address
+// takes over what this one earned (onVoteHello). A session whose vote
+// counts for nothing now ends at once.
+func (m *Master) connLost(id wire.CSID) {
+	v := m.voters[id]
+	if v == nil {
+		return
+	}
+	if v.validUntil <= m.now || v.ackEpoch != m.hard.Epoch {
+		m.dropVoter(id)
+		return
+	}
+	v.detached = true
+}
+
 // dropVoter ends a vote session here.
 func (m *Master) dropVoter(id wire.CSID) {
 	if _, ok := m.voters[id]; ok {

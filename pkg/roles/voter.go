@@ -182,8 +182,10 @@ func (v *Voter) dropAt() Instant {
 }
 
 // contentProbes: a voter content with its LEADER probes once per this
-// many probe intervals (5 s at the default 50 ms).
-const contentProbes = 100
+// many probe intervals (500 ms at the default 50 ms; in a crowd the
+// interval itself grows: probeEvery). Fewer than this and a voter whose
+// new LEADER lost its quorum at once waits seconds to hear of another.
+const contentProbes = 10
 
 // persist asks for the voter's record to be made durable before anything
 // else of the batch happens.
@@ -437,12 +439,9 @@ func (v *Voter) decide() {
 		}
 		every := v.probeEvery()
 		if v.voteFor != wire.NoMaster && v.voteRole == Leader && v.heartbeatsLate() == Never {
-			// A voter content with its LEADER probes rarely (a view is
-			// fresh for three probe intervals only, so these keep nothing
-			// fresh: they show a master that restarted); once the
+			// A voter content with its LEADER probes rarely; once the
 			// heartbeats are late it looks around at full rate, so its view
 			// is fresh when the promise lapses and it may nominate at once.
-			// Every master of thousands of voters answers them all.
 			every *= contentProbes
 		}
 		if every > v.cfg.ProbeInterval {
