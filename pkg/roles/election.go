@@ -69,9 +69,6 @@ type voterRec struct {
 	inForce    uint64
 	commit     changelog.Pos
 	commitTag  uint64
-	// detached: its connection closed; the vote counts until validUntil
-	// and is renewed by nothing (connLost).
-	detached bool
 }
 
 func (m *Master) voterIDs() []wire.CSID {
@@ -247,20 +244,10 @@ func (m *Master) onVoteHello(h VoteHello) {
 		m.ignore("stale-session")
 		return
 	}
-	rec := &voterRec{session: h.Session, addr: h.Addr, port: h.Port, voterOnly: h.VoterOnly}
-	if old := m.voters[h.CS]; old != nil {
-		if old.addr == h.Addr && old.port == h.Port {
-			// The same chunkserver in a new session (it reconnected): its
-			// promise to this master stands until it lapses whatever the
-			// connection did, so what the old session earned still counts
-			// until then (docs/architecture.md §3.1, "Reconnects").
-			rec.validUntil, rec.ackEpoch, rec.ackedSeq = old.validUntil, old.ackEpoch, old.ackedSeq
-			rec.knownReg, rec.inForce, rec.commit, rec.commitTag = old.knownReg, old.inForce, old.commit, old.commitTag
-		} else {
-			m.votersGen++ // the old session's vote stops counting
-		}
+	if m.voters[h.CS] != nil {
+		m.votersGen++ // the old session's vote stops counting
 	}
-	m.voters[h.CS] = rec
+	m.voters[h.CS] = &voterRec{session: h.Session, addr: h.Addr, port: h.Port, voterOnly: h.VoterOnly}
 	m.lastVoteSeen = m.now
 	// Equal is not higher: the voter may have acknowledged this very epoch
 	// (a refusal tells the case of another master owning it).

@@ -92,14 +92,7 @@ func (m *Master) heartbeatAll() {
 	}
 	m.noteSent()
 	for _, id := range m.voterIDs() {
-		v := m.voters[id]
-		if v.detached {
-			if v.validUntil <= m.now {
-				m.dropVoter(id) // its lease ran out with no connection to renew it
-			}
-			continue
-		}
-		m.send(ToCS(id), m.heartbeat(id, v.session, m.hbSeq))
+		m.send(ToCS(id), m.heartbeat(id, m.voters[id].session, m.hbSeq))
 	}
 	// Acks to heartbeats older than a promise cannot extend anything.
 	for s, h := range m.hbSent {

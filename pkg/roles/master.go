@@ -162,7 +162,7 @@ func (m *Master) Step(now Instant, ev Event) Batch {
 	case VoteBye:
 		m.onVoteBye(e)
 	case ConnLost:
-		m.connLost(e.CS)
+		m.dropVoter(e.CS)
 	case HeartbeatAck:
 		m.onHeartbeatAck(e)
 	case PeerStatus:
