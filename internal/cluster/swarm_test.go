@@ -16,9 +16,9 @@ import (
 // base()'s draws (100..249), the bench's (60 and up) and make run's (0).
 const swarmBase = 250
 
-// TestSwarmElection: 3 real masters and one mfsswarm process of 200 real
+// TestSwarmElection: 3 real masters and one mfsswarm process of 100 real
 // chunkserver drivers in 3 locations, each voter on its own loopback
-// address and proving AUTH_CODE. A LEADER counts all 200 votes; after a
+// address and proving AUTH_CODE. A LEADER counts all 100 votes; after a
 // kill -9 of it a new LEADER does.
 func TestSwarmElection(t *testing.T) {
 	// 100, not 200: with 200 voters on a machine that make test keeps
