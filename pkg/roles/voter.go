@@ -147,9 +147,9 @@ func (v *Voter) NextDeadline() Instant {
 // lateAt is when the LEADER's heartbeats count as late: from then on the
 // voter probes at full rate (see decide), so that its view is fresh when
 // the promise lapses. Four probe intervals before the grant runs out, and
-// never sooner than four after the heartbeat: a LEADER of thousands renews
-// less often (Config.Scaled), and a voter that took each renewal for late
-// would probe every master at full rate all the time.
+// never sooner than half the grant after the heartbeat: a LEADER of
+// thousands renews less often (Config.Scaled), and a voter that took each
+// renewal for late would probe every master at full rate all the time.
 func (v *Voter) lateAt() Instant {
 	return v.lastHB.Add(max(v.granted/2, v.granted-4*v.cfg.ProbeInterval))
 }
