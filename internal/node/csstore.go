@@ -91,12 +91,7 @@ func (s *MemChunkserverStore) VoterHard() (roles.VoterHardState, error) {
 
 // Apply keeps the newest voter record among ps (roles.Persister).
 func (s *MemChunkserverStore) Apply(ps ...roles.Persist) error {
-	var last *roles.VoterHardState
-	for _, p := range ps {
-		if p.Voter != nil {
-			last = p.Voter
-		}
-	}
+	last := roles.NewestVoter(ps)
 	if last == nil {
 		return nil
 	}

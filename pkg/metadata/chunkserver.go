@@ -86,12 +86,7 @@ func (s *ChunkserverStore) VoterHard() (h roles.VoterHardState, err error) {
 // newest voter record among them, the one that counts, in one fsync. The
 // master's fields are ignored.
 func (s *ChunkserverStore) Apply(ps ...roles.Persist) error {
-	var last *roles.VoterHardState
-	for _, p := range ps {
-		if p.Voter != nil {
-			last = p.Voter
-		}
-	}
+	last := roles.NewestVoter(ps)
 	if last == nil {
 		return nil
 	}

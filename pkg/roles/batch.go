@@ -306,3 +306,16 @@ type AdminReply struct {
 	Text string
 	Code wire.Code
 }
+
+// NewestVoter is the voter record a chunkserver's store keeps of a group
+// of Persists: the last one given (nil: none). Each record is whole, so
+// the newest supersedes the rest.
+func NewestVoter(ps []Persist) *VoterHardState {
+	var last *VoterHardState
+	for _, p := range ps {
+		if p.Voter != nil {
+			last = p.Voter
+		}
+	}
+	return last
+}
