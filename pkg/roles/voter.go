@@ -162,8 +162,14 @@ func (v *Voter) probeEvery() time.Duration {
 	if v.cfg.ProbeVoters <= 0 || int(v.crowd) <= v.cfg.ProbeVoters {
 		return v.cfg.ProbeInterval
 	}
-	return v.cfg.ProbeInterval * time.Duration(int(v.crowd)/v.cfg.ProbeVoters)
+	// The count is a master's word: bounded, so that a master claiming a
+	// registry of millions slows a voter's probes to seconds, not hours.
+	return v.cfg.ProbeInterval * time.Duration(min(int(v.crowd)/v.cfg.ProbeVoters, maxProbeSlowdown))
 }
+
+// maxProbeSlowdown bounds probeEvery's factor: 40 (2 s at the default
+// PROBE_INTERVAL, twice what 10,000 voters ask).
+const maxProbeSlowdown = 40
 
 // heartbeatsLate returns when the current LEADER session's heartbeats
 // became late, or Never while they are on time (or there is none).
