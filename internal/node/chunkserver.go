@@ -414,7 +414,10 @@ func (n *ChunkserverNode) handle(in csInput) error {
 		return n.startVoter(addr, !in.reply.New)
 	}
 	if in.up {
-		return nil
+		if n.voter == nil {
+			return nil
+		}
+		return n.step(roles.LinkUp{Master: in.from})
 	}
 	if n.voter == nil {
 		return nil

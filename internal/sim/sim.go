@@ -700,6 +700,13 @@ func (w *world) startMaster(i int) {
 	w.tracef("M%d start (log %v)", i+1, n.m.Log().Last())
 	w.handle(n.ref, b)
 	w.drain(n.ref)
+	// Every chunkserver's link to it comes up (where the network lets
+	// the connection through).
+	for _, c := range w.css {
+		if c.up && c.v != nil {
+			w.send(n.ref, c.ref, roles.LinkUp{Master: wire.MasterID(i + 1)}, 0)
+		}
+	}
 }
 
 func (w *world) killMaster(i int) {

@@ -296,7 +296,7 @@ func DefaultVoterConfig(id wire.CSID, addr netip.Addr, masters []wire.MasterID) 
 		Masters:       append([]wire.MasterID(nil), masters...),
 		MaxPromise:    2 * time.Second,
 		ProbeInterval: 50 * time.Millisecond,
-		ProbeVoters:   500,
+		ProbeVoters:   50,
 		NominateSlot:  60 * time.Millisecond,
 	}
 }

@@ -39,6 +39,11 @@ type VoteConnLost struct {
 	Closed bool
 }
 
+// LinkUp: the chunkserver's connection to a master is (re)established.
+// The voter asks that master for its role at once: in a crowd its probes
+// are seconds apart, and what it sent while the link was down was lost.
+type LinkUp struct{ Master wire.MasterID }
+
 // StopRequested: the chunkserver is being stopped in order (SIGTERM). The
 // voter ends its vote session, grants nothing more, and answers Stopped
 // once no promise stands (released, proven void or lapsed).
@@ -78,6 +83,7 @@ func (Tick) event()           {}
 func (ConnLost) event()       {}
 func (Refused) event()        {}
 func (VoteConnLost) event()   {}
+func (LinkUp) event()         {}
 func (StopRequested) event()  {}
 func (ForeignCluster) event() {}
 func (Admin) event()          {}

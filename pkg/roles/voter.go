@@ -50,6 +50,7 @@ type Voter struct {
 	// ranks, probe replies): a voter among thousands probes less often.
 	crowd        uint32
 	nextProbe    Instant
+	probedAt     Instant // the last probe round
 	probeNonce   uint64
 	leaderless   bool
 	nominateAt   Instant
@@ -140,6 +141,7 @@ func (v *Voter) NextDeadline() Instant {
 	}
 	if v.leaderless {
 		at(v.nominateAt)
+		at(v.turnProbeAt())
 	}
 	return d
 }
@@ -167,9 +169,12 @@ func (v *Voter) probeEvery() time.Duration {
 	return v.cfg.ProbeInterval * time.Duration(min(int(v.crowd)/v.cfg.ProbeVoters, maxProbeSlowdown))
 }
 
-// maxProbeSlowdown bounds probeEvery's factor: 40 (2 s at the default
-// PROBE_INTERVAL, twice what 10,000 voters ask).
-const maxProbeSlowdown = 40
+// maxProbeSlowdown bounds probeEvery's factor: 400 (20 s at the default
+// PROBE_INTERVAL, twice what 10,000 voters ask). A voter that slowed down
+// loses little: a master that becomes ELECT or LEADER announces itself,
+// a link that comes up is probed at once, and a voter probes ahead of its
+// nomination turn.
+const maxProbeSlowdown = 400
 
 // heartbeatsLate returns when the current LEADER session's heartbeats
 // became late, or Never while they are on time (or there is none).
@@ -269,8 +274,11 @@ func (v *Voter) Step(now Instant, ev Event) Batch {
 		}
 		if e.Master == v.voteFor {
 			v.endSession()
+			v.silent(e.Master)
 			v.nextProbe = v.now // find out at once whether it is dead
 		}
+	case LinkUp:
+		v.probe(e.Master)
 	default:
 		v.ignore("unknown-event")
 	}
@@ -414,6 +422,7 @@ func (v *Voter) decide() {
 	if v.voteFor != wire.NoMaster && v.now >= v.dropAt() {
 		// No renewal: the master is gone, frozen or cut off.
 		v.send(v.voteFor, VoteBye{CS: v.cfg.ID, Session: v.session})
+		v.silent(v.voteFor)
 		v.endSession()
 	}
 	leader, elect := v.seen()
@@ -438,10 +447,15 @@ func (v *Voter) decide() {
 	if every := v.probeEvery(); v.heartbeatsLate() != Never && v.nextProbe > v.now.Add(every+every/4) {
 		v.nextProbe = v.now // the slow probe round would come too late
 	}
+	if at := v.turnProbeAt(); v.leaderless && v.now >= at && v.probedAt < at {
+		// This voter's nomination turn is near: whom it nominates should
+		// rest on answers younger than its (slow, in a crowd) probe round.
+		v.nextProbe = v.now
+	}
 	if v.now >= v.nextProbe {
+		v.probedAt = v.now
 		for _, id := range v.cfg.Masters {
-			v.probeNonce++
-			v.send(id, Probe{CS: v.cfg.ID, Nonce: v.probeNonce})
+			v.probe(id)
 		}
 		every := v.probeEvery()
 		if v.voteFor != wire.NoMaster && v.voteRole == Leader && v.heartbeatsLate() == Never {
@@ -457,6 +471,17 @@ func (v *Voter) decide() {
 		}
 		v.nextProbe = v.now.Add(every)
 	}
+}
+
+func (v *Voter) probe(m wire.MasterID) {
+	v.probeNonce++
+	v.send(m, Probe{CS: v.cfg.ID, Nonce: v.probeNonce})
+}
+
+// turnProbeAt is when a leaderless voter probes ahead of its nomination
+// turn: one probe interval before it.
+func (v *Voter) turnProbeAt() Instant {
+	return v.nominateAt.Add(-v.cfg.ProbeInterval)
 }
 
 func (v *Voter) openSession(m wire.MasterID, nominate bool) {

@@ -11,7 +11,9 @@ type view struct {
 	r    ProbeReply
 	at   Instant
 	seen bool
-	dead bool // refused since its last reply
+	// dead: refused, or its vote session lapsed or its connection was
+	// lost, since its last reply: what it said last no longer counts.
+	dead bool
 	// closedAt: when the master's host last closed the connection to it
 	// (closed: since its last reply). Half of the proof a refusal needs.
 	closedAt Instant
@@ -42,6 +44,15 @@ func (v *Voter) onProbeReply(r ProbeReply) {
 	}
 	if v.voteFor == r.From && !r.Role.TakesVotes() && v.lastHB != 0 && r.Incarnation > v.promiseInc {
 		v.endSession()
+	}
+}
+
+// silent: master m stopped answering (the session lapsed, the connection
+// was lost); its last answer must not send the voter back to it, however
+// young (a crowd's views live for seconds).
+func (v *Voter) silent(m wire.MasterID) {
+	if w := v.views[m]; w != nil {
+		w.dead = true
 	}
 }
 
