@@ -56,6 +56,23 @@ type profile struct {
 	meanGap                             time.Duration
 	extremeClocks                       bool // every clock starts at +rho or -rho
 	reject                              bool // cuts refuse dials (REJECT rules) instead of dropping them
+	cpu                                 cpuModel
+}
+
+// cpuModel: processors that take time. Each message a node takes costs
+// event, each it sends costs send, in order on its processor; with
+// sharedCS every chunkserver runs on one (a swarm, or one overloaded
+// host). Off (event 0): nodes are infinitely fast.
+type cpuModel struct {
+	event, send time.Duration
+	sharedCS    bool
+}
+
+func (c cpuModel) String() string {
+	if c.event == 0 {
+		return "free"
+	}
+	return fmt.Sprintf("%v/msg+%v/send shared=%v", c.event, c.send, c.sharedCS)
 }
 
 // initialRate is a node's clock rate at start: 1, or on extreme-clock seeds
@@ -107,6 +124,11 @@ func drawProfile(r *rand.Rand) profile {
 	if r.Intn(24) == 0 {
 		p.css = 100 + r.Intn(100)
 		c.CheckCaches = 32 // a full tally per step is O(voters²) a round
+		// Processors that take time, the voters' often one for all (a
+		// swarm): a crowd's bursts queue up, as on a real host.
+		if r.Intn(2) == 0 {
+			p.cpu = cpuModel{event: time.Duration(5+r.Intn(20)) * time.Microsecond, send: time.Duration(2+r.Intn(10)) * time.Microsecond, sharedCS: r.Intn(2) == 0}
+		}
 	}
 	c.HeartbeatVoters = []int{0, 3000, 2, 4, max(2, p.css/3)}[r.Intn(5)]
 	// And voters that probe less in a crowd (PROBE_VOTERS), leaning on
@@ -145,10 +167,10 @@ func (p profile) String() string {
 	for _, f := range p.faults {
 		fs = append(fs, faultMenu[f].name)
 	}
-	return fmt.Sprintf("masters=%d cs=%d+%d spare locations=%d clients=%d delay=%v+%v loss=%.2f dup=%.2f disk<=%v lease=%v hb=%v drift<=%.2f deputy=%v ack_replicas=%d snapshot_every=%d log_retain=%d keep=%s gap~%v extreme_clocks=%v reject=%v faults=[%s]",
+	return fmt.Sprintf("masters=%d cs=%d+%d spare locations=%d clients=%d delay=%v+%v loss=%.2f dup=%.2f disk<=%v lease=%v hb=%v drift<=%.2f deputy=%v ack_replicas=%d snapshot_every=%d log_retain=%d keep=%s gap~%v extreme_clocks=%v reject=%v cpu=%v faults=[%s]",
 		p.masters, p.css, p.spares, p.locs, p.clients, p.delayBase, p.delayJitter, p.loss, p.dup, p.diskMax,
 		p.masterCfg.VoteLease, p.masterCfg.HeartbeatInterval, p.masterCfg.MaxClockDrift, p.masterCfg.DeputyElectionTime,
-		p.masterCfg.AckReplicas, p.masterCfg.SnapshotEvery, p.masterCfg.LogRetain, p.keepString(), p.meanGap, p.extremeClocks, p.reject, strings.Join(fs, ","))
+		p.masterCfg.AckReplicas, p.masterCfg.SnapshotEvery, p.masterCfg.LogRetain, p.keepString(), p.meanGap, p.extremeClocks, p.reject, p.cpu, strings.Join(fs, ","))
 }
 
 func (p profile) keepString() string {

@@ -227,6 +227,7 @@ type event struct {
 	inc     uint64
 	msg     any   // what a link delivers: a wire message, or a refused dial
 	sentLoc int64 // sender's clock at send (for Refused)
+	queued  bool  // a delivery that waited for its node's CPU already
 	batch   roles.Batch
 	fn      func()
 }
@@ -286,6 +287,12 @@ type world struct {
 
 	chk checker
 	adv adversary
+
+	// The CPU model (profile.cpu): when each master's processor, and the
+	// chunkservers' (one shared, as in a swarm, or one each), is free.
+	msgCount map[string]int // deliveries by kind and type (experiments)
+	mcpu  []int64
+	cscpu []int64
 
 	cleanStarts int // chunkserver starts from a clean-stop mark
 	restores    int // masters started again from an older copy of their store
@@ -367,6 +374,26 @@ func (w *world) cutBetween(from, to ref) bool {
 
 // send puts a message on the wire from one node to another.
 func (w *world) send(from, to ref, msg any, sentLoc int64) {
+	w.sendAfter(from, to, msg, sentLoc, 0)
+}
+
+// cpuOf is the processor node r runs on under the CPU model (nil: none).
+func (w *world) cpuOf(r ref) *int64 {
+	switch {
+	case w.prof.cpu.event == 0:
+	case r.k == kMaster:
+		return &w.mcpu[r.i]
+	case r.k == kCS && w.prof.cpu.sharedCS:
+		return &w.cscpu[0]
+	case r.k == kCS:
+		return &w.cscpu[r.i]
+	}
+	return nil
+}
+
+// sendAfter is send for a message that leaves after extra (the sender's
+// processor writing what it queued before).
+func (w *world) sendAfter(from, to ref, msg any, sentLoc, extra int64) {
 	if to.k == kCS && to.i >= len(w.css) {
 		return // an id only an adversary used: the answer goes back to it
 	}
@@ -382,7 +409,7 @@ func (w *world) send(from, to ref, msg any, sentLoc int64) {
 		copies = 2
 	}
 	for i := 0; i < copies; i++ {
-		d := w.net.delayBase + w.rng.Int63n(w.net.delayJitter+1)
+		d := extra + w.net.delayBase + w.rng.Int63n(w.net.delayJitter+1)
 		w.push(&event{at: w.now + d, kind: evDeliver, to: to, from: from, msg: msg, sentLoc: sentLoc})
 	}
 }
@@ -419,6 +446,18 @@ func (w *world) deliver(e *event) {
 				w.send(e.to, e.from, roles.Refused{Master: wire.MasterID(e.to.i + 1), SentAt: roles.Instant(e.sentLoc)}, 0)
 			}
 		}
+		return
+	}
+	if w.msgCount != nil && !e.queued {
+		w.msgCount[fmt.Sprintf("%v>%T", e.from.k, e.msg)]++
+	}
+	if c := w.cpuOf(e.to); c != nil && !e.queued {
+		// The node's processor takes messages in arrival order, each for
+		// its cost: it is stepped once its turn is done.
+		*c = max(*c, w.now) + int64(w.prof.cpu.event)
+		q := *e
+		q.at, q.queued = *c, true
+		w.push(&q)
 		return
 	}
 	ev, ok := w.stamp(e.from, e.to, e.msg).(roles.Event)
@@ -575,7 +614,7 @@ func (fx *simFx) Send(to roles.Peer, msg wire.Message) {
 		// Every chunkserver connected to it: the network decides which
 		// are (a cut or a lost packet drops it like any message).
 		for i := range w.css {
-			w.send(r, ref{kCS, i}, msg, fx.loc)
+			w.sendAfter(r, ref{kCS, i}, msg, fx.loc, fx.cost())
 		}
 		return
 	}
@@ -585,7 +624,19 @@ func (fx *simFx) Send(to roles.Peer, msg wire.Message) {
 	if _, hello := msg.(roles.VoteHello); r.k == kCS && !hello {
 		w.echo(r.i, w.peerRef(to), msg)
 	}
-	w.send(r, w.peerRef(to), msg, fx.loc)
+	w.sendAfter(r, w.peerRef(to), msg, fx.loc, fx.cost())
+}
+
+// cost charges one send to the sender's processor (the CPU model): how
+// long after now the message leaves.
+func (fx *simFx) cost() int64 {
+	w := fx.w
+	c := w.cpuOf(fx.r)
+	if c == nil {
+		return 0
+	}
+	*c = max(*c, w.now) + int64(w.prof.cpu.send)
+	return *c - w.now
 }
 
 func (fx *simFx) Close(class roles.ConnClass) {
@@ -853,6 +904,13 @@ func Run(opt Options) Result {
 func newWorld(opt Options) *world {
 	w := &world{opt: opt, rng: rand.New(rand.NewSource(opt.Seed))}
 	w.prof = drawProfile(w.rng)
+	w.build()
+	return w
+}
+
+// build makes the world's nodes from its profile.
+func (w *world) build() {
+	opt := w.opt
 	w.net = net{delayBase: int64(w.prof.delayBase), delayJitter: int64(w.prof.delayJitter), loss: w.prof.loss, dup: w.prof.dup}
 	w.diskMin, w.diskMax = int64(50*time.Microsecond), int64(w.prof.diskMax)
 	ids := make([]wire.MasterID, w.prof.masters)
@@ -895,8 +953,9 @@ func newWorld(opt Options) *world {
 	for i := 0; i < w.prof.clients; i++ {
 		w.clients = append(w.clients, newClient(i, len(w.masters)))
 	}
+	w.mcpu = make([]int64, len(w.masters))
+	w.cscpu = make([]int64, len(w.css))
 	w.chk.init(w)
-	return w
 }
 
 var debugSim = os.Getenv("SIMDEBUG") != ""
@@ -923,22 +982,7 @@ func (w *world) run() Result {
 		if e.at > end {
 			break
 		}
-		w.now = e.at
-		w.events++
-		if debugSim && w.events%1000000 == 0 {
-			fmt.Fprintf(os.Stderr, "events %d now %v heap %d\n", w.events, time.Duration(w.now), w.q.Len())
-		}
-		switch e.kind {
-		case evDeliver:
-			w.deliver(e)
-		case evTick:
-			w.tick(e)
-		case evBatch:
-			w.batchDone(e)
-		case evFault, evClient:
-			e.fn()
-		}
-		w.chk.after(w)
+		w.dispatch(e)
 	}
 	res := Result{Seed: w.opt.Seed, Profile: w.prof.String(), Bound: bound, Events: w.events}
 	if !w.stopped {
@@ -962,6 +1006,26 @@ func (w *world) run() Result {
 	res.TraceHash = w.hash
 	res.Trace = w.tail()
 	return res
+}
+
+// dispatch plays one event popped from the queue.
+func (w *world) dispatch(e *event) {
+	w.now = e.at
+	w.events++
+	if debugSim && w.events%1000000 == 0 {
+		fmt.Fprintf(os.Stderr, "events %d now %v heap %d\n", w.events, time.Duration(w.now), w.q.Len())
+	}
+	switch e.kind {
+	case evDeliver:
+		w.deliver(e)
+	case evTick:
+		w.tick(e)
+	case evBatch:
+		w.batchDone(e)
+	case evFault, evClient:
+		e.fn()
+	}
+	w.chk.after(w)
 }
 
 // livenessBound is the documented time from a full heal to a LEADER

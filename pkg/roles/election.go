@@ -247,6 +247,7 @@ func (m *Master) onVoteHello(h VoteHello) {
 	if m.voters[h.CS] != nil {
 		m.votersGen++ // the old session's vote stops counting
 	}
+	waiting := m.keepaliveOnly()
 	m.voters[h.CS] = &voterRec{session: h.Session, addr: h.Addr, port: h.Port, voterOnly: h.VoterOnly}
 	m.lastVoteSeen = m.now
 	// Equal is not higher: the voter may have acknowledged this very epoch
@@ -260,8 +261,10 @@ func (m *Master) onVoteHello(h VoteHello) {
 	switch {
 	case m.nextHB <= m.now:
 		// A broadcast is due in this very step.
-	case m.role == Elect && m.sessionsQuorum():
-		m.heartbeatNow() // the sessions just made a quorum: propose the epoch to all
+	case waiting && !m.keepaliveOnly():
+		// The sessions just made a quorum: propose the epoch to all. Only
+		// then: a round per hello would be N rounds of N heartbeats.
+		m.heartbeatNow()
 	default:
 		m.heartbeatTo(h.CS)
 	}

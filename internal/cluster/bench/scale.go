@@ -150,7 +150,17 @@ func scaleSpec(dir, bin string, base uint8, locs int) cluster.Spec {
 func swarmSpec(dir, bin string, s cluster.Spec, base uint8, n, locs int, clusterID string, rate int) cluster.SwarmSpec {
 	return cluster.SwarmSpec{Dir: dir, Bin: bin, Masters: s.Masters, Voters: n, Locations: locs, Base: base + 1,
 		Status: netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, base, 0, 20}), 9400), ClusterID: clusterID,
-		Args: []string{"-rate", strconv.Itoa(rate)}}
+		Args: append([]string{"-rate", strconv.Itoa(rate)}, swarmLog()...)}
+}
+
+// swarmLog: SWARM_LOG_LEVEL (debug, info, warn) passes the voters' log
+// level to the swarm, for a look at a point that goes wrong (-keep keeps
+// swarm.log).
+func swarmLog() []string {
+	if l := os.Getenv("SWARM_LOG_LEVEL"); l != "" {
+		return []string{"-log-level", l}
+	}
+	return nil
 }
 
 // Bounds of a point, growing with N.

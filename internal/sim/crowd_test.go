@@ -1,0 +1,195 @@
+package sim
+
+import (
+	"container/heap"
+	"fmt"
+	"math/rand"
+	"net/netip"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/wire"
+)
+
+// crowd is a calm world of n voters in 3 locations and 3 masters, with the
+// shipped defaults, no faults, and processors that take time (cpuModel:
+// every voter on one, as in mfsswarm). It is stepped by hand.
+type crowd struct {
+	*world
+	n int
+}
+
+func newCrowd(seed int64, n int, cpu cpuModel) crowd {
+	w := &world{opt: Options{Seed: seed, ChaosTime: time.Hour, TraceTail: 200}, rng: rand.New(rand.NewSource(seed))}
+	p := drawProfile(w.rng)
+	p.masters, p.css, p.spares, p.locs, p.clients = 3, n, 0, 3, 0
+	p.delayBase, p.delayJitter, p.loss, p.dup = 200*time.Microsecond, time.Millisecond, 0, 0
+	p.masterCfg = roles.DefaultConfig(1, []wire.MasterID{1})
+	p.maxPromise = roles.DefaultVoterConfig(1, netip.Addr{}, nil).MaxPromise
+	p.probeVoters = roles.DefaultVoterConfig(1, netip.Addr{}, nil).ProbeVoters
+	p.keep, p.faults, p.extremeClocks, p.reject = 0, nil, false, false
+	p.cpu = cpu
+	w.prof = p
+	w.build()
+	for i := range w.masters {
+		w.startMaster(i)
+	}
+	for i := range w.css {
+		w.startCS(i)
+	}
+	return crowd{w, n}
+}
+
+// until plays events for at most d, and stops early once done holds.
+func (c crowd) until(d time.Duration, done func() bool) bool {
+	end := c.now + int64(d)
+	for c.q.Len() > 0 && !c.stopped {
+		e := heap.Pop(&c.q).(*event)
+		if e.at > end {
+			c.push(e)
+			break
+		}
+		c.dispatch(e)
+		if done != nil && done() {
+			return true
+		}
+	}
+	c.now = max(c.now, end)
+	return false
+}
+
+// leader is the master that is LEADER and counts every vote (-1: none).
+func (c crowd) leader() int {
+	for i, m := range c.masters {
+		if m.up && m.m.Role() == roles.Leader && len(m.m.CountedVoters()) == c.n {
+			return i
+		}
+	}
+	return -1
+}
+
+// storm: every voter's links drop at once (its own close, as after a
+// network blip on its side) and come back 10..100 ms later.
+func (c crowd) storm() {
+	for _, cs := range c.css {
+		voted := cs.v.VoteFor()
+		for mi, m := range c.masters {
+			id := wire.MasterID(mi + 1)
+			c.send(m.ref, cs.ref, roles.VoteConnLost{Master: id}, 0)
+			if voted == id {
+				c.send(cs.ref, m.ref, roles.ConnLost{CS: cs.cfg.ID}, 0)
+			}
+			from, to := m.ref, cs.ref
+			c.at(c.now+int64(10*time.Millisecond)+c.rng.Int63n(int64(90*time.Millisecond)), func() {
+				c.send(from, to, roles.LinkUp{Master: id}, 0)
+			})
+		}
+	}
+}
+
+func (c crowd) epochs() []uint64 {
+	var e []uint64
+	for _, m := range c.masters {
+		e = append(e, m.m.Epoch())
+	}
+	return e
+}
+
+// TestCrowdStorm: 300 voters on one busy processor, every one of them
+// reconnecting at once, settle on one LEADER counting them all within
+// seconds and a couple of epochs. A master that answered every vote hello
+// with a broadcast round (N rounds of N heartbeats) sent this crowd into
+// an election every half second, epochs climbing for as long as it ran.
+func TestCrowdStorm(t *testing.T) {
+	c := newCrowd(1, 300, cpuModel{event: 20 * time.Microsecond, send: 10 * time.Microsecond, sharedCS: true})
+	if !c.until(10*time.Second, func() bool { return c.leader() >= 0 }) {
+		t.Fatalf("no LEADER counting all 300 within 10s of the start; epochs %v\n%s", c.epochs(), c.tailText())
+	}
+	c.until(2*time.Second, nil)
+	before := slicesMax(c.epochs())
+	c.storm()
+	start := c.now
+	c.until(500*time.Millisecond, nil) // the storm's own effects
+	if !c.until(5*time.Second, func() bool { return c.leader() >= 0 }) {
+		t.Fatalf("no LEADER counting all 300 within 5.5s of the storm; epochs %v (before %d)\n%s", c.epochs(), before, c.tailText())
+	}
+	settled := time.Duration(c.now - start)
+	// And it stays: no election in the next 5 s.
+	after := slicesMax(c.epochs())
+	c.until(5*time.Second, nil)
+	if got := slicesMax(c.epochs()); got != after || c.leader() < 0 {
+		t.Fatalf("the LEADER after the storm did not last: epochs %d -> %d\n%s", after, got, c.tailText())
+	}
+	if after > before+3 {
+		t.Errorf("the storm cost %d epochs (%d -> %d): elections raced", after-before, before, after)
+	}
+	if len(c.viol) > 0 {
+		t.Fatalf("violations: %v", c.viol)
+	}
+	t.Logf("settled %v after the storm, epochs %d -> %d", settled, before, after)
+}
+
+func slicesMax(s []uint64) uint64 {
+	var m uint64
+	for _, v := range s {
+		m = max(m, v)
+	}
+	return m
+}
+
+func (c crowd) tailText() string {
+	var s string
+	for _, l := range c.tail() {
+		s += l + "\n"
+	}
+	return s
+}
+
+// TestCrowdWatch prints, every 50 ms after a storm, what each master
+// counts and what the voters hold, with the processors' backlogs and the
+// messages delivered: a look at a crowd's dynamics. CROWD=n runs it;
+// CROWD_EVENT and CROWD_SEND are the CPU costs in µs.
+func TestCrowdWatch(t *testing.T) {
+	n, err := strconv.Atoi(os.Getenv("CROWD"))
+	if err != nil {
+		t.Skip("CROWD=n runs it")
+	}
+	env := func(k string, def int) time.Duration {
+		if v, err := strconv.Atoi(os.Getenv(k)); err == nil {
+			return time.Duration(v) * time.Microsecond
+		}
+		return time.Duration(def) * time.Microsecond
+	}
+	c := newCrowd(1, n, cpuModel{event: env("CROWD_EVENT", 20), send: env("CROWD_SEND", 10), sharedCS: true})
+	c.until(30*time.Second, func() bool { return c.leader() >= 0 })
+	fmt.Printf("cold: LEADER %d at %v\n", c.leader()+1, time.Duration(c.now))
+	c.until(2*time.Second, nil)
+	c.storm()
+	start := c.now
+	c.msgCount = map[string]int{}
+	for k := 0; k < 60; k++ {
+		c.until(50*time.Millisecond, nil)
+		line := fmt.Sprintf("%6.3fs", float64(c.now-start)/1e9)
+		for mi, m := range c.masters {
+			sess, prom := 0, 0
+			for _, cs := range c.css {
+				if cs.v.VoteFor() == wire.MasterID(mi+1) {
+					sess++
+				}
+				if to, _ := cs.v.Promise(); to == wire.MasterID(mi+1) {
+					prom++
+				}
+			}
+			line += fmt.Sprintf(" | M%d %v e%d counted %d sess %d prom %d busy %.1fms", mi+1, m.m.Role(), m.m.Epoch(),
+				len(m.m.CountedVoters()), sess, prom, float64(max(0, c.mcpu[mi]-c.now))/1e6)
+		}
+		line += fmt.Sprintf(" | voters busy %.1fms", float64(max(0, c.cscpu[0]-c.now))/1e6)
+		fmt.Println(line)
+		fmt.Println("   ", c.msgCount)
+		c.msgCount = map[string]int{}
+	}
+	fmt.Print(c.tailText())
+}
