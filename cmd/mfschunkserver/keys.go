@@ -96,7 +96,7 @@ func keys(c *config) []settings.Key {
 		settings.Ranged("PROBE_INTERVAL", &voter.ProbeInterval, r.ProbeInterval.Min, r.ProbeInterval.Max,
 			"How often a chunkserver without a LEADER asks every master for its role: several probes per nomination slot keep its view fresh."),
 		settings.Ranged("PROBE_VOTERS", &voter.ProbeVoters, r.ProbeVoters.Min, r.ProbeVoters.Max,
-			"In a registry of more chunkservers than this, each probes that many times less often (10,000: every second), so that thousands looking for a LEADER at once do not swamp the masters; a master that becomes ELECT or LEADER tells every connected chunkserver at once, unasked. 0 = never slower."),
+			"In a registry of more chunkservers than this, each probes that many times less often (1,000: every second; 10,000: every 10 s; at most 400 times), so that thousands looking for a LEADER at once do not swamp the masters; a master that becomes ELECT or LEADER tells every connected chunkserver at once, unasked, a connection that comes up is probed at once, and a chunkserver probes just before its nomination turn. 0 = never slower."),
 		settings.Ranged("NOMINATE_SLOT", &voter.NominateSlot, r.NominateSlot.Min, r.NominateSlot.Max,
 			"Gap between nomination turns: longer than a probe round trip, so the next in turn sees the ELECT its predecessor made."),
 		settings.Field("TRUST_REFUSED", &c.Node.TrustRefused,

@@ -130,10 +130,10 @@ func drawProfile(r *rand.Rand) profile {
 			p.cpu = cpuModel{event: time.Duration(5+r.Intn(20)) * time.Microsecond, send: time.Duration(2+r.Intn(10)) * time.Microsecond, sharedCS: r.Intn(2) == 0}
 		}
 	}
-	c.HeartbeatVoters = []int{0, 3000, 2, 4, max(2, p.css/3)}[r.Intn(5)]
+	c.HeartbeatVoters = []int{0, 500, 2, 4, max(2, p.css/3)}[r.Intn(5)]
 	// And voters that probe less in a crowd (PROBE_VOTERS), leaning on
 	// the announcements of a new ELECT or LEADER.
-	p.probeVoters = []int{0, 500, 2, 4, max(2, p.css/8)}[r.Intn(5)]
+	p.probeVoters = []int{0, 50, 2, 4, max(2, p.css/8)}[r.Intn(5)]
 	p.masterCfg = c
 	p.maxPromise = 2 * c.VoteLease
 	// KEEP_LEADERSHIP on no master, one, two (a config copied to two

@@ -99,7 +99,7 @@ func DefaultConfig(id wire.MasterID, masters []wire.MasterID) Config {
 		Masters:            append([]wire.MasterID(nil), masters...),
 		HeartbeatInterval:  100 * time.Millisecond,
 		VoteLease:          500 * time.Millisecond,
-		HeartbeatVoters:    3000,
+		HeartbeatVoters:    500,
 		MaxClockDrift:      0.01,
 		LeaseMargin:        10 * time.Millisecond,
 		PeerInterval:       100 * time.Millisecond,
@@ -175,21 +175,24 @@ func inRange[T int | uint64 | float64 | time.Duration](add func(string, ...any),
 // with n vote sessions open: HeartbeatInterval and VoteLease up to
 // HeartbeatVoters sessions; past that the interval grows in proportion
 // to n, so that a round of heartbeats and acknowledgements costs the same
-// per second whatever the count, and the lease by three times what the
-// interval gained, so that the silence a lease bears beyond one interval
-// (a stall, a lost heartbeat) only grows. The interval grows by at most
-// VoteLease, so the lease to at most four times VoteLease (2 s at the
-// defaults, the chunkservers' default MAX_PROMISE: a voter grants no more,
-// and an interval that outran its grant would lose the vote between
-// rounds). Safety takes no part: a vote is counted for what its voter
-// granted, whatever was asked (docs/architecture.md §3.1).
+// per second whatever the count, and the lease by what the interval
+// gained, so that the silence a lease bears beyond one interval (a stall,
+// a late round: VoteLease - HeartbeatInterval) is the same at every size.
+// The interval grows by at most twice VoteLease, so the lease to at most
+// three times VoteLease (1.5 s at the defaults, below the chunkservers'
+// default MAX_PROMISE of 2 s: a voter grants no more, and an interval
+// that outran its grant would lose the vote between rounds). A frozen
+// LEADER is replaced about lease - interval/2 after it froze: the longer
+// interval costs a crowd little failover time. Safety takes no part: a
+// vote is counted for what its voter granted, whatever was asked
+// (docs/architecture.md §3.1).
 func (c Config) Scaled(n int) (interval, lease time.Duration) {
 	if c.HeartbeatVoters <= 0 || n <= c.HeartbeatVoters {
 		return c.HeartbeatInterval, c.VoteLease
 	}
 	interval = time.Duration(int64(c.HeartbeatInterval) * int64(n) / int64(c.HeartbeatVoters))
-	interval = min(interval, c.HeartbeatInterval+c.VoteLease)
-	return interval, c.VoteLease + 3*(interval-c.HeartbeatInterval)
+	interval = min(interval, c.HeartbeatInterval+2*c.VoteLease)
+	return interval, c.VoteLease + interval - c.HeartbeatInterval
 }
 
 // CountedLease is how long after sending a heartbeat this master counts the

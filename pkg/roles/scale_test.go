@@ -62,3 +62,29 @@ func BenchmarkLeaderRound(b *testing.B) {
 }
 
 var _ = time.Second
+
+// TestScaled: past HEARTBEAT_VOTERS the interval grows with the sessions
+// up to HEARTBEAT_INTERVAL + 2 VOTE_LEASE, and the lease keeps the same
+// silence beyond one interval at every size, below the default
+// MAX_PROMISE.
+func TestScaled(t *testing.T) {
+	c := DefaultConfig(1, []wire.MasterID{1})
+	maxPromise := DefaultVoterConfig(1, netip.Addr{}, nil).MaxPromise
+	prev := time.Duration(0)
+	for _, n := range []int{0, 6, 500, 501, 1000, 5000, 5500, 10000, 1_000_000} {
+		i, l := c.Scaled(n)
+		if n <= c.HeartbeatVoters && (i != c.HeartbeatInterval || l != c.VoteLease) {
+			t.Errorf("%d sessions: %v/%v, want the configured %v/%v", n, i, l, c.HeartbeatInterval, c.VoteLease)
+		}
+		if l-i != c.VoteLease-c.HeartbeatInterval {
+			t.Errorf("%d sessions: lease %v - interval %v, want %v", n, l, i, c.VoteLease-c.HeartbeatInterval)
+		}
+		if i < prev || i > c.HeartbeatInterval+2*c.VoteLease || l > maxPromise {
+			t.Errorf("%d sessions: interval %v (previous %v), lease %v (MAX_PROMISE %v)", n, i, prev, l, maxPromise)
+		}
+		prev = i
+	}
+	if i, _ := c.Scaled(1000); i != 2*c.HeartbeatInterval {
+		t.Errorf("1,000 sessions: interval %v, want twice %v", i, c.HeartbeatInterval)
+	}
+}
