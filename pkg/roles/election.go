@@ -44,7 +44,7 @@ type election struct {
 	// many acknowledgements might complete.
 	checks    uint64 // cached counts so far (Config.CheckCaches)
 	votersGen uint64 // bumped whenever a vote may stop counting other than by time
-	electGen  uint64 // bumped whenever the electorates are recomputed
+	electGen  uint64 // bumped whenever the electorates are dropped (dropElectorates) or recomputed
 	qc        quorumCache
 	sessions  sessionsCache
 	ackGate   gate // advanceAcked
@@ -160,6 +160,14 @@ func (m *Master) electorate(c *registry.ClusterConfig) quorum.Electorate {
 	return e
 }
 
+// dropElectorates forgets the electorates (the temporarily removed
+// changed): what was counted under them is stale at once, so the
+// generation the caches key on moves now, not at the next recomputation.
+func (m *Master) dropElectorates() {
+	m.electorates = nil
+	m.electGen++
+}
+
 // counted returns the votes valid now, sorted by id.
 func (m *Master) counted() []*voterRec {
 	var out []*voterRec
@@ -189,7 +197,7 @@ func (m *Master) probeReply(nonce uint64) ProbeReply {
 		Role: m.role, Epoch: m.Epoch(), Leader: m.Leader(), LeaderFresh: m.role == Leader || m.leaderFresh(),
 		Eligible: m.Eligible(), Sync: m.Sync(), Last: m.log.Last(),
 		Usurper: m.role == Usurper, Keep: m.keeps(), Yielded: m.hard.Yielded,
-		Registered: uint32(m.registered()),
+		Registered: uint32(m.crowd()),
 	}
 }
 
@@ -244,10 +252,10 @@ func (m *Master) onVoteHello(h VoteHello) {
 		m.ignore("stale-session")
 		return
 	}
+	waiting := m.keepaliveOnly() // counted before anything changes (the caches key on votersGen)
 	if m.voters[h.CS] != nil {
 		m.votersGen++ // the old session's vote stops counting
 	}
-	waiting := m.keepaliveOnly()
 	m.voters[h.CS] = &voterRec{session: h.Session, addr: h.Addr, port: h.Port, voterOnly: h.VoterOnly}
 	m.lastVoteSeen = m.now
 	// Equal is not higher: the voter may have acknowledged this very epoch

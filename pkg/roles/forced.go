@@ -99,7 +99,7 @@ func (m *Master) clearForced() {
 		}
 	}
 	m.hard.ForcedOut = nil
-	m.electorates = nil
+	m.dropElectorates()
 	m.persistHard()
 	m.ignore("forced-removal-done")
 }

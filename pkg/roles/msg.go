@@ -31,7 +31,9 @@ type ProbeReply struct {
 	Keep        bool // KEEP_LEADERSHIP and not yielded
 	Yielded     bool // leadership was moved away from it on purpose
 	WallUnixMs  int64
-	// Registered: the chunkservers of its registry. A voter among
+	// Registered: the chunkservers of its registry, or the voters it has
+	// sessions with and registrations queued if more (Master.crowd). A
+	// voter among
 	// thousands probes less often (Voter.probeEvery); an announcement
 	// (Nonce 0, unasked: a master that became ELECT or LEADER tells every
 	// connected chunkserver) makes up for it.

@@ -108,7 +108,8 @@ func (m *Master) acceptLeader(from wire.MasterID, epoch uint64) bool {
 	m.leader, m.leaderHeard, m.leaderSeen, m.quietSince = from, m.now, true, m.now
 	if len(m.tempRemoved) > 0 {
 		// A LEADER won without them: the next one will count the registry.
-		m.tempRemoved, m.electorates = nil, nil
+		m.tempRemoved = nil
+		m.dropElectorates()
 	}
 	return true
 }

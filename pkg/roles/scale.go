@@ -96,6 +96,14 @@ func (m *Master) registered() int {
 	return len(m.Registry().Members)
 }
 
+// crowd is how many voters this master knows of: the registry's members,
+// or more while a crowd is still registering (sessions open and
+// registrations queued), so that a cluster of thousands started at once
+// probes slowly from the first answer on.
+func (m *Master) crowd() int {
+	return max(m.registered(), len(m.voters)+len(m.toRegister))
+}
+
 // announce tells every connected chunkserver, unasked, what a probe would
 // (a ProbeReply with nonce 0): a master that just became ELECT or LEADER,
 // so that voters among thousands, which probe slowly, come at once.

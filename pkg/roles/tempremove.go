@@ -61,7 +61,8 @@ func (m *Master) tempRemove(id wire.CSID) (bool, wire.Code, string) {
 	if _, left := leaveOut(cfg, try); !left[id] {
 		return false, wire.CodeState, fmt.Sprintf("chunkserver %v can't be left out: another of its location already is, it is the last of its location (switch the location OFF instead), or its location has an even number of chunkservers and only the one with the highest id may be left out there", id)
 	}
-	m.tempRemoved, m.electorates = try, nil
+	m.tempRemoved = try
+	m.dropElectorates()
 	m.heartbeatNow()
 	return true, wire.CodeNone, fmt.Sprintf("chunkserver %v left out of the count until it votes again; removed for good once a LEADER is elected", id)
 }
@@ -106,7 +107,7 @@ func leaveOut(c *registry.ClusterConfig, removed map[wire.CSID]bool) (*registry.
 func (m *Master) endTempRemoval(id wire.CSID, why string) {
 	if m.tempRemoved[id] {
 		delete(m.tempRemoved, id)
-		m.electorates = nil
+		m.dropElectorates()
 		m.ignore("temp-removal-ended: " + why)
 	}
 }
@@ -134,7 +135,7 @@ func (m *Master) removeTempRemoved() bool {
 	for _, id := range slices.Sorted(maps.Keys(m.tempRemoved)) {
 		if _, ok := cfg.Member(id); !ok {
 			delete(m.tempRemoved, id) // in force (registerNext runs only then)
-			m.electorates = nil
+			m.dropElectorates()
 			continue
 		}
 		if err := m.proposeChange(registry.Change{Kind: registry.ChangeRemove, ID: uint32(id)}); err != nil {

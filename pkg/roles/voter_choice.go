@@ -191,6 +191,12 @@ func (v *Voter) choose(leader, elect wire.MasterID) {
 // (ordered by registry rank, rotated by epoch) to set one master to ELECT.
 func (v *Voter) nominationTurn() {
 	if !v.leaderless {
+		if !v.anyFresh() {
+			// Nothing heard yet (just started, every link down): the
+			// turn waits for the first answers, which also tell the
+			// registry's size its place depends on.
+			return
+		}
 		v.leaderless = true
 		v.nominateAt = v.now.Add(v.turnDelay())
 		return
@@ -215,7 +221,9 @@ func (v *Voter) nominationTurn() {
 	}
 	ranks := max(v.ranks, 1)
 	if best == wire.NoMaster || !v.mayVoteFor(best) {
-		v.nominateAt = v.now.Add(v.cfg.NominateSlot)
+		// Try again once fresh answers can have come: a slot, or in a
+		// crowd a probe interval (each try probes ahead: see decide).
+		v.nominateAt = v.now.Add(max(v.cfg.NominateSlot, v.probeEvery()))
 		return
 	}
 	v.openSession(best, true)
@@ -224,12 +232,25 @@ func (v *Voter) nominationTurn() {
 	v.nominateAt = v.now.Add(time.Duration(ranks) * v.cfg.NominateSlot)
 }
 
+// anyFresh: the voter has a fresh answer from some master.
+func (v *Voter) anyFresh() bool {
+	for _, id := range v.cfg.Masters {
+		if v.freshView(id) != nil {
+			return true
+		}
+	}
+	return false
+}
+
 func (v *Voter) turnDelay() time.Duration {
 	slot := v.cfg.NominateSlot
 	jit := time.Duration(v.rand(int64(slot / 4)))
 	if v.ranks == 0 {
-		// Not registered yet: after the registered voters.
-		return time.Duration(8+v.cfg.ID%8)*slot + jit
+		// No heartbeat has told it its place yet (not registered, or
+		// just started): after the first ranked turns, spread by id over
+		// the registry's size, or a crowd started at once nominates
+		// together.
+		return time.Duration(8+uint64(v.cfg.ID)%max(uint64(v.crowd), 8))*slot + jit
 	}
 	pos := (uint64(v.rank) + v.hard.MaxEpoch) % uint64(v.ranks)
 	return time.Duration(pos)*slot + jit
