@@ -160,6 +160,20 @@ func (m *Master) electorate(c *registry.ClusterConfig) quorum.Electorate {
 	return e
 }
 
+// betterElectSeen is a master whose status, heard within three peer
+// intervals, says it is ELECT and a better candidate than this one (none:
+// NoMaster).
+func (m *Master) betterElectSeen() wire.MasterID {
+	for _, id := range m.cfg.Masters {
+		p := m.peers[id]
+		if id != m.cfg.ID && p != nil && p.seen && p.st.Role == Elect && m.now.Sub(p.heard) <= 3*m.cfg.PeerInterval &&
+			Better(peerCandidate(p.st), m.candidate()) {
+			return id
+		}
+	}
+	return wire.NoMaster
+}
+
 // dropElectorates forgets the electorates (the temporarily removed
 // changed): what was counted under them is stale at once, so the
 // generation the caches key on moves now, not at the next recomputation.
@@ -228,6 +242,14 @@ func (m *Master) onVoteHello(h VoteHello) {
 	if !m.role.TakesVotes() {
 		canElect := m.role == Follower || m.role == Usurper
 		if h.Nominate && canElect && m.Eligible() {
+			if e := m.betterElectSeen(); e != wire.NoMaster {
+				// It would step down at e's next status (§3.6), after
+				// raising every voter's epoch: in a crowd, nominations
+				// that race a standing ELECT kept one from ever winning.
+				m.ignore("nomination-better-elect")
+				m.send(ToCS(h.CS), Redirect{From: m.cfg.ID, Session: h.Session, Leader: e})
+				return
+			}
 			m.startElect(ReasonNominated)
 		}
 		if !m.role.TakesVotes() {
@@ -413,7 +435,15 @@ func (m *Master) tryWin() {
 		m.hard.InForce = inForce
 		m.persistHard()
 	}
-	if !m.wonAt(m.now) {
+	// A win with less than half a lease of its quorum left is not taken:
+	// the acknowledgements that made it took longer than a round of
+	// renewals may (a crowd under load), and a LEADER that falls at once
+	// only adds an election's burst to that load; a later round, answered
+	// sooner, wins. Liveness only: counting stays as exact as for
+	// wonAt(now). (The cached deadline is a lower bound; a win is rare
+	// and gated, so it is recounted exactly.)
+	m.qc.valid = false
+	if !m.wonAt(m.now.Add(m.cfg.VoteLease / 2)) {
 		m.winGate.missed()
 		return
 	}

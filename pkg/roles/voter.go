@@ -422,7 +422,14 @@ func (v *Voter) decide() {
 	if v.voteFor != wire.NoMaster && v.now >= v.dropAt() {
 		// No renewal: the master is gone, frozen or cut off.
 		v.send(v.voteFor, VoteBye{CS: v.cfg.ID, Session: v.session})
-		v.silent(v.voteFor)
+		if v.voteRole == Leader {
+			// A LEADER gone silent (frozen, cut off) must not win the
+			// voter back by its last answer. An ELECT's keepalive that
+			// came late is no such sign: its view stands, or voters
+			// whose sessions lapsed under load would nominate others
+			// while it gathers them.
+			v.silent(v.voteFor)
+		}
 		v.endSession()
 	}
 	leader, elect := v.seen()
