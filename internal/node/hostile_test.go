@@ -281,6 +281,13 @@ func TestCloneRefused(t *testing.T) {
 	if !until(2*time.Second, func() bool { return !csRow(statusOf(t, n), id).Connected }) {
 		t.Fatal("the closed connection is still listed")
 	}
+	// The vote it granted is counted until its lease ends (the voter's
+	// side closed: roles.ConnLost.ByPeer); then the LEADER, left with no
+	// vote, steps down and closes what is connected. Past that, so the
+	// step-down does not close the connections below.
+	if !until(3*time.Second, func() bool { return !csRow(statusOf(t, n), id).Voting }) {
+		t.Fatal("the closed connection's vote is still counted after its lease")
+	}
 	imp, err := connectCS(t, n, "127.0.0.3", id, "")
 	if err != nil {
 		t.Fatal(err)

@@ -6,11 +6,13 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/obs"
@@ -201,6 +203,9 @@ type input struct {
 	// admin: an AdminReq's proof, checked by the connection's reader (the
 	// key derivation may be slow the first time; the loop must not wait).
 	admin adminCheck
+	// byPeer (inClosed): the peer's side ended the connection (a FIN or a
+	// RST), not this master.
+	byPeer bool
 }
 
 // adminCheck is what the reader found of an admin command's proof.
@@ -828,7 +833,7 @@ func (n *MasterNode) handle(in input) error {
 				delete(n.cs, id)
 				delete(n.csInfo, id)
 				delete(n.infoClipped, id)
-				n.step(roles.ConnLost{CS: id})
+				n.step(roles.ConnLost{CS: id, ByPeer: in.byPeer})
 			}
 		case portML:
 			delete(n.peersIn, in.c)
@@ -1247,6 +1252,8 @@ func (n *MasterNode) serveConn(nc net.Conn, port masterPort, reg *frame.Registry
 		fr.next()
 		m, err := readFrame(reg, fr, maxFrameFor(port), n.bodyBudget(port))
 		if err != nil {
+			byPeer := !c.closed() && !c.slow.Load() &&
+				(errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET))
 			switch {
 			case c.slow.Load():
 				err = errSlow // we cut it: it did not read its replies
@@ -1265,7 +1272,7 @@ func (n *MasterNode) serveConn(nc net.Conn, port masterPort, reg *frame.Registry
 				n.dropped(nc, src, port, err)
 			}
 			c.close()
-			deliver(input{kind: inClosed, port: port, c: c})
+			deliver(input{kind: inClosed, port: port, c: c, byPeer: byPeer})
 			return
 		}
 		in := input{kind: inMsg, port: port, c: c, msg: deref(m)}

@@ -800,7 +800,7 @@ func (w *world) killCS(i int) {
 	n.setUp(false)
 	n.stopping = false
 	if voted != wire.NoMaster {
-		w.send(n.ref, ref{kMaster, int(voted) - 1}, roles.ConnLost{CS: n.cfg.ID}, 0)
+		w.send(n.ref, ref{kMaster, int(voted) - 1}, roles.ConnLost{CS: n.cfg.ID, ByPeer: true}, 0)
 	}
 }
 
@@ -823,7 +823,7 @@ func (w *world) downCS(i int, clean bool) {
 		n.hard.CleanStop = true
 		n.setUp(false)
 		if voted != wire.NoMaster {
-			w.send(n.ref, ref{kMaster, int(voted) - 1}, roles.ConnLost{CS: n.cfg.ID}, 0)
+			w.send(n.ref, ref{kMaster, int(voted) - 1}, roles.ConnLost{CS: n.cfg.ID, ByPeer: true}, 0)
 		}
 		return
 	}

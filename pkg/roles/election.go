@@ -69,6 +69,11 @@ type voterRec struct {
 	inForce    uint64
 	commit     changelog.Pos
 	commitTag  uint64
+	// detached: its connection closed from the chunkserver's side while
+	// this master was LEADER; the vote it granted is counted until
+	// validUntil all the same (the voter's promise binds it, connection
+	// or not), and passes to its next session (onVoteHello).
+	detached bool
 }
 
 func (m *Master) voterIDs() []wire.CSID {
@@ -174,6 +179,12 @@ func (m *Master) betterElectSeen() wire.MasterID {
 	return wire.NoMaster
 }
 
+// carried: rec, a new session of old's voter, takes over old's vote.
+func carried(old, rec *voterRec, epoch uint64, now Instant) bool {
+	return old.detached && old.addr == rec.addr && old.port == rec.port && old.voterOnly == rec.voterOnly &&
+		old.session>>32 == rec.session>>32 && old.ackEpoch == epoch && old.validUntil > now
+}
+
 // dropElectorates forgets the electorates (the temporarily removed
 // changed): what was counted under them is stale at once, so the
 // generation the caches key on moves now, not at the next recomputation.
@@ -275,10 +286,20 @@ func (m *Master) onVoteHello(h VoteHello) {
 		return
 	}
 	waiting := m.keepaliveOnly() // counted before anything changes (the caches key on votersGen)
-	if m.voters[h.CS] != nil {
-		m.votersGen++ // the old session's vote stops counting
+	rec := &voterRec{session: h.Session, addr: h.Addr, port: h.Port, voterOnly: h.VoterOnly}
+	if old := m.voters[h.CS]; old != nil {
+		if carried(old, rec, m.hard.Epoch, m.now) {
+			// The same voter process (its boot in the session's high
+			// half) at the same address, back after its connection
+			// closed: the vote it granted binds it until its promise
+			// ends, whatever session it is on, so it counts on.
+			rec.validUntil, rec.ackEpoch, rec.ackedSeq = old.validUntil, old.ackEpoch, old.ackedSeq
+			rec.knownReg, rec.inForce, rec.commit, rec.commitTag = old.knownReg, old.inForce, old.commit, old.commitTag
+		} else {
+			m.votersGen++ // the old session's vote stops counting
+		}
 	}
-	m.voters[h.CS] = &voterRec{session: h.Session, addr: h.Addr, port: h.Port, voterOnly: h.VoterOnly}
+	m.voters[h.CS] = rec
 	m.lastVoteSeen = m.now
 	// Equal is not higher: the voter may have acknowledged this very epoch
 	// (a refusal tells the case of another master owning it).
@@ -298,6 +319,22 @@ func (m *Master) onVoteHello(h VoteHello) {
 	default:
 		m.heartbeatTo(h.CS)
 	}
+}
+
+// onConnLost: a LEADER keeps counting a vote whose connection the voter's
+// side closed, until the vote's lease ends (docs/architecture.md §3.1,
+// "Reconnects"): a storm of reconnecting voters must not cost it a quorum
+// that their promises still make. Anything else ends the session now.
+func (m *Master) onConnLost(e ConnLost) {
+	v := m.voters[e.CS]
+	if v == nil {
+		return
+	}
+	if e.ByPeer && m.role == Leader && v.ackEpoch == m.hard.Epoch && v.validUntil > m.now {
+		v.detached = true
+		return
+	}
+	m.dropVoter(e.CS)
 }
 
 func (m *Master) onVoteBye(b VoteBye) {

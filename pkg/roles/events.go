@@ -16,8 +16,13 @@ type Event interface{ event() }
 // Tick is the event of time passing; the driver sends one at NextDeadline.
 type Tick struct{}
 
-// ConnLost: a chunkserver's vote connection to this master closed.
-type ConnLost struct{ CS wire.CSID }
+// ConnLost: a chunkserver's vote connection to this master closed. ByPeer:
+// the chunkserver's side ended it (a FIN or a RST arrived), not this
+// master (a replacement, a refusal, a cut for silence, a shutdown).
+type ConnLost struct {
+	CS     wire.CSID
+	ByPeer bool
+}
 
 // Refused: a chunkserver's dial to a master, made at its own time SentAt,
 // was refused. Alone it proves little: a firewall's REJECT and a moved

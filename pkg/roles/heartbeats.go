@@ -92,7 +92,15 @@ func (m *Master) heartbeatAll() {
 	}
 	m.noteSent()
 	for _, id := range m.voterIDs() {
-		m.send(ToCS(id), m.heartbeat(id, m.voters[id].session, m.hbSeq))
+		v := m.voters[id]
+		if v.detached {
+			// Nothing to send it on; once its lease is over it is gone.
+			if v.validUntil <= m.now {
+				m.dropVoter(id)
+			}
+			continue
+		}
+		m.send(ToCS(id), m.heartbeat(id, v.session, m.hbSeq))
 	}
 	// Acks to heartbeats older than a promise cannot extend anything.
 	for s, h := range m.hbSent {

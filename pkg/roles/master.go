@@ -162,7 +162,7 @@ func (m *Master) Step(now Instant, ev Event) Batch {
 	case VoteBye:
 		m.onVoteBye(e)
 	case ConnLost:
-		m.dropVoter(e.CS)
+		m.onConnLost(e)
 	case HeartbeatAck:
 		m.onHeartbeatAck(e)
 	case PeerStatus:
