@@ -181,7 +181,9 @@ func inRange[T int | uint64 | float64 | time.Duration](add func(string, ...any),
 // The interval grows by at most twice VoteLease, so the lease to at most
 // three times VoteLease (1.5 s at the defaults, below the chunkservers'
 // default MAX_PROMISE of 2 s: a voter grants no more, and an interval
-// that outran its grant would lose the vote between rounds). A frozen
+// that outran its grant would lose the vote between rounds; a master
+// that sees a voter grant less than asked renews within that grant
+// instead: Master.shortGrant). A frozen
 // LEADER is replaced about lease - interval/2 after it froze: the longer
 // interval costs a crowd little failover time. Safety takes no part: a
 // vote is counted for what its voter granted, whatever was asked

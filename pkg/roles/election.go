@@ -3,6 +3,7 @@ package roles
 import (
 	"net/netip"
 	"sort"
+	"time"
 
 	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/quorum"
@@ -17,7 +18,11 @@ type election struct {
 	voters map[wire.CSID]*voterRec
 	hbSeq  uint64
 	hbSent map[uint64]sentHB
-	nextHB Instant
+	// shortGrant: the last grant a voter gave below what its heartbeat
+	// asked (its MAX_PROMISE is shorter than the scaled lease): rounds
+	// must come within it (heartbeatAll).
+	shortGrant time.Duration
+	nextHB     Instant
 	// roundSeq, roundVoters: the last heartbeat round's sequence number
 	// and the sessions it went to.
 	roundSeq    uint64
@@ -398,6 +403,9 @@ func (m *Master) onHeartbeatAck(a HeartbeatAck) {
 	// An honest voter never grants more than was asked; a forged grant of
 	// hours must not keep a vote counted after its sender fell silent.
 	granted := min(a.Granted, sent.lease)
+	if a.Granted < sent.lease {
+		m.shortGrant = a.Granted
+	}
 	if until := sent.at.Add(m.cfg.CountedLease(granted)); until > v.validUntil || sent.epoch != v.ackEpoch {
 		if until < v.validUntil {
 			m.votersGen++ // shortened: cached deadlines may no longer hold

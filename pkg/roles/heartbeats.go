@@ -84,6 +84,12 @@ func (m *Master) lease() time.Duration {
 
 func (m *Master) heartbeatAll() {
 	interval, lease := m.cfg.Scaled(len(m.voters))
+	if g := m.shortGrant; g > 0 {
+		// Voters grant less than the scaled lease: renew within what they
+		// grant, with the silence VOTE_LEASE - HEARTBEAT_INTERVAL to spare,
+		// as at any size (never faster than HEARTBEAT_INTERVAL).
+		interval = max(m.cfg.HeartbeatInterval, min(interval, g-(m.cfg.VoteLease-m.cfg.HeartbeatInterval)))
+	}
 	m.roundVoters = len(m.voters)
 	m.hbSeq++
 	m.roundSeq = m.hbSeq
