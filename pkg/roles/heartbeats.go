@@ -87,8 +87,11 @@ func (m *Master) heartbeatAll() {
 	if g := m.shortGrant; g > 0 {
 		// Voters grant less than the scaled lease: renew within what they
 		// grant, with the silence VOTE_LEASE - HEARTBEAT_INTERVAL to spare,
-		// as at any size (never faster than HEARTBEAT_INTERVAL).
-		interval = max(m.cfg.HeartbeatInterval, min(interval, g-(m.cfg.VoteLease-m.cfg.HeartbeatInterval)))
+		// as at any size; but no more often than every VOTE_LEASE, so that
+		// a voter claiming a tiny grant cannot make a crowd's LEADER renew
+		// at full rate (a MAX_PROMISE below 2 VOTE_LEASE then leaves less
+		// to spare: docs/operations.md).
+		interval = min(interval, max(m.cfg.VoteLease, g-(m.cfg.VoteLease-m.cfg.HeartbeatInterval)))
 	}
 	m.roundVoters = len(m.voters)
 	m.hbSeq++
