@@ -288,11 +288,11 @@ type world struct {
 	chk checker
 	adv adversary
 
+	msgCount map[string]int // deliveries by kind and type (experiments: TestCrowdWatch)
 	// The CPU model (profile.cpu): when each master's processor, and the
 	// chunkservers' (one shared, as in a swarm, or one each), is free.
-	msgCount map[string]int // deliveries by kind and type (experiments)
-	mcpu     []int64
-	cscpu    []int64
+	mcpu  []int64
+	cscpu []int64
 
 	cleanStarts int // chunkserver starts from a clean-stop mark
 	restores    int // masters started again from an older copy of their store
