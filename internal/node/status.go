@@ -43,11 +43,7 @@ func (n *MasterNode) statusNow() protocol.StatusResp {
 	for _, tv := range n.core.Tallies(now) {
 		st.Tallies = append(st.Tallies, tallyStatus(cfgAt(n.core, tv.Config), tv))
 	}
-	if st.Sync == roles.Synced {
-		n.syncedAt = time.Now()
-	} else if !n.syncedAt.IsZero() {
-		st.Delay = time.Since(n.syncedAt)
-	}
+	st.Delay = n.delay(st.Sync)
 	counted := map[wire.CSID]bool{}
 	for _, id := range f.CountedAt(now) {
 		counted[id] = true
@@ -104,23 +100,7 @@ func (n *MasterNode) observe() {
 	}
 	n.warnLayout()
 	n.observedRole, n.observedAt = role, time.Now()
-	st := n.statusNow()
-
-	byLoc := map[string]int{}
-	for _, c := range st.Chunkservers {
-		if _, ok := byLoc[c.Location]; !ok {
-			byLoc[c.Location] = 0
-		}
-		if c.Voting {
-			byLoc[c.Location]++
-		}
-	}
-	n.metrics.Set(obs.MasterSnapshot{
-		Role: st.Role, Epoch: st.Epoch, QuorumHeld: st.HoldsQuorum, VotesByLocation: byLoc,
-		Registered: st.Registered, Connected: st.Connected, MetadataVersion: st.MetaVersion,
-		FollowerDelay: st.Delay, Sync: st.Sync,
-		SnapshotVersion: st.SnapshotVersion, ChangelogEntries: st.ChangelogEntries,
-	})
+	n.metrics.Set(n.gauges())
 	// Heartbeats whose answer never came are forgotten after a while.
 	if len(n.hbSent) > 4096 {
 		cut := time.Now().Add(-5 * time.Second)
@@ -130,6 +110,45 @@ func (n *MasterNode) observe() {
 			}
 		}
 	}
+}
+
+// delay is how long since this master was last seen synced (0 while it
+// is, and before it ever was), as of a status that says sync.
+func (n *MasterNode) delay(sync roles.SyncState) time.Duration {
+	if sync == roles.Synced {
+		n.syncedAt = time.Now()
+		return 0
+	}
+	if n.syncedAt.IsZero() {
+		return 0
+	}
+	return time.Since(n.syncedAt)
+}
+
+// gauges is what the metrics show besides the role-bearing ones built at
+// each scrape, judged like a status answer (the published fence, now) but
+// without the listing's per-chunkserver rows: observe runs every
+// observeEvery, and a full status of thousands of chunkservers each time
+// was a seventh of a crowd LEADER's processor.
+func (n *MasterNode) gauges() obs.MasterSnapshot {
+	o := n.fenceOut.Load()
+	r := o.at(n.now())
+	if r.RoleReport != o.fence.Now {
+		// Fenced: its next step makes it a FOLLOWER, which counts nothing.
+		for name := range r.votes {
+			r.votes[name] = 0
+		}
+	}
+	g := obs.MasterSnapshot{
+		Role: r.Role, Epoch: r.Epoch, QuorumHeld: r.quorum, VotesByLocation: r.votes,
+		Connected: len(n.cs), MetadataVersion: n.core.Log().Last().Version,
+		FollowerDelay: n.delay(r.Sync), Sync: r.Sync,
+		SnapshotVersion: n.core.SnapshotAt().Version, ChangelogEntries: n.core.Log().Held(),
+	}
+	if cfg := n.core.Registry(); cfg != nil {
+		g.Registered = len(cfg.Members)
+	}
+	return g
 }
 
 // cfgAt returns the newest config or the one before it, whichever has

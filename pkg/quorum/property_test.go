@@ -235,6 +235,19 @@ func TestPropertyMatchesNaive(t *testing.T) {
 	})
 }
 
+// TestPropertyWinnable: Winnable is what a tally of every vote for the
+// master says.
+func TestPropertyWinnable(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		m, members := genRegistry(t)
+		e := NewElectorate(m, members)
+		all := e.Tally(func(wire.CSID) Vote { return For }).Outcome == Won
+		if e.Winnable() != all {
+			t.Fatalf("Winnable %v, a tally of every vote won %v\nmap %s\nelectorate %s", e.Winnable(), all, m, e)
+		}
+	})
+}
+
 // TestPropertyMonotonic: one more vote for the master never hurts it.
 func TestPropertyMonotonic(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {

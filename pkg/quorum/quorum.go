@@ -120,6 +120,14 @@ func NewElectorate(m locations.Map, members []locations.Member) Electorate {
 // Size returns the number of counting chunkservers.
 func (e Electorate) Size() int { return len(e.voters) }
 
+// Winnable reports whether a master given every vote would win: exactly
+// when the electorate is not empty, since every participating location
+// has a member and so is carried by all its votes (a majority of
+// locations, all of them, is then carried). O(1): masters ask it on every
+// probe and timer, and a tally of 10,000 voters each time was a fifth of a
+// crowd's processor (TestPropertyWinnable holds it to Tally).
+func (e Electorate) Winnable() bool { return len(e.voters) > 0 }
+
 // Divided reports whether two or more locations participate.
 func (e Electorate) Divided() bool { return len(e.places) >= 2 }
 

@@ -87,6 +87,9 @@ func (m *Master) Stamp() FenceStamp { return FenceStamp{m.quorumKey()} }
 // vote sessions it went to (0, 0 before the first).
 func (m *Master) Round() (seq uint64, voters int) { return m.roundSeq, m.roundVoters }
 
+// Voters is how many vote sessions are open here (detached ones too).
+func (m *Master) Voters() int { return len(m.voters) }
+
 // registered is the chunkservers of the newest registry (0 without
 // metadata).
 func (m *Master) registered() int {
@@ -115,6 +118,7 @@ func (m *Master) announce() {
 func (m *Master) dropVoter(id wire.CSID) {
 	if _, ok := m.voters[id]; ok {
 		delete(m.voters, id)
+		m.idsOK = false
 		m.votersGen++
 	}
 }
@@ -122,6 +126,7 @@ func (m *Master) dropVoter(id wire.CSID) {
 // resetVoters ends every vote session here.
 func (m *Master) resetVoters() {
 	m.voters = map[wire.CSID]*voterRec{}
+	m.idsOK = false
 	m.votersGen++
 }
 
@@ -222,7 +227,7 @@ func thresholdUnder[T cmp.Ordered](m *Master, c *registry.ClusterConfig, top T, 
 			var zero T
 			return zero, false
 		}
-		if mem, _ := c.Member(id); !mem.Is(v.addr, v.port) {
+		if !v.isMemberOf(c, id) {
 			var zero T
 			return zero, false
 		}

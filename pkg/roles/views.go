@@ -44,7 +44,7 @@ func (m *Master) Eligible() bool {
 		if e.Size() == 0 {
 			return m.mayBootstrap(c)
 		}
-		return e.Tally(func(wire.CSID) quorum.Vote { return quorum.For }).Outcome == quorum.Won
+		return e.Winnable()
 	}
 	latest, prev := m.log.Configs(m.log.Len())
 	if latest == nil {
