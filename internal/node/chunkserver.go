@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bufio"
 	"cmp"
 	"errors"
 	"fmt"
@@ -720,8 +721,9 @@ func (l *csLink) keepalive(c *conn) {
 // our own close: half of the proof the fast path needs (roles.Refused).
 func (l *csLink) read(c *conn) (closed bool) {
 	defer c.close()
+	rd := bufio.NewReaderSize(c.nc, readBuf) // one system call a frame or less
 	for {
-		m, err := cstomaIn.ReadFrame(c.nc, frame.DefaultMaxFrame)
+		m, err := cstomaIn.ReadFrame(rd, frame.DefaultMaxFrame)
 		if err != nil {
 			byPeer := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 			if !byPeer && !errors.Is(err, net.ErrClosed) && !c.closed() {

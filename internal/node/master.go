@@ -1244,7 +1244,7 @@ func (n *MasterNode) serveConn(nc net.Conn, port masterPort, reg *frame.Registry
 	}
 	deliver(input{kind: inOpen, port: port, c: c})
 	var proof clientProof // what a client proved (ClientAuth)
-	fr := &frameReader{nc: nc, idle: n.idleTimeout(port), frame: frameTimeout}
+	fr := newFrameReader(nc, n.idleTimeout(port), frameTimeout)
 	if n.opt.frameOverride > 0 {
 		fr.frame = n.opt.frameOverride
 	}

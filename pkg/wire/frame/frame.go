@@ -12,6 +12,7 @@ import (
 	"io"
 	"reflect"
 	"slices"
+	"sync"
 
 	"github.com/hashicorp/go-msgpack/v2/codec"
 	"github.com/mfs-election/mfs-election/pkg/wire"
@@ -106,16 +107,42 @@ func (r *Registry) Types() []wire.Type {
 	return ts
 }
 
-// Encode returns the frame for m.
+// encoder is a msgpack encoder and its scratch buffer, reused through
+// encoders: a new encoder and a 1 KiB buffer a frame was most of what a
+// LEADER allocated renewing thousands of votes.
+type encoder struct {
+	e   *codec.Encoder
+	buf []byte
+}
+
+// encoders holds idle encoders; one holding a buffer grown past
+// keepEncBuf (a large changelog batch) lets it go instead.
+var encoders = sync.Pool{New: func() any {
+	x := &encoder{buf: make([]byte, 0, 512)}
+	x.e = codec.NewEncoderBytes(&x.buf, handle)
+	return x
+}}
+
+const keepEncBuf = 64 << 10
+
+// Encode returns the frame for m, in a buffer of its own.
 func Encode(m wire.Message) ([]byte, error) {
-	var body []byte
-	if err := codec.NewEncoderBytes(&body, handle).Encode(m); err != nil {
+	x := encoders.Get().(*encoder)
+	defer func() {
+		if cap(x.buf) > keepEncBuf {
+			x.buf = make([]byte, 0, 512)
+		}
+		encoders.Put(x)
+	}()
+	x.e.ResetBytes(&x.buf)
+	if err := x.e.Encode(m); err != nil {
 		return nil, fmt.Errorf("wire: encoding type %d: %w", m.MsgType(), err)
 	}
-	buf := make([]byte, HeaderLen, HeaderLen+len(body))
-	binary.BigEndian.PutUint32(buf[0:4], uint32(2+len(body)))
+	buf := make([]byte, HeaderLen+len(x.buf))
+	binary.BigEndian.PutUint32(buf[0:4], uint32(2+len(x.buf)))
 	binary.BigEndian.PutUint16(buf[4:6], uint16(m.MsgType()))
-	return append(buf, body...), nil
+	copy(buf[HeaderLen:], x.buf)
+	return buf, nil
 }
 
 // WriteFrame encodes m and writes it in one call.
@@ -195,8 +222,25 @@ func (r *Registry) Decode(b []byte, max uint32) (wire.Message, error) {
 	if uint64(n) != uint64(len(b)-4) {
 		return nil, fmt.Errorf("%w: length says %d, frame holds %d", ErrShortFrame, n, len(b)-4)
 	}
-	return r.ReadFrame(bytesReader(b), max)
+	// ReadFrame's checks, on the bytes in place (no second copy).
+	if n < 2 {
+		return nil, fmt.Errorf("%w: length %d", ErrShortFrame, n)
+	}
+	if n > max {
+		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrFrameTooLarge, n, max)
+	}
+	t := wire.Type(binary.BigEndian.Uint16(b[4:6]))
+	newMsg, ok := r.make[t]
+	if !ok {
+		return nil, fmt.Errorf("%w %d (%d-byte frame)", ErrUnknownType, t, n)
+	}
+	return decodeBody(t, newMsg(), b[HeaderLen:])
 }
+
+// decoders holds idle msgpack decoders (a new one a frame was a
+// LEADER's largest allocation but the frame itself). One that panicked on
+// a body is not put back.
+var decoders = sync.Pool{New: func() any { return codec.NewDecoderBytes([]byte{}, handle) }}
 
 func decodeBody(t wire.Type, m wire.Message, body []byte) (msg wire.Message, err error) {
 	defer func() {
@@ -206,23 +250,15 @@ func decodeBody(t wire.Type, m wire.Message, body []byte) (msg wire.Message, err
 			msg, err = nil, fmt.Errorf("%w: type %d: %v", ErrBadBody, t, x)
 		}
 	}()
-	if err := codec.NewDecoderBytes(body, handle).Decode(m); err != nil {
+	d := decoders.Get().(*codec.Decoder)
+	d.ResetBytes(body)
+	err = d.Decode(m)
+	d.ResetBytes([]byte{}) // hold no frame while idle
+	decoders.Put(d)
+	if err != nil {
 		return nil, fmt.Errorf("%w: type %d: %v", ErrBadBody, t, err)
 	}
 	return m, nil
-}
-
-type sliceReader struct{ b []byte }
-
-func bytesReader(b []byte) *sliceReader { return &sliceReader{b} }
-
-func (s *sliceReader) Read(p []byte) (int, error) {
-	if len(s.b) == 0 {
-		return 0, io.EOF
-	}
-	n := copy(p, s.b)
-	s.b = s.b[n:]
-	return n, nil
 }
 
 // Marshal encodes v with the frame codec, without a header: for stores that
