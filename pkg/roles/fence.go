@@ -84,7 +84,7 @@ func (m *Master) quorumLapse() Instant {
 	if !m.wonAt(m.now) {
 		return m.now // not stepped down yet (a vote lost within this step)
 	}
-	return m.quorumUntil()
+	return m.quorumUntil(m.now)
 }
 
 // HoldsQuorum reports whether the master holds a quorum at t (t >= At).

@@ -134,7 +134,7 @@ func (m *Master) resetVoters() {
 // stepped in between) make a quorum; quorumAt(t, nil) == Won, from the
 // deadline.
 func (m *Master) wonAt(t Instant) bool {
-	won := t < m.quorumUntil()
+	won := t < m.quorumUntil(t)
 	if m.checking() && won != (m.quorumAt(t, nil) == quorum.Won) {
 		panic(fmt.Sprintf("invariant quorum-deadline: deadline %v says won=%v at %v, the tally says otherwise", m.qc.until, won, t))
 	}
@@ -151,16 +151,19 @@ func (m *Master) checking() bool {
 }
 
 // quorumUntil is the instant from which the votes counted now no longer
-// make a quorum (0: they make none now). Cached: recomputed when its key
-// changed, when it has passed, or when less than half a lease is left
-// (so that a LEADER's deadline keeps well ahead of its clock, and the
-// fence it publishes with it).
-func (m *Master) quorumUntil() Instant {
+// make a quorum (0: they make none now), exact or a lower bound that is
+// later than t. Cached: recomputed when its key changed or when it is no
+// later than t, the instant asked about. A lower bound answers "won at t"
+// as the exact deadline would; only a "no" must be exact. (It was also
+// recomputed whenever less than half a lease was left: in a crowd, where
+// the deadline nears between rounds, that was a count of every vote on
+// every acknowledgement until the round's came in.)
+func (m *Master) quorumUntil(t Instant) Instant {
 	if !m.role.TakesVotes() {
 		return 0
 	}
 	key := m.quorumKey()
-	if m.qc.valid && m.qc.key == key && m.qc.until > m.now && m.qc.until.Sub(m.now) >= m.cfg.VoteLease/2 {
+	if m.qc.valid && m.qc.key == key && m.qc.until > t && t >= m.now {
 		return m.qc.until
 	}
 	epoch := m.hard.Epoch
