@@ -52,6 +52,11 @@ type election struct {
 	// many acknowledgements might complete.
 	checks    uint64 // cached counts so far (Config.CheckCaches)
 	votersGen uint64 // bumped whenever a vote may stop counting other than by time
+	// sessionsGen: bumped whenever a session ends or is replaced from
+	// another address (what sessionsCached counts). A new session of the
+	// same voter from the same address changes neither count: in a crowd
+	// whose sessions churn, each such hello recounted every session.
+	sessionsGen uint64
 	electGen  uint64 // bumped whenever the electorates are dropped (dropElectorates) or recomputed
 	qc        quorumCache
 	sessions  sessionsCache
@@ -323,18 +328,22 @@ func (m *Master) onVoteHello(h VoteHello) {
 		m.ignore("stale-session")
 		return
 	}
-	waiting := m.keepaliveOnly() // counted before anything changes (the caches key on votersGen)
+	waiting := m.keepaliveOnly() // counted before anything changes (the caches key on the generations)
 	rec := &voterRec{session: h.Session, addr: h.Addr, port: h.Port, voterOnly: h.VoterOnly}
 	if old := m.voters[h.CS]; old != nil {
-		if carried(old, rec, m.hard.Epoch, m.now) {
+		switch {
+		case carried(old, rec, m.hard.Epoch, m.now):
 			// The same voter process (its boot in the session's high
 			// half) at the same address, back after its connection
 			// closed: the vote it granted binds it until its promise
 			// ends, whatever session it is on, so it counts on.
 			rec.validUntil, rec.ackEpoch, rec.ackedSeq = old.validUntil, old.ackEpoch, old.ackedSeq
 			rec.knownReg, rec.inForce, rec.commit, rec.commitTag = old.knownReg, old.inForce, old.commit, old.commitTag
-		} else {
+		case m.counts(old):
 			m.votersGen++ // the old session's vote stops counting
+		}
+		if old.addr != rec.addr || old.port != rec.port {
+			m.sessionsGen++
 		}
 	}
 	if _, had := m.voters[h.CS]; !had {

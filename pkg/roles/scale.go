@@ -116,11 +116,22 @@ func (m *Master) announce() {
 
 // dropVoter ends a vote session here.
 func (m *Master) dropVoter(id wire.CSID) {
-	if _, ok := m.voters[id]; ok {
+	if v, ok := m.voters[id]; ok {
 		delete(m.voters, id)
 		m.idsOK = false
-		m.votersGen++
+		m.sessionsGen++
+		if m.counts(v) {
+			m.votersGen++
+		}
 	}
+}
+
+// counts: v's vote counts now, so that ending its session may end a
+// quorum (votersGen). One that does not count now counts at no later
+// instant either (its lease has ended, or it was given to an older
+// epoch), so no deadline computed with it depends on it.
+func (m *Master) counts(v *voterRec) bool {
+	return v.validUntil > m.now && v.ackEpoch == m.hard.Epoch
 }
 
 // resetVoters ends every vote session here.
@@ -128,6 +139,7 @@ func (m *Master) resetVoters() {
 	m.voters = map[wire.CSID]*voterRec{}
 	m.idsOK = false
 	m.votersGen++
+	m.sessionsGen++
 }
 
 // wonAt: the votes this master may count at t (t >= now, no input
@@ -176,23 +188,26 @@ func (m *Master) quorumUntil(t Instant) Instant {
 }
 
 // sessionsCached is sessionsQuorum: the open sessions alone make a quorum.
-// Sessions are added without bumping votersGen, and an addition never
+// Sessions are added without bumping sessionsGen, and an addition never
 // turns a quorum into none, so a cached true stands until the key
 // changes; a cached false is recounted once the sessions grew by an
 // eighth, and in any case once a heartbeat round (the count that would
 // complete it may be within the eighth: the simulator found an ELECT that
 // all 136 voters had joined, kept in pre-vote by a count taken at 125).
+// A round is a broadcast (roundSeq), not any heartbeat: an ELECT answers
+// each hello with one of its own, and each recounted every session.
 func (m *Master) sessionsCached() bool {
 	key := m.quorumKey()
+	key.votersGen = m.sessionsGen
 	c := &m.sessions
-	if c.valid && c.key == key && (c.won || (len(m.voters) < c.gate.next && c.round == m.hbSeq)) {
+	if c.valid && c.key == key && (c.won || (len(m.voters) < c.gate.next && c.round == m.roundSeq)) {
 		if c.won && m.checking() && m.outcome(func(*voterRec) bool { return true }) != quorum.Won {
 			panic("invariant sessions-cache: the cache says the sessions make a quorum, the tally says not")
 		}
 		return c.won
 	}
 	won := m.outcome(func(*voterRec) bool { return true }) == quorum.Won
-	*c = sessionsCache{valid: true, key: key, won: won, round: m.hbSeq}
+	*c = sessionsCache{valid: true, key: key, won: won, round: m.roundSeq}
 	c.gate.next = len(m.voters) + max(1, len(m.voters)/8)
 	return won
 }

@@ -56,10 +56,23 @@ type Voter struct {
 	nominateAt   Instant
 	nominateNext wire.MasterID // a handover's target: vote for it at once
 	hint         wire.MasterID // the LEADER a redirect named
+	// helloWait: how long the next session waits for its first heartbeat
+	// (0: helloTimeout). It doubles, to maxHelloWait, each time a session
+	// ends without one, and is back to helloTimeout once one came.
+	helloWait time.Duration
 }
 
 // helloTimeout: a vote session that got no heartbeat this long is dropped.
-const helloTimeout = 500 * time.Millisecond
+// maxHelloWait bounds its doubling: a master answering thousands of new
+// sessions at once (a reconnect storm) may take longer than helloTimeout
+// to answer each, and voters that all gave up and opened new sessions
+// each time kept it that busy (10,000 voters: sessions reopened every
+// 500 ms for minutes, no LEADER). A master that is gone is seen sooner by
+// its refused or lost connection.
+const (
+	helloTimeout = 500 * time.Millisecond
+	maxHelloWait = 4 * helloTimeout
+)
 
 // NewVoter starts a voter from its durable record. It keeps quiet for
 // QuietAfterStart: until any promise made before the start has lapsed.
@@ -187,7 +200,7 @@ func (v *Voter) heartbeatsLate() Instant {
 
 func (v *Voter) dropAt() Instant {
 	if v.lastHB == 0 || v.granted == 0 {
-		return v.voteSince.Add(helloTimeout)
+		return v.voteSince.Add(max(helloTimeout, v.helloWait))
 	}
 	return v.lastHB.Add(v.granted)
 }
@@ -419,8 +432,14 @@ func (v *Voter) decide() {
 	if v.promiseTo != wire.NoMaster && v.now >= v.promiseUntil {
 		v.promiseTo = wire.NoMaster
 	}
+	if v.voteFor != wire.NoMaster && v.lastHB != 0 {
+		v.helloWait = 0 // a session was answered
+	}
 	if v.voteFor != wire.NoMaster && v.now >= v.dropAt() {
 		// No renewal: the master is gone, frozen or cut off.
+		if v.lastHB == 0 {
+			v.helloWait = min(2*max(helloTimeout, v.helloWait), maxHelloWait)
+		}
 		v.send(v.voteFor, VoteBye{CS: v.cfg.ID, Session: v.session})
 		if v.voteRole == Leader {
 			// A LEADER gone silent (frozen, cut off) must not win the
