@@ -287,7 +287,14 @@ func (v *Voter) Step(now Instant, ev Event) Batch {
 		}
 		if e.Master == v.voteFor {
 			v.endSession()
-			v.silent(e.Master)
+			if e.Closed {
+				// Its side closed it (a killed process, a restart): its last
+				// answer must not bring the voter back. A connection this
+				// side closed (a reconnect) says nothing of the master, and
+				// after a storm of them its LEADER is where every vote
+				// belongs: marking it silent had voters nominate others.
+				v.silent(e.Master)
+			}
 			v.nextProbe = v.now // find out at once whether it is dead
 		}
 	case LinkUp:
