@@ -57,13 +57,13 @@ type election struct {
 	// same voter from the same address changes neither count: in a crowd
 	// whose sessions churn, each such hello recounted every session.
 	sessionsGen uint64
-	electGen  uint64 // bumped whenever the electorates are dropped (dropElectorates) or recomputed
-	qc        quorumCache
-	sessions  sessionsCache
-	ackGate   gate // advanceAcked
-	forceGate gate // checkInForce
-	readGate  gate // answerPending for a read round
-	winGate   gate // tryWin from acknowledgements
+	electGen    uint64 // bumped whenever the electorates are dropped (dropElectorates) or recomputed
+	qc          quorumCache
+	sessions    sessionsCache
+	ackGate     gate // advanceAcked
+	forceGate   gate // checkInForce
+	readGate    gate // answerPending for a read round
+	winGate     gate // tryWin from acknowledgements
 }
 
 // voterRec is one open vote session at this master.
