@@ -404,7 +404,7 @@ func (m *Master) onVoteBye(b VoteBye) {
 func (m *Master) onHeartbeatAck(a HeartbeatAck) {
 	v := m.voters[a.CS]
 	if v == nil || v.session != a.Session {
-		m.ignore("stale-session")
+		m.ignore("stale-ack-session") // told apart from a stale hello: in a crowd the two say different things
 		return
 	}
 	// Only the connection the session was opened from speaks for it: an

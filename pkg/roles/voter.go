@@ -56,22 +56,30 @@ type Voter struct {
 	nominateAt   Instant
 	nominateNext wire.MasterID // a handover's target: vote for it at once
 	hint         wire.MasterID // the LEADER a redirect named
-	// helloWait: how long the next session waits for its first heartbeat
-	// (0: helloTimeout). It doubles, to maxHelloWait, each time a session
-	// ends without one, and is back to helloTimeout once one came.
+	// helloWait: how long a session waits for its first heartbeat (0:
+	// helloTimeout). It doubles, to maxHelloWait, each time a session
+	// ends without one; it grows to twice the delay of a first heartbeat
+	// that came for a session already given up (the master answers, only
+	// slowly); it is back to helloTimeout once a session was answered.
 	helloWait time.Duration
+	// The last session that ended unanswered: its first heartbeat,
+	// arriving late, measures how slowly that master answers.
+	prevTo      wire.MasterID
+	prevSession uint64
+	prevSince   Instant
 }
 
 // helloTimeout: a vote session that got no heartbeat this long is dropped.
-// maxHelloWait bounds its doubling: a master answering thousands of new
-// sessions at once (a reconnect storm) may take longer than helloTimeout
-// to answer each, and voters that all gave up and opened new sessions
-// each time kept it that busy (10,000 voters: sessions reopened every
-// 500 ms for minutes, no LEADER). A master that is gone is seen sooner by
-// its refused or lost connection.
+// maxHelloWait bounds how far it grows: a master answering thousands of
+// new sessions at once (a failover or a reconnect storm in a crowd) may
+// take seconds to answer each, and voters that gave up and opened new
+// sessions each time kept it that busy (10,000 voters: every voter
+// reopened its session each 500 ms, then each 2 s, the answers always
+// arriving for the session just given up; no LEADER for 30 s). A master
+// that is gone is seen sooner by its refused or lost connection.
 const (
 	helloTimeout = 500 * time.Millisecond
-	maxHelloWait = 4 * helloTimeout
+	maxHelloWait = 10 * helloTimeout
 )
 
 // NewVoter starts a voter from its durable record. It keeps quiet for
@@ -307,6 +315,10 @@ func (v *Voter) Step(now Instant, ev Event) Batch {
 }
 
 func (v *Voter) endSession() {
+	v.prevTo, v.prevSession, v.prevSince = wire.NoMaster, 0, 0
+	if v.voteFor != wire.NoMaster && v.lastHB == 0 {
+		v.prevTo, v.prevSession, v.prevSince = v.voteFor, v.session, v.voteSince
+	}
 	v.voteFor, v.voteRole, v.lastHB, v.granted, v.nominated = wire.NoMaster, 0, 0, 0, false
 	// Where to vote next depends on a fresh view: look now.
 	v.nextProbe = min(v.nextProbe, v.now)
@@ -337,6 +349,12 @@ func (v *Voter) onHeartbeat(h Heartbeat) {
 	}
 	switch {
 	case h.From != v.voteFor || h.Session != v.session:
+		if h.From == v.voteFor && h.Session == v.prevSession && v.prevSince != 0 {
+			// The session given up before this one was answered after
+			// all: wait as long again, twice over, for this one.
+			v.helloWait = min(max(v.helloWait, 2*v.now.Sub(v.prevSince)), maxHelloWait)
+			v.prevSince = 0 // one measure a session
+		}
 		nack("not-voting")
 		return
 	case h.Keepalive:
@@ -523,6 +541,9 @@ func (v *Voter) openSession(m wire.MasterID, nominate bool) {
 	}
 	if v.stopping {
 		panic("invariant stopping-grants-nothing: opening a session while stopping")
+	}
+	if v.prevTo != m {
+		v.prevSince = 0 // a late answer from another master measures nothing here
 	}
 	v.sessionSeq++
 	v.session = v.hard.Boot<<32 | v.sessionSeq
