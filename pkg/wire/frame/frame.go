@@ -164,17 +164,9 @@ func (r *Registry) ReadFrame(rd io.Reader, max uint32) (wire.Message, error) {
 	if _, err := io.ReadFull(rd, hdr[:]); err != nil {
 		return nil, err
 	}
-	n := binary.BigEndian.Uint32(hdr[0:4])
-	if n < 2 {
-		return nil, fmt.Errorf("%w: length %d", ErrShortFrame, n)
-	}
-	if n > max {
-		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrFrameTooLarge, n, max)
-	}
-	t := wire.Type(binary.BigEndian.Uint16(hdr[4:6]))
-	newMsg, ok := r.make[t]
-	if !ok {
-		return nil, fmt.Errorf("%w %d (%d-byte frame)", ErrUnknownType, t, n)
+	n, t, newMsg, err := r.header(hdr[:], max)
+	if err != nil {
+		return nil, err
 	}
 	body, err := readBody(rd, int(n-2))
 	if err != nil {
@@ -223,18 +215,30 @@ func (r *Registry) Decode(b []byte, max uint32) (wire.Message, error) {
 		return nil, fmt.Errorf("%w: length says %d, frame holds %d", ErrShortFrame, n, len(b)-4)
 	}
 	// ReadFrame's checks, on the bytes in place (no second copy).
-	if n < 2 {
-		return nil, fmt.Errorf("%w: length %d", ErrShortFrame, n)
-	}
-	if n > max {
-		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrFrameTooLarge, n, max)
-	}
-	t := wire.Type(binary.BigEndian.Uint16(b[4:6]))
-	newMsg, ok := r.make[t]
-	if !ok {
-		return nil, fmt.Errorf("%w %d (%d-byte frame)", ErrUnknownType, t, n)
+	_, t, newMsg, err := r.header(b[:HeaderLen], max)
+	if err != nil {
+		return nil, err
 	}
 	return decodeBody(t, newMsg(), b[HeaderLen:])
+}
+
+// header checks a frame's header (length and type) before anything is
+// read or allocated for its body: the length n, the type t and what t
+// decodes into.
+func (r *Registry) header(hdr []byte, max uint32) (n uint32, t wire.Type, newMsg func() wire.Message, err error) {
+	n = binary.BigEndian.Uint32(hdr[0:4])
+	if n < 2 {
+		return 0, 0, nil, fmt.Errorf("%w: length %d", ErrShortFrame, n)
+	}
+	if n > max {
+		return 0, 0, nil, fmt.Errorf("%w: %d bytes, at most %d", ErrFrameTooLarge, n, max)
+	}
+	t = wire.Type(binary.BigEndian.Uint16(hdr[4:6]))
+	newMsg, ok := r.make[t]
+	if !ok {
+		return 0, 0, nil, fmt.Errorf("%w %d (%d-byte frame)", ErrUnknownType, t, n)
+	}
+	return n, t, newMsg, nil
 }
 
 // decoders holds idle msgpack decoders (a new one a frame was a
