@@ -5,11 +5,9 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/obs"
@@ -725,7 +723,7 @@ func (l *csLink) read(c *conn) (closed bool) {
 	for {
 		m, err := cstomaIn.ReadFrame(rd, frame.DefaultMaxFrame)
 		if err != nil {
-			byPeer := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
+			byPeer := endedByPeer(err)
 			if !byPeer && !errors.Is(err, net.ErrClosed) && !c.closed() {
 				l.n.log.Warn().Str("master", l.to.Addr.String()).Err(err).Msg("master connection dropped")
 			}

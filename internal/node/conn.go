@@ -344,6 +344,12 @@ func localAddr(nc net.Conn) netip.Addr {
 	return netip.Addr{}
 }
 
+// endedByPeer: err ended a read because the peer's side closed the
+// connection (a FIN or a RST arrived), as a killed process's kernel does.
+func endedByPeer(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
+}
+
 // isFrameError: the peer sent something wrong, as opposed to the
 // connection ending (EOF, reset, closed by us).
 func isFrameError(err error) bool {

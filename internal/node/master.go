@@ -6,13 +6,11 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/obs"
@@ -1252,8 +1250,7 @@ func (n *MasterNode) serveConn(nc net.Conn, port masterPort, reg *frame.Registry
 		fr.next()
 		m, err := readFrame(reg, fr, maxFrameFor(port), n.bodyBudget(port))
 		if err != nil {
-			byPeer := !c.closed() && !c.slow.Load() &&
-				(errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET))
+			byPeer := !c.closed() && !c.slow.Load() && endedByPeer(err)
 			switch {
 			case c.slow.Load():
 				err = errSlow // we cut it: it did not read its replies

@@ -131,14 +131,7 @@ func (n *MasterNode) delay(sync roles.SyncState) time.Duration {
 // observeEvery, and a full status of thousands of chunkservers each time
 // was a seventh of a crowd LEADER's processor.
 func (n *MasterNode) gauges() obs.MasterSnapshot {
-	o := n.fenceOut.Load()
-	r := o.at(n.now())
-	if r.RoleReport != o.fence.Now {
-		// Fenced: its next step makes it a FOLLOWER, which counts nothing.
-		for name := range r.votes {
-			r.votes[name] = 0
-		}
-	}
+	r := n.reportNow() // a fenced LEADER counts no vote (Fence.CountedAt)
 	g := obs.MasterSnapshot{
 		Role: r.Role, Epoch: r.Epoch, QuorumHeld: r.quorum, VotesByLocation: r.votes,
 		Connected: len(n.cs), MetadataVersion: n.core.Log().Last().Version,

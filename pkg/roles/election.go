@@ -222,10 +222,11 @@ func (m *Master) betterElectSeen() wire.MasterID {
 	return wire.NoMaster
 }
 
-// carried: rec, a new session of old's voter, takes over old's vote.
-func carried(old, rec *voterRec, epoch uint64, now Instant) bool {
-	return old.detached && old.addr == rec.addr && old.port == rec.port && old.voterOnly == rec.voterOnly &&
-		old.session>>32 == rec.session>>32 && old.ackEpoch == epoch && old.validUntil > now
+// carried: rec, a new session of old's voter, takes over old's vote (one
+// that counts now, kept while its connection was gone).
+func (m *Master) carried(old, rec *voterRec) bool {
+	return old.detached && m.counts(old) && old.addr == rec.addr && old.port == rec.port &&
+		old.voterOnly == rec.voterOnly && old.session>>32 == rec.session>>32
 }
 
 // dropElectorates forgets the electorates (the temporarily removed
@@ -330,9 +331,11 @@ func (m *Master) onVoteHello(h VoteHello) {
 	}
 	waiting := m.keepaliveOnly() // counted before anything changes (the caches key on the generations)
 	rec := &voterRec{session: h.Session, addr: h.Addr, port: h.Port, voterOnly: h.VoterOnly}
-	if old := m.voters[h.CS]; old != nil {
+	if old := m.voters[h.CS]; old == nil {
+		m.idsOK = false // a new id among the sessions
+	} else {
 		switch {
-		case carried(old, rec, m.hard.Epoch, m.now):
+		case m.carried(old, rec):
 			// The same voter process (its boot in the session's high
 			// half) at the same address, back after its connection
 			// closed: the vote it granted binds it until its promise
@@ -345,9 +348,6 @@ func (m *Master) onVoteHello(h VoteHello) {
 		if old.addr != rec.addr || old.port != rec.port {
 			m.sessionsGen++
 		}
-	}
-	if _, had := m.voters[h.CS]; !had {
-		m.idsOK = false
 	}
 	m.voters[h.CS] = rec
 	m.lastVoteSeen = m.now
@@ -380,7 +380,7 @@ func (m *Master) onConnLost(e ConnLost) {
 	if v == nil {
 		return
 	}
-	if e.ByPeer && m.role == Leader && v.ackEpoch == m.hard.Epoch && v.validUntil > m.now {
+	if e.ByPeer && m.role == Leader && m.counts(v) {
 		v.detached = true
 		return
 	}
