@@ -96,7 +96,7 @@ func keys(c *config) []settings.Key {
 		settings.Ranged("HEARTBEAT_INTERVAL", &core.HeartbeatInterval, r.HeartbeatInterval.Min, r.HeartbeatInterval.Max,
 			"How often a master that takes votes renews them: five renewals per lease, so one lost heartbeat or a 200 ms stall leaves most of the lease in hand."),
 		settings.Ranged("HEARTBEAT_VOTERS", &core.HeartbeatVoters, r.HeartbeatVoters.Min, r.HeartbeatVoters.Max,
-			"The vote sessions one HEARTBEAT_INTERVAL serves. With more, the interval grows in proportion (1,000 sessions: 200 ms at the defaults; at most HEARTBEAT_INTERVAL + 2 x VOTE_LEASE, 1.1 s from 5,500 on) and VOTE_LEASE by what the interval gained (600 ms; 1.5 s), so that a round costs the LEADER the same per second at any size and a stall bears the same silence; a frozen LEADER is then replaced about lease - interval/2 after it froze. 0 = never grow."),
+			"The vote sessions one HEARTBEAT_INTERVAL serves. With more, the interval grows in proportion (1,000 sessions: 200 ms at the defaults; at most HEARTBEAT_INTERVAL + 2 x VOTE_LEASE, 1.1 s from 5,500 on) and VOTE_LEASE by 1.5 times what the interval gained (650 ms; 2 s), so that a round costs the LEADER the same per second at any size and the silence a lease bears grows with the time a round takes; a frozen LEADER is then replaced about lease - interval/2 after it froze. 0 = never grow."),
 		settings.Ranged("MAX_CLOCK_DRIFT", &core.MaxClockDrift, r.MaxClockDrift.Min, r.MaxClockDrift.Max,
 			"Bound on how far any clock's rate may stray from true time (0.01 = 1%, ten times a poor crystal). Leases are shortened by it; nothing measures it."),
 		settings.Ranged("LEASE_MARGIN", &core.LeaseMargin, r.LeaseMargin.Min, r.LeaseMargin.Max,

@@ -155,7 +155,8 @@ func (c crowd) tailText() string {
 // TestCrowdWatch prints, every 50 ms after a storm, what each master
 // counts and what the voters hold, with the processors' backlogs and the
 // messages delivered: a look at a crowd's dynamics. CROWD=n runs it;
-// CROWD_EVENT and CROWD_SEND are the CPU costs in µs.
+// CROWD_EVENT and CROWD_SEND are the CPU costs in µs; CROWD_FAULT=kill
+// kills the LEADER instead of the storm.
 func TestCrowdWatch(t *testing.T) {
 	n, err := strconv.Atoi(os.Getenv("CROWD"))
 	if err != nil {
@@ -171,7 +172,11 @@ func TestCrowdWatch(t *testing.T) {
 	c.until(30*time.Second, func() bool { return c.leader() >= 0 })
 	fmt.Printf("cold: LEADER %d at %v\n", c.leader()+1, time.Duration(c.now))
 	c.until(2*time.Second, nil)
-	c.storm()
+	if os.Getenv("CROWD_FAULT") == "kill" {
+		c.killMaster(c.leader())
+	} else {
+		c.storm()
+	}
 	start := c.now
 	c.msgCount = map[string]int{}
 	for k := 0; k < 60; k++ {

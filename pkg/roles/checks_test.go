@@ -1,6 +1,7 @@
 package roles
 
 import (
+	"math"
 	"testing"
 
 	"github.com/mfs-election/mfs-election/pkg/changelog"
@@ -91,6 +92,8 @@ func TestPeerInputChecks(t *testing.T) {
 		{"a position above the LEADER's epoch", func(c *SnapshotChunk) { c.Pos.Epoch = 3 }, "malformed-snapshot"},
 		{"a commit point above the LEADER's epoch", func(c *SnapshotChunk) { c.Commit.Epoch = 3 }, "malformed-snapshot"},
 		{"a position of version 0", func(c *SnapshotChunk) { c.Pos = changelog.Pos{}; c.Epoch = 0 }, "malformed-snapshot"},
+		{"a position past the version ceiling", func(c *SnapshotChunk) { c.Pos.Version = VersionCeiling + 1 }, "malformed-snapshot"},
+		{"a commit point past the version ceiling", func(c *SnapshotChunk) { c.Commit.Version = math.MaxUint64 }, "malformed-snapshot"},
 		{"a config without members sorted", func(c *SnapshotChunk) {
 			c.Latest = &registry.ClusterConfig{Version: 2, Members: []registry.Chunkserver{{ID: 2}, {ID: 1}}}
 		}, "?"},

@@ -525,15 +525,20 @@ func (m *Master) tryWin() {
 		m.hard.InForce = inForce
 		m.persistHard()
 	}
-	// A win with less than half a lease of its quorum left is not taken:
-	// the acknowledgements that made it took longer than a round of
-	// renewals may (a crowd under load), and a LEADER that falls at once
-	// only adds an election's burst to that load; a later round, answered
-	// sooner, wins. Liveness only: counting stays as exact as for
-	// wonAt(now). (The cached deadline is a lower bound; a win is rare
-	// and gated, so it is recounted exactly.)
+	// A win is taken only with its quorum holding for half a lease, and
+	// for as long again as the newest round has been out (took): the
+	// renewal that must follow will take about as long to be answered (a
+	// crowd under load), and a LEADER that falls at once only adds an
+	// election's burst to that load; a later round, answered sooner,
+	// wins. Liveness only: counting stays as exact as for wonAt(now).
+	// (The cached deadline is a lower bound; a win is rare and gated, so
+	// it is recounted exactly.)
+	var took time.Duration
+	if r, ok := m.hbSent[m.roundSeq]; ok {
+		took = m.now.Sub(r.at)
+	}
 	m.qc.valid = false
-	if !m.wonAt(m.now.Add(m.cfg.VoteLease / 2)) {
+	if !m.wonAt(m.now.Add(max(m.cfg.VoteLease/2, took))) {
 		m.winGate.missed()
 		return
 	}
@@ -564,6 +569,13 @@ func (m *Master) tryWin() {
 		m.persistHard()
 	}
 	m.become(Leader, ReasonWon)
+	// Renew at once when the next round, answered as slowly as the last,
+	// would come back after the quorum lapsed (new LEADERs of 10,000
+	// voters fell a second after winning, renewed only on the ELECT's
+	// schedule).
+	if m.nextHB.Add(took) >= m.quorumUntil(m.now) {
+		m.heartbeatNow()
+	}
 }
 
 // catchUp asks the most advanced master it can reach for what it lacks.

@@ -64,9 +64,9 @@ func BenchmarkLeaderRound(b *testing.B) {
 var _ = time.Second
 
 // TestScaled: past HEARTBEAT_VOTERS the interval grows with the sessions
-// up to HEARTBEAT_INTERVAL + 2 VOTE_LEASE, and the lease keeps the same
-// silence beyond one interval at every size, below the default
-// MAX_PROMISE.
+// up to HEARTBEAT_INTERVAL + 2 VOTE_LEASE, and the silence the lease bears
+// beyond one interval grows by half what the interval gained (a round
+// takes longer the more it serves), never past the default MAX_PROMISE.
 func TestScaled(t *testing.T) {
 	c := DefaultConfig(1, []wire.MasterID{1})
 	maxPromise := DefaultVoterConfig(1, netip.Addr{}, nil).MaxPromise
@@ -76,8 +76,8 @@ func TestScaled(t *testing.T) {
 		if n <= c.HeartbeatVoters && (i != c.HeartbeatInterval || l != c.VoteLease) {
 			t.Errorf("%d sessions: %v/%v, want the configured %v/%v", n, i, l, c.HeartbeatInterval, c.VoteLease)
 		}
-		if l-i != c.VoteLease-c.HeartbeatInterval {
-			t.Errorf("%d sessions: lease %v - interval %v, want %v", n, l, i, c.VoteLease-c.HeartbeatInterval)
+		if want := c.VoteLease - c.HeartbeatInterval + (i-c.HeartbeatInterval)/2; l-i != want {
+			t.Errorf("%d sessions: lease %v - interval %v, want %v", n, l, i, want)
 		}
 		if i < prev || i > c.HeartbeatInterval+2*c.VoteLease || l > maxPromise {
 			t.Errorf("%d sessions: interval %v (previous %v), lease %v (MAX_PROMISE %v)", n, i, prev, l, maxPromise)
@@ -86,5 +86,8 @@ func TestScaled(t *testing.T) {
 	}
 	if i, _ := c.Scaled(1000); i != 2*c.HeartbeatInterval {
 		t.Errorf("1,000 sessions: interval %v, want twice %v", i, c.HeartbeatInterval)
+	}
+	if i, l := c.Scaled(10000); i != 1100*time.Millisecond || l != maxPromise {
+		t.Errorf("10,000 sessions: %v/%v, want 1.1s and the default MAX_PROMISE %v", i, l, maxPromise)
 	}
 }

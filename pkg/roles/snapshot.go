@@ -271,6 +271,8 @@ func checkChunk(c SnapshotChunk) string {
 		return "malformed-snapshot"
 	case c.Pos.Version == 0:
 		return "malformed-snapshot"
+	case c.Pos.Version > VersionCeiling || c.Commit.Version > VersionCeiling:
+		return "malformed-snapshot"
 	}
 	for _, cfg := range []*registry.ClusterConfig{c.Latest, c.Previous} {
 		if cfg != nil {

@@ -26,6 +26,14 @@ const (
 	EpochCeiling uint64 = 1 << 62
 )
 
+// VersionCeiling bounds a changelog version a peer's snapshot may claim
+// (2^62: a change a nanosecond for 146 years). A snapshot at the top of
+// the range, installed, left its holder a log that could never grow
+// (the next version wraps): the adversary suite's "snapshot-empty-top",
+// taken by a LEADER the same forgery had just unseated, kept its cluster
+// from converging.
+const VersionCeiling uint64 = 1 << 62
+
 // mayBootstrap: under config c (an empty registry) this master alone wins
 // the tally: it is the founder, no chunkserver ever registered, and no
 // master of MASTER_HOST belongs to another cluster.

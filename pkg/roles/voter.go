@@ -54,6 +54,8 @@ type Voter struct {
 	probeNonce   uint64
 	leaderless   bool
 	nominateAt   Instant
+	lateTurns    int           // slots this turn waited for the masters' answers (nominationTurn)
+	turnProbed   Instant       // the first probe round of this turn: answers since count
 	nominateNext wire.MasterID // a handover's target: vote for it at once
 	hint         wire.MasterID // the LEADER a redirect named
 	// helloWait: how long a session waits for its first heartbeat (0:
@@ -81,6 +83,21 @@ const (
 	helloTimeout = 500 * time.Millisecond
 	maxHelloWait = 10 * helloTimeout
 )
+
+// firstWait is how long a session waits for its first heartbeat:
+// helloWait, and in a crowd at least 200 us per chunkserver the registry
+// holds (2 s at 10,000; at most maxHelloWait). A master of 10,000 takes
+// seconds to answer them all at an election, and a crowd whose sessions
+// all gave up after 500 ms and opened new ones kept its ELECT answering
+// sessions already abandoned (heartbeats answered 3 s after they left;
+// 33,000 acknowledgements for ended sessions in 7 s), with no LEADER for
+// 6 s after a kill -9.
+func (v *Voter) firstWait() time.Duration {
+	return min(max(helloTimeout, v.helloWait, time.Duration(v.crowd)*crowdHelloWait), maxHelloWait)
+}
+
+// crowdHelloWait: see firstWait.
+const crowdHelloWait = 200 * time.Microsecond
 
 // NewVoter starts a voter from its durable record. It keeps quiet for
 // QuietAfterStart: until any promise made before the start has lapsed.
@@ -133,6 +150,9 @@ func (v *Voter) Promise() (wire.MasterID, Instant) {
 	}
 	return v.promiseTo, v.promiseUntil
 }
+
+// Crowd is the most chunkservers a master said its registry holds.
+func (v *Voter) Crowd() int { return int(v.crowd) }
 
 // Hard returns the durable record.
 func (v *Voter) Hard() VoterHardState { return v.hard }
@@ -208,7 +228,7 @@ func (v *Voter) heartbeatsLate() Instant {
 
 func (v *Voter) dropAt() Instant {
 	if v.lastHB == 0 || v.granted == 0 {
-		return v.voteSince.Add(max(helloTimeout, v.helloWait))
+		return v.voteSince.Add(v.firstWait())
 	}
 	return v.lastHB.Add(v.granted)
 }
@@ -307,6 +327,14 @@ func (v *Voter) Step(now Instant, ev Event) Batch {
 		}
 	case LinkUp:
 		v.probe(e.Master)
+		if e.Master == v.voteFor && v.lastHB == 0 && !v.stopping && v.mayVoteFor(e.Master) {
+			// The hello went out while the link was down (a reconnect:
+			// the voter reopens its session at once, before the link is
+			// back), and was lost: say it again on the new connection
+			// rather than wait out helloWait. After a storm every vote
+			// the LEADER still counted lapsed while the hellos waited.
+			v.openSession(e.Master, v.nominated)
+		}
 	default:
 		v.ignore("unknown-event")
 	}
@@ -463,7 +491,7 @@ func (v *Voter) decide() {
 	if v.voteFor != wire.NoMaster && v.now >= v.dropAt() {
 		// No renewal: the master is gone, frozen or cut off.
 		if v.lastHB == 0 {
-			v.helloWait = min(2*max(helloTimeout, v.helloWait), maxHelloWait)
+			v.helloWait = min(2*v.firstWait(), maxHelloWait)
 		}
 		v.send(v.voteFor, VoteBye{CS: v.cfg.ID, Session: v.session})
 		if v.voteRole == Leader {
