@@ -667,7 +667,7 @@ func (l *csLink) run() {
 				l.n.log.Error().Str("master", l.to.Addr.String()).Err(err).Msg("master of another cluster refused")
 				backoff = l.n.opt.ReconnectDelay
 			} else {
-				backoff = min(max(2*backoff, l.n.retryFloor()), l.n.opt.ReconnectDelay)
+				backoff = min(max(2*backoff, 50*time.Millisecond), l.n.opt.ReconnectDelay)
 			}
 			continue
 		}
@@ -703,35 +703,17 @@ func (l *csLink) run() {
 		if c.challenged {
 			l.n.log.Warn().Str("master", l.to.Addr.String()).Msg("master closed the connection right after authentication: is AUTH_CODE the masters' one?")
 		}
-		backoff = min(max(2*backoff, l.n.retryFloor()), l.n.opt.ReconnectDelay)
+		backoff = min(max(2*backoff, 50*time.Millisecond), l.n.opt.ReconnectDelay)
 	}
-}
-
-// retryFloor is the first back-off after a failed dial: 50 ms, and in a
-// crowd a random while up to 100 us per registered chunkserver (1 s at
-// 10,000). A killed master is proven gone by its first refusal; after
-// that, 10,000 voters each dialing it again at 50, 100, 200 ms ... were
-// 70,000 refused dials in the first seconds of a failover, a sixth of the
-// swarm's processor while the new LEADER needed every cycle.
-func (n *ChunkserverNode) retryFloor() time.Duration {
-	const floor = 50 * time.Millisecond
-	n.stMu.Lock()
-	crowd := n.state.Crowd
-	n.stMu.Unlock()
-	if crowd <= redialCrowd {
-		return floor
-	}
-	return floor + time.Duration(rand.Int64N(int64(min(crowd, maxRedialCrowd))*int64(redialSpread)))
 }
 
 // redialDelay is how long a link to master m waits before it redials a
 // connection that lived; closed: the master's host closed it. In a crowd
 // (more than redialCrowd chunkservers registered) the dials after a
 // network blip are spread: after one that cut every link of 10,000
-// voters, 30,000 handshakes at once overflowed the masters' accept
-// queues (a dropped handshake is retried a second later), and the LEADER,
-// which had to renew 10,000 votes it still held, had no acknowledgement
-// for 1.8 s and fell. The link to the master the vote is with, or
+// voters, 30,000 handshakes at once timed out by the thousand, and the
+// LEADER, which had to renew 10,000 votes it still held, had no
+// acknowledgement for 1.8 s and fell. The link to the master the vote is with, or
 // promised to, comes first: that master counts the vote until its lease
 // ends, and only a new session renews it. It redials at once when the
 // master's host closed the connection (a killed master: the refusal that
