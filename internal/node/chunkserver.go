@@ -637,21 +637,15 @@ func (l *csLink) deliver(in csInput) {
 
 func (l *csLink) run() {
 	backoff := time.Duration(0) // the first attempt, and the first after a loss, are immediate
-	spread := false             // backoff is redialDelay's: a send does not cut it short
 	for {
 		if backoff > 0 {
-			kick := l.kick
-			if spread {
-				kick = nil
-			}
 			select {
 			case <-l.quit:
 				return
-			case <-kick:
+			case <-l.kick:
 			case <-time.After(backoff):
 			}
 		}
-		spread = false
 		select {
 		case <-l.quit:
 			return
@@ -696,8 +690,17 @@ func (l *csLink) run() {
 		// killed? a refusal says so); one closed right after opening is
 		// a refusal of us, and is retried with back-off.
 		if time.Since(opened) > time.Second {
-			backoff = l.n.redialDelay(l.to.ID, closed)
-			spread = true
+			backoff = 0
+			// A one-off wait, not the start of the back-off: doubling
+			// from it had a cold start's links (every master stopped,
+			// then started) wait out the 5 s cap at 5,000 voters.
+			if d := l.n.redialDelay(l.to.ID, closed); d > 0 {
+				select {
+				case <-l.quit:
+					return
+				case <-time.After(d):
+				}
+			}
 			continue
 		}
 		if c.challenged {
