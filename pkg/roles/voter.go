@@ -55,6 +55,7 @@ type Voter struct {
 	leaderless   bool
 	nominateAt   Instant
 	lateTurns    int           // slots this turn waited for the masters' answers (nominationTurn)
+	lateCheck    Instant       // when the turn counts another slot without them
 	turnProbed   Instant       // the first probe round of this turn: answers since count
 	nominateNext wire.MasterID // a handover's target: vote for it at once
 	hint         wire.MasterID // the LEADER a redirect named
@@ -183,6 +184,7 @@ func (v *Voter) NextDeadline() Instant {
 	if v.leaderless {
 		at(v.nominateAt)
 		at(v.turnProbeAt())
+		at(v.lateCheck)
 	}
 	return d
 }
