@@ -30,7 +30,7 @@ func main() {
 	doc := flag.String("doc", "docs/benchmarks.md", "where to write the results")
 	base := flag.Int("base", 60, "second octet of the loopback addresses used (127.B.x.y)")
 	keep := flag.String("keep", "", "keep configs, data and logs in this directory")
-	only := flag.String("only", "", "run one kind only: "+strings.Join(kinds, ", ")+" (for a look; the doc is not written, but for coldstart and scale, which rewrite their own section; -doc '' writes nothing)")
+	only := flag.String("only", "", "run one kind only: "+strings.Join(kinds, ", ")+" (freeze: the SIGSTOP trials and the 200 ms stalls; for a look; the doc is not written, but for coldstart and scale, which rewrite their own section; -doc '' writes nothing)")
 	coldTrials := flag.Int("cold-trials", 7, "cold starts of each way down (planned restart, power cut)")
 	before := flag.String("before", "", "a directory with an older build's mfsmaster and mfschunkserver: the cold start is measured with them too")
 	scaleN := flag.String("scale-n", "100,1000,5000,10000", "scale: the voter counts (comma-separated)")
@@ -269,7 +269,9 @@ func defaultPhases(c *cluster.Cluster, trials int, want func(...string) bool, re
 		res.freeze.d = append(res.freeze.d, d)
 		fmt.Printf("SIGSTOP #%d: %v\n", i+1, d.Round(time.Millisecond))
 	}
-	for i := 0; i < trials && want(); i++ {
+	// The stalls go with the SIGSTOP trials (-only freeze): a shorter
+	// failover is worth having only while a 200 ms stall deposes nobody.
+	for i := 0; i < trials && want("freeze"); i++ {
 		dep, dbl, err := stall(c, 200*time.Millisecond)
 		if err != nil {
 			return fmt.Errorf("stall trial %d: %w", i+1, err)
@@ -277,7 +279,7 @@ func defaultPhases(c *cluster.Cluster, trials int, want func(...string) bool, re
 		res.deposed += dep
 		res.doubles += dbl
 	}
-	if want() {
+	if want("freeze") {
 		fmt.Printf("200 ms stalls: %d of %d deposed the LEADER; %d polls saw two LEADERs holding quorum\n", res.deposed, trials, res.doubles)
 	}
 	if !want("writes") {
