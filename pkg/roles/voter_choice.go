@@ -245,7 +245,7 @@ func (v *Voter) nominationTurn() {
 		// which looks again then (waiting out a whole slot instead added
 		// 60 ms to every failover at 100 voters). It does not probe
 		// again: after an outage every voter's turn is overdue, and
-		// thousands probing every master each slot (250,000 probes a
+		// thousands probing every master each slot (up to 250,000 probes a
 		// second at 5,000 voters) slowed a cold start's links from 1.8 s
 		// to 5 s. A link that comes up is probed (LinkUp).
 		if v.now >= v.lateCheck {
