@@ -102,6 +102,7 @@ type ChunkserverState struct {
 	VoteFor    wire.MasterID // the master its vote is for (NoMaster: none)
 	Promised   wire.MasterID // the master its standing promise binds it to (NoMaster: none)
 	Crowd      int           // the most chunkservers a master said its registry holds
+	InCrowd    bool          // more than PROBE_VOTERS of them (roles.Voter.InCrowd)
 	Up         []bool        // by ChunkserverOptions.Masters index: the link is connected
 }
 
@@ -528,7 +529,7 @@ func (n *ChunkserverNode) observe() {
 	if n.voter != nil {
 		st.VoteFor = n.voter.VoteFor()
 		st.Promised, _ = n.voter.Promise()
-		st.Crowd = n.voter.Crowd()
+		st.Crowd, st.InCrowd = n.voter.Crowd(), n.voter.InCrowd()
 	}
 	n.stMu.Unlock()
 	if n.metrics == nil {
@@ -712,7 +713,7 @@ func (l *csLink) run() {
 
 // redialDelay is how long a link to master m waits before it redials a
 // connection that lived; closed: the master's host closed it. In a crowd
-// (more than redialCrowd chunkservers registered) the dials after a
+// (roles.Voter.InCrowd: more than PROBE_VOTERS registered) the dials after a
 // network blip are spread: after one that cut every link of 10,000
 // voters, 30,000 handshakes at once timed out by the thousand, and the
 // LEADER, which had to renew 10,000 votes it still held, had no
@@ -728,7 +729,7 @@ func (n *ChunkserverNode) redialDelay(m wire.MasterID, closed bool) time.Duratio
 	n.stMu.Lock()
 	st := n.state
 	n.stMu.Unlock()
-	if st.Crowd <= redialCrowd {
+	if !st.InCrowd {
 		return 0
 	}
 	spread := redialSpread
@@ -741,12 +742,11 @@ func (n *ChunkserverNode) redialDelay(m wire.MasterID, closed bool) time.Duratio
 	return time.Duration(rand.Int64N(int64(min(st.Crowd, maxRedialCrowd)) * int64(spread)))
 }
 
-// redialCrowd, redialSpread, redialSpreadVote, maxRedialCrowd: see
-// redialDelay. Up to redialCrowd chunkservers every link redials at once,
-// as a small cluster always did; the crowd is a master's claim, so the
-// spread stops growing at maxRedialCrowd (2 s, 400 ms).
+// redialSpread, redialSpreadVote, maxRedialCrowd: see redialDelay.
+// Outside a crowd every link redials at once, as a small cluster always
+// did; the crowd is a master's claim, so the spread stops growing at
+// maxRedialCrowd (2 s, 400 ms).
 const (
-	redialCrowd      = 50
 	redialSpread     = 100 * time.Microsecond
 	redialSpreadVote = 20 * time.Microsecond
 	maxRedialCrowd   = 20000

@@ -155,6 +155,11 @@ func (v *Voter) Promise() (wire.MasterID, Instant) {
 // Crowd is the most chunkservers a master said its registry holds.
 func (v *Voter) Crowd() int { return int(v.crowd) }
 
+// InCrowd: the registry holds more than PROBE_VOTERS chunkservers, where
+// this voter probes less, spreads its turns and its redials, and waits
+// longer for answers (docs/roles.md §6.3).
+func (v *Voter) InCrowd() bool { return v.cfg.ProbeVoters > 0 && int(v.crowd) > v.cfg.ProbeVoters }
+
 // Hard returns the durable record.
 func (v *Voter) Hard() VoterHardState { return v.hard }
 
@@ -204,7 +209,7 @@ func (v *Voter) lateAt() Instant {
 // at full rate would swamp every master: 10,000 at 50 ms are 600,000
 // probes a second). A view stays fresh three of these.
 func (v *Voter) probeEvery() time.Duration {
-	if v.cfg.ProbeVoters <= 0 || int(v.crowd) <= v.cfg.ProbeVoters {
+	if !v.InCrowd() {
 		return v.cfg.ProbeInterval
 	}
 	// The count is a master's word: bounded, so that a master claiming a

@@ -217,7 +217,7 @@ func (v *Voter) nominationTurn() {
 	// waits until every master it would consider answered the probe sent
 	// ahead of it, for at most maxLateTurns slots; then it goes on what
 	// it has.
-	crowd := v.probeEvery() > v.cfg.ProbeInterval
+	crowd := v.InCrowd()
 	if v.lateTurns == 0 {
 		v.turnProbed = v.probedAt // an answer to any probe since counts
 	}
