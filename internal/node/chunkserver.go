@@ -74,6 +74,12 @@ type ChunkserverNode struct {
 	start   time.Time
 	clock   clock        // the core's time (CLOCK_BOOTTIME)
 	ln      net.Listener // nil: Port was given, nothing listens
+	// at is the time of the newest step, and stepped says a step ran since
+	// the loop last set its timer. An idle voter's loop runs on every
+	// heartbeat, and CLOCK_BOOTTIME is a system call (no vDSO for it from
+	// Go): the timer and the metrics read the step's time, not the clock.
+	at      roles.Instant
+	stepped bool
 	port    uint16
 
 	inbox    chan csInput
@@ -84,6 +90,8 @@ type ChunkserverNode struct {
 
 	links  map[wire.MasterID]*csLink
 	addrOf map[wire.MasterID]netip.Addr
+	named  map[wire.MasterID]string // addrOf as the metrics' labels
+	conns  map[string]bool          // observe's, reused
 
 	idMu sync.Mutex
 	id   metadata.Identity // zero before registration
@@ -122,12 +130,14 @@ func StartChunkserver(opt ChunkserverOptions, store ChunkserverStore) (*Chunkser
 		opt: opt, log: opt.Log, store: store, start: time.Now(), clock: newClock(),
 		inbox: make(chan csInput, cmp.Or(opt.Inbox, csInbox)), stopReq: make(chan struct{}), done: make(chan struct{}),
 		links: map[wire.MasterID]*csLink{}, addrOf: map[wire.MasterID]netip.Addr{},
+		named: map[wire.MasterID]string{}, conns: map[string]bool{},
 		state: ChunkserverState{Up: make([]bool, len(opt.Masters))},
 	}
 	var names []string
 	for _, m := range opt.Masters {
 		n.addrOf[m.ID] = m.Addr.Addr()
-		names = append(names, m.Addr.Addr().String())
+		n.named[m.ID] = m.Addr.Addr().String()
+		names = append(names, n.named[m.ID])
 	}
 	if opt.Metrics != nil {
 		n.metrics = obs.NewChunkserverMetrics(opt.Metrics, names)
@@ -217,6 +227,7 @@ func (n *ChunkserverNode) hello() frame.Hello {
 func (n *ChunkserverNode) loop() {
 	defer close(n.done)
 	timer := time.NewTimer(time.Hour)
+	timer.Stop()
 	defer timer.Stop()
 	// An orderly stop: stopReq is set to nil once asked, stopBy bounds the
 	// wait for the promise to end.
@@ -228,15 +239,31 @@ func (n *ChunkserverNode) loop() {
 			return
 		}
 	}
+	// armed is when the timer fires (Never: it is not set). The timer is
+	// moved only to an earlier deadline, never to a later one: a voter
+	// content with its LEADER pushes its deadlines out on every heartbeat,
+	// and a Go timer moved later leaves its old expiry in the runtime's
+	// heap, which then wakes a thread for nothing (on a VM, the better part
+	// of an idle chunkserver's processor). A timer that fires early steps
+	// a Tick that finds nothing due and re-arms.
+	armed := roles.Never
 	for {
-		wait := 200 * time.Millisecond // registration retries
-		if n.voter != nil {
-			wait = time.Hour
-			if d := n.voter.NextDeadline(); d != roles.Never {
-				wait = max(time.Duration(d-n.now()), 0)
-			}
+		now := n.at
+		if !n.stepped {
+			now = n.now()
 		}
-		timer.Reset(wait)
+		// After a step, from the step's time: the timer then fires late by
+		// what the flush took, and a voter's deadlines all allow an act
+		// (vote elsewhere, nominate, probe), none obliges one in time.
+		want := now.Add(200 * time.Millisecond) // registration retries
+		if n.voter != nil {
+			want = n.voter.NextDeadline()
+		}
+		if want < armed {
+			timer.Reset(max(time.Duration(want-now), 0))
+			armed = want
+		}
+		n.stepped = false
 		var err error
 		select {
 		case in := <-n.inbox:
@@ -246,6 +273,7 @@ func (n *ChunkserverNode) loop() {
 			// in bursts when changes are acknowledged).
 			err = group(in, n.inbox, n.handle)
 		case <-timer.C:
+			armed = roles.Never
 			if n.voter != nil {
 				err = n.step(roles.Tick{})
 			} else {
@@ -438,7 +466,8 @@ func (n *ChunkserverNode) handle(in csInput) error {
 
 // step runs one event through the voter; its actions wait for flush.
 func (n *ChunkserverNode) step(ev roles.Event) error {
-	if b := n.voter.Step(n.now(), ev); !b.Empty() {
+	n.at, n.stepped = n.now(), true
+	if b := n.voter.Step(n.at, ev); !b.Empty() {
 		n.pending = append(n.pending, b)
 	}
 	return nil
@@ -535,17 +564,17 @@ func (n *ChunkserverNode) observe() {
 	if n.metrics == nil {
 		return
 	}
-	s := obs.ChunkserverSnapshot{Registered: n.voter != nil, Connected: map[string]bool{}}
+	s := obs.ChunkserverSnapshot{Registered: n.voter != nil, Connected: n.conns}
 	for id, l := range n.links {
-		s.Connected[n.addrOf[id].String()] = l.up()
+		s.Connected[n.named[id]] = l.up()
 	}
 	if n.voter != nil {
 		if m := n.voter.VoteFor(); m != wire.NoMaster {
-			s.VoteFor = n.addrOf[m].String()
+			s.VoteFor = n.named[m]
 		}
 		if m, until := n.voter.Promise(); m != wire.NoMaster {
-			s.Promised = n.addrOf[m].String()
-			s.PromiseLeft = time.Duration(until - n.now())
+			s.Promised = n.named[m]
+			s.PromiseLeft = time.Duration(until - n.at) // as of the newest step
 		}
 		s.MaxEpoch = n.voter.Hard().MaxEpoch
 	}

@@ -10,9 +10,13 @@ import (
 // ChunkserverMetrics are the election metrics of one mfschunkserver.
 type ChunkserverMetrics struct {
 	masters                           []string
-	vote, promise, conn               *prometheus.GaugeVec
+	per                               []masterGauges // by masters index
 	promiseLeft, maxEpoch, registered prometheus.Gauge
 }
+
+// masterGauges are one master's series, looked up once: Set runs on every
+// heartbeat, and a label lookup hashes the address each time.
+type masterGauges struct{ vote, promise, conn prometheus.Gauge }
 
 // ChunkserverSnapshot is the chunkserver state exported as gauges.
 type ChunkserverSnapshot struct {
@@ -35,14 +39,17 @@ func NewChunkserverMetrics(reg prometheus.Registerer, masters []string) *Chunkse
 	g := func(name, help string) prometheus.Gauge {
 		return f.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
 	}
+	vote := vec("mfs_chunkserver_vote", "1 on the master this chunkserver votes for, 0 on the others.")
+	promise := vec("mfs_chunkserver_promise", "1 on the master whose promise currently binds this chunkserver, 0 on the others.")
+	conn := vec("mfs_chunkserver_master_connected", "1 if the connection to this master is up, else 0.")
 	c := &ChunkserverMetrics{
 		masters:     append([]string(nil), masters...),
-		vote:        vec("mfs_chunkserver_vote", "1 on the master this chunkserver votes for, 0 on the others."),
-		promise:     vec("mfs_chunkserver_promise", "1 on the master whose promise currently binds this chunkserver, 0 on the others."),
-		conn:        vec("mfs_chunkserver_master_connected", "1 if the connection to this master is up, else 0."),
 		promiseLeft: g("mfs_chunkserver_promise_remaining_seconds", "Seconds until the current promise expires (0 when unbound)."),
 		maxEpoch:    g("mfs_chunkserver_max_epoch", "Highest election epoch this chunkserver has seen."),
 		registered:  g("mfs_chunkserver_registered", "1 if this chunkserver is registered with the LEADER, else 0."),
+	}
+	for _, m := range c.masters {
+		c.per = append(c.per, masterGauges{vote.WithLabelValues(m), promise.WithLabelValues(m), conn.WithLabelValues(m)})
 	}
 	c.Set(ChunkserverSnapshot{})
 	return c
@@ -50,10 +57,11 @@ func NewChunkserverMetrics(reg prometheus.Registerer, masters []string) *Chunkse
 
 // Set exports the snapshot.
 func (c *ChunkserverMetrics) Set(s ChunkserverSnapshot) {
-	for _, m := range c.masters {
-		c.vote.WithLabelValues(m).Set(b2f(s.VoteFor == m))
-		c.promise.WithLabelValues(m).Set(b2f(s.Promised == m))
-		c.conn.WithLabelValues(m).Set(b2f(s.Connected[m]))
+	for i, m := range c.masters {
+		g := c.per[i]
+		g.vote.Set(b2f(s.VoteFor == m))
+		g.promise.Set(b2f(s.Promised == m))
+		g.conn.Set(b2f(s.Connected[m]))
 	}
 	c.promiseLeft.Set(max(s.PromiseLeft, 0).Seconds())
 	c.maxEpoch.Set(float64(s.MaxEpoch))

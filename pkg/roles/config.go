@@ -97,9 +97,9 @@ func DefaultConfig(id wire.MasterID, masters []wire.MasterID) Config {
 	return Config{
 		ID:                 id,
 		Masters:            append([]wire.MasterID(nil), masters...),
-		HeartbeatInterval:  100 * time.Millisecond,
+		HeartbeatInterval:  150 * time.Millisecond,
 		VoteLease:          500 * time.Millisecond,
-		HeartbeatVoters:    500,
+		HeartbeatVoters:    750,
 		MaxClockDrift:      0.01,
 		LeaseMargin:        10 * time.Millisecond,
 		PeerInterval:       100 * time.Millisecond,

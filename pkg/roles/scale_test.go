@@ -71,7 +71,7 @@ func TestScaled(t *testing.T) {
 	c := DefaultConfig(1, []wire.MasterID{1})
 	maxPromise := DefaultVoterConfig(1, netip.Addr{}, nil).MaxPromise
 	prev := time.Duration(0)
-	for _, n := range []int{0, 6, 500, 501, 1000, 5000, 5500, 10000, 1_000_000} {
+	for _, n := range []int{0, 6, 750, 751, 1000, 5000, 5750, 10000, 1_000_000} {
 		i, l := c.Scaled(n)
 		if n <= c.HeartbeatVoters && (i != c.HeartbeatInterval || l != c.VoteLease) {
 			t.Errorf("%d sessions: %v/%v, want the configured %v/%v", n, i, l, c.HeartbeatInterval, c.VoteLease)
@@ -84,10 +84,13 @@ func TestScaled(t *testing.T) {
 		}
 		prev = i
 	}
-	if i, _ := c.Scaled(1000); i != 2*c.HeartbeatInterval {
-		t.Errorf("1,000 sessions: interval %v, want twice %v", i, c.HeartbeatInterval)
+	// The defaults: a round per 0.2 ms of sessions past 750, as it was at
+	// 100 ms per 500 (the LEADER's cost a second at scale did not change
+	// with the 150 ms interval).
+	if i, l := c.Scaled(1000); i != 200*time.Millisecond || l != 575*time.Millisecond {
+		t.Errorf("1,000 sessions: %v/%v, want 200ms/575ms", i, l)
 	}
-	if i, l := c.Scaled(10000); i != 1100*time.Millisecond || l != maxPromise {
-		t.Errorf("10,000 sessions: %v/%v, want 1.1s and the default MAX_PROMISE %v", i, l, maxPromise)
+	if i, l := c.Scaled(10000); i != 1150*time.Millisecond || l != maxPromise {
+		t.Errorf("10,000 sessions: %v/%v, want 1.15s and the default MAX_PROMISE %v", i, l, maxPromise)
 	}
 }

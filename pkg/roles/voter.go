@@ -224,6 +224,12 @@ func (v *Voter) probeEvery() time.Duration {
 // nomination turn.
 const maxProbeSlowdown = 400
 
+// content: the voter's session is with a LEADER whose heartbeats are on
+// time.
+func (v *Voter) content() bool {
+	return v.voteFor != wire.NoMaster && v.voteRole == Leader && v.heartbeatsLate() == Never
+}
+
 // heartbeatsLate returns when the current LEADER session's heartbeats
 // became late, or Never while they are on time (or there is none).
 func (v *Voter) heartbeatsLate() Instant {
@@ -240,11 +246,18 @@ func (v *Voter) dropAt() Instant {
 	return v.lastHB.Add(v.granted)
 }
 
-// contentProbes: a voter content with its LEADER probes once per this
-// many probe intervals (500 ms at the default 50 ms; in a crowd the
-// interval itself grows: probeEvery). Fewer than this and a voter whose
-// new LEADER lost its quorum at once waits seconds to hear of another.
-const contentProbes = 10
+// A voter content with its LEADER probes once per contentProbes probe
+// intervals (500 ms at the default 50 ms; in a crowd the interval itself
+// grows: probeEvery), and no more often than every contentProbeFloor
+// intervals (2 s): at rest its probes and their answers were a third of
+// an idle chunkserver's messages. Nothing waits on them: a voter that
+// stops being content (its LEADER's heartbeats late, its session over, its
+// master no longer LEADER) probes at once (decide), and a master that
+// becomes ELECT or LEADER announces itself.
+const (
+	contentProbes     = 10
+	contentProbeFloor = 40
+)
 
 // persist asks for the voter's record to be made durable before anything
 // else of the batch happens.
@@ -530,8 +543,13 @@ func (v *Voter) decide() {
 		v.out.Stopped = true
 		return
 	}
-	if every := v.probeEvery(); v.heartbeatsLate() != Never && v.nextProbe > v.now.Add(every+every/4) {
-		v.nextProbe = v.now // the slow probe round would come too late
+	if every := v.probeEvery(); v.nextProbe > v.now.Add(every+every/4) && (v.heartbeatsLate() != Never || (!v.content() && !v.InCrowd())) {
+		// The content round would come too late (an ended session probes
+		// at once too: endSession). In a crowd only late heartbeats do
+		// this, each voter at its own instant: thousands that just joined
+		// an ELECT would probe every master together, and the ELECT's
+		// announcement serves them instead.
+		v.nextProbe = v.now
 	}
 	if at := v.turnProbeAt(); v.leaderless && v.now >= at && v.probedAt < at {
 		// This voter's nomination turn is near: whom it nominates should
@@ -544,11 +562,11 @@ func (v *Voter) decide() {
 			v.probe(id)
 		}
 		every := v.probeEvery()
-		if v.voteFor != wire.NoMaster && v.voteRole == Leader && v.heartbeatsLate() == Never {
+		if v.content() {
 			// A voter content with its LEADER probes rarely; once the
 			// heartbeats are late it looks around at full rate, so its view
 			// is fresh when the promise lapses and it may nominate at once.
-			every *= contentProbes
+			every = max(every*contentProbes, v.cfg.ProbeInterval*contentProbeFloor)
 		}
 		if every > v.cfg.ProbeInterval {
 			// A crowd: spread its probes, or a loss every voter saw at
