@@ -123,7 +123,7 @@ func (h *harness) run(cmd string) string {
 	case "master":
 		cfg := DefaultConfig(wire.MasterID(mustU(a["id"])), ids(a["masters"]))
 		cfg.CheckCaches = 1
-		cfg.VoteLease = 800 * time.Millisecond // the lease the scripts were written for
+		cfg.VoteLease = 800 * time.Millisecond         // the lease the scripts were written for
 		cfg.HeartbeatInterval = 100 * time.Millisecond // and the interval
 		cfg.KeepLeadership = a["keep"] == "true"
 		if d, ok := a["deputy"]; ok {
