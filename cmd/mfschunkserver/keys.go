@@ -20,6 +20,7 @@ type config struct {
 	BindHost   string
 	// The data port (CSSERV) and the HTTP endpoint.
 	CSServ, HTTP listen
+	Pprof        string // PPROF_LISTEN: "" = off
 	HDDConf      string
 	Insecure     bool
 	LogLevel     string
@@ -91,6 +92,8 @@ func keys(c *config) []settings.Key {
 		settings.Field("LOG_LEVEL", &c.LogLevel, "debug, info, warn or error.").Live(),
 		settings.Field("HTTP_LISTEN_HOST", &c.HTTP.Host, "Address of the HTTP endpoint (/metrics, /healthz)."),
 		settings.Ranged("HTTP_LISTEN_PORT", &c.HTTP.Port, 0, 65535, "Port of the HTTP endpoint."),
+		settings.Field("PPROF_LISTEN", &c.Pprof,
+			"Address (loopback HOST:PORT, e.g. 127.0.0.1:6060) where Go's profiles are served (go tool pprof http://ADDR/debug/pprof/profile): to find where this daemon's processor goes. Loopback only (reach it through ssh -L); a CPU profile costs a few percent while it runs. Empty: off."),
 		settings.Ranged("MAX_PROMISE", &voter.MaxPromise, r.MaxPromise.Min, r.MaxPromise.Max,
 			"The longest promise given to a master; at least every master's VOTE_LEASE (a master asking more gets only this much, and counts only what it got), hence VOTE_LEASE's range. A chunkserver that may still hold a promise when it starts (killed, crashed, power cut) keeps quiet this long; one stopped in order, or that never promised, votes at once. An orderly stop waits at most this long (+0.5s) for its promise to end."),
 		settings.Ranged("PROBE_INTERVAL", &voter.ProbeInterval, r.ProbeInterval.Min, r.ProbeInterval.Max,

@@ -17,6 +17,7 @@ type config struct {
 	// The listeners: masters (MATOML), chunkservers (MATOCS), clients
 	// (MATOCL) and the HTTP endpoint.
 	ML, CS, CL, HTTP listen
+	Pprof            string // PPROF_LISTEN: "" = off
 	Insecure         bool
 	LogLevel         string
 }
@@ -76,6 +77,8 @@ func keys(c *config) []settings.Key {
 		settings.Ranged("MATOCL_LISTEN_PORT", &c.CL.Port, 0, 65535, "Port for clients and mfscli (MooseFS: 9421)."),
 		settings.Field("HTTP_LISTEN_HOST", &c.HTTP.Host, "Address of the HTTP endpoint (/metrics, /healthz)."),
 		settings.Ranged("HTTP_LISTEN_PORT", &c.HTTP.Port, 0, 65535, "Port of the HTTP endpoint (MooseFS GUI port: 9425)."),
+		settings.Field("PPROF_LISTEN", &c.Pprof,
+			"Address (loopback HOST:PORT, e.g. 127.0.0.1:6060) where Go's profiles are served (go tool pprof http://ADDR/debug/pprof/profile): to find where this daemon's processor goes. Loopback only (reach it through ssh -L); a CPU profile costs a few percent while it runs. Empty: off."),
 		settings.Field("AUTH_CODE", &c.Node.AuthCode,
 			"The cluster's secret, the same on every master and chunkserver (at least 16 characters; mfsmaster init prints a random one). Masters prove it to each other on 9419 and chunkservers to the masters on 9420 (challenge-response; the code never crosses the wire): without it nothing a peer sends there is heard. Required unless every address of this master and of MASTER_HOST is loopback, or INSECURE = 1."),
 		settings.Field("ADMIN_PASSWORD", &c.Node.AdminPassword,

@@ -33,6 +33,7 @@ type scaleOpts struct {
 	steady   time.Duration // the steady-state window (CPU, wire, heartbeat rounds)
 	idle     time.Duration // the idle mfschunkserver's window
 	reg      int           // voters of the registration run (0: none)
+	profile  string        // where CPU profiles go ("": none taken)
 }
 
 // scalePoint is what one (N, L) point measured; errs say what could not be.
@@ -186,6 +187,11 @@ func scaleRun(work, bin string, base uint8, n, locs int, o scaleOpts) *scalePoin
 	dir := filepath.Join(work, fmt.Sprintf("scale-%d-%d", n, locs))
 	s := scaleSpec(dir, bin, base, locs)
 	s.Members = cluster.SwarmMembers(base+1, locs, n, 9422)
+	if o.profile != "" {
+		for _, a := range s.Masters {
+			s.PerMaster = append(s.PerMaster, map[string]string{"PPROF_LISTEN": netip.AddrPortFrom(a, profilePort).String()})
+		}
+	}
 	fmt.Printf("scale N=%d L=%d: starting\n", n, locs)
 	c, err := cluster.Start(s)
 	if err != nil {
@@ -226,6 +232,9 @@ func scaleRun(work, bin string, base uint8, n, locs int, o scaleOpts) *scalePoin
 	if err := steadyState(c, w, n, o.steady, st, p); err != nil {
 		p.fail("steady state: %v", err)
 	}
+	if o.profile != "" {
+		profileSteady(c, n, locs, o, st)
+	}
 	if s, err := storm(c, w, n, st); err != nil {
 		p.fail("reconnect storm: %v", err)
 	} else {
@@ -251,6 +260,16 @@ func scaleRun(work, bin string, base uint8, n, locs int, o scaleOpts) *scalePoin
 	}
 	lim := trialLimits{failover: 30 * time.Second, poll: 100 * time.Millisecond}
 	for _, freeze := range []bool{false, true} {
+		if o.profile != "" && o.trials > 0 {
+			// One more trial, under the profilers and not counted: a
+			// profile costs its process a few percent.
+			done := profileFailover(c, w, n, locs, freeze, o, st)
+			d, err := trialWith(c, freeze, lim, settle)
+			if done != nil {
+				done()
+			}
+			fmt.Printf("scale N=%d L=%d: profiled trial (not counted): %v %v\n", n, locs, d.Round(time.Millisecond), err)
+		}
 		for i := 0; i < o.trials; i++ {
 			d, err := trialWith(c, freeze, lim, settle)
 			what, sr := "kill -9", &p.kill
