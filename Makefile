@@ -6,9 +6,12 @@ TRIALS ?= 20
 FUZZTIME  ?= 60s
 SHORTFUZZ ?= 4s
 
-# The voters and locations of `make scale`.
+# The voters and locations of `make scale`, and a directory for its CPU
+# profiles (PROFILE=dir: the LEADER at rest, the masters and the swarm over
+# a failover, each with its pprof top 15; empty: none).
 N         ?= 1000
 LOCATIONS ?= 3
+PROFILE   ?=
 
 .PHONY: all build run test chaos bench scale vet fuzz mutate
 
@@ -90,7 +93,7 @@ bench:
 # docs/benchmarks.md). Raises RLIMIT_NOFILE: run it as root for N in the
 # thousands.
 scale:
-	$(GO) run ./internal/cluster/bench -only scale -doc '' -scale-n=$(N) -scale-locations=$(LOCATIONS) -scale-idle=0 -scale-register=0
+	$(GO) run ./internal/cluster/bench -only scale -doc '' -scale-n=$(N) -scale-locations=$(LOCATIONS) -scale-idle=0 -scale-register=0 -scale-profile='$(PROFILE)'
 
 # Mutation test of the pure core's guard clauses: each if that returns and
 # each case of a tagless switch in the pure core (pkg/roles, registry, changelog,

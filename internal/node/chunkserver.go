@@ -72,12 +72,12 @@ type ChunkserverNode struct {
 	pending []roles.Batch           // the group being stepped (flush carries it out)
 	metrics *obs.ChunkserverMetrics // nil: Metrics was nil
 	start   time.Time
-	clock   clock        // the core's time (CLOCK_BOOTTIME)
+	clock   clock        // the core's time (newVoterClock)
 	ln      net.Listener // nil: Port was given, nothing listens
 	// at is the time of the newest step, and stepped says a step ran since
-	// the loop last set its timer. An idle voter's loop runs on every
-	// heartbeat, and CLOCK_BOOTTIME is a system call (no vDSO for it from
-	// Go): the timer and the metrics read the step's time, not the clock.
+	// the loop last set its timer: the timer and the metrics read the
+	// step's time rather than the clock again (a voter's loop runs on
+	// every heartbeat).
 	at      roles.Instant
 	stepped bool
 	port    uint16
@@ -127,7 +127,7 @@ type csInput struct {
 // connects to every master and starts the voter once it has an id.
 func StartChunkserver(opt ChunkserverOptions, store ChunkserverStore) (*ChunkserverNode, error) {
 	n := &ChunkserverNode{
-		opt: opt, log: opt.Log, store: store, start: time.Now(), clock: newClock(),
+		opt: opt, log: opt.Log, store: store, start: time.Now(), clock: newVoterClock(),
 		inbox: make(chan csInput, cmp.Or(opt.Inbox, csInbox)), stopReq: make(chan struct{}), done: make(chan struct{}),
 		links: map[wire.MasterID]*csLink{}, addrOf: map[wire.MasterID]netip.Addr{},
 		named: map[wire.MasterID]string{}, conns: map[string]bool{},
@@ -227,7 +227,6 @@ func (n *ChunkserverNode) hello() frame.Hello {
 func (n *ChunkserverNode) loop() {
 	defer close(n.done)
 	timer := time.NewTimer(time.Hour)
-	timer.Stop()
 	defer timer.Stop()
 	// An orderly stop: stopReq is set to nil once asked, stopBy bounds the
 	// wait for the promise to end.
@@ -239,30 +238,27 @@ func (n *ChunkserverNode) loop() {
 			return
 		}
 	}
-	// armed is when the timer fires (Never: it is not set). The timer is
-	// moved only to an earlier deadline, never to a later one: a voter
-	// content with its LEADER pushes its deadlines out on every heartbeat,
-	// and a Go timer moved later leaves its old expiry in the runtime's
-	// heap, which then wakes a thread for nothing (on a VM, the better part
-	// of an idle chunkserver's processor). A timer that fires early steps
-	// a Tick that finds nothing due and re-arms.
-	armed := roles.Never
 	for {
-		now := n.at
-		if !n.stepped {
-			now = n.now()
-		}
-		// After a step, from the step's time: the timer then fires late by
-		// what the flush took, and a voter's deadlines all allow an act
-		// (vote elsewhere, nominate, probe), none obliges one in time.
-		want := now.Add(200 * time.Millisecond) // registration retries
+		wait := 200 * time.Millisecond // registration retries
 		if n.voter != nil {
-			want = n.voter.NextDeadline()
+			wait = time.Hour
+			if d := n.voter.NextDeadline(); d != roles.Never {
+				// After a step, from the step's time: the timer then fires
+				// late by what the flush took, and a voter's deadlines all
+				// allow an act (vote elsewhere, nominate, probe), none
+				// obliges one in time.
+				now := n.at
+				if !n.stepped {
+					now = n.now()
+				}
+				wait = max(time.Duration(d-now), 0)
+			}
 		}
-		if want < armed {
-			timer.Reset(max(time.Duration(want-now), 0))
-			armed = want
-		}
+		// Moved on every heartbeat (a content voter's deadlines all move
+		// out with it). Arming it only ever earlier, and stepping a Tick
+		// when it fired early, saved an idle chunkserver nothing
+		// measurable and cost a swarm a wake-up per voter and round.
+		timer.Reset(wait)
 		n.stepped = false
 		var err error
 		select {
@@ -273,7 +269,6 @@ func (n *ChunkserverNode) loop() {
 			// in bursts when changes are acknowledged).
 			err = group(in, n.inbox, n.handle)
 		case <-timer.C:
-			armed = roles.Never
 			if n.voter != nil {
 				err = n.step(roles.Tick{})
 			} else {

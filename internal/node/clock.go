@@ -16,6 +16,16 @@ type clock struct {
 	boot  bool
 }
 
+// newVoterClock is a chunkserver's clock: Go's monotonic clock, which
+// stops while the machine is suspended. A voter's clock may run slow,
+// never fast: one that stood still through a suspend keeps each promise
+// longer than it was asked for, and the master counts a promise from its
+// own clock and never beyond what it asked (docs/architecture.md §3).
+// Go reads it without a system call (vDSO); CLOCK_BOOTTIME is one from
+// Go, and a voter reads its clock on every heartbeat (8% of the
+// processor of a swarm of 10,000 voters, more than its whole pure core).
+func newVoterClock() clock { return clock{start: time.Now()} }
+
 func newClock() clock {
 	c := clock{start: time.Now()}
 	c.base, c.boot = boottime()

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// The daemons' clock is CLOCK_BOOTTIME on Linux, never goes back, and
+// The masters' clock (newClock) is CLOCK_BOOTTIME on Linux, never goes back, and
 // keeps pace with the monotonic clock while the machine is awake.
 func TestClockBoottime(t *testing.T) {
 	c := newClock()

@@ -42,8 +42,10 @@ func main() {
 	flag.DurationVar(&so.steady, "scale-steady", 10*time.Second, "scale: the steady-state window (CPU, RSS, bytes, heartbeat rounds)")
 	flag.DurationVar(&so.idle, "scale-idle", 30*time.Second, "scale: the window of the idle mfschunkserver measure (0: skip it)")
 	flag.IntVar(&so.reg, "scale-register", 100, "scale: fresh voters of the registration run (0: skip it)")
+	storm := flag.Bool("scale-storm", true, "scale: run the reconnect storm at each point (false: skip it, for a look at the failovers after it)")
 	flag.StringVar(&so.profile, "scale-profile", "", "scale: a directory for CPU profiles (pprof) of the LEADER at rest and of the masters and the swarm over the first kill -9 and SIGSTOP of each point, with their top 15 printed (empty: none)")
 	flag.Parse()
+	so.noStorm = !*storm
 	var err error
 	if so.ns, err = parseInts(*scaleN); err == nil {
 		so.locs, err = parseInts(*scaleL)

@@ -34,6 +34,7 @@ type scaleOpts struct {
 	idle     time.Duration // the idle mfschunkserver's window
 	reg      int           // voters of the registration run (0: none)
 	profile  string        // where CPU profiles go ("": none taken)
+	noStorm  bool          // skip the reconnect storm
 }
 
 // scalePoint is what one (N, L) point measured; errs say what could not be.
@@ -235,7 +236,9 @@ func scaleRun(work, bin string, base uint8, n, locs int, o scaleOpts) *scalePoin
 	if o.profile != "" {
 		profileSteady(c, n, locs, o, st)
 	}
-	if s, err := storm(c, w, n, st); err != nil {
+	if o.noStorm {
+		fmt.Printf("scale N=%d L=%d: no storm (-scale-storm=false)\n", n, locs)
+	} else if s, err := storm(c, w, n, st); err != nil {
 		p.fail("reconnect storm: %v", err)
 	} else {
 		p.storm = s
