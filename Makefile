@@ -82,8 +82,15 @@ chaos:
 # 8 locations: see scale); rewrites docs/benchmarks.md. About 8 minutes at
 # TRIALS=20 before the scale table, which adds up to an hour or so;
 # installs etcd from Debian's packages when it is missing.
+#
+# BENCH=KIND runs one part alone and prints it, writing nothing (scale and
+# coldstart rewrite their own section): BENCH=changes is ours and etcd's
+# change throughput at every client count and the first change after a
+# kill -9, about a minute; the kinds are listed by `go run
+# ./internal/cluster/bench -h` (-only).
+BENCH ?=
 bench:
-	$(GO) run ./internal/cluster/bench -trials=$(TRIALS) -doc docs/benchmarks.md
+	$(GO) run ./internal/cluster/bench -trials=$(TRIALS) -doc docs/benchmarks.md -only='$(BENCH)'
 
 # One point of the scale benchmark (issue 13): 3 real masters and one
 # mfsswarm process of N real chunkserver drivers in LOCATIONS locations;

@@ -92,11 +92,14 @@ func (s series) stats() (med, p90, max time.Duration) {
 }
 
 // kinds are the values of -only.
-var kinds = []string{"kill", "kill-notrust", "freeze", "writes", "reads", "etcd", "coldstart", "scale"}
+var kinds = []string{"kill", "kill-notrust", "freeze", "changes", "writes", "reads", "etcd", "coldstart", "scale"}
 
 func run(trials int, doc string, base uint8, keep, only string, coldTrials int, before string, so scaleOpts) error {
 	if only != "" && !slices.Contains(kinds, only) {
 		return fmt.Errorf("-only %q: one of %s", only, strings.Join(kinds, ", "))
+	}
+	if only == "changes" {
+		only = "writes" // the same part: changes are writes to the namespace
 	}
 	want := func(ks ...string) bool { return only == "" || slices.Contains(ks, only) }
 	work := keep
