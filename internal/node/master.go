@@ -772,6 +772,9 @@ func (n *MasterNode) route(to roles.Peer, msg wire.Message) {
 			c.send(msg)
 		}
 	case roles.PeerClient:
+		if r, ok := msg.(roles.ClientReply); ok && r.Code == wire.CodeBusy && n.metrics != nil {
+			n.metrics.Busy()
+		}
 		if c := n.clients[changelog.ClientID(to.ID)]; c != nil {
 			c.send(msg)
 		}

@@ -28,6 +28,7 @@ type MasterMetrics struct {
 	snapVersion, changelog                    prometheus.Gauge
 	leaderChanges, snapInstalls, snapFailures prometheus.Counter
 	regRefused                                prometheus.Counter
+	busy                                      prometheus.Counter
 	rtt, snapWrite, round                     prometheus.Histogram
 	roundVoters                               prometheus.Gauge
 	ignored, refused                          *prometheus.CounterVec
@@ -84,6 +85,8 @@ func NewMasterMetrics(reg prometheus.Registerer) *MasterMetrics {
 			Help: "Background snapshot writes that failed (the master goes on, keeps the changelog and retries with back-off)."}),
 		regRefused: f.NewCounter(prometheus.CounterOpts{Name: "mfs_master_registrations_refused_total",
 			Help: "Chunkserver registration requests refused because their source address asked for too many new ids lately."}),
+		busy: f.NewCounter(prometheus.CounterOpts{Name: "mfs_master_client_busy_total",
+			Help: "Client operations refused with BUSY: MAX_PENDING operations were waiting for their acknowledgement."}),
 		leaderChanges: f.NewCounter(prometheus.CounterOpts{Name: "mfs_master_leader_changes_total",
 			Help: "Times this master saw the LEADER change, including becoming or ceasing to be LEADER itself."}),
 		rtt: f.NewHistogram(prometheus.HistogramOpts{Name: "mfs_master_heartbeat_rtt_seconds",
@@ -144,6 +147,9 @@ func (m *MasterMetrics) SnapshotFailed() { m.snapFailures.Inc() }
 // RegistrationRefused counts one registration request refused by the
 // per-source limit.
 func (m *MasterMetrics) RegistrationRefused() { m.regRefused.Inc() }
+
+// Busy counts a client operation refused with BUSY (MAX_PENDING).
+func (m *MasterMetrics) Busy() { m.busy.Inc() }
 
 // LeaderChange counts one change of LEADER seen by this master.
 func (m *MasterMetrics) LeaderChange() { m.leaderChanges.Inc() }

@@ -252,6 +252,7 @@ func (c *Client) do(ctx context.Context, req wire.Message) (roles.ClientReply, e
 	var last error = ErrNoLeader
 	var foreign error // a master of another cluster: said in the end whatever came after
 	sent := false
+	busy := 0 // BUSY answers in a row from the LEADER
 	for round := 0; ; round++ {
 		to := c.masters[c.target].Addr
 		r, err := c.attempt(ctx, to, req)
@@ -264,6 +265,10 @@ func (c *Client) do(ctx context.Context, req wire.Message) (roles.ClientReply, e
 			return r, nil
 		case err == nil && final(r.Code):
 			return roles.ClientReply{}, fmt.Errorf("%w by %s: %s", ErrRefused, to.Addr(), r.Err)
+		case err == nil && r.Code == wire.CodeBusy:
+			// The LEADER, full (MAX_PENDING): the same master, later.
+			last = fmt.Errorf("%s: %s", to.Addr(), r.Err)
+			busy++
 		case err == nil:
 			last = fmt.Errorf("%s: %s", to.Addr(), r.Err)
 			c.follow(r.Redirect)
@@ -284,6 +289,13 @@ func (c *Client) do(ctx context.Context, req wire.Message) (roles.ClientReply, e
 		// The wait grows with every full round of the masters, not with
 		// every master tried: a dead master's refusal costs nothing.
 		wait := min(c.cfg.MaxBackoff, c.cfg.MinBackoff<<min(round/len(c.masters), 16))
+		if err == nil && r.Code == wire.CodeBusy {
+			// Each BUSY in a row doubles the wait: a thousand clients
+			// refused together spread out rather than come back as one.
+			wait = min(c.cfg.MaxBackoff, c.cfg.MinBackoff<<min(busy-1, 16))
+		} else {
+			busy = 0
+		}
 		wait = wait/2 + time.Duration(c.rng.Int64N(int64(wait/2)+1))
 		select {
 		case <-ctx.Done():

@@ -444,3 +444,53 @@ func TestSessionIDsAreNotAnonymous(t *testing.T) {
 		}
 	}
 }
+
+// TestBusyRetriedAtTheSameMaster: a LEADER that answers BUSY (MAX_PENDING)
+// is asked again, itself and not another master, with the same session
+// and sequence, after a wait that doubles with each BUSY in a row (at
+// least half of 10, 20, 40 ms with the jitter); the answer then completes
+// the call.
+func TestBusyRetriedAtTheSameMaster(t *testing.T) {
+	a, b := "127.77.0.20:19421", "127.77.0.21:19421"
+	leader, other := newFake(t, a), newFake(t, b)
+	busy := 3
+	var at []time.Time
+	leader.answer = func(roles.ClientWrite) (roles.ClientReply, bool) {
+		at = append(at, time.Now()) // under leader.mu
+		if busy > 0 {
+			busy--
+			return roles.ClientReply{Err: roles.ErrBusy, Code: wire.CodeBusy}, true
+		}
+		return roles.ClientReply{OK: true, Version: 7}, true
+	}
+	other.answer = func(roles.ClientWrite) (roles.ClientReply, bool) {
+		return roles.ClientReply{Err: roles.ErrNotLeader, Code: wire.CodeNotLeader, Redirect: 1}, true
+	}
+	cl, err := New(Config{MasterHost: "127.77.0.20,127.77.0.21", Port: 19421})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if v, err := cl.Put(ctx, "k", "v"); err != nil || v != 7 {
+		t.Fatalf("Put = %d, %v; want version 7 after three BUSY answers", v, err)
+	}
+	leader.mu.Lock()
+	defer leader.mu.Unlock()
+	other.mu.Lock()
+	defer other.mu.Unlock()
+	if len(leader.seen) != 4 || len(other.seen) != 0 {
+		t.Fatalf("the LEADER saw %d requests and the other master %d; want 4 and 0", len(leader.seen), len(other.seen))
+	}
+	for _, w := range leader.seen[1:] {
+		if w.Client != leader.seen[0].Client || w.Seq != leader.seen[0].Seq {
+			t.Fatalf("retry %+v is not the first request's session and sequence %+v", w, leader.seen[0])
+		}
+	}
+	for i, least := range []time.Duration{5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond} {
+		if gap := at[i+1].Sub(at[i]); gap < least {
+			t.Errorf("BUSY %d was asked again after %v, want at least %v (the back-off doubles)", i+1, gap, least)
+		}
+	}
+}

@@ -83,6 +83,10 @@ type Config struct {
 	// (LEASE_READS). Safe only while this machine's monotonic clock counts
 	// every moment the process is stopped: docs/architecture.md §7, Reads.
 	LeaseReads bool
+	// MaxPending: the most client operations (changes and reads) a LEADER
+	// holds waiting for their acknowledgement; one more is refused with
+	// CodeBusy (MAX_PENDING; 0: no bound, for tests).
+	MaxPending int
 	// CheckCaches makes cached counts (pkg/roles/scale.go) check
 	// themselves against a full tally, and panic on a difference: every
 	// one at 1, every CheckCaches-th at more (a full tally per step is
@@ -112,6 +116,7 @@ func DefaultConfig(id wire.MasterID, masters []wire.MasterID) Config {
 		SnapshotEvery:      10000,
 		LogRetain:          100000,
 		LeaseReads:         false,
+		MaxPending:         4096,
 	}
 }
 
@@ -135,6 +140,7 @@ type ConfigRanges struct {
 	MaxClockDrift            Range[float64]
 	AckReplicas              Range[int]
 	HeartbeatVoters          Range[int]
+	MaxPending               Range[int]
 	SnapshotEvery, LogRetain Range[uint64]
 }
 
@@ -159,6 +165,7 @@ func (Config) Ranges() ConfigRanges {
 		HandoverTimeout:    Range[time.Duration]{time.Millisecond, 10 * time.Minute},
 		AckReplicas:        Range[int]{0, 8},
 		HeartbeatVoters:    Range[int]{0, 1_000_000},
+		MaxPending:         Range[int]{0, 1_000_000},
 		SnapshotEvery:      Range[uint64]{0, 1_000_000_000},
 		LogRetain:          Range[uint64]{0, 1_000_000_000},
 	}
@@ -244,6 +251,7 @@ func (c Config) Validate() error {
 	inRange(add, "handover timeout", c.HandoverTimeout, r.HandoverTimeout)
 	inRange(add, "ack replicas", c.AckReplicas, r.AckReplicas)
 	inRange(add, "heartbeat voters", c.HeartbeatVoters, r.HeartbeatVoters)
+	inRange(add, "max pending", c.MaxPending, r.MaxPending)
 	inRange(add, "snapshot interval", c.SnapshotEvery, r.SnapshotEvery)
 	inRange(add, "changelog retention", c.LogRetain, r.LogRetain)
 	// The rules between fields: what the lease arithmetic needs.

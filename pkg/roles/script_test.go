@@ -132,6 +132,9 @@ func (h *harness) run(cmd string) string {
 		if n, ok := a["acks"]; ok {
 			cfg.AckReplicas = int(mustU(n))
 		}
+		if n, ok := a["maxpending"]; ok {
+			cfg.MaxPending = int(mustU(n))
+		}
 		var st Stored
 		switch {
 		case a["empty"] == "true":

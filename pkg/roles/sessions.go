@@ -36,6 +36,7 @@ const (
 	// before it to be in force (a heartbeat or two).
 	ErrChangePending = "another registry change is still being put in force"
 	ErrStaleSeq      = "sequence number below the session's last change (an old retry); not applied"
+	ErrBusy          = "busy: as many operations wait for their acknowledgement as this LEADER takes (MAX_PENDING); not applied, retry shortly"
 )
 
 // Limits on what one change may hold: entries, snapshot chunks and list
@@ -65,6 +66,20 @@ func (m *Master) reply(c changelog.ClientID, seq uint64, r ClientReply) {
 	m.send(ToClient(c), r)
 }
 
+// busy refuses a client operation, with CodeBusy, when MaxPending wait for
+// their acknowledgement already: what a LEADER holds for its clients
+// stays bounded however many of them write at once (each waiting
+// operation holds its key and, until it is applied, its entry's value). A
+// refused change is not in the log; the client asks again with the same
+// sequence number, and a change is applied once whatever the retries.
+func (m *Master) busy(c changelog.ClientID, seq uint64) bool {
+	if m.cfg.MaxPending <= 0 || len(m.pending) < m.cfg.MaxPending {
+		return false
+	}
+	m.reply(c, seq, ClientReply{Err: ErrBusy, Code: wire.CodeBusy})
+	return true
+}
+
 func (m *Master) onClientWrite(w ClientWrite) {
 	switch {
 	case m.role == Deputy:
@@ -82,6 +97,9 @@ func (m *Master) onClientWrite(w ClientWrite) {
 	}
 	if bad := CheckWrite(w); bad != "" {
 		m.reply(w.Client, w.Seq, ClientReply{Err: bad, Code: wire.CodeInvalid})
+		return
+	}
+	if m.busy(w.Client, w.Seq) {
 		return
 	}
 	// A retried change (same session and sequence) is applied once.
@@ -112,6 +130,9 @@ func (m *Master) onClientWrite(w ClientWrite) {
 func (m *Master) onClientRead(r ClientRead) {
 	switch m.role {
 	case Leader:
+		if m.busy(r.Client, r.Seq) {
+			return
+		}
 		// Linearizable: answered once everything in the log at arrival is
 		// acknowledged, and only while the quorum lease holds.
 		m.pending = append(m.pending, pendingOp{client: r.Client, seq: r.Seq, ver: m.log.Len(), hb: m.hbSeq, key: r.Key,

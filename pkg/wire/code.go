@@ -44,6 +44,10 @@ const (
 	// CodeThrottled: too many wrong proofs from this address lately; the
 	// address is refused for a while without a try.
 	CodeThrottled
+	// CodeBusy: the LEADER holds as many operations waiting for their
+	// acknowledgement as it takes (MAX_PENDING); nothing was done: ask the
+	// same master again after a moment.
+	CodeBusy
 )
 
 var codeNames = [...]string{
@@ -57,6 +61,7 @@ var codeNames = [...]string{
 	CodeState:         "STATE",
 	CodeDenied:        "DENIED",
 	CodeThrottled:     "THROTTLED",
+	CodeBusy:          "BUSY",
 }
 
 // String is the code's name (NOT_LEADER), or "code(N)" for a number this
