@@ -141,6 +141,9 @@ func StartChunkserver(opt ChunkserverOptions, store ChunkserverStore) (*Chunkser
 	}
 	if opt.Metrics != nil {
 		n.metrics = obs.NewChunkserverMetrics(opt.Metrics, names)
+		if c, ok := store.(interface{ Commits() uint64 }); ok {
+			obs.RegisterStoreCommits(opt.Metrics, "chunkserver", c.Commits)
+		}
 	}
 	if opt.Port != 0 {
 		n.port = opt.Port

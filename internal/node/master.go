@@ -243,6 +243,7 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 		return nil, err
 	}
 	n.metrics = obs.NewMasterMetrics(opt.Metrics)
+	obs.RegisterStoreCommits(opt.Metrics, "master", store.Commits)
 	for _, m := range opt.Masters {
 		n.addrOf[m.ID] = m.Addr.Addr()
 	}

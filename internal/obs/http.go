@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 )
@@ -75,4 +76,16 @@ func (e errLog) Println(v ...any) { e.l.Warn().Msg(strings.TrimSpace(fmt.Sprintl
 func (e errLog) Write(p []byte) (int, error) {
 	e.l.Warn().Msg(strings.TrimSpace(string(p)))
 	return len(p), nil
+}
+
+// RegisterStoreCommits exports a store's durable writes as
+// mfs_<daemon>_store_commits_total (daemon: "master" or "chunkserver"):
+// each is one bbolt commit, two fdatasyncs. Divided by the changes
+// acknowledged over the same time it is the disk's cost of a change
+// (docs/benchmarks.md).
+func RegisterStoreCommits(reg prometheus.Registerer, daemon string, commits func() uint64) {
+	promauto.With(reg).NewCounterFunc(prometheus.CounterOpts{
+		Name: "mfs_" + daemon + "_store_commits_total",
+		Help: "Durable writes of the " + daemon + "'s metadata file (one bbolt commit each: two fdatasyncs).",
+	}, func() float64 { return float64(commits()) })
 }

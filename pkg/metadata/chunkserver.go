@@ -90,5 +90,5 @@ func (s *ChunkserverStore) Apply(ps ...roles.Persist) error {
 	if last == nil {
 		return nil
 	}
-	return s.db.Update(func(tx *bolt.Tx) error { return put(tx, keyVoter, last) })
+	return s.update(func(tx *bolt.Tx) error { return put(tx, keyVoter, last) })
 }

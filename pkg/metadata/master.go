@@ -263,7 +263,7 @@ func (s *MasterStore) Apply(ps ...roles.Persist) error {
 			return err
 		}
 	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		var hard *roles.HardState
 		for _, p := range ps {
 			if p.Hard != nil {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
@@ -69,6 +70,23 @@ type spec struct {
 type store struct {
 	db   *bolt.DB
 	path string
+	// commits counts the durable writes of Apply, each one bbolt commit
+	// (two fdatasyncs: the pages, then the meta page): what a change or a
+	// heartbeat costs the disk, for the metrics.
+	commits *atomic.Uint64
+}
+
+// Commits is how many durable writes Apply has made since the store was
+// opened.
+func (s *store) Commits() uint64 { return s.commits.Load() }
+
+// update is one durable bbolt transaction of Apply, counted.
+func (s *store) update(fn func(tx *bolt.Tx) error) error {
+	err := s.db.Update(fn)
+	if err == nil {
+		s.commits.Add(1)
+	}
+	return err
 }
 
 // Path is the file's path, for messages.
@@ -122,7 +140,7 @@ func open(dir, name string, sp spec) (store, error) {
 	if err != nil {
 		return store{}, err
 	}
-	return store{db, path}, nil
+	return store{db, path, new(atomic.Uint64)}, nil
 }
 
 // guard runs fn, which reads path through bbolt's memory map, with memory

@@ -295,12 +295,22 @@ func defaultPhases(c *cluster.Cluster, trials int, want func(...string) bool, re
 		return nil
 	}
 	for _, n := range []int{1, 16, 64} {
-		l, err := runLoad(n, writeFor, oursPut(c))
+		var l load
+		disk, err := measureDisk(c, func() (int, error) {
+			var err error
+			l, err = runLoad(n, writeFor, oursPut(c))
+			return l.ops, err
+		})
 		if err != nil {
 			return fmt.Errorf("writes, %d clients: %w", n, err)
 		}
+		l.disk = disk
 		res.ours = append(res.ours, l)
-		fmt.Printf("ours, %d clients: %.0f changes/s\n", n, l.rate())
+		fmt.Printf("ours, %d clients: %.0f changes/s", n, l.rate())
+		if disk != nil {
+			fmt.Printf("; durable writes per change: LEADER %.2f, follower %.2f, chunkserver %.2f", disk.leader, disk.follower, disk.cs)
+		}
+		fmt.Println()
 	}
 	first, err := firstWrite(max(trials/2, 1), oursPut(c), killOurs(c), func() error { return settle(c, -1) })
 	if err != nil {
@@ -592,6 +602,15 @@ func write(doc string, r results) error {
 			} else {
 				fmt.Fprintf(&b, "| %d | %.0f | %s | %s | - | - | - | - |\n", l.conc, l.rate(), ms(om), ms(op))
 			}
+		}
+		b.WriteString("\nWhat each acknowledged change cost the disks in ours (the runs above): durable writes of the metadata file, from `mfs_master_store_commits_total` and `mfs_chunkserver_store_commits_total` read before and after each run, divided by the changes acknowledged. Each is one bbolt commit, two fdatasyncs (the pages, then the meta page). A follower is the mean of the two, a chunkserver the mean of the six (three of them voter-only).\n\n")
+		b.WriteString("| clients | LEADER | follower | chunkserver |\n|---|---|---|---|\n")
+		for _, l := range r.ours {
+			if l.disk == nil {
+				fmt.Fprintf(&b, "| %d | - | - | - |\n", l.conc)
+				continue
+			}
+			fmt.Fprintf(&b, "| %d | %.2f | %.2f | %.2f |\n", l.conc, l.disk.leader, l.disk.follower, l.disk.cs)
 		}
 		b.WriteString("\nkill -9 of the LEADER -> first change acknowledged after it (one writer changing one key in a loop):\n\n")
 		b.WriteString("| system | trials | median | p90 | max |\n|---|---|---|---|---|\n")

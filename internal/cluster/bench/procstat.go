@@ -103,8 +103,13 @@ const metricsPort = 9425
 
 // scrape reads a master's /metrics: every sample without labels, by name.
 func scrape(a netip.Addr) (map[string]float64, error) {
+	return scrapeAt(netip.AddrPortFrom(a, metricsPort))
+}
+
+// scrapeAt reads the unlabelled samples of the /metrics at ap.
+func scrapeAt(ap netip.AddrPort) (map[string]float64, error) {
 	hc := http.Client{Timeout: 5 * time.Second}
-	resp, err := hc.Get("http://" + netip.AddrPortFrom(a, metricsPort).String() + "/metrics")
+	resp, err := hc.Get("http://" + ap.String() + "/metrics")
 	if err != nil {
 		return nil, err
 	}

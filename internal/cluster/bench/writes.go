@@ -22,6 +22,7 @@ type load struct {
 	ops  int
 	d    time.Duration
 	lat  series
+	disk *diskCost // ours only: durable writes per acknowledged change
 }
 
 func (l load) rate() float64 { return float64(l.ops) / l.d.Seconds() }
