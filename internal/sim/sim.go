@@ -553,6 +553,10 @@ func (w *world) handle(r ref, b roles.Batch) {
 		return
 	}
 	p.busy = true
+	// A LEADER's appends leave as the write begins (roles.Send.Early): a
+	// kill during the write leaves followers holding entries this master
+	// never made durable.
+	roles.SendEarly(b, w.fx(r))
 	d := w.diskMin + w.rng.Int63n(w.diskMax-w.diskMin+1)
 	w.push(&event{at: w.now + d, kind: evBatch, to: r, inc: p.inc, batch: b})
 }
@@ -564,7 +568,7 @@ func (w *world) batchDone(e *event) {
 		return // killed before the persist completed: it never happened
 	}
 	p.busy = false
-	w.carry(e.to, e.batch)
+	w.carryRest(e.to, e.batch)
 	w.drain(e.to)
 }
 
@@ -572,15 +576,28 @@ func (w *world) batchDone(e *event) {
 // store that refuses a batch is a violation: the bbolt store would refuse
 // it too, and end the daemon.
 func (w *world) carry(r ref, b roles.Batch) {
-	var disk roles.Persister
-	if r.k == kMaster {
-		disk = w.masters[r.i].store
-	} else {
-		disk = voterDisk{&w.css[r.i].hard}
-	}
-	if err := roles.Carry(disk, &simFx{w: w, r: r, loc: w.proc(r).clk.local(w.now)}, b); err != nil {
+	if err := roles.Carry(w.disk(r), w.fx(r), b); err != nil {
 		w.violate("%v: its store refused a batch: %v", r, err)
 	}
+}
+
+// carryRest is carry for a batch whose Early sends left when its write
+// began (handle).
+func (w *world) carryRest(r ref, b roles.Batch) {
+	if err := roles.CarryRest(w.disk(r), w.fx(r), b); err != nil {
+		w.violate("%v: its store refused a batch: %v", r, err)
+	}
+}
+
+func (w *world) disk(r ref) roles.Persister {
+	if r.k == kMaster {
+		return w.masters[r.i].store
+	}
+	return voterDisk{&w.css[r.i].hard}
+}
+
+func (w *world) fx(r ref) *simFx {
+	return &simFx{w: w, r: r, loc: w.proc(r).clk.local(w.now)}
 }
 
 // voterDisk is a chunkserver's disk: its newest record.

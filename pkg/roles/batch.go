@@ -11,7 +11,9 @@ import (
 // Batch is everything one Step (or NewMaster, NewVoter) asks of its
 // driver. Its fields are in the order they are carried out, and Carry is
 // the one place that carries them out, for both daemons and the
-// simulator: nothing of a batch happens before its Persist is durable.
+// simulator: nothing of a batch happens before its Persist is durable,
+// but the Sends marked Early (a LEADER's appends to the other masters),
+// which leave first, while the Persist is under way.
 type Batch struct {
 	// Persist: durable first, in order, all or nothing (Store.Apply).
 	Persist []Persist
@@ -76,8 +78,8 @@ type Store interface {
 // Carry calls the methods in the batch's order.
 type Effects interface {
 	// Durable: the Persist of the batches being carried is on disk, and
-	// nothing of them has been done yet: no report may outlive what a
-	// step-down's releases will let the voters do.
+	// nothing of them has been done yet but their Early sends: no report
+	// may outlive what a step-down's releases will let the voters do.
 	Durable()
 	// WallUnixMs reads the node's wall clock, stamped on the status
 	// messages that carry it (for display and clock warnings only).
@@ -103,17 +105,42 @@ type Effects interface {
 }
 
 // Carry carries out a group of batches the driver stepped one after
-// another: every Persist of them in one Apply (one fsync for the group),
-// then every admin reply, then each batch's transitions (goodbyes, then
-// closes, then the transition), sends, snapshot save, id loss, stop and
-// ignored inputs, batch by batch in order. A failed Apply returns before
-// anything is done: the driver must not run ahead of its disk. After a
+// another: the Sends marked Early (Send.Early), then every Persist of them
+// in one Apply (one fsync for the group), then every admin reply, then
+// each batch's transitions (goodbyes, then closes, then the transition),
+// other sends, snapshot save, id loss, stop and ignored inputs, batch by
+// batch in order. A failed Apply returns before anything else is done:
+// the driver must not run ahead of its disk. After a
 // batch with IDTaken the rest of the group is dropped: it was the old
 // voter's.
 func Carry(st Persister, fx Effects, group ...Batch) error {
+	for i := range group {
+		if len(group[i].Persist) > 0 {
+			return carry(st, fx, true, group...)
+		}
+	}
+	return carry(st, fx, false, group...) // no Persist: every send in order
+}
+
+// CarryRest is Carry for a group whose Early sends already left
+// (SendEarly, when its Persist began: the simulator, which draws the
+// disk's delay between the two).
+func CarryRest(st Persister, fx Effects, group ...Batch) error {
+	return carry(st, fx, false, group...)
+}
+
+// carry persists the group, then carries out the rest of it; early: send
+// the Early sends first; false: they left already, or (no Persist) they
+// go in order with the others.
+func carry(st Persister, fx Effects, early bool, group ...Batch) error {
 	var ps []Persist
 	for i := range group {
 		ps = append(ps, group[i].Persist...)
+	}
+	if early {
+		for i := range group {
+			SendEarly(group[i], fx)
+		}
 	}
 	if len(ps) > 0 {
 		if err := st.Apply(ps...); err != nil {
@@ -126,8 +153,9 @@ func Carry(st Persister, fx Effects, group ...Batch) error {
 			fx.AdminReplied(r)
 		}
 	}
+	skip := len(ps) > 0 // the Early sends left before the Persist
 	for i := range group {
-		if err := deliver(&group[i], fx); err != nil {
+		if err := deliver(&group[i], fx, skip); err != nil {
 			return err
 		}
 		if group[i].IDTaken != nil {
@@ -137,8 +165,20 @@ func Carry(st Persister, fx Effects, group ...Batch) error {
 	return nil
 }
 
-// deliver carries out one batch after its Persist and admin replies.
-func deliver(b *Batch, fx Effects) error {
+// SendEarly sends a batch's Early sends, in their order: before its
+// Persist is durable (Carry; the simulator when it draws the disk's
+// delay). Carry's deliver then skips them.
+func SendEarly(b Batch, fx Effects) {
+	for _, s := range b.Sends {
+		if s.Early {
+			fx.Send(s.To, stamp(s.Msg, fx))
+		}
+	}
+}
+
+// deliver carries out one batch after its Persist and admin replies; early
+// says its Early sends already left.
+func deliver(b *Batch, fx Effects, early bool) error {
 	for _, t := range b.Transitions {
 		for _, d := range t.Disconnects {
 			for _, g := range d.Goodbyes {
@@ -149,7 +189,9 @@ func deliver(b *Batch, fx Effects) error {
 		fx.Transitioned(t)
 	}
 	for _, s := range b.Sends {
-		fx.Send(s.To, stamp(s.Msg, fx))
+		if !s.Early || !early {
+			fx.Send(s.To, stamp(s.Msg, fx))
+		}
 	}
 	if b.SaveSnapshot != nil {
 		fx.SaveSnapshot(b.SaveSnapshot)
@@ -251,6 +293,14 @@ type Persist struct {
 type Send struct {
 	To  Peer
 	Msg wire.Message
+	// Early: it may leave before the batch's Persist is durable. Only a
+	// LEADER's Append is: it claims nothing about this master's disk, so
+	// the follower's fsync runs beside the LEADER's rather than after it.
+	// What an acknowledgement counts on the LEADER's own durability (the
+	// ack rule's (a)) still holds: the follower's AppendAck is stepped
+	// only after this batch is carried, Persist included, and every
+	// later answer rests on it (docs/architecture.md §7, Overlap).
+	Early bool
 }
 
 // ConnClass names the connections the disconnect rules close.

@@ -224,6 +224,12 @@ func (m *Master) send(to Peer, msg wire.Message) {
 	m.out.Sends = append(m.out.Sends, Send{To: to, Msg: msg})
 }
 
+// sendEarly is send for a message that may leave before the batch's
+// Persist is durable (Send.Early): a LEADER's Append.
+func (m *Master) sendEarly(to Peer, msg wire.Message) {
+	m.out.Sends = append(m.out.Sends, Send{To: to, Msg: msg, Early: m.role == Leader})
+}
+
 // ---- roles -----------------------------------------------------------------
 
 // become moves to a new role through the table, applying the disconnect

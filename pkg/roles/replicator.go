@@ -56,7 +56,8 @@ func (m *Master) appendOrChunk(id wire.MasterID, resend, snapAcked bool) {
 	prev := m.log.PosAt(p.next - 1)
 	es := m.log.From(p.next-1, maxBatch, maxBatchBytes)
 	p.next += uint64(len(es))
-	m.send(ToMaster(id), Append{From: m.cfg.ID, Epoch: m.hard.Epoch, Prev: prev, Entries: es, Commit: m.acked, InForce: m.hard.InForce})
+	// Early: the follower's fsync runs beside this master's own (Send.Early).
+	m.sendEarly(ToMaster(id), Append{From: m.cfg.ID, Epoch: m.hard.Epoch, Prev: prev, Entries: es, Commit: m.acked, InForce: m.hard.InForce})
 }
 
 // leaderPersists: an ELECT (or DEPUTY) yields to a LEADER only on a second

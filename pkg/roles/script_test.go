@@ -455,7 +455,11 @@ func (h *harness) format(b Batch) string {
 		case VoteHello:
 			h.vsess = m.Session
 		}
-		lines = append(lines, fmt.Sprintf("send %v %s", s.To, msgText(s.Msg)))
+		early := ""
+		if s.Early {
+			early = " (early)" // leaves before this batch's persist
+		}
+		lines = append(lines, fmt.Sprintf("send %v %s%s", s.To, msgText(s.Msg), early))
 	}
 	if b.Stopped {
 		lines = append(lines, "stopped")
