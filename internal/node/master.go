@@ -139,6 +139,10 @@ type MasterNode struct {
 	// (zero: no round in the group being stepped).
 	roundStart time.Time
 	locs       *locIndex
+	// stages times client changes through the ack rule (stages.go);
+	// groupAt is when the group being stepped began.
+	stages  *stages
+	groupAt time.Time
 
 	// exports is mfsexports.cfg in force (readers judge client requests
 	// with it; Reload replaces it).
@@ -224,7 +228,7 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 		return nil, err
 	}
 	n := &MasterNode{
-		opt: opt, log: opt.Log, store: store, start: time.Now(), clock: newClock(),
+		opt: opt, log: opt.Log, store: store, start: time.Now(), clock: newClock(), stages: newStages(),
 		inbox: make(chan input, 4096), clInbox: make(chan input, 1024), stopReq: make(chan struct{}), done: make(chan struct{}),
 		addrOf: map[wire.MasterID]netip.Addr{}, foreign: map[wire.MasterID]bool{}, links: map[wire.MasterID]*link{},
 		cs: map[wire.CSID]*conn{}, csInfo: map[wire.CSID]protocol.CSInfo{}, peersIn: map[*conn]bool{},
@@ -484,6 +488,7 @@ func clientCost(in input) int {
 // inputs up to clientBudget, a held list first. first (may be nil) came
 // from clInbox when client is set.
 func (n *MasterNode) runGroup(first *input, client bool) error {
+	n.groupAt = time.Now()
 	if first != nil && !client {
 		if err := n.handle(*first); err != nil {
 			return err
@@ -635,8 +640,21 @@ type masterDisk struct{ n *MasterNode }
 
 func (d masterDisk) Apply(ps ...roles.Persist) error {
 	n := d.n
+	leader := n.core.Role() == roles.Leader
+	var appended uint64
+	if leader {
+		for _, p := range ps {
+			for _, e := range p.Append {
+				n.stages.appended(e, n.groupAt)
+				appended = max(appended, e.Pos.Version)
+			}
+		}
+	}
 	if err := n.store.Apply(ps...); err != nil {
 		return err
+	}
+	if appended > 0 {
+		n.stages.durable(appended, time.Now())
 	}
 	for _, p := range ps {
 		if s := p.Snapshot; s != nil {
@@ -755,7 +773,11 @@ func (n *MasterNode) snapshotSaved(r snapResult) error {
 func (n *MasterNode) route(to roles.Peer, msg wire.Message) {
 	switch m := msg.(type) {
 	case roles.Heartbeat:
-		n.hbSent[hbKey{wire.CSID(to.ID), m.Seq}] = time.Now()
+		now := time.Now()
+		n.hbSent[hbKey{wire.CSID(to.ID), m.Seq}] = now
+		if m.Role == roles.Leader {
+			n.stages.commitSent(m.Commit.Version, now)
+		}
 	case roles.ClientReply:
 		delete(n.listsOut, listKey{m.Client, m.Seq})
 	}
@@ -773,8 +795,13 @@ func (n *MasterNode) route(to roles.Peer, msg wire.Message) {
 			c.send(msg)
 		}
 	case roles.PeerClient:
-		if r, ok := msg.(roles.ClientReply); ok && r.Code == wire.CodeBusy && n.metrics != nil {
-			n.metrics.Busy()
+		if r, ok := msg.(roles.ClientReply); ok {
+			switch {
+			case r.Code == wire.CodeBusy:
+				n.metrics.Busy()
+			case r.OK:
+				n.stages.replied(r.Client, r.Seq, time.Now(), n.metrics.ChangeStage)
+			}
 		}
 		if c := n.clients[changelog.ClientID(to.ID)]; c != nil {
 			c.send(msg)
@@ -1028,6 +1055,9 @@ func (n *MasterNode) fromMaster(c *conn, msg wire.Message) error {
 	case roles.AppendAck:
 		m.From = from
 		ev = m
+		if m.OK && n.core.Role() == roles.Leader {
+			n.stages.replicated(m.Match.Version, time.Now())
+		}
 	case roles.FetchReq:
 		m.From = from
 		ev = m

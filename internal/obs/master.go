@@ -29,6 +29,7 @@ type MasterMetrics struct {
 	leaderChanges, snapInstalls, snapFailures prometheus.Counter
 	regRefused                                prometheus.Counter
 	busy                                      prometheus.Counter
+	stage                                     *prometheus.HistogramVec
 	rtt, snapWrite, round                     prometheus.Histogram
 	roundVoters                               prometheus.Gauge
 	ignored, refused                          *prometheus.CounterVec
@@ -85,6 +86,9 @@ func NewMasterMetrics(reg prometheus.Registerer) *MasterMetrics {
 			Help: "Background snapshot writes that failed (the master goes on, keeps the changelog and retries with back-off)."}),
 		regRefused: f.NewCounter(prometheus.CounterOpts{Name: "mfs_master_registrations_refused_total",
 			Help: "Chunkserver registration requests refused because their source address asked for too many new ids lately."}),
+		stage: f.NewHistogramVec(prometheus.HistogramOpts{Name: "mfs_master_change_stage_seconds",
+			Help:    "On the LEADER, each acknowledged client change by stage of the ack rule: leader_write (stepped -> durable here), replication (-> a follower holds it), commit_send (-> the heartbeat telling the chunkservers left), voter_round (-> the reply), total.",
+			Buckets: prometheus.ExponentialBuckets(50e-6, 2, 17)}, []string{"stage"}),
 		busy: f.NewCounter(prometheus.CounterOpts{Name: "mfs_master_client_busy_total",
 			Help: "Client operations refused with BUSY: MAX_PENDING operations were waiting for their acknowledgement."}),
 		leaderChanges: f.NewCounter(prometheus.CounterOpts{Name: "mfs_master_leader_changes_total",
@@ -147,6 +151,12 @@ func (m *MasterMetrics) SnapshotFailed() { m.snapFailures.Inc() }
 // RegistrationRefused counts one registration request refused by the
 // per-source limit.
 func (m *MasterMetrics) RegistrationRefused() { m.regRefused.Inc() }
+
+// ChangeStage observes one acknowledged change's time in one stage of the
+// ack rule (node/stages.go).
+func (m *MasterMetrics) ChangeStage(stage string, d time.Duration) {
+	m.stage.WithLabelValues(stage).Observe(d.Seconds())
+}
 
 // Busy counts a client operation refused with BUSY (MAX_PENDING).
 func (m *MasterMetrics) Busy() { m.busy.Inc() }

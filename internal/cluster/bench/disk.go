@@ -13,6 +13,9 @@ import (
 // (the mean of the followers) and on a chunkserver (the mean of all).
 type diskCost struct {
 	leader, follower, cs float64
+	// stages: the mean time of each stage of the ack rule on the LEADER
+	// (mfs_master_change_stage_seconds), by stage name.
+	stages map[string]time.Duration
 }
 
 // diskCounts is every master's and every chunkserver's commit counter
@@ -48,9 +51,16 @@ func readDisk(c *cluster.Cluster) diskCounts {
 // counter could not be read.
 func measureDisk(c *cluster.Cluster, f func() (ops int, err error)) (*diskCost, error) {
 	lead, lerr := leaderOf(c, 2*time.Second)
+	var ma, mb map[string]float64
+	if lerr == nil {
+		ma, _ = scrape(c.Masters[lead].Addr)
+	}
 	a := readDisk(c)
 	ops, err := f()
 	b := readDisk(c)
+	if lerr == nil {
+		mb, _ = scrape(c.Masters[lead].Addr)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +69,7 @@ func measureDisk(c *cluster.Cluster, f func() (ops int, err error)) (*diskCost, 
 		return nil, nil
 	}
 	delta := func(x, y float64) (float64, bool) { return y - x, x >= 0 && y >= 0 }
-	var d diskCost
+	d := diskCost{stages: stageMeans(ma, mb)}
 	var nf, ncs int
 	for i := range a.masters {
 		v, ok := delta(a.masters[i], b.masters[i])
@@ -88,4 +98,24 @@ func measureDisk(c *cluster.Cluster, f func() (ops int, err error)) (*diskCost, 
 		d.cs /= float64(ncs)
 	}
 	return &d, nil
+}
+
+// changeStages are the ack rule's stages, in order, as
+// mfs_master_change_stage_seconds names them.
+var changeStages = []string{"leader_write", "replication", "commit_send", "voter_round", "total"}
+
+// stageMeans is the mean time of each stage over what the LEADER
+// acknowledged between two scrapes of its metrics (nil: not measured).
+func stageMeans(a, b map[string]float64) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for _, st := range changeStages {
+		sum := fmt.Sprintf("mfs_master_change_stage_seconds_sum{stage=%q}", st)
+		cnt := fmt.Sprintf("mfs_master_change_stage_seconds_count{stage=%q}", st)
+		n := b[cnt] - a[cnt]
+		if n <= 0 {
+			return nil
+		}
+		out[st] = time.Duration((b[sum] - a[sum]) / n * float64(time.Second))
+	}
+	return out
 }

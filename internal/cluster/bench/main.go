@@ -309,6 +309,12 @@ func defaultPhases(c *cluster.Cluster, trials int, want func(...string) bool, re
 		fmt.Printf("ours, %d clients: %.0f changes/s", n, l.rate())
 		if disk != nil {
 			fmt.Printf("; durable writes per change: LEADER %.2f, follower %.2f, chunkserver %.2f", disk.leader, disk.follower, disk.cs)
+			if disk.stages != nil {
+				fmt.Print("; mean by stage:")
+				for _, st := range changeStages {
+					fmt.Printf(" %s %s", st, us(disk.stages[st]))
+				}
+			}
 		}
 		fmt.Println()
 	}
@@ -611,6 +617,16 @@ func write(doc string, r results) error {
 				continue
 			}
 			fmt.Fprintf(&b, "| %d | %.2f | %.2f | %.2f |\n", l.conc, l.disk.leader, l.disk.follower, l.disk.cs)
+		}
+		b.WriteString("\nWhere one change's time goes in ours, on the LEADER (the mean of each stage over the runs above, from `mfs_master_change_stage_seconds`: the driver's clock at each step of the ack rule, docs/architecture.md §7): leader_write, from the step that appended it to its Persist durable, (a); replication, to the first follower's acknowledgement, (b); commit_send, to the heartbeat telling the chunkservers it is committed; voter_round, to the reply, once a quorum of chunkservers stored that, (c); total. What the client's own round trip adds is the median above minus total.\n\n")
+		b.WriteString("| clients | leader_write | replication | commit_send | voter_round | total |\n|---|---|---|---|---|---|\n")
+		for _, l := range r.ours {
+			if l.disk == nil || l.disk.stages == nil {
+				fmt.Fprintf(&b, "| %d | - | - | - | - | - |\n", l.conc)
+				continue
+			}
+			s := l.disk.stages
+			fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s |\n", l.conc, us(s["leader_write"]), us(s["replication"]), us(s["commit_send"]), us(s["voter_round"]), us(s["total"]))
 		}
 		b.WriteString("\nkill -9 of the LEADER -> first change acknowledged after it (one writer changing one key in a loop):\n\n")
 		b.WriteString("| system | trials | median | p90 | max |\n|---|---|---|---|---|\n")

@@ -120,14 +120,16 @@ func scrapeAt(ap netip.AddrPort) (map[string]float64, error) {
 	return parseMetrics(resp.Body)
 }
 
-// parseMetrics reads the Prometheus text format's unlabelled samples.
+// parseMetrics reads the Prometheus text format's samples, each under its
+// series as written (name, or name{labels} for a labelled one whose
+// labels hold no space).
 func parseMetrics(r io.Reader) (map[string]float64, error) {
 	out := map[string]float64{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if line == "" || line[0] == '#' || strings.ContainsRune(line, '{') {
+		if line == "" || line[0] == '#' {
 			continue
 		}
 		f := strings.Fields(line)

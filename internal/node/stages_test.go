@@ -1,0 +1,50 @@
+package node
+
+import (
+	"testing"
+	"time"
+
+	"github.com/mfs-election/mfs-election/pkg/changelog"
+)
+
+// TestStages: a change is timed through each stage of the ack rule, from
+// the instants the driver saw; one whose stages were not all seen is not
+// counted; a heartbeat round's later heartbeats move nothing; what is
+// followed stays bounded.
+func TestStages(t *testing.T) {
+	s := newStages()
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	entry := func(v uint64, c changelog.ClientID, seq uint64) changelog.Entry {
+		return changelog.Entry{Pos: changelog.Pos{Version: v, Epoch: 1}, Client: c, Seq: seq}
+	}
+	s.appended(entry(4, 7, 1), at(0))
+	s.appended(entry(5, 8, 1), at(1))
+	s.durable(5, at(2))
+	s.replicated(4, at(5)) // only 4 is on a follower yet
+	s.commitSent(4, at(6))
+	s.commitSent(4, at(9)) // the same round's next heartbeat
+	got := map[string]time.Duration{}
+	s.replied(7, 1, at(10), func(st string, d time.Duration) { got[st] = d })
+	want := map[string]time.Duration{stageLeaderWrite: 2 * time.Millisecond, stageReplication: 3 * time.Millisecond,
+		stageCommitSend: time.Millisecond, stageVoterRound: 4 * time.Millisecond, stageTotal: 10 * time.Millisecond}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("stage %s = %v, want %v (all: %v)", k, got[k], v, got)
+		}
+	}
+	n := 0
+	s.replied(8, 1, at(11), func(string, time.Duration) { n++ }) // never replicated, as far as seen
+	if n != 0 {
+		t.Errorf("a change not seen through every stage was counted (%d observations)", n)
+	}
+	if len(s.at) != 0 || len(s.by) != 0 {
+		t.Errorf("replied changes still followed: %d, %d", len(s.at), len(s.by))
+	}
+	for v := uint64(10); v < 10+stagesMax+100; v++ {
+		s.appended(entry(v, changelog.ClientID(v), 1), at(20))
+	}
+	if len(s.at) > stagesMax || len(s.order) > stagesMax {
+		t.Errorf("following %d changes (%d in order), at most %d", len(s.at), len(s.order), stagesMax)
+	}
+}
