@@ -43,6 +43,12 @@ type Config struct {
 	// (protocol.ClientProof, keyed by a slow derivation of the password),
 	// never sent.
 	Password string
+	// Bind is the source address of this client's connections (none: the
+	// system chooses). A master takes at most 64 client connections from
+	// one address: a program that runs hundreds of sessions on one host
+	// spreads them over addresses of its own (the bench does, over
+	// loopback).
+	Bind netip.Addr
 }
 
 // ErrNoLeader: the context ended while no master would serve the request.
@@ -380,7 +386,7 @@ func (c *Client) conn(to netip.AddrPort, deadline time.Time) (net.Conn, error) {
 	if nc := c.conns[to]; nc != nil {
 		return nc, nil
 	}
-	nc, h, err := dial(to, frame.KindClient, c.cluster, deadline)
+	nc, h, err := dial(to, frame.KindClient, c.cluster, deadline, c.cfg.Bind)
 	if err != nil {
 		return nil, err
 	}

@@ -34,8 +34,11 @@ var replies = protocol.ClientIn()
 // cluster (empty: any), and it is returned for the proofs of the
 // connection, made over its nonce. A failure to connect wraps
 // ErrUnreachable; one after connecting, ErrBusy.
-func dial(addr netip.AddrPort, kind frame.Kind, cluster string, deadline time.Time) (net.Conn, frame.Hello, error) {
+func dial(addr netip.AddrPort, kind frame.Kind, cluster string, deadline time.Time, bind netip.Addr) (net.Conn, frame.Hello, error) {
 	d := net.Dialer{Deadline: deadline}
+	if bind.IsValid() {
+		d.LocalAddr = &net.TCPAddr{IP: bind.AsSlice()}
+	}
 	nc, err := d.Dial("tcp", addr.String())
 	if err != nil {
 		return nil, frame.Hello{}, fmt.Errorf("%w: %w", ErrUnreachable, err)
@@ -95,7 +98,7 @@ func Admin(addr netip.AddrPort, req protocol.AdminReq, password string, timeout 
 }
 
 func query(addr netip.AddrPort, req wire.Message, password string, timeout time.Duration) (wire.Message, error) {
-	nc, theirs, err := dial(addr, frame.KindAdmin, "", time.Now().Add(timeout))
+	nc, theirs, err := dial(addr, frame.KindAdmin, "", time.Now().Add(timeout), netip.Addr{})
 	if err != nil {
 		return nil, err
 	}

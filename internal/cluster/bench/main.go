@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -141,6 +142,16 @@ func run(trials int, doc string, base uint8, keep, only string, coldTrials int, 
 		})
 		if err != nil {
 			return err
+		}
+	}
+	if want("writes") {
+		err := withCluster(spec("mfs-overload", map[string]string{"MAX_PENDING": strconv.Itoa(overloadPending)}, nil), func(c *cluster.Cluster) error {
+			o, err := overloadPhase(c)
+			res.overload = &o
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("overload: %w", err)
 		}
 	}
 	if want("reads") {
@@ -294,7 +305,7 @@ func defaultPhases(c *cluster.Cluster, trials int, want func(...string) bool, re
 	if !want("writes") {
 		return nil
 	}
-	for _, n := range []int{1, 16, 64} {
+	for _, n := range writeConcs {
 		var l load
 		disk, err := measureDisk(c, func() (int, error) {
 			var err error
@@ -326,6 +337,9 @@ func defaultPhases(c *cluster.Cluster, trials int, want func(...string) bool, re
 	return nil
 }
 
+// writeConcs are the client counts of the change runs, ours and etcd's.
+var writeConcs = []int{1, 16, 64, 256}
+
 // writeFor is how long each throughput run lasts.
 const writeFor = 3 * time.Second
 
@@ -341,6 +355,7 @@ type results struct {
 	etcdErr                             error
 	cold                                []coldRun // this build's, after an older one's (-before)
 	scale                               *scaleResults
+	overload                            *overloadRun
 }
 
 // etcdWants says which etcd phases a run needs.
@@ -353,7 +368,7 @@ func etcdPhases(ms []*etcdMember, trials int, want etcdWants, res *results) erro
 		}
 	}
 	if want.writes {
-		for _, n := range []int{1, 16, 64} {
+		for _, n := range writeConcs {
 			l, err := runLoad(n, writeFor, etcdPut(ms))
 			if err != nil {
 				return fmt.Errorf("etcd writes, %d clients: %w", n, err)
@@ -627,6 +642,15 @@ func write(doc string, r results) error {
 			}
 			s := l.disk.stages
 			fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s |\n", l.conc, us(s["leader_write"]), us(s["replication"]), us(s["commit_send"]), us(s["voter_round"]), us(s["total"]))
+		}
+		if o := r.overload; o != nil {
+			fmt.Fprintf(&b, "\nOverload: %d clients (`pkg/client`, 32 to a source address) against a cluster of the same topology whose masters take at most MAX_PENDING = %d operations waiting for their acknowledgement, each client changing a counter of its own by compare-and-set, one change at a time, for %v. ", o.clients, o.maxPending, o.d)
+			fmt.Fprintf(&b, "The LEADER acknowledged %d changes (%.0f/s) and answered %.0f BUSY (the clients asked again after a jittered back-off); its RSS went from %s to at most %s. ", o.acked, float64(o.acked)/o.d.Seconds(), o.busy, mib(o.rssBefore), mib(o.rssMax))
+			if len(o.wrong) == 0 {
+				fmt.Fprintf(&b, "Every counter read back at the number of changes its client saw acknowledged (or one more, for the %d clients whose last change timed out): none lost, none applied twice.\n", o.unknown)
+			} else {
+				fmt.Fprintf(&b, "%d counters were wrong (e.g. %s).\n", len(o.wrong), o.wrong[0])
+			}
 		}
 		b.WriteString("\nkill -9 of the LEADER -> first change acknowledged after it (one writer changing one key in a loop):\n\n")
 		b.WriteString("| system | trials | median | p90 | max |\n|---|---|---|---|---|\n")

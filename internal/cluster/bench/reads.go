@@ -56,8 +56,8 @@ func readPhase(what string, put, get func(int) (opFunc, func(), error)) ([]load,
 // configured). Each reader reads once before the clock starts, so it has
 // found the LEADER and holds its connection.
 func oursGet(c *cluster.Cluster) func(int) (opFunc, func(), error) {
-	return func(int) (opFunc, func(), error) {
-		cl, err := client.New(client.Config{MasterHost: c.Spec.MasterHost()})
+	return func(i int) (opFunc, func(), error) {
+		cl, err := client.New(client.Config{MasterHost: c.Spec.MasterHost(), Bind: clientBind(c, i)})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -83,10 +84,18 @@ func runLoad(conc int, d time.Duration, mk func(i int) (opFunc, func(), error)) 
 	return out, firstErr
 }
 
+// clientBind is writer i's source address: 32 writers an address on
+// 127.B.200.0/24 (B: the masters' second byte), below the 64 client
+// connections a master takes from one address.
+func clientBind(c *cluster.Cluster, i int) netip.Addr {
+	b := c.Spec.Masters[0].As4()
+	return netip.AddrFrom4([4]byte{127, b[1], 200, byte(1 + i/32)})
+}
+
 // oursPut: one pkg/client session per writer.
 func oursPut(c *cluster.Cluster) func(int) (opFunc, func(), error) {
-	return func(int) (opFunc, func(), error) {
-		cl, err := client.New(client.Config{MasterHost: c.Spec.MasterHost()})
+	return func(i int) (opFunc, func(), error) {
+		cl, err := client.New(client.Config{MasterHost: c.Spec.MasterHost(), Bind: clientBind(c, i)})
 		if err != nil {
 			return nil, nil, err
 		}
