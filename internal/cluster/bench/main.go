@@ -243,6 +243,9 @@ func run(trials int, doc string, base uint8, keep, only string, coldTrials int, 
 	}
 	if only != "" {
 		summary(res)
+		if only == "writes" {
+			fmt.Print(changesSection(res))
+		}
 		return res.etcdErr
 	}
 	return write(doc, res)
@@ -574,7 +577,7 @@ func write(doc string, r results) error {
 	b.WriteString("The `make run` topology on loopback: 3 masters, 6 chunkservers in 3 locations (one voter-only in each), all real processes. ")
 	b.WriteString("A trial signals the LEADER and measures until another master logs its `ELECT -> LEADER` role change (the same clock: one machine). ")
 	b.WriteString("After each trial the old LEADER is restarted (kill) or resumed (SIGSTOP) and the cluster settles (a LEADER counting all 6 votes, the others synced FOLLOWERs) before the next.\n\n")
-	b.WriteString("Settings: the defaults (VOTE_LEASE 800ms, HEARTBEAT_INTERVAL 100ms, MAX_CLOCK_DRIFT 0.01, LEASE_MARGIN 10ms, LEASE_READS 0; chunkservers PROBE_INTERVAL 50ms, NOMINATE_SLOT 60ms, MAX_PROMISE 2s, TRUST_REFUSED 1). ")
+	b.WriteString("Settings: the defaults (VOTE_LEASE 500ms, HEARTBEAT_INTERVAL 150ms, MAX_CLOCK_DRIFT 0.01, LEASE_MARGIN 10ms, LEASE_READS 0; chunkservers PROBE_INTERVAL 50ms, NOMINATE_SLOT 60ms, MAX_PROMISE 2s, TRUST_REFUSED 1). ")
 	b.WriteString("The TRUST_REFUSED = 0 row is a second cluster of the same topology, started in the same run with that key in every chunkserver's config and nothing else changed.\n\n")
 	b.WriteString("| what | trials | median | p90 | max |\n|---|---|---|---|---|\n")
 	row := func(s series) {
@@ -607,61 +610,7 @@ func write(doc string, r results) error {
 	b.WriteString("A frozen LEADER keeps its connections open and says nothing, so its voters wait out the promise (VOTE_LEASE from the last heartbeat they received) before they nominate and vote again. ")
 	b.WriteString("With TRUST_REFUSED = 0 (for a REJECT rule with tcp-reset between chunkservers and masters, or a master address that may move to another host while the old process lives: docs/operations.md) neither the close nor the refusal counts, ")
 	b.WriteString("so a killed LEADER is replaced as a frozen one is, after the promise: that row is the price of a crash on such a site, to be read beside the SIGSTOP row, not the kill -9 one.\n")
-	if len(r.ours) > 0 {
-		b.WriteString("\n## Changes\n\n")
-		fmt.Fprintf(&b, "Each client writes its own keys, one change at a time, for %v; every change is acknowledged only once it is durable (fsync) where the system's rule says. ", writeFor)
-		b.WriteString("Ours: through `pkg/client` to the LEADER; a change is acknowledged once it is durable on the LEADER and on ACK_REPLICAS (1) other master, and a quorum of chunkservers has been told it is committed (docs/architecture.md §7). ")
-		b.WriteString("etcd: `/v3/kv/put` through its JSON gateway on kept-alive HTTP connections spread over the members; a put is acknowledged once a majority has it in its fsynced WAL.\n\n")
-		b.WriteString("| clients | ours changes/s | ours median | ours p99 | etcd changes/s | etcd median | etcd p99 | throughput ours/etcd |\n|---|---|---|---|---|---|---|---|\n")
-		for i, l := range r.ours {
-			om, _, _ := l.lat.stats()
-			op := l.lat.pct(0.99)
-			if i < len(r.etcd) {
-				e := r.etcd[i]
-				em, _, _ := e.lat.stats()
-				fmt.Fprintf(&b, "| %d | %.0f | %s | %s | %.0f | %s | %s | %.2f |\n", l.conc, l.rate(), ms(om), ms(op), e.rate(), ms(em), ms(e.lat.pct(0.99)), l.rate()/e.rate())
-			} else {
-				fmt.Fprintf(&b, "| %d | %.0f | %s | %s | - | - | - | - |\n", l.conc, l.rate(), ms(om), ms(op))
-			}
-		}
-		b.WriteString("\nWhat each acknowledged change cost the disks in ours (the runs above): durable writes of the metadata file, from `mfs_master_store_commits_total` and `mfs_chunkserver_store_commits_total` read before and after each run, divided by the changes acknowledged. Each is one bbolt commit, two fdatasyncs (the pages, then the meta page). A follower is the mean of the two, a chunkserver the mean of the six (three of them voter-only).\n\n")
-		b.WriteString("| clients | LEADER | follower | chunkserver |\n|---|---|---|---|\n")
-		for _, l := range r.ours {
-			if l.disk == nil {
-				fmt.Fprintf(&b, "| %d | - | - | - |\n", l.conc)
-				continue
-			}
-			fmt.Fprintf(&b, "| %d | %.2f | %.2f | %.2f |\n", l.conc, l.disk.leader, l.disk.follower, l.disk.cs)
-		}
-		b.WriteString("\nWhere one change's time goes in ours, on the LEADER (the mean of each stage over the runs above, from `mfs_master_change_stage_seconds`: the driver's clock at each step of the ack rule, docs/architecture.md §7): leader_write, from the step that appended it to its Persist durable, (a); replication, to the first follower's acknowledgement, (b); commit_send, to the heartbeat telling the chunkservers it is committed; voter_round, to the reply, once a quorum of chunkservers stored that, (c); total. What the client's own round trip adds is the median above minus total.\n\n")
-		b.WriteString("| clients | leader_write | replication | commit_send | voter_round | total |\n|---|---|---|---|---|---|\n")
-		for _, l := range r.ours {
-			if l.disk == nil || l.disk.stages == nil {
-				fmt.Fprintf(&b, "| %d | - | - | - | - | - |\n", l.conc)
-				continue
-			}
-			s := l.disk.stages
-			fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s |\n", l.conc, us(s["leader_write"]), us(s["replication"]), us(s["commit_send"]), us(s["voter_round"]), us(s["total"]))
-		}
-		if o := r.overload; o != nil {
-			fmt.Fprintf(&b, "\nOverload: %d clients (`pkg/client`, 32 to a source address) against a cluster of the same topology whose masters take at most MAX_PENDING = %d operations waiting for their acknowledgement, each client changing a counter of its own by compare-and-set, one change at a time, for %v. ", o.clients, o.maxPending, o.d)
-			fmt.Fprintf(&b, "The LEADER acknowledged %d changes (%.0f/s) and answered %.0f BUSY (the clients asked again after a jittered back-off); its RSS went from %s to at most %s. ", o.acked, float64(o.acked)/o.d.Seconds(), o.busy, mib(o.rssBefore), mib(o.rssMax))
-			if len(o.wrong) == 0 {
-				fmt.Fprintf(&b, "Every counter read back at the number of changes its client saw acknowledged (or one more, for the %d clients whose last change timed out): none lost, none applied twice.\n", o.unknown)
-			} else {
-				fmt.Fprintf(&b, "%d counters were wrong (e.g. %s).\n", len(o.wrong), o.wrong[0])
-			}
-		}
-		b.WriteString("\nkill -9 of the LEADER -> first change acknowledged after it (one writer changing one key in a loop):\n\n")
-		b.WriteString("| system | trials | median | p90 | max |\n|---|---|---|---|---|\n")
-		r.oursFirst.name = "ours"
-		row(r.oursFirst)
-		if len(r.etcdFirst.d) > 0 {
-			r.etcdFirst.name = "etcd"
-			row(r.etcdFirst)
-		}
-		b.WriteString("\nWhat a change waits for, in ours: the LEADER's fsync, then a follower's (the change travels at once), then a heartbeat sent at once to every chunkserver with the new commit point, each of which fsyncs it before it answers; three fsyncs in a row and three round trips. Changes that arrive meanwhile share the next round, so throughput grows with the number of clients. etcd waits for its leader's and a follower's WAL fsync (in parallel) and one round trip.\n")
-	}
+	b.WriteString(changesSection(r))
 	if len(r.confirmed) > 0 && len(r.lease) > 0 {
 		b.WriteString("\n## Reads\n\n")
 		fmt.Fprintf(&b, "Each client reads the same existing key, one read at a time, for %v. ", readFor)
@@ -709,3 +658,70 @@ func write(doc string, r results) error {
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
+
+// changesSection is the Changes section of docs/benchmarks.md ("" without
+// our change runs); BENCH=changes prints it.
+func changesSection(r results) string {
+	if len(r.ours) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	row := func(s series) {
+		med, p90, mx := s.stats()
+		fmt.Fprintf(&b, "| %s | %d | %v | %v | %v |\n", s.name, len(s.d), ms(med), ms(p90), ms(mx))
+	}
+	b.WriteString("\n## Changes\n\n")
+	fmt.Fprintf(&b, "Each client writes its own keys, one change at a time, for %v; every change is acknowledged only once it is durable (fsync) where the system's rule says. ", writeFor)
+	b.WriteString("Ours: through `pkg/client` to the LEADER; a change is acknowledged once it is durable on the LEADER and on ACK_REPLICAS (1) other master, and a quorum of chunkservers has been told it is committed (docs/architecture.md §7). ")
+	b.WriteString("etcd: `/v3/kv/put` through its JSON gateway on kept-alive HTTP connections spread over the members; a put is acknowledged once a majority has it in its fsynced WAL.\n\n")
+	b.WriteString("| clients | ours changes/s | ours median | ours p99 | etcd changes/s | etcd median | etcd p99 | throughput ours/etcd |\n|---|---|---|---|---|---|---|---|\n")
+	for i, l := range r.ours {
+		om, _, _ := l.lat.stats()
+		op := l.lat.pct(0.99)
+		if i < len(r.etcd) {
+			e := r.etcd[i]
+			em, _, _ := e.lat.stats()
+			fmt.Fprintf(&b, "| %d | %.0f | %s | %s | %.0f | %s | %s | %.2f |\n", l.conc, l.rate(), ms(om), ms(op), e.rate(), ms(em), ms(e.lat.pct(0.99)), l.rate()/e.rate())
+		} else {
+			fmt.Fprintf(&b, "| %d | %.0f | %s | %s | - | - | - | - |\n", l.conc, l.rate(), ms(om), ms(op))
+		}
+	}
+	b.WriteString("\nWhat each acknowledged change cost the disks in ours (the runs above): durable writes of the metadata file, from `mfs_master_store_commits_total` and `mfs_chunkserver_store_commits_total` read before and after each run, divided by the changes acknowledged. Each is one bbolt commit, two fdatasyncs (the pages, then the meta page). A follower is the mean of the two, a chunkserver the mean of the six (three of them voter-only).\n\n")
+	b.WriteString("| clients | LEADER | follower | chunkserver |\n|---|---|---|---|\n")
+	for _, l := range r.ours {
+		if l.disk == nil {
+			fmt.Fprintf(&b, "| %d | - | - | - |\n", l.conc)
+			continue
+		}
+		fmt.Fprintf(&b, "| %d | %.2f | %.2f | %.2f |\n", l.conc, l.disk.leader, l.disk.follower, l.disk.cs)
+	}
+	b.WriteString("\nWhere one change's time goes in ours, on the LEADER (the mean of each stage over the runs above, from `mfs_master_change_stage_seconds`: the driver's clock at each step of the ack rule, docs/architecture.md §7): leader_write, from the step that appended it to its Persist durable, (a); replication, to the first follower's acknowledgement, (b); commit_send, to the heartbeat telling the chunkservers it is committed; voter_round, to the reply, once a quorum of chunkservers stored that, (c); total. What the client's own round trip adds is the median above minus total.\n\n")
+	b.WriteString("| clients | leader_write | replication | commit_send | voter_round | total |\n|---|---|---|---|---|---|\n")
+	for _, l := range r.ours {
+		if l.disk == nil || l.disk.stages == nil {
+			fmt.Fprintf(&b, "| %d | - | - | - | - | - |\n", l.conc)
+			continue
+		}
+		s := l.disk.stages
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s |\n", l.conc, us(s["leader_write"]), us(s["replication"]), us(s["commit_send"]), us(s["voter_round"]), us(s["total"]))
+	}
+	if o := r.overload; o != nil {
+		fmt.Fprintf(&b, "\nOverload: %d clients (`pkg/client`, 32 to a source address) against a cluster of the same topology whose masters take at most MAX_PENDING = %d operations waiting for their acknowledgement, each client changing a counter of its own by compare-and-set, one change at a time, for %v. ", o.clients, o.maxPending, o.d)
+		fmt.Fprintf(&b, "The LEADER acknowledged %d changes (%.0f/s) and answered %.0f BUSY (the clients asked again after a jittered back-off); its RSS went from %s to at most %s. ", o.acked, float64(o.acked)/o.d.Seconds(), o.busy, mib(o.rssBefore), mib(o.rssMax))
+		if len(o.wrong) == 0 {
+			fmt.Fprintf(&b, "Every counter read back at the number of changes its client saw acknowledged (or one more, for the %d clients whose last change timed out): none lost, none applied twice.\n", o.unknown)
+		} else {
+			fmt.Fprintf(&b, "%d counters were wrong (e.g. %s).\n", len(o.wrong), o.wrong[0])
+		}
+	}
+	b.WriteString("\nkill -9 of the LEADER -> first change acknowledged after it (one writer changing one key in a loop):\n\n")
+	b.WriteString("| system | trials | median | p90 | max |\n|---|---|---|---|---|\n")
+	r.oursFirst.name = "ours"
+	row(r.oursFirst)
+	if len(r.etcdFirst.d) > 0 {
+		r.etcdFirst.name = "etcd"
+		row(r.etcdFirst)
+	}
+	b.WriteString("\nWhat a change waits for, in ours: the LEADER's fsync and a follower's side by side (the LEADER's Append leaves as its own write begins: docs/architecture.md §7, Overlap), then a heartbeat sent at once to every chunkserver with the new commit point, each of which fsyncs it before it answers; two fsyncs in a row and three round trips. Changes that arrive meanwhile share the next round, so throughput grows with the number of clients. etcd waits for its leader's and a follower's WAL fsync (in parallel) and one round trip.\n")
+	return b.String()
+}
