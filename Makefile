@@ -13,7 +13,7 @@ N         ?= 1000
 LOCATIONS ?= 3
 PROFILE   ?=
 
-.PHONY: all build run test chaos bench scale vet fuzz mutate
+.PHONY: all build run test chaos bench scale race vet fuzz mutate
 
 all: build
 
@@ -91,6 +91,12 @@ chaos:
 BENCH ?=
 bench:
 	$(GO) run ./internal/cluster/bench -trials=$(TRIALS) -doc docs/benchmarks.md -only='$(BENCH)'
+
+# The real-process linearizability test (porcupine over kill -9, SIGSTOP,
+# step-down and handover, under client load) with every daemon built
+# under the race detector: a race report in any daemon's log fails it.
+race:
+	MFS_RACE=1 $(GO) test -count=1 -timeout 10m ./internal/cluster -run 'TestLinearizableAcrossFailovers' -v
 
 # One point of the scale benchmark (issue 13): 3 real masters and one
 # mfsswarm process of N real chunkserver drivers in LOCATIONS locations;

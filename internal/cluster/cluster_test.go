@@ -86,6 +86,7 @@ func start(t *testing.T, mutate func(*cluster.Spec)) (*cluster.Cluster, int) {
 	}
 	t.Cleanup(func() {
 		c.Stop()
+		raceReports(t, s.Dir)
 		if t.Failed() {
 			dumpLogs(t, s.Dir)
 		}
@@ -104,6 +105,17 @@ func start(t *testing.T, mutate func(*cluster.Spec)) (*cluster.Cluster, int) {
 		return nil
 	})
 	return c, lead
+}
+
+// raceReports fails t for every daemon log that holds a race detector
+// report (daemons built with MFS_RACE=1: cluster.Build).
+func raceReports(t *testing.T, dir string) {
+	logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	for _, l := range logs {
+		if raw, err := os.ReadFile(l); err == nil && strings.Contains(string(raw), "WARNING: DATA RACE") {
+			t.Errorf("%s holds a data race report", l)
+		}
+	}
 }
 
 func dumpLogs(t *testing.T, dir string) {

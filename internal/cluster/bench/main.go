@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"maps"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -131,13 +132,17 @@ func run(trials int, doc string, base uint8, keep, only string, coldTrials int, 
 		maps.Copy(s.CSCfg, csCfg)
 		return s
 	}
-	res := results{trials: trials}
+	res := results{trials: trials, work: work}
 	res.kill = series{name: "kill -9 of the LEADER -> new LEADER"}
 	res.killNoTrust = series{name: "kill -9 of the LEADER, chunkservers with TRUST_REFUSED = 0 -> new LEADER"}
 	res.freeze = series{name: "SIGSTOP of the LEADER -> new LEADER"}
 
 	if want("kill", "freeze", "writes", "reads") {
-		err := withCluster(spec("mfs", nil, nil), func(c *cluster.Cluster) error {
+		s := spec("mfs", nil, nil)
+		for _, a := range s.Masters { // the LEADER's profile at 64 clients
+			s.PerMaster = append(s.PerMaster, map[string]string{"PPROF_LISTEN": netip.AddrPortFrom(a, profilePort).String()})
+		}
+		err := withCluster(s, func(c *cluster.Cluster) error {
 			return defaultPhases(c, trials, want, &res)
 		})
 		if err != nil {
@@ -310,11 +315,18 @@ func defaultPhases(c *cluster.Cluster, trials int, want func(...string) bool, re
 	}
 	for _, n := range writeConcs {
 		var l load
+		var profiled func()
+		if n == 64 {
+			profiled = profileLeader(c, filepath.Join(res.work, "leader-64-clients.pprof"), writeFor, &res.profile64)
+		}
 		disk, err := measureDisk(c, func() (int, error) {
 			var err error
 			l, err = runLoad(n, writeFor, oursPut(c))
 			return l.ops, err
 		})
+		if profiled != nil {
+			profiled()
+		}
 		if err != nil {
 			return fmt.Errorf("writes, %d clients: %w", n, err)
 		}
@@ -359,6 +371,8 @@ type results struct {
 	cold                                []coldRun // this build's, after an older one's (-before)
 	scale                               *scaleResults
 	overload                            *overloadRun
+	profile64                           string // pprof top 15 of the LEADER at 64 clients
+	work                                string // the bench's directory
 }
 
 // etcdWants says which etcd phases a run needs.
@@ -713,6 +727,9 @@ func changesSection(r results) string {
 		} else {
 			fmt.Fprintf(&b, "%d counters were wrong (e.g. %s).\n", len(o.wrong), o.wrong[0])
 		}
+	}
+	if r.profile64 != "" {
+		fmt.Fprintf(&b, "\nThe LEADER's processor at 64 clients: a CPU profile over that run (`PPROF_LISTEN` on every master of the bench cluster), `go tool pprof -top`, the first 15:\n\n```\n%s\n```\n", r.profile64)
 	}
 	b.WriteString("\nkill -9 of the LEADER -> first change acknowledged after it (one writer changing one key in a loop):\n\n")
 	b.WriteString("| system | trials | median | p90 | max |\n|---|---|---|---|---|\n")

@@ -112,3 +112,23 @@ func profileFailover(c *cluster.Cluster, w cluster.Swarms, n, locs int, freeze b
 		}
 	}
 }
+
+// profileLeader starts a CPU profile of the LEADER over d (PPROF_LISTEN
+// on profilePort) into path; the function it returns waits for it and
+// puts its top 15 in *top (nil: there was no LEADER; *top says so).
+func profileLeader(c *cluster.Cluster, path string, d time.Duration, top *string) func() {
+	lead, err := leaderOf(c, 2*time.Second)
+	if err != nil {
+		*top = fmt.Sprintf("(not profiled: %v)", err)
+		return nil
+	}
+	done := make(chan error, 1)
+	go func() { done <- fetchProfile(netip.AddrPortFrom(c.Masters[lead].Addr, profilePort).String(), path, d) }()
+	return func() {
+		if err := <-done; err != nil {
+			*top = fmt.Sprintf("(not profiled: %v)", err)
+			return
+		}
+		*top = topOf(path, 15)
+	}
+}
