@@ -180,14 +180,12 @@ func foreground(c *cli.Context, cfg config, v settings.Values, lockPath string) 
 	if err != nil {
 		return fmt.Errorf("HTTP_LISTEN: %w", err)
 	}
-	if cfg.Pprof != "" {
-		prof, _, err := obs.ServeProfiles(cfg.Pprof, log)
-		if err != nil {
-			_ = httpLn.Close()
-			return err
-		}
-		defer prof.Close()
+	stopProfiles, err := obs.StartProfiles(cfg.Pprof, log)
+	if err != nil {
+		_ = httpLn.Close()
+		return err
 	}
+	defer stopProfiles()
 	log.Info().Int("disks", len(ds)).Bool("voter_only", len(ds) == 0).Uint64("seed", opt.Voter.Seed).Msg("chunkserver starting")
 	n, err := node.StartChunkserver(opt, st)
 	if err != nil {

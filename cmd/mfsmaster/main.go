@@ -210,14 +210,12 @@ func foreground(c *cli.Context, cfg config, v settings.Values, lockPath string, 
 	if err != nil {
 		return fmt.Errorf("HTTP_LISTEN: %w", err)
 	}
-	if cfg.Pprof != "" {
-		prof, _, err := obs.ServeProfiles(cfg.Pprof, log)
-		if err != nil {
-			_ = httpLn.Close()
-			return err
-		}
-		defer prof.Close()
+	stopProfiles, err := obs.StartProfiles(cfg.Pprof, log)
+	if err != nil {
+		_ = httpLn.Close()
+		return err
 	}
+	defer stopProfiles()
 	n, err := node.StartMaster(opt, st)
 	if err != nil {
 		_ = httpLn.Close()

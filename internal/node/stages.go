@@ -87,56 +87,45 @@ func (s *stages) prune() {
 	}
 }
 
-// each calls f for every followed change at or below v.
-func (s *stages) each(v uint64, f func(*stageTimes)) {
+// reach marks the changes at or below v as having reached a stage at t:
+// stage picks that stage's instant, prev the one before it, which must
+// be set (nil: none). mark is the stage's highest version seen: a
+// version at or below it has nothing left to mark.
+func (s *stages) reach(mark *uint64, v uint64, t time.Time, stage, prev func(*stageTimes) *time.Time) {
+	if v <= *mark {
+		return
+	}
+	*mark = v
 	s.prune()
 	for _, ver := range s.order {
 		if ver > v {
 			return
 		}
-		if st := s.at[ver]; st != nil {
-			f(st)
+		st := s.at[ver]
+		if st == nil || (prev != nil && prev(st).IsZero()) {
+			continue
+		}
+		if at := stage(st); at.IsZero() {
+			*at = t
 		}
 	}
 }
 
 // durable: every followed change at or below v is on this master's disk.
 func (s *stages) durable(v uint64, t time.Time) {
-	if v <= s.durableTo {
-		return
-	}
-	s.durableTo = v
-	s.each(v, func(st *stageTimes) {
-		if st.durable.IsZero() {
-			st.durable = t
-		}
-	})
+	s.reach(&s.durableTo, v, t, func(st *stageTimes) *time.Time { return &st.durable }, nil)
 }
 
 // replicated: a follower holds every change at or below v.
 func (s *stages) replicated(v uint64, t time.Time) {
-	if v <= s.replicatedTo {
-		return
-	}
-	s.replicatedTo = v
-	s.each(v, func(st *stageTimes) {
-		if !st.durable.IsZero() && st.replicated.IsZero() {
-			st.replicated = t
-		}
-	})
+	s.reach(&s.replicatedTo, v, t, func(st *stageTimes) *time.Time { return &st.replicated },
+		func(st *stageTimes) *time.Time { return &st.durable })
 }
 
 // commitSent: a heartbeat saying "committed up to v" left.
 func (s *stages) commitSent(v uint64, t time.Time) {
-	if v <= s.sentTo {
-		return
-	}
-	s.sentTo = v
-	s.each(v, func(st *stageTimes) {
-		if !st.replicated.IsZero() && st.commitSent.IsZero() {
-			st.commitSent = t
-		}
-	})
+	s.reach(&s.sentTo, v, t, func(st *stageTimes) *time.Time { return &st.commitSent },
+		func(st *stageTimes) *time.Time { return &st.replicated })
 }
 
 // replied: the change (client, seq) was acknowledged at t; observe gets

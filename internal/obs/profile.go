@@ -13,6 +13,19 @@ import (
 	"github.com/rs/zerolog"
 )
 
+// StartProfiles is ServeProfiles for a daemon's PPROF_LISTEN: nothing
+// when addr is empty (off). stop ends what it started.
+func StartProfiles(addr string, log zerolog.Logger) (stop func(), err error) {
+	if addr == "" {
+		return func() {}, nil
+	}
+	srv, _, err := ServeProfiles(addr, log)
+	if err != nil {
+		return nil, err
+	}
+	return func() { _ = srv.Close() }, nil
+}
+
 // ServeProfiles serves Go's profiles (net/http/pprof: /debug/pprof/, a CPU
 // profile at /debug/pprof/profile?seconds=N, heap, goroutines, ...) on
 // addr, a loopback host:port, in its own goroutine: PPROF_LISTEN. Off
