@@ -82,7 +82,8 @@ type MasterNode struct {
 	nextCl  uint64
 	admins  map[uint64]adminWait
 	nextAdm uint64
-	hbSent  map[hbKey]time.Time
+	hbSent  map[hbKey]time.Time // for the round-trip metric; pruned (pruneHBSent)
+	hbPrune time.Time           // when hbSent was last pruned
 
 	// listsOut: list requests handed to the core and not answered yet;
 	// clHeld: a list request waiting until fewer are (see runGroup).
@@ -774,6 +775,7 @@ func (n *MasterNode) route(to roles.Peer, msg wire.Message) {
 	switch m := msg.(type) {
 	case roles.Heartbeat:
 		now := time.Now()
+		n.pruneHBSent(now)
 		n.hbSent[hbKey{wire.CSID(to.ID), m.Seq}] = now
 		if m.Role == roles.Leader {
 			n.stages.commitSent(m.Commit.Version, now)
@@ -805,6 +807,26 @@ func (n *MasterNode) route(to roles.Peer, msg wire.Message) {
 		}
 		if c := n.clients[changelog.ClientID(to.ID)]; c != nil {
 			c.send(msg)
+		}
+	}
+}
+
+// hbSentMaxAge: a heartbeat unanswered this long (longer than any lease
+// asked) is answered never, or too late to measure anything: its entry
+// goes. A chunkserver that never answers, or one that left, would
+// otherwise add one a round for as long as the master runs.
+const hbSentMaxAge = 30 * time.Second
+
+// pruneHBSent drops the heartbeats unanswered for hbSentMaxAge, once per
+// that long at most (a pass over every entry).
+func (n *MasterNode) pruneHBSent(now time.Time) {
+	if now.Sub(n.hbPrune) < hbSentMaxAge {
+		return
+	}
+	n.hbPrune = now
+	for k, at := range n.hbSent {
+		if now.Sub(at) > hbSentMaxAge {
+			delete(n.hbSent, k)
 		}
 	}
 }

@@ -48,3 +48,23 @@ func TestStages(t *testing.T) {
 		t.Errorf("following %d changes (%d in order), at most %d", len(s.at), len(s.order), stagesMax)
 	}
 }
+
+// TestPruneHBSent: a heartbeat never answered (a chunkserver that left,
+// or one that never acknowledges) does not stay in the round-trip table
+// for ever; a recent one stays.
+func TestPruneHBSent(t *testing.T) {
+	now := time.Unix(5000, 0)
+	n := &MasterNode{hbSent: map[hbKey]time.Time{
+		{1, 1}: now.Add(-2 * hbSentMaxAge),
+		{2, 9}: now.Add(-time.Second),
+	}}
+	n.pruneHBSent(now)
+	if _, ok := n.hbSent[hbKey{1, 1}]; ok || len(n.hbSent) != 1 {
+		t.Fatalf("after pruning: %v, want only the recent heartbeat", n.hbSent)
+	}
+	n.hbSent[hbKey{3, 1}] = now.Add(-2 * hbSentMaxAge)
+	n.pruneHBSent(now.Add(time.Second)) // pruned a moment ago: not again yet
+	if len(n.hbSent) != 2 {
+		t.Fatalf("pruned again within hbSentMaxAge: %v", n.hbSent)
+	}
+}
