@@ -21,6 +21,9 @@ type election struct {
 	idsOK  bool
 	hbSeq  uint64
 	hbSent map[uint64]sentHB
+	// hbLow: no heartbeat below this sequence number is in hbSent
+	// (pruneSent walks up from it).
+	hbLow uint64
 	// shortGrant: the last grant a voter gave below what its heartbeat
 	// asked (its MAX_PROMISE is shorter than the scaled lease): rounds
 	// must come within it (heartbeatAll).

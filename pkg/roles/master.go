@@ -262,7 +262,7 @@ func (m *Master) become(to Role, reason string) {
 	}
 	if !to.TakesVotes() {
 		m.resetVoters()
-		m.hbSent = map[uint64]sentHB{}
+		m.hbSent, m.hbLow = map[uint64]sentHB{}, m.hbSeq+1
 	}
 	if from == Leader {
 		// The recorded LEADER is no longer this master: hand out the
@@ -319,7 +319,7 @@ func (m *Master) newEpoch(above uint64) bool {
 	}
 	e := top + 1
 	m.hard.Epoch, m.hard.MaxEpoch = e, e
-	m.hbSent = map[uint64]sentHB{}
+	m.hbSent, m.hbLow = map[uint64]sentHB{}, m.hbSeq+1
 	m.persistHard()
 	return true
 }
