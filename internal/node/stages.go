@@ -92,11 +92,17 @@ func (s *stages) prune() {
 // be set (nil: none). mark is the stage's highest version seen: a
 // version at or below it has nothing left to mark.
 func (s *stages) reach(mark *uint64, v uint64, t time.Time, stage, prev func(*stageTimes) *time.Time) {
+	s.prune()
+	if len(s.order) == 0 {
+		return
+	}
+	// A follower's acknowledgement names the version; a mark past every
+	// change followed would stop this stage being seen for good.
+	v = min(v, s.order[len(s.order)-1])
 	if v <= *mark {
 		return
 	}
 	*mark = v
-	s.prune()
 	for _, ver := range s.order {
 		if ver > v {
 			return

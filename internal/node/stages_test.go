@@ -41,6 +41,20 @@ func TestStages(t *testing.T) {
 	if len(s.at) != 0 || len(s.by) != 0 {
 		t.Errorf("replied changes still followed: %d, %d", len(s.at), len(s.by))
 	}
+	// A version claimed past every change followed (a follower's word)
+	// does not hide the changes that come after it.
+	s.appended(entry(6, 9, 1), at(12))
+	s.durable(6, at(13))
+	s.replicated(1<<62, at(14))
+	s.appended(entry(7, 10, 1), at(15))
+	s.durable(7, at(16))
+	s.replicated(7, at(17))
+	s.commitSent(7, at(18))
+	n = 0
+	s.replied(10, 1, at(19), func(string, time.Duration) { n++ })
+	if n != 5 {
+		t.Errorf("after a claimed version far ahead, the next change was observed in %d stages, want 5", n)
+	}
 	for v := uint64(10); v < 10+stagesMax+100; v++ {
 		s.appended(entry(v, changelog.ClientID(v), 1), at(20))
 	}
