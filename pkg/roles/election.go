@@ -33,6 +33,11 @@ type election struct {
 	// and the sessions it went to.
 	roundSeq    uint64
 	roundVoters int
+	// commitSent: the commit point the last round of this LEADER told
+	// the voters (replicatedVersion at heartbeatAll). While it is above
+	// what is acknowledged a commit round is in flight, and a newer
+	// commit point waits for it (commitRound).
+	commitSent uint64
 
 	quietSince   Instant // last sign of a LEADER, an ELECT or a nomination
 	electSince   Instant

@@ -96,6 +96,9 @@ func (m *Master) heartbeatAll() {
 	m.roundVoters = len(m.voters)
 	m.hbSeq++
 	m.roundSeq = m.hbSeq
+	if m.role == Leader {
+		m.commitSent = m.replicated.Version
+	}
 	if m.readRound {
 		m.readHB, m.readRound = m.hbSeq, false
 	}

@@ -334,6 +334,7 @@ func (m *Master) enterLeader() {
 	m.log.Append(e)
 	m.persist(Persist{Append: []changelog.Entry{e}})
 	m.replicated, m.acked = m.hard.Commit, m.hard.Commit
+	m.commitSent = 0 // no commit round of this term is out
 	m.kv.ApplyUpTo(&m.log, m.acked.Version)
 	m.progress = map[wire.MasterID]*progress{}
 	for _, id := range m.cfg.Masters {

@@ -33,6 +33,22 @@ func (m *Master) replicate() {
 	}
 }
 
+// replicateNew sends a new entry to each follower that has no Append out
+// unanswered: one in flight to each. The entries written while an Append
+// is out leave together when it is acknowledged (onAppendAck sends the
+// rest), so under load a follower writes one batch per round trip rather
+// than an Append per change, and a lone change leaves at once as before.
+// A lost Append is found as any other: the next one (or the PeerInterval
+// sign of life, which is not held back) leaves a gap the follower refuses,
+// and next rolls back.
+func (m *Master) replicateNew() {
+	for _, id := range m.cfg.Masters {
+		if p := m.progress[id]; id != m.cfg.ID && p != nil && !(p.next-1 > p.match.Version) {
+			m.appendTo(id, false)
+		}
+	}
+}
+
 // appendTo sends one follower what it lacks (or an empty Append as a sign
 // of life). Sends are optimistic; a refusal or a lapse rolls next back.
 func (m *Master) appendTo(id wire.MasterID, resend bool) {
@@ -238,8 +254,24 @@ func (m *Master) advanceReplicated() {
 	r := changelog.ReplicatedVersion(m.log.Len(), m.followerMatches(), m.cfg.AckReplicas)
 	if r > m.replicated.Version {
 		m.replicated = m.log.PosAt(r)
-		m.heartbeatNow()
+		m.commitRound()
 	}
+}
+
+// commitRound tells the voters a new commit point: at once, unless a round
+// carrying an earlier one still waits for its quorum. Then the new point
+// goes out when that round is answered (advanceAcked) or with the next
+// scheduled round, whichever comes first. One commit round in flight: under
+// load each round carries every change replicated while the one before it
+// was out, instead of a round (six chunkserver fsyncs, twelve messages)
+// for every follower acknowledgement; a lone change is sent at once as
+// before. Only when rounds go out changes, never what they say or what an
+// acknowledgement needs (docs/architecture.md §7, One round in flight).
+func (m *Master) commitRound() {
+	if m.commitSent > m.acked.Version {
+		return
+	}
+	m.heartbeatNow()
 }
 
 // advanceAcked applies (c) of the ack rule and answers what it can.
@@ -281,6 +313,9 @@ func (m *Master) advanceAcked() {
 	m.hard.Commit = m.acked
 	m.kv.ApplyUpTo(&m.log, best)
 	m.answerPending()
+	if m.replicated.Version > m.commitSent && m.acked.Version >= m.commitSent {
+		m.heartbeatNow() // the commit round is answered: the next one goes
+	}
 }
 
 // ackRuleByTally is advanceAcked's figure by changelog.AckRule and a

@@ -123,7 +123,7 @@ func (m *Master) onClientWrite(w ClientWrite) {
 	m.log.Append(e)
 	m.persist(Persist{Append: []changelog.Entry{e}})
 	m.pending = append(m.pending, pendingOp{client: w.Client, seq: w.Seq, ver: e.Version, key: w.Key})
-	m.replicate()
+	m.replicateNew()
 	m.advanceReplicated()
 }
 
