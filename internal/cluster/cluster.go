@@ -46,6 +46,7 @@ type Spec struct {
 	// for one master (e.g. KEEP_LEADERSHIP on one of them).
 	MasterCfg, CSCfg map[string]string
 	PerMaster        []map[string]string
+	PerCS            []map[string]string // by index of CS, as PerMaster
 	// Netns, when set, is a network namespace (made by the caller) that
 	// every process runs in; Statuses enter it too.
 	Netns string
@@ -248,6 +249,11 @@ func (c *Cluster) addCS(cs CS, cfg map[string]string) (*Proc, error) {
 	}
 	for k, v := range s.CSCfg {
 		kv[k] = v
+	}
+	if i < len(s.PerCS) {
+		for k, v := range s.PerCS[i] {
+			kv[k] = v
+		}
 	}
 	for k, v := range cfg {
 		kv[k] = v

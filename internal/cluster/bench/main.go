@@ -142,6 +142,9 @@ func run(trials int, doc string, base uint8, keep, only string, coldTrials int, 
 		for _, a := range s.Masters { // the LEADER's profile at 64 clients
 			s.PerMaster = append(s.PerMaster, map[string]string{"PPROF_LISTEN": netip.AddrPortFrom(a, profilePort).String()})
 		}
+		for _, cs := range s.CS { // and a chunkserver's
+			s.PerCS = append(s.PerCS, map[string]string{"PPROF_LISTEN": netip.AddrPortFrom(cs.Addr, profilePort).String()})
+		}
 		err := withCluster(s, func(c *cluster.Cluster) error {
 			return defaultPhases(c, trials, want, &res)
 		})
@@ -318,10 +321,20 @@ func defaultPhases(c *cluster.Cluster, trials int, want func(...string) bool, re
 		var profiled func()
 		if n == 64 {
 			profiled = profileLeader(c, filepath.Join(res.work, "leader-64-clients.pprof"), writeFor, &res.profile64)
+			csDone := profileAt(netip.AddrPortFrom(c.CS[0].Addr, profilePort).String(), filepath.Join(res.work, "cs1-64-clients.pprof"), writeFor, &res.profile64CS)
+			if leaderDone := profiled; leaderDone != nil {
+				profiled = func() { leaderDone(); csDone() }
+			} else {
+				profiled = csDone
+			}
 		}
+		var cpu *cpuCost
 		disk, err := measureDisk(c, func() (int, error) {
 			var err error
-			l, err = runLoad(n, writeFor, oursPut(c))
+			cpu, err = measureCPU(oursGroups(c), func() (int, error) {
+				l, err = runLoad(n, writeFor, oursPut(c))
+				return l.ops, err
+			})
 			return l.ops, err
 		})
 		if profiled != nil {
@@ -330,7 +343,7 @@ func defaultPhases(c *cluster.Cluster, trials int, want func(...string) bool, re
 		if err != nil {
 			return fmt.Errorf("writes, %d clients: %w", n, err)
 		}
-		l.disk = disk
+		l.disk, l.cpu = disk, cpu
 		res.ours = append(res.ours, l)
 		fmt.Printf("ours, %d clients: %.0f changes/s", n, l.rate())
 		if disk != nil {
@@ -341,6 +354,9 @@ func defaultPhases(c *cluster.Cluster, trials int, want func(...string) bool, re
 					fmt.Printf(" %s %s", st, us(disk.stages[st]))
 				}
 			}
+		}
+		if cpu != nil {
+			fmt.Printf("; CPU per change: %s", cpu)
 		}
 		fmt.Println()
 	}
@@ -372,6 +388,7 @@ type results struct {
 	scale                               *scaleResults
 	overload                            *overloadRun
 	profile64                           string // pprof top 15 of the LEADER at 64 clients
+	profile64CS                         string // and of one chunkserver
 	work                                string // the bench's directory
 }
 
@@ -386,12 +403,22 @@ func etcdPhases(ms []*etcdMember, trials int, want etcdWants, res *results) erro
 	}
 	if want.writes {
 		for _, n := range writeConcs {
-			l, err := runLoad(n, writeFor, etcdPut(ms))
+			var l load
+			cpu, err := measureCPU(etcdGroups(ms), func() (int, error) {
+				var err error
+				l, err = runLoad(n, writeFor, etcdPut(ms))
+				return l.ops, err
+			})
 			if err != nil {
 				return fmt.Errorf("etcd writes, %d clients: %w", n, err)
 			}
+			l.cpu = cpu
 			res.etcd = append(res.etcd, l)
-			fmt.Printf("etcd, %d clients: %.0f changes/s\n", n, l.rate())
+			fmt.Printf("etcd, %d clients: %.0f changes/s", n, l.rate())
+			if cpu != nil {
+				fmt.Printf("; CPU per change: %s", cpu)
+			}
+			fmt.Println()
 		}
 		first, err := firstWrite(max(trials/2, 1), etcdPut(ms), killEtcd(ms), func() error {
 			time.Sleep(time.Second)

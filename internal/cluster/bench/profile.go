@@ -122,8 +122,15 @@ func profileLeader(c *cluster.Cluster, path string, d time.Duration, top *string
 		*top = fmt.Sprintf("(not profiled: %v)", err)
 		return nil
 	}
+	return profileAt(netip.AddrPortFrom(c.Masters[lead].Addr, profilePort).String(), path, d, top)
+}
+
+// profileAt starts a CPU profile over d of the process serving pprof at
+// base into path; the function it returns waits for it and puts its top
+// 15 in *top.
+func profileAt(base, path string, d time.Duration, top *string) func() {
 	done := make(chan error, 1)
-	go func() { done <- fetchProfile(netip.AddrPortFrom(c.Masters[lead].Addr, profilePort).String(), path, d) }()
+	go func() { done <- fetchProfile(base, path, d) }()
 	return func() {
 		if err := <-done; err != nil {
 			*top = fmt.Sprintf("(not profiled: %v)", err)

@@ -24,6 +24,7 @@ type load struct {
 	d    time.Duration
 	lat  series
 	disk *diskCost // ours only: durable writes per acknowledged change
+	cpu  *cpuCost  // CPU per acknowledged change, by part
 }
 
 func (l load) rate() float64 { return float64(l.ops) / l.d.Seconds() }
