@@ -35,6 +35,7 @@ const (
 // chunkserver, and a goroutine switch a frame.
 type conn struct {
 	nc     net.Conn
+	raw    syscall.RawConn // nil: no direct writes (not a socket)
 	peer   frame.Hello
 	remote netip.Addr
 
@@ -56,6 +57,11 @@ type conn struct {
 
 func newConn(nc net.Conn, peer frame.Hello) *conn {
 	c := &conn{nc: nc, peer: peer, done: make(chan struct{})}
+	if sc, ok := nc.(syscall.Conn); ok {
+		if rc, err := sc.SyscallConn(); err == nil {
+			c.raw = rc
+		}
+	}
 	if ap, err := netip.ParseAddrPort(nc.RemoteAddr().String()); err == nil {
 		c.remote = ap.Addr().Unmap()
 	}
@@ -130,6 +136,16 @@ func (c *conn) send(m wire.Message) {
 		}
 		return
 	}
+	if !c.writing && len(c.q) == 0 && c.raw != nil {
+		// Nothing queued and no writer: write it from here, without
+		// waiting (writeNow). A goroutine started for every frame cost a
+		// wake-up of another thread each, most of an idle chunkserver's
+		// processor per round in a VM where those are dear.
+		c.writing = true
+		c.mu.Unlock()
+		c.writeNow(b)
+		return
+	}
 	c.q = append(c.q, b)
 	start := !c.writing
 	c.writing = true
@@ -137,6 +153,51 @@ func (c *conn) send(m wire.Message) {
 	if start {
 		go c.writer()
 	}
+}
+
+// writeNow writes b with one non-blocking system call; what the socket
+// does not take at once (its buffer is full) is queued before anything
+// sent meanwhile, for a writer goroutine. The caller set writing.
+func (c *conn) writeNow(b []byte) {
+	n, werr := 0, error(nil)
+	err := c.raw.Write(func(fd uintptr) bool {
+		for n < len(b) {
+			k, e := syscall.Write(int(fd), b[n:])
+			if e == syscall.EINTR {
+				continue
+			}
+			if e != nil {
+				if e != syscall.EAGAIN {
+					werr = e
+				}
+				break
+			}
+			n += k
+		}
+		return true // never wait here: the rest goes to the writer
+	})
+	if err == nil {
+		err = werr
+	}
+	c.queued.Add(-int64(n))
+	if err != nil {
+		c.mu.Lock()
+		c.writing = false
+		c.mu.Unlock()
+		c.close()
+		return
+	}
+	c.mu.Lock()
+	if n < len(b) {
+		c.q = append([][]byte{b[n:]}, c.q...)
+	}
+	if len(c.q) == 0 && !c.closeAfter {
+		c.writing = false
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	go c.writer() // the rest, frames queued meanwhile, or a close after them
 }
 
 func (c *conn) tooSlow() {
