@@ -80,12 +80,19 @@ func (e errLog) Write(p []byte) (int, error) {
 
 // RegisterStoreCommits exports a store's durable writes as
 // mfs_<daemon>_store_commits_total (daemon: "master" or "chunkserver"):
-// each is one bbolt commit, two fdatasyncs. Divided by the changes
+// a master's is one bbolt commit, two fdatasyncs; a chunkserver's one
+// slot of its record file, one fdatasync. Divided by the changes
 // acknowledged over the same time it is the disk's cost of a change
 // (docs/benchmarks.md).
+// storeWrite says what one durable write of each daemon's file is.
+var storeWrite = map[string]string{
+	"master":      "one bbolt commit each: two fdatasyncs",
+	"chunkserver": "one record written each: one fdatasync",
+}
+
 func RegisterStoreCommits(reg prometheus.Registerer, daemon string, commits func() uint64) {
 	promauto.With(reg).NewCounterFunc(prometheus.CounterOpts{
 		Name: "mfs_" + daemon + "_store_commits_total",
-		Help: "Durable writes of the " + daemon + "'s metadata file (one bbolt commit each: two fdatasyncs).",
+		Help: "Durable writes of the " + daemon + "'s metadata file (" + storeWrite[daemon] + ").",
 	}, func() float64 { return float64(commits()) })
 }

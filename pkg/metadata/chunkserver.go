@@ -1,11 +1,23 @@
 package metadata
 
 import (
+	"bytes"
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"hash/crc32"
+	"io"
 	"net/netip"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
 
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
+	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -20,6 +32,120 @@ type Identity struct {
 	Addr      netip.AddrPort
 }
 
+// A chunkserver keeps two small records, its identity and its voter's hard
+// state, and writes the second on most heartbeats that carry a new commit
+// point: one durable write per commit round, on every chunkserver. A bbolt
+// commit is two fdatasyncs (the pages, then the meta page) and three
+// writes; in a VM every one of those is dear, and the chunkservers' rounds
+// were half the cluster's processor at one client. So chunkserver.mfs is a
+// record file: two slots of csSlot bytes, each holding the whole state
+// (identity and voter record) with a sequence number and a CRC-32C. A write
+// fills the slot that does not hold the newest record and is made durable
+// with one fdatasync; the file's size never changes after it is created,
+// so that fdatasync writes no metadata. A write torn by a crash damages
+// only the slot being written, and the other still holds the state before
+// that write, which is what was durable when the write began: nothing that
+// depended on the new record had left (roles.Carry). Both slots damaged is
+// an error naming the file; nothing is guessed.
+//
+// A chunkserver.mfs in the earlier bbolt layout (schema 1 or 2) is read
+// with every check it always had, then replaced by a record file holding
+// the same state (written beside it, made durable, renamed over it, the
+// directory synced): an older build refuses the new file as "not a bbolt
+// file" rather than misreading it.
+
+// csSlot is the size of one slot; the file is two of them.
+const csSlot = 4096
+
+// csMagic starts every written slot; an unwritten one is zeros.
+var csMagic = [8]byte{'M', 'F', 'S', 'C', 'S', 'R', 'E', 'C'}
+
+// csHeader is magic, sequence number and payload length; the CRC-32C of
+// header and payload follows the payload.
+const csHeader = 8 + 8 + 4
+
+// csState is what one slot holds.
+type csState struct {
+	HasIdentity bool
+	Identity    Identity
+	Voter       roles.VoterHardState
+}
+
+// ChunkserverStore is an open chunkserver.mfs: identity and VoterHardState.
+// Its methods are safe for concurrent use.
+type ChunkserverStore struct {
+	path    string
+	commits atomic.Uint64
+
+	mu  sync.Mutex
+	f   *os.File // locked (flock) while open
+	st  csState
+	seq uint64 // of the newest slot
+}
+
+// OpenChunkserver opens DATA_PATH/chunkserver.mfs, creating it empty when
+// absent (a chunkserver that has not registered yet), and converting one in
+// the earlier bbolt layout.
+func OpenChunkserver(dir string) (*ChunkserverStore, error) {
+	path := filepath.Join(dir, ChunkserverFile)
+	img, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if err := createRecordFile(path, csState{}); err != nil {
+			return nil, fmt.Errorf("metadata file %s: creating it: %w", path, err)
+		}
+	case err != nil:
+		return nil, fmt.Errorf("metadata file %s: %w", path, err)
+	case len(img) == 0:
+		return nil, fmt.Errorf("metadata file %s is empty: remove it to start as a chunkserver that never registered", path)
+	case !isRecordFile(img):
+		// The earlier bbolt layout, or damage that layout's checks name.
+		if err := convertBolt(dir, path); err != nil {
+			return nil, err
+		}
+	}
+	return openRecordFile(path)
+}
+
+// isRecordFile: either slot starts with the record magic. A bbolt file
+// never does: its pages start with their page number (0 and 1 there).
+func isRecordFile(img []byte) bool {
+	for i := range 2 {
+		if len(img) >= i*csSlot+len(csMagic) && bytes.Equal(img[i*csSlot:i*csSlot+len(csMagic)], csMagic[:]) {
+			return true
+		}
+	}
+	return false
+}
+
+// convertBolt reads a bbolt chunkserver.mfs with every check of its layout
+// and replaces it with a record file holding the same state.
+func convertBolt(dir, path string) error {
+	old, err := open(dir, ChunkserverFile, chunkserverSpec)
+	if err != nil {
+		return err
+	}
+	var st csState
+	err = old.db.View(func(tx *bolt.Tx) error {
+		ok, err := get(tx, keyIdentity, &st.Identity)
+		if err != nil {
+			return err
+		}
+		st.HasIdentity = ok
+		_, err = get(tx, keyVoter, &st.Voter)
+		return err
+	})
+	old.Close() // its lock is released before the rename replaces it
+	if err != nil {
+		return fmt.Errorf("metadata file %s: %w (the file was not modified)", path, err)
+	}
+	if err := createRecordFile(path, st); err != nil {
+		return fmt.Errorf("metadata file %s: converting it to a record file: %w (the bbolt file was left as it was)", path, err)
+	}
+	return nil
+}
+
+// chunkserverSpec is the earlier bbolt layout, read once to convert it.
 var chunkserverSpec = spec{kind: "chunkserver", daemon: "mfschunkserver", records: func(tx *bolt.Tx, schema uint64) error {
 	if _, err := getAs(tx, keyIdentity, &Identity{}, schema); err != nil {
 		return err
@@ -28,25 +154,142 @@ var chunkserverSpec = spec{kind: "chunkserver", daemon: "mfschunkserver", record
 	return err
 }}
 
-// ChunkserverStore is an open chunkserver.mfs: identity and VoterHardState.
-// Its methods are safe for concurrent use.
-type ChunkserverStore struct{ store }
-
-// OpenChunkserver opens DATA_PATH/chunkserver.mfs, creating it empty when
-// absent (a chunkserver that has not registered yet).
-func OpenChunkserver(dir string) (*ChunkserverStore, error) {
-	st, err := open(dir, ChunkserverFile, chunkserverSpec)
-	if err != nil {
-		return nil, err
+// createRecordFile writes a record file holding st (in its first slot, the
+// second zeros) beside path, makes it durable and renames it over path.
+func createRecordFile(path string, st csState) error {
+	img := make([]byte, 2*csSlot)
+	if err := encodeSlot(img[:csSlot], 1, st); err != nil {
+		return err
 	}
-	return &ChunkserverStore{st}, nil
+	tmp := path + ".new"
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(img); err != nil {
+		f.Close()
+		return err
+	}
+	if err := errors.Join(f.Sync(), f.Close()); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
 }
 
-// Identity returns the stored identity; false before registration. The
-// record was checked to decode at open, so reading it cannot fail later.
+// openRecordFile opens and locks a record file and reads its newest slot.
+func openRecordFile(path string) (*ChunkserverStore, error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, fmt.Errorf("metadata file %s: %w", path, err)
+	}
+	if err := lockFile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("metadata file %s is locked by another process: is another mfschunkserver using this DATA_PATH? (%w)", path, err)
+	}
+	img := make([]byte, 2*csSlot+1)
+	n, err := io.ReadFull(f, img)
+	if err != io.ErrUnexpectedEOF || n != 2*csSlot {
+		f.Close()
+		if err == nil || err == io.ErrUnexpectedEOF || err == io.EOF {
+			return nil, fmt.Errorf("metadata file %s is damaged: %d bytes, a record file has %d; the file was not modified (remove it to start as a chunkserver that never registered: it registers again and, if its address is a member's, keeps quiet as after a crash)", path, n, 2*csSlot)
+		}
+		return nil, fmt.Errorf("metadata file %s: %w", path, err)
+	}
+	s := &ChunkserverStore{path: path, f: f}
+	var errs [2]error
+	found := false
+	for i := range 2 {
+		seq, st, err := decodeSlot(img[i*csSlot : (i+1)*csSlot])
+		errs[i] = err
+		if err == nil && (!found || seq > s.seq) {
+			s.seq, s.st, found = seq, st, true
+		}
+	}
+	if !found {
+		f.Close()
+		return nil, fmt.Errorf("metadata file %s is damaged: neither of its two copies is readable (%v; %v); the file was not modified (remove it to start as a chunkserver that never registered: it registers again and, if its address is a member's, keeps quiet as after a crash)", path, errs[0], errs[1])
+	}
+	return s, nil
+}
+
+// lockFile takes an exclusive flock on f, waiting at most lockTimeout.
+func lockFile(f *os.File) error {
+	deadline := time.Now().Add(lockTimeout)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err != syscall.EWOULDBLOCK || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// encodeSlot writes st as slot seq into b (csSlot bytes).
+func encodeSlot(b []byte, seq uint64, st csState) error {
+	body, err := frame.Marshal(st)
+	if err != nil {
+		return err
+	}
+	if csHeader+len(body)+4 > len(b) {
+		return fmt.Errorf("the chunkserver's state takes %d bytes, a slot holds %d", len(body), len(b)-csHeader-4)
+	}
+	clear(b)
+	copy(b, csMagic[:])
+	binary.BigEndian.PutUint64(b[8:], seq)
+	binary.BigEndian.PutUint32(b[16:], uint32(len(body)))
+	copy(b[csHeader:], body)
+	end := csHeader + len(body)
+	binary.BigEndian.PutUint32(b[end:], crc32.Checksum(b[:end], castagnoli))
+	return nil
+}
+
+// decodeSlot reads one slot; an error says why it is not a record.
+func decodeSlot(b []byte) (uint64, csState, error) {
+	var st csState
+	if !bytes.Equal(b[:8], csMagic[:]) {
+		return 0, st, errors.New("no record")
+	}
+	seq, n := binary.BigEndian.Uint64(b[8:]), int(binary.BigEndian.Uint32(b[16:]))
+	if n > len(b)-csHeader-4 {
+		return 0, st, fmt.Errorf("a length of %d", n)
+	}
+	end := csHeader + n
+	if got, want := crc32.Checksum(b[:end], castagnoli), binary.BigEndian.Uint32(b[end:]); got != want {
+		return 0, st, fmt.Errorf("checksum mismatch (computed %08x, stored %08x)", got, want)
+	}
+	if err := frame.Unmarshal(b[csHeader:end], &st); err != nil {
+		return 0, st, fmt.Errorf("the record does not decode: %w", err)
+	}
+	return seq, st, nil
+}
+
+// write makes st durable in the slot that does not hold the newest record
+// (one write, one fdatasync), then makes it the one held. Under mu.
+func (s *ChunkserverStore) write(st csState) error {
+	b := make([]byte, csSlot)
+	seq := s.seq + 1
+	if err := encodeSlot(b, seq, st); err != nil {
+		return fmt.Errorf("metadata file %s: %w", s.path, err)
+	}
+	if _, err := s.f.WriteAt(b, int64(seq%2)*csSlot); err != nil {
+		return fmt.Errorf("metadata file %s: %w", s.path, err)
+	}
+	if err := syscall.Fdatasync(int(s.f.Fd())); err != nil {
+		return fmt.Errorf("metadata file %s: fdatasync: %w", s.path, err)
+	}
+	s.seq, s.st = seq, st
+	s.commits.Add(1)
+	return nil
+}
+
+// Identity returns the stored identity; false before registration.
 func (s *ChunkserverStore) Identity() (id Identity, ok bool) {
-	err := s.db.View(func(tx *bolt.Tx) (err error) { ok, err = get(tx, keyIdentity, &id); return })
-	return id, ok && err == nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st.Identity, s.st.HasIdentity
 }
 
 // SetIdentity stores the identity from a registration. Another id or
@@ -56,39 +299,66 @@ func (s *ChunkserverStore) SetIdentity(id Identity) error {
 	if id.CS == wire.NoCS || id.ClusterID == "" {
 		return fmt.Errorf("metadata file %s: an identity needs an id and a cluster id", s.path)
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
-		var old Identity
-		if ok, err := get(tx, keyIdentity, &old); err != nil {
-			return err
-		} else if ok && (old.CS != id.CS || old.ClusterID != id.ClusterID) {
-			return fmt.Errorf("metadata file %s already holds identity %v of cluster %q, refusing %v of %q",
-				s.path, old.CS, old.ClusterID, id.CS, id.ClusterID)
-		}
-		return put(tx, keyIdentity, &id)
-	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old := s.st.Identity; s.st.HasIdentity && (old.CS != id.CS || old.ClusterID != id.ClusterID) {
+		return fmt.Errorf("metadata file %s already holds identity %v of cluster %q, refusing %v of %q",
+			s.path, old.CS, old.ClusterID, id.CS, id.ClusterID)
+	}
+	st := s.st
+	st.HasIdentity, st.Identity = true, id
+	return s.write(st)
 }
 
 // ForgetIdentity clears the identity, when the master says the id belongs
-// to another chunkserver; the next registration gets a new one.
+// to another chunkserver; the next registration gets a new one. The voter
+// record stays.
 func (s *ChunkserverStore) ForgetIdentity() error {
-	return s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Delete(keyIdentity) })
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.st
+	st.HasIdentity, st.Identity = false, Identity{}
+	return s.write(st)
 }
 
-// VoterHard returns the voter's hard state, zero if never written.
-func (s *ChunkserverStore) VoterHard() (h roles.VoterHardState, err error) {
-	if err = s.db.View(func(tx *bolt.Tx) error { _, err := get(tx, keyVoter, &h); return err }); err != nil {
-		return roles.VoterHardState{}, fmt.Errorf("metadata file %s: %w", s.path, err)
-	}
-	return h, nil
+// VoterHard returns the voter's hard state, zero if never written. It was
+// checked when the file was opened, so reading it cannot fail later.
+func (s *ChunkserverStore) VoterHard() (roles.VoterHardState, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st.Voter, nil
 }
 
 // Apply makes a chunkserver's Persists durable (roles.Persister): the
-// newest voter record among them, the one that counts, in one fsync. The
-// master's fields are ignored.
+// newest voter record among them, the one that counts, in one write and
+// one fdatasync. The master's fields are ignored.
 func (s *ChunkserverStore) Apply(ps ...roles.Persist) error {
 	last := roles.NewestVoter(ps)
 	if last == nil {
 		return nil
 	}
-	return s.update(func(tx *bolt.Tx) error { return put(tx, keyVoter, last) })
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.st
+	st.Voter = *last
+	return s.write(st)
+}
+
+// Commits is how many durable writes (one fdatasync each) the store has
+// made since it was opened.
+func (s *ChunkserverStore) Commits() uint64 { return s.commits.Load() }
+
+// Path is the file's path, for messages.
+func (s *ChunkserverStore) Path() string { return s.path }
+
+// Close releases the file and its lock.
+func (s *ChunkserverStore) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f == nil {
+		return nil
+	}
+	err := s.f.Close()
+	s.f = nil
+	return err
 }

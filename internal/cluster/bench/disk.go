@@ -8,8 +8,9 @@ import (
 )
 
 // diskCost is what a run of changes cost the disks: durable writes of the
-// metadata files (mfs_*_store_commits_total: one bbolt commit, two
-// fdatasyncs, each) per acknowledged change, on the LEADER, on a follower
+// metadata files (mfs_*_store_commits_total: a master's one bbolt commit,
+// two fdatasyncs, each; a chunkserver's one record, one fdatasync) per
+// acknowledged change, on the LEADER, on a follower
 // (the mean of the followers) and on a chunkserver (the mean of all).
 type diskCost struct {
 	leader, follower, cs float64

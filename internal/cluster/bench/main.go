@@ -727,7 +727,7 @@ func changesSection(r results) string {
 			fmt.Fprintf(&b, "| %d | %.0f | %s | %s | - | - | - | - |\n", l.conc, l.rate(), ms(om), ms(op))
 		}
 	}
-	b.WriteString("\nWhat each acknowledged change cost the disks in ours (the runs above): durable writes of the metadata file, from `mfs_master_store_commits_total` and `mfs_chunkserver_store_commits_total` read before and after each run, divided by the changes acknowledged. Each is one bbolt commit, two fdatasyncs (the pages, then the meta page). A follower is the mean of the two, a chunkserver the mean of the six (three of them voter-only).\n\n")
+	b.WriteString("\nWhat each acknowledged change cost the disks in ours (the runs above): durable writes of the metadata file, from `mfs_master_store_commits_total` and `mfs_chunkserver_store_commits_total` read before and after each run, divided by the changes acknowledged. A master's is one bbolt commit, two fdatasyncs (the pages, then the meta page); a chunkserver's one slot of its record file, one fdatasync. A follower is the mean of the two, a chunkserver the mean of the six (three of them voter-only).\n\n")
 	b.WriteString("| clients | LEADER | follower | chunkserver |\n|---|---|---|---|\n")
 	for _, l := range r.ours {
 		if l.disk == nil {
