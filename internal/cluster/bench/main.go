@@ -746,6 +746,32 @@ func changesSection(r results) string {
 		s := l.disk.stages
 		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s |\n", l.conc, us(s["leader_write"]), us(s["replication"]), us(s["commit_send"]), us(s["voter_round"]), us(s["total"]))
 	}
+	b.WriteString("\nWhat each acknowledged change cost the processors (the runs above): the CPU time (utime + stime from /proc/PID/stat, getrusage for the bench's own clients) each part spent over the run, divided by the changes acknowledged. Every process of both systems runs on the same 2 cores, so at 16 clients and more this, not a disk, is what bounds a closed loop: changes/s is about the cores' time over the CPU per change. The kernel's own threads (block I/O completion, softirqs) are not in it.\n\n")
+	b.WriteString("| clients | ours: LEADER | followers (2) | chunkservers (6) | clients | ours total | etcd: members (3) | clients | etcd total |\n|---|---|---|---|---|---|---|---|---|\n")
+	for i, l := range r.ours {
+		part := func(c *cpuCost, name string) string {
+			if c == nil {
+				return "-"
+			}
+			for _, p := range c.parts {
+				if p.name == name {
+					return us(p.per)
+				}
+			}
+			return "-"
+		}
+		tot := func(c *cpuCost) string {
+			if c == nil {
+				return "-"
+			}
+			return us(c.total())
+		}
+		var e *cpuCost
+		if i < len(r.etcd) {
+			e = r.etcd[i].cpu
+		}
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", l.conc, part(l.cpu, "LEADER"), part(l.cpu, "followers"), part(l.cpu, "chunkservers"), part(l.cpu, "clients"), tot(l.cpu), part(e, "etcd"), part(e, "clients"), tot(e))
+	}
 	if o := r.overload; o != nil {
 		fmt.Fprintf(&b, "\nOverload: %d clients (`pkg/client`, 32 to a source address) against a cluster of the same topology whose masters take at most MAX_PENDING = %d operations waiting for their acknowledgement, each client changing a counter of its own by compare-and-set, one change at a time, for %v. ", o.clients, o.maxPending, o.d)
 		fmt.Fprintf(&b, "The LEADER acknowledged %d changes (%.0f/s) and answered %.0f BUSY (the clients asked again after a jittered back-off); its RSS went from %s to at most %s. ", o.acked, float64(o.acked)/o.d.Seconds(), o.busy, mib(o.rssBefore), mib(o.rssMax))
@@ -758,6 +784,9 @@ func changesSection(r results) string {
 	if r.profile64 != "" {
 		fmt.Fprintf(&b, "\nThe LEADER's processor at 64 clients: a CPU profile over that run (`PPROF_LISTEN` on every master of the bench cluster), `go tool pprof -top`, the first 15:\n\n```\n%s\n```\n", r.profile64)
 	}
+	if r.profile64CS != "" {
+		fmt.Fprintf(&b, "\nAnd one chunkserver's (cs1) over the same run:\n\n```\n%s\n```\n", r.profile64CS)
+	}
 	b.WriteString("\nkill -9 of the LEADER -> first change acknowledged after it (one writer changing one key in a loop):\n\n")
 	b.WriteString("| system | trials | median | p90 | max |\n|---|---|---|---|---|\n")
 	r.oursFirst.name = "ours"
@@ -766,6 +795,6 @@ func changesSection(r results) string {
 		r.etcdFirst.name = "etcd"
 		row(r.etcdFirst)
 	}
-	b.WriteString("\nWhat a change waits for, in ours: the LEADER's fsync and a follower's side by side (the LEADER's Append leaves as its own write begins: docs/architecture.md §7, Overlap), then a heartbeat sent at once to every chunkserver with the new commit point, each of which fsyncs it before it answers; two fsyncs in a row and three round trips. Changes that arrive meanwhile share the next round, so throughput grows with the number of clients. etcd waits for its leader's and a follower's WAL fsync (in parallel) and one round trip.\n")
+	b.WriteString("\nWhat a change waits for, in ours: the LEADER's fsync and a follower's side by side (the LEADER's Append leaves as its own write begins: docs/architecture.md §7, Overlap), then a heartbeat to every chunkserver with the new commit point, each of which fsyncs it before it answers; two fsyncs in a row and three round trips. One commit round and one Append to each follower are in flight at a time (§7, One round in flight): the changes that arrive meanwhile leave together when the one out is answered, so rounds grow with the load instead of their number, and throughput with the number of clients. etcd waits for its leader's and a follower's WAL fsync (in parallel) and one round trip.\n")
 	return b.String()
 }
