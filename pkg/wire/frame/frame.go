@@ -268,11 +268,21 @@ func decodeBody(t wire.Type, m wire.Message, body []byte) (msg wire.Message, err
 // Marshal encodes v with the frame codec, without a header: for stores that
 // keep wire values (changelog entries, hard states) on disk in the same form.
 func Marshal(v any) ([]byte, error) {
-	var b []byte
-	if err := codec.NewEncoderBytes(&b, handle).Encode(v); err != nil {
+	// A pooled encoder, as Encode's: a new one costs more than encoding
+	// a changelog entry, which every master does for every change.
+	x := encoders.Get().(*encoder)
+	defer func() {
+		if cap(x.buf) > keepEncBuf {
+			x.buf = make([]byte, 0, 512)
+		}
+		encoders.Put(x)
+	}()
+	x.buf = x.buf[:0]
+	x.e.ResetBytes(&x.buf)
+	if err := x.e.Encode(v); err != nil {
 		return nil, fmt.Errorf("wire: encoding %T: %w", v, err)
 	}
-	return b, nil
+	return slices.Clone(x.buf), nil
 }
 
 // Unmarshal decodes b, made by Marshal, into v (a pointer). A value that
@@ -283,7 +293,12 @@ func Unmarshal(b []byte, v any) (err error) {
 			err = fmt.Errorf("%w: %T: %v", ErrBadBody, v, x)
 		}
 	}()
-	if err := codec.NewDecoderBytes(b, handle).Decode(v); err != nil {
+	d := decoders.Get().(*codec.Decoder)
+	d.ResetBytes(b)
+	err = d.Decode(v)
+	d.ResetBytes([]byte{}) // hold no value's bytes while idle
+	decoders.Put(d)
+	if err != nil {
 		return fmt.Errorf("%w: %T: %v", ErrBadBody, v, err)
 	}
 	return nil
