@@ -55,8 +55,13 @@ func (s *MemStore) Holds(pos changelog.Pos) bool {
 // says, or returns an error and changes nothing (the bbolt store's one
 // transaction).
 func (s *MemStore) Apply(ps ...Persist) error {
+	// next shares s.st's entries: an append writes past their end, which
+	// s.st does not see (an error leaves it as it was), and a trim or a
+	// truncation clips before anything is appended (applyLog), so nothing
+	// is ever written over an entry s.st holds. Load and Copy hand out
+	// copies. Clipping here instead copied the whole log at every Apply:
+	// the simulator's time grew with the length of its logs.
 	next := s.st
-	next.Entries = slices.Clip(next.Entries) // an append never writes into what Load handed out
 	for i, p := range ps {
 		if p.Snapshot != nil {
 			keepNewer(&next, p.Snapshot)
