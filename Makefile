@@ -13,13 +13,50 @@ N         ?= 1000
 LOCATIONS ?= 3
 PROFILE   ?=
 
-.PHONY: all build run test chaos bench scale race vet fuzz mutate
+.PHONY: all build run test chaos bench scale race vet fuzz mutate install
 
 all: build
 
 # The three binaries, into bin/.
 build:
 	$(GO) build -o bin/ ./cmd/mfsmaster ./cmd/mfschunkserver ./cmd/mfscli
+
+# Installing like any daemon (DESTDIR for a staging root, PREFIX for where
+# it lives): the binaries; the example configs in SYSCONFDIR/mfs, each as
+# NAME.sample and as NAME only where NAME is not there yet (an operator's
+# config is never overwritten), likewise SYSCONFDIR/default/*; systemd units
+# and the mfs user (sysusers.d); bash and zsh completions of mfscli; the
+# docs. docs/operations.md, "A first cluster on three hosts", uses them.
+PREFIX     ?= /usr/local
+SYSCONFDIR ?= /etc
+DESTDIR    ?=
+BINDIR      = $(PREFIX)/bin
+SBINDIR     = $(PREFIX)/sbin
+DOCDIR      = $(PREFIX)/share/doc/mfs-election
+UNITDIR    ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/site-functions
+
+install: build
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(SYSCONFDIR)/mfs $(DESTDIR)$(SYSCONFDIR)/default \
+		$(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(DOCDIR)
+	install -m 0755 bin/mfsmaster bin/mfschunkserver $(DESTDIR)$(SBINDIR)/
+	install -m 0755 bin/mfscli $(DESTDIR)$(BINDIR)/
+	for f in mfsmaster.cfg mfschunkserver.cfg mfshdd.cfg; do \
+		install -m 0644 etc/$$f $(DESTDIR)$(SYSCONFDIR)/mfs/$$f.sample || exit 1; \
+		[ -e $(DESTDIR)$(SYSCONFDIR)/mfs/$$f ] || install -m 0640 etc/$$f $(DESTDIR)$(SYSCONFDIR)/mfs/$$f || exit 1; \
+	done
+	for f in mfsmaster mfschunkserver; do \
+		[ -e $(DESTDIR)$(SYSCONFDIR)/default/$$f ] || install -m 0644 etc/default/$$f $(DESTDIR)$(SYSCONFDIR)/default/$$f || exit 1; \
+		sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' -e 's|@DOCDIR@|$(DOCDIR)|g' \
+			etc/systemd/$$f.service.in > $(DESTDIR)$(UNITDIR)/$$f.service || exit 1; \
+		chmod 0644 $(DESTDIR)$(UNITDIR)/$$f.service; \
+	done
+	install -m 0644 etc/systemd/mfs.sysusers.conf $(DESTDIR)$(SYSUSERSDIR)/mfs.conf
+	bin/mfscli --completion bash > $(DESTDIR)$(BASHCOMPDIR)/mfscli
+	bin/mfscli --completion zsh > $(DESTDIR)$(ZSHCOMPDIR)/_mfscli
+	install -m 0644 README.md LICENSE docs/*.md $(DESTDIR)$(DOCDIR)/
 
 # A real local cluster in the foreground on loopback: 3 masters on
 # 127.0.0.11-13, 6 chunkservers in 3 locations; Ctrl-C stops it.

@@ -32,6 +32,25 @@ func rewriteAdmin(args []string) []string {
 	return out
 }
 
+// adminCommands are the admin commands, as -C<form>, with what each does:
+// the unknown-command error lists them, and so do the shell completions.
+var adminCommands = []struct{ form, what string }{
+	{"RC/ip/port", "remove a disconnected chunkserver from the registry"},
+	{"TR/ip/port", "no LEADER: count without a chunkserver that is down (temporary removal)"},
+	{"M1/ip/port", "maintenance on for a chunkserver"},
+	{"M0/ip/port", "maintenance off for a chunkserver"},
+	{"MAP/cidr/name", "map an address range to a location"},
+	{"UNMAP/cidr", "unmap an address range"},
+	{"REN/old/new", "rename a location"},
+	{"DEF/name", "move the default mark to a location"},
+	{"ON/name", "let a location take part in the quorum count"},
+	{"OFF/name", "leave a location out of the quorum count"},
+	{"LU/ip", "set USURPER on a master (a planned handover to it)"},
+	{"LC/ip", "cancel USURPER on a master"},
+	{"LS", "step the LEADER down"},
+	{"MS/ip", "shut a master down (through DUMMY)"},
+}
+
 // admin carries out one command; the reply names what was done.
 //
 //	RC/ip/port        remove a disconnected chunkserver from the registry
@@ -101,7 +120,11 @@ func admin(answers []answer, cmd string, port uint16, password string, timeout t
 		}
 		to, req.Kind = leader.addr, roles.AdminStepDown
 	default:
-		return fmt.Errorf("unknown admin command -C%s (RC/ip/port, TR/ip/port, M1/ip/port, M0/ip/port, MAP/cidr/name, UNMAP/cidr, REN/old/new, DEF/name, ON/name, OFF/name, LU/ip, LC/ip, LS, MS/ip)", cmd)
+		forms := make([]string, len(adminCommands))
+		for i, a := range adminCommands {
+			forms[i] = a.form
+		}
+		return fmt.Errorf("unknown admin command -C%s (%s)", cmd, strings.Join(forms, ", "))
 	}
 	r, err := send(to, req, password, timeout)
 	if err != nil {

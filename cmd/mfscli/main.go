@@ -52,6 +52,7 @@ func newApp() *cli.App {
 			&cli.StringFlag{Name: "admin", Hidden: true},
 			&cli.StringFlag{Name: "a", EnvVars: []string{"MFSCLI_PASSWORD"}, Usage: "admin commands: the masters' ADMIN_PASSWORD (or MFSCLI_PASSWORD); proved, never sent"},
 			&cli.DurationFlag{Name: "wait", Value: waitDefault, Usage: "get/set/cas/delete/list: how long to keep trying to reach a LEADER"},
+			&cli.StringFlag{Name: "completion", Usage: "print the completion script for `SHELL` (bash or zsh) and exit"},
 			&cli.StringFlag{Name: "mfspassword", EnvVars: []string{"MFSPASSWORD"}, Usage: "get/set/cas/delete/list: the password of the masters' mfsexports.cfg line for this host (or MFSPASSWORD; as mfsmount -o mfspassword); proved, never sent"},
 		},
 		HideHelpCommand: true,
@@ -60,6 +61,9 @@ func newApp() *cli.App {
 }
 
 func run(c *cli.Context) error {
+	if sh := c.String("completion"); sh != "" {
+		return writeCompletion(os.Stdout, sh)
+	}
 	if args := c.Args().Slice(); len(args) > 0 {
 		if _, ok := kvUsage[args[0]]; !ok {
 			return cli.Exit(fmt.Sprintf("unknown command %q (get, set, cas, delete, list; or -SIM, -SCS, -SIG, -SLQ, -C...)", args[0]), exitError)

@@ -43,7 +43,7 @@ func (m *Master) replicate() {
 // and next rolls back.
 func (m *Master) replicateNew() {
 	for _, id := range m.cfg.Masters {
-		if p := m.progress[id]; id != m.cfg.ID && p != nil && !(p.next-1 > p.match.Version) {
+		if p := m.progress[id]; id != m.cfg.ID && p != nil && p.next <= p.match.Version+1 { // nothing unanswered
 			m.appendTo(id, false)
 		}
 	}
