@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mfs-election/mfs-election/internal/clusterview"
 	"github.com/mfs-election/mfs-election/pkg/client"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/registry"
@@ -67,11 +68,11 @@ var adminCommands = []struct{ form, what string }{
 //	LC/ip             cancel USURPER on the master at ip
 //	LS                step the LEADER down (it hands over to the best synced FOLLOWER)
 //	MS/ip             shut the master at ip down (through DUMMY)
-func admin(answers []answer, cmd string, port uint16, password string, timeout time.Duration) error {
+func admin(answers []clusterview.Answer, cmd string, port uint16, password string, timeout time.Duration) error {
 	parts := strings.Split(cmd, "/")
-	var leader *answer
+	var leader *clusterview.Answer
 	for i := range answers {
-		if answers[i].err == nil && answers[i].st.Role == roles.Leader {
+		if answers[i].Err == nil && answers[i].St.Role == roles.Leader {
 			leader = &answers[i]
 		}
 	}
@@ -88,7 +89,7 @@ func admin(answers []answer, cmd string, port uint16, password string, timeout t
 		if err != nil {
 			return err
 		}
-		to, what = leader.addr, fmt.Sprintf("chunkserver %s:%d (id %d): ", cs.Addr, cs.Port, cs.ID)
+		to, what = leader.Addr, fmt.Sprintf("chunkserver %s:%d (id %d): ", cs.Addr, cs.Port, cs.ID)
 		req.Kind, req.Change = roles.AdminChange, registry.Change{Kind: registry.ChangeRemove, ID: uint32(cs.ID)}
 		if parts[0] != "RC" {
 			req.Change = registry.Change{Kind: registry.ChangeMaintenance, ID: uint32(cs.ID), On: parts[0] == "M1"}
@@ -103,7 +104,7 @@ func admin(answers []answer, cmd string, port uint16, password string, timeout t
 		if err != nil {
 			return err
 		}
-		to, req.Kind, req.Change = leader.addr, roles.AdminChange, c
+		to, req.Kind, req.Change = leader.Addr, roles.AdminChange, c
 	case "LU", "LC", "MS":
 		if len(parts) != 2 {
 			return fmt.Errorf("-C%s: give the master's address (-C%s/ip)", cmd, parts[0])
@@ -118,7 +119,7 @@ func admin(answers []answer, cmd string, port uint16, password string, timeout t
 		if leader == nil {
 			return noLeader
 		}
-		to, req.Kind = leader.addr, roles.AdminStepDown
+		to, req.Kind = leader.Addr, roles.AdminStepDown
 	default:
 		forms := make([]string, len(adminCommands))
 		for i, a := range adminCommands {
@@ -155,7 +156,7 @@ func send(to netip.AddrPort, req protocol.AdminReq, password string, timeout tim
 
 // registered finds the chunkserver -CXX/ip/port names in the LEADER's
 // registry.
-func registered(leader *answer, cmd string, parts []string) (protocol.CSStatus, error) {
+func registered(leader *clusterview.Answer, cmd string, parts []string) (protocol.CSStatus, error) {
 	if len(parts) != 3 {
 		return protocol.CSStatus{}, fmt.Errorf("-C%s: give the chunkserver's address and port, as -SCS lists them (-C%s/ip/port)", cmd, parts[0])
 	}
@@ -164,7 +165,7 @@ func registered(leader *answer, cmd string, parts []string) (protocol.CSStatus, 
 	if err != nil || perr != nil {
 		return protocol.CSStatus{}, fmt.Errorf("-C%s: want -C%s/ip/port", cmd, parts[0])
 	}
-	for _, c := range leader.st.Chunkservers {
+	for _, c := range leader.St.Chunkservers {
 		if c.Addr == a && c.Port == uint16(p) {
 			return c, nil
 		}
@@ -207,17 +208,17 @@ func locationChange(cmd string, parts []string) (registry.Change, error) {
 // (-CRC is the way then) and when any master already leaves out another
 // chunkserver of the same location (two masters leaving out two different
 // ones of one location could both win: docs/architecture.md).
-func tempRemove(answers []answer, cmd string, parts []string, password string, timeout time.Duration) error {
-	var view *answer
+func tempRemove(answers []clusterview.Answer, cmd string, parts []string, password string, timeout time.Duration) error {
+	var view *clusterview.Answer
 	for i := range answers {
 		a := &answers[i]
-		if a.err != nil {
+		if a.Err != nil {
 			continue
 		}
-		if a.st.Role == roles.Leader {
-			return fmt.Errorf("%s is LEADER: remove a disconnected chunkserver with -CRC/ip/port", a.addr.Addr())
+		if a.St.Role == roles.Leader {
+			return fmt.Errorf("%s is LEADER: remove a disconnected chunkserver with -CRC/ip/port", a.Addr.Addr())
 		}
-		if view == nil || len(a.st.Chunkservers) > len(view.st.Chunkservers) {
+		if view == nil || len(a.St.Chunkservers) > len(view.St.Chunkservers) {
 			view = a
 		}
 	}
@@ -226,34 +227,34 @@ func tempRemove(answers []answer, cmd string, parts []string, password string, t
 		return err
 	}
 	for _, a := range answers {
-		if a.err != nil {
+		if a.Err != nil {
 			continue
 		}
-		for _, id := range a.st.TempRemoved {
-			for _, o := range a.st.Chunkservers {
+		for _, id := range a.St.TempRemoved {
+			for _, o := range a.St.Chunkservers {
 				if o.ID == id && id != cs.ID && o.Location == cs.Location {
-					return fmt.Errorf("%s already counts without %s:%d of location %s; at most one per location", a.addr.Addr(), o.Addr, o.Port, o.Location)
+					return fmt.Errorf("%s already counts without %s:%d of location %s; at most one per location", a.Addr.Addr(), o.Addr, o.Port, o.Location)
 				}
 			}
 		}
 	}
 	sent, failed := 0, 0
 	for _, a := range answers {
-		if a.err != nil {
+		if a.Err != nil {
 			continue
 		}
 		sent++
 		req := protocol.AdminReq{ID: uint64(time.Now().UnixNano()), Kind: roles.AdminTempRemove, Change: registry.Change{ID: uint32(cs.ID)}}
-		r, err := send(a.addr, req, password, timeout)
+		r, err := send(a.Addr, req, password, timeout)
 		switch {
 		case err != nil:
 			failed++
-			fmt.Fprintf(os.Stdout, "%s: %v\n", a.addr.Addr(), err)
+			fmt.Fprintf(os.Stdout, "%s: %v\n", a.Addr.Addr(), err)
 		default:
 			if !r.OK {
 				failed++
 			}
-			fmt.Fprintf(os.Stdout, "%s: chunkserver %s:%d (id %d): %s\n", a.addr.Addr(), cs.Addr, cs.Port, cs.ID, r.Text)
+			fmt.Fprintf(os.Stdout, "%s: chunkserver %s:%d (id %d): %s\n", a.Addr.Addr(), cs.Addr, cs.Port, cs.ID, r.Text)
 		}
 	}
 

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mfs-election/mfs-election/internal/clusterview"
 )
 
 // column is one column of a listing over rows of type T: its cell on a
@@ -112,57 +114,57 @@ func boolCmp(a, b bool) int {
 
 // masterCols are -SIM's columns. A master that did not answer shows its
 // address and state and "-" elsewhere, and sorts first.
-func masterCols(zone *time.Location) []column[masterRow] {
-	return []column[masterRow]{
-		addrCol("ip", func(r masterRow) netip.Addr { return r.IP }),
-		infoText("version", false, func(in *masterInfo) string { return in.Version }),
-		{head: "state", cell: func(r masterRow) cell { return cell{text: r.State, tone: r.tone} },
-			raw: func(r masterRow) string { return r.State }, cmp: func(a, b masterRow) int { return strings.Compare(a.State, b.State) }},
-		infoNum("epoch", func(in *masterInfo) uint64 { return in.Epoch }, nil),
+func masterCols(zone *time.Location) []column[clusterview.MasterRow] {
+	return []column[clusterview.MasterRow]{
+		addrCol("ip", func(r clusterview.MasterRow) netip.Addr { return r.IP }),
+		infoText("version", false, func(in *clusterview.MasterInfo) string { return in.Version }),
+		{head: "state", cell: func(r clusterview.MasterRow) cell { return cell{text: r.State, tone: r.Tone} },
+			raw: func(r clusterview.MasterRow) string { return r.State }, cmp: func(a, b clusterview.MasterRow) int { return strings.Compare(a.State, b.State) }},
+		infoNum("epoch", func(in *clusterview.MasterInfo) uint64 { return in.Epoch }, nil),
 		infoCol("local time", false,
-			func(in *masterInfo) cell {
-				return cell{text: time.UnixMilli(in.LocalTimeMs).In(zone).Format("15:04:05.000"), tone: levelTone(in.OffsetLevel)}
+			func(in *clusterview.MasterInfo) cell {
+				return cell{text: time.UnixMilli(in.LocalTimeMs).In(zone).Format("15:04:05.000"), tone: clusterview.LevelTone(in.OffsetLevel)}
 			},
-			func(in *masterInfo) string { return strconv.FormatInt(in.LocalTimeMs, 10) },
-			func(in *masterInfo) float64 { return float64(in.LocalTimeMs) }),
+			func(in *clusterview.MasterInfo) string { return strconv.FormatInt(in.LocalTimeMs, 10) },
+			func(in *clusterview.MasterInfo) float64 { return float64(in.LocalTimeMs) }),
 		infoCol("offset", true,
-			func(in *masterInfo) cell {
-				return cell{text: fmt.Sprintf("%+.3f s", float64(in.OffsetMs)/1000), tone: levelTone(in.OffsetLevel)}
+			func(in *clusterview.MasterInfo) cell {
+				return cell{text: fmt.Sprintf("%+.3f s", float64(in.OffsetMs)/1000), tone: clusterview.LevelTone(in.OffsetLevel)}
 			},
-			func(in *masterInfo) string { return strconv.FormatInt(in.OffsetMs, 10) },
-			func(in *masterInfo) float64 { return float64(in.OffsetMs) }),
-		infoNum("metadata version", func(in *masterInfo) uint64 { return in.MetaVersion }, nil),
-		infoNum("behind", func(in *masterInfo) uint64 { return in.Behind }, nil),
+			func(in *clusterview.MasterInfo) string { return strconv.FormatInt(in.OffsetMs, 10) },
+			func(in *clusterview.MasterInfo) float64 { return float64(in.OffsetMs) }),
+		infoNum("metadata version", func(in *clusterview.MasterInfo) uint64 { return in.MetaVersion }, nil),
+		infoNum("behind", func(in *clusterview.MasterInfo) uint64 { return in.Behind }, nil),
 		infoCol("delay", true,
-			func(in *masterInfo) cell {
-				return cell{text: fmt.Sprintf("%.1f s", in.Delay), tone: levelTone(in.DelayLevel)}
+			func(in *clusterview.MasterInfo) cell {
+				return cell{text: fmt.Sprintf("%.1f s", in.Delay), tone: clusterview.LevelTone(in.DelayLevel)}
 			},
-			func(in *masterInfo) string { return strconv.FormatFloat(in.Delay, 'f', 3, 64) },
-			func(in *masterInfo) float64 { return in.Delay }),
+			func(in *clusterview.MasterInfo) string { return strconv.FormatFloat(in.Delay, 'f', 3, 64) },
+			func(in *clusterview.MasterInfo) float64 { return in.Delay }),
 		infoCol("metadata id", false,
-			func(in *masterInfo) cell {
+			func(in *clusterview.MasterInfo) cell {
 				if in.MetaIDDiffers {
-					return cell{text: in.MetaID, tone: toneBad}
+					return cell{text: in.MetaID, tone: clusterview.ToneBad}
 				}
 				return cell{text: orDash(in.MetaID)}
 			},
-			func(in *masterInfo) string { return orDash(in.MetaID) }, nil),
-		infoNum("cs connected", func(in *masterInfo) int { return in.Connected }, nil),
-		infoNum("votes", func(in *masterInfo) int { return in.Votes }, nil),
-		infoText("quorum", false, func(in *masterInfo) string { return yesNo(in.HoldsQuorum) }),
-		infoText("keep", false, func(in *masterInfo) string { return yesNo(in.Keep) }),
-		infoText("yielded", false, func(in *masterInfo) string { return yesNo(in.Yielded) }),
-		infoNum("snapshot", func(in *masterInfo) uint64 { return in.Snapshot },
-			func(in *masterInfo) string { return zeroDash(in.Snapshot) }),
-		infoNum("changelog", func(in *masterInfo) int { return in.Changelog }, nil),
+			func(in *clusterview.MasterInfo) string { return orDash(in.MetaID) }, nil),
+		infoNum("cs connected", func(in *clusterview.MasterInfo) int { return in.Connected }, nil),
+		infoNum("votes", func(in *clusterview.MasterInfo) int { return in.Votes }, nil),
+		infoText("quorum", false, func(in *clusterview.MasterInfo) string { return yesNo(in.HoldsQuorum) }),
+		infoText("keep", false, func(in *clusterview.MasterInfo) string { return yesNo(in.Keep) }),
+		infoText("yielded", false, func(in *clusterview.MasterInfo) string { return yesNo(in.Yielded) }),
+		infoNum("snapshot", func(in *clusterview.MasterInfo) uint64 { return in.Snapshot },
+			func(in *clusterview.MasterInfo) string { return zeroDash(in.Snapshot) }),
+		infoNum("changelog", func(in *clusterview.MasterInfo) int { return in.Changelog }, nil),
 		infoCol("RAM", true,
-			func(in *masterInfo) cell { return cell{text: bytesOrDash(in.RSS)} },
-			func(in *masterInfo) string { return strconv.FormatUint(in.RSS, 10) },
-			func(in *masterInfo) float64 { return float64(in.RSS) }),
+			func(in *clusterview.MasterInfo) cell { return cell{text: bytesOrDash(in.RSS)} },
+			func(in *clusterview.MasterInfo) string { return strconv.FormatUint(in.RSS, 10) },
+			func(in *clusterview.MasterInfo) float64 { return float64(in.RSS) }),
 		infoCol("CPU", true,
-			func(in *masterInfo) cell { return cell{text: fmt.Sprintf("%.1f%%", in.CPU)} },
-			func(in *masterInfo) string { return strconv.FormatFloat(in.CPU, 'f', 1, 64) },
-			func(in *masterInfo) float64 { return in.CPU }),
+			func(in *clusterview.MasterInfo) cell { return cell{text: fmt.Sprintf("%.1f%%", in.CPU)} },
+			func(in *clusterview.MasterInfo) string { return strconv.FormatFloat(in.CPU, 'f', 1, 64) },
+			func(in *clusterview.MasterInfo) float64 { return in.CPU }),
 	}
 }
 
@@ -182,61 +184,61 @@ func bytesOrDash(n uint64) string {
 
 // infoCol is a column of what an answering master reports; key nil sorts
 // by the raw text.
-func infoCol(head string, right bool, text func(*masterInfo) cell, raw func(*masterInfo) string, key func(*masterInfo) float64) column[masterRow] {
-	c := column[masterRow]{head: head, right: right,
-		cell: func(r masterRow) cell {
-			if r.masterInfo == nil {
+func infoCol(head string, right bool, text func(*clusterview.MasterInfo) cell, raw func(*clusterview.MasterInfo) string, key func(*clusterview.MasterInfo) float64) column[clusterview.MasterRow] {
+	c := column[clusterview.MasterRow]{head: head, right: right,
+		cell: func(r clusterview.MasterRow) cell {
+			if r.MasterInfo == nil {
 				return cell{text: "-"}
 			}
-			return text(r.masterInfo)
+			return text(r.MasterInfo)
 		},
-		raw: func(r masterRow) string {
-			if r.masterInfo == nil {
+		raw: func(r clusterview.MasterRow) string {
+			if r.MasterInfo == nil {
 				return "-"
 			}
-			return raw(r.masterInfo)
+			return raw(r.MasterInfo)
 		},
 	}
-	c.cmp = func(a, b masterRow) int {
+	c.cmp = func(a, b clusterview.MasterRow) int {
 		switch {
-		case a.masterInfo == nil || b.masterInfo == nil:
-			return boolCmp(a.masterInfo != nil, b.masterInfo != nil)
+		case a.MasterInfo == nil || b.MasterInfo == nil:
+			return boolCmp(a.MasterInfo != nil, b.MasterInfo != nil)
 		case key != nil:
-			return cmp.Compare(key(a.masterInfo), key(b.masterInfo))
+			return cmp.Compare(key(a.MasterInfo), key(b.MasterInfo))
 		}
-		return strings.Compare(raw(a.masterInfo), raw(b.masterInfo))
+		return strings.Compare(raw(a.MasterInfo), raw(b.MasterInfo))
 	}
 	return c
 }
 
-func infoText(head string, right bool, get func(*masterInfo) string) column[masterRow] {
-	return infoCol(head, right, func(in *masterInfo) cell { return cell{text: get(in)} }, get, nil)
+func infoText(head string, right bool, get func(*clusterview.MasterInfo) string) column[clusterview.MasterRow] {
+	return infoCol(head, right, func(in *clusterview.MasterInfo) cell { return cell{text: get(in)} }, get, nil)
 }
 
 // infoNum is a numeric column; text, when given, replaces the number on a
 // terminal.
-func infoNum[N int | uint64](head string, get func(*masterInfo) N, text func(*masterInfo) string) column[masterRow] {
-	raw := func(in *masterInfo) string { return fmt.Sprint(get(in)) }
+func infoNum[N int | uint64](head string, get func(*clusterview.MasterInfo) N, text func(*clusterview.MasterInfo) string) column[clusterview.MasterRow] {
+	raw := func(in *clusterview.MasterInfo) string { return fmt.Sprint(get(in)) }
 	shown := raw
 	if text != nil {
 		shown = text
 	}
-	c := infoCol(head, true, func(in *masterInfo) cell { return cell{text: shown(in)} }, raw, nil)
-	c.cmp = func(a, b masterRow) int {
-		if a.masterInfo == nil || b.masterInfo == nil {
-			return boolCmp(a.masterInfo != nil, b.masterInfo != nil)
+	c := infoCol(head, true, func(in *clusterview.MasterInfo) cell { return cell{text: shown(in)} }, raw, nil)
+	c.cmp = func(a, b clusterview.MasterRow) int {
+		if a.MasterInfo == nil || b.MasterInfo == nil {
+			return boolCmp(a.MasterInfo != nil, b.MasterInfo != nil)
 		}
-		return cmp.Compare(get(a.masterInfo), get(b.masterInfo))
+		return cmp.Compare(get(a.MasterInfo), get(b.MasterInfo))
 	}
 	return c
 }
 
 // csCols are -SCS's columns. (A maintenance column will join them when the
 // masters report it.)
-func csCols() []column[csRow] {
-	space := func(head string, get func(csRow) uint64) column[csRow] {
+func csCols() []column[clusterview.CSRow] {
+	space := func(head string, get func(clusterview.CSRow) uint64) column[clusterview.CSRow] {
 		c := numCol(head, get)
-		c.cell = func(r csRow) cell {
+		c.cell = func(r clusterview.CSRow) cell {
 			if r.VoterOnly {
 				return cell{text: "-"}
 			}
@@ -244,26 +246,28 @@ func csCols() []column[csRow] {
 		}
 		return c
 	}
-	return []column[csRow]{
-		addrCol("ip", func(r csRow) netip.Addr { return r.IP }),
-		numCol("port", func(r csRow) uint16 { return r.Port }),
-		numCol("id", func(r csRow) uint32 { return uint32(r.ID) }),
-		textCol("location", func(r csRow) string { return r.Location }),
-		textCol("labels", func(r csRow) string { return r.Labels }),
-		textCol("voter only", func(r csRow) string { return yesNo(r.VoterOnly) }),
-		space("used", func(r csRow) uint64 { return r.Used }),
-		space("total", func(r csRow) uint64 { return r.Total }),
-		textCol("maintenance", func(r csRow) string { return onOff(r.Maintenance) }),
-		textCol("left out by", func(r csRow) string { return joinAddrs(r.LeftOutBy) }),
-		textCol("connected to", func(r csRow) string { return joinAddrs(r.ConnectedTo) }),
-		textCol("vote counted by", func(r csRow) string { return joinRefs(r.VoteWith, false) }),
-		{head: "counter state", cell: func(r csRow) cell {
+	return []column[clusterview.CSRow]{
+		addrCol("ip", func(r clusterview.CSRow) netip.Addr { return r.IP }),
+		numCol("port", func(r clusterview.CSRow) uint16 { return r.Port }),
+		numCol("id", func(r clusterview.CSRow) uint32 { return uint32(r.ID) }),
+		textCol("location", func(r clusterview.CSRow) string { return r.Location }),
+		textCol("labels", func(r clusterview.CSRow) string { return r.Labels }),
+		textCol("voter only", func(r clusterview.CSRow) string { return yesNo(r.VoterOnly) }),
+		space("used", func(r clusterview.CSRow) uint64 { return r.Used }),
+		space("total", func(r clusterview.CSRow) uint64 { return r.Total }),
+		textCol("maintenance", func(r clusterview.CSRow) string { return onOff(r.Maintenance) }),
+		textCol("left out by", func(r clusterview.CSRow) string { return joinAddrs(r.LeftOutBy) }),
+		textCol("connected to", func(r clusterview.CSRow) string { return joinAddrs(r.ConnectedTo) }),
+		textCol("vote counted by", func(r clusterview.CSRow) string { return joinRefs(r.VoteWith, false) }),
+		{head: "counter state", cell: func(r clusterview.CSRow) cell {
 			if len(r.VoteWith) == 0 {
 				return cell{text: "-"}
 			}
-			return cell{text: joinRefs(r.VoteWith, true), tone: r.VoteWith[0].tone}
-		}, raw: func(r csRow) string { return orDash(joinRefs(r.VoteWith, true)) },
-			cmp: func(a, b csRow) int { return strings.Compare(joinRefs(a.VoteWith, true), joinRefs(b.VoteWith, true)) }},
+			return cell{text: joinRefs(r.VoteWith, true), tone: r.VoteWith[0].Tone}
+		}, raw: func(r clusterview.CSRow) string { return orDash(joinRefs(r.VoteWith, true)) },
+			cmp: func(a, b clusterview.CSRow) int {
+				return strings.Compare(joinRefs(a.VoteWith, true), joinRefs(b.VoteWith, true))
+			}},
 	}
 }
 
@@ -276,7 +280,7 @@ func joinAddrs(list []netip.Addr) string {
 }
 
 // joinRefs lists masters' addresses, or their states with states.
-func joinRefs(list []masterRef, states bool) string {
+func joinRefs(list []clusterview.MasterRef, states bool) string {
 	s := make([]string, len(list))
 	for i, m := range list {
 		s[i] = m.IP.String()
@@ -288,27 +292,27 @@ func joinRefs(list []masterRef, states bool) string {
 }
 
 // discCols are the columns of the disconnected chunkservers' block.
-func discCols() []column[csRow] {
-	return []column[csRow]{
-		addrCol("ip", func(r csRow) netip.Addr { return r.IP }),
-		numCol("port", func(r csRow) uint16 { return r.Port }),
-		numCol("id", func(r csRow) uint32 { return uint32(r.ID) }),
-		textCol("location", func(r csRow) string { return r.Location }),
-		textCol("maintenance", func(r csRow) string { return onOff(r.Maintenance) }),
-		textCol("remove it with", func(r csRow) string { return r.Removal }),
+func discCols() []column[clusterview.CSRow] {
+	return []column[clusterview.CSRow]{
+		addrCol("ip", func(r clusterview.CSRow) netip.Addr { return r.IP }),
+		numCol("port", func(r clusterview.CSRow) uint16 { return r.Port }),
+		numCol("id", func(r clusterview.CSRow) uint32 { return uint32(r.ID) }),
+		textCol("location", func(r clusterview.CSRow) string { return r.Location }),
+		textCol("maintenance", func(r clusterview.CSRow) string { return onOff(r.Maintenance) }),
+		textCol("remove it with", func(r clusterview.CSRow) string { return r.Removal }),
 	}
 }
 
 // cloneCols are the columns of -SCS's refused clones: who tried, which id,
 // who holds it, which master refused it, how often and how long ago.
-func cloneCols(now time.Time) []column[cloneRow] {
-	return []column[cloneRow]{
-		addrCol("ip", func(r cloneRow) netip.Addr { return r.IP }),
-		numCol("id", func(r cloneRow) uint32 { return uint32(r.ID) }),
-		addrCol("id held by", func(r cloneRow) netip.Addr { return r.Holder }),
-		addrCol("refused by", func(r cloneRow) netip.Addr { return r.RefusedBy }),
-		numCol("times", func(r cloneRow) int { return r.Count }),
-		textCol("last seen", func(r cloneRow) string {
+func cloneCols(now time.Time) []column[clusterview.CloneRow] {
+	return []column[clusterview.CloneRow]{
+		addrCol("ip", func(r clusterview.CloneRow) netip.Addr { return r.IP }),
+		numCol("id", func(r clusterview.CloneRow) uint32 { return uint32(r.ID) }),
+		addrCol("id held by", func(r clusterview.CloneRow) netip.Addr { return r.Holder }),
+		addrCol("refused by", func(r clusterview.CloneRow) netip.Addr { return r.RefusedBy }),
+		numCol("times", func(r clusterview.CloneRow) int { return r.Count }),
+		textCol("last seen", func(r clusterview.CloneRow) string {
 			return now.Sub(time.UnixMilli(r.LastMs)).Round(time.Second).String() + " ago"
 		}),
 	}
@@ -316,52 +320,52 @@ func cloneCols(now time.Time) []column[cloneRow] {
 
 // locCols are -SLQ's columns. Reach, votes and carried are "-" for a
 // location that takes no part in the count, or when no master counts.
-func locCols() []column[locRow] {
-	count := func(head string, get func(*locCount) int) column[locRow] {
-		c := column[locRow]{head: head, right: true}
-		text := func(r locRow) string {
-			if r.locCount == nil {
+func locCols() []column[clusterview.LocRow] {
+	count := func(head string, get func(*clusterview.LocCount) int) column[clusterview.LocRow] {
+		c := column[clusterview.LocRow]{head: head, right: true}
+		text := func(r clusterview.LocRow) string {
+			if r.LocCount == nil {
 				return "-"
 			}
-			return strconv.Itoa(get(r.locCount))
+			return strconv.Itoa(get(r.LocCount))
 		}
-		c.cell = func(r locRow) cell { return cell{text: text(r)} }
+		c.cell = func(r clusterview.LocRow) cell { return cell{text: text(r)} }
 		c.raw = text
-		c.cmp = func(a, b locRow) int {
-			if a.locCount == nil || b.locCount == nil {
-				return boolCmp(a.locCount != nil, b.locCount != nil)
+		c.cmp = func(a, b clusterview.LocRow) int {
+			if a.LocCount == nil || b.LocCount == nil {
+				return boolCmp(a.LocCount != nil, b.LocCount != nil)
 			}
-			return cmp.Compare(get(a.locCount), get(b.locCount))
+			return cmp.Compare(get(a.LocCount), get(b.LocCount))
 		}
 		return c
 	}
-	return []column[locRow]{
-		numCol("config", func(r locRow) uint64 { return r.Config }),
-		textCol("location", func(r locRow) string { return r.Name }),
+	return []column[clusterview.LocRow]{
+		numCol("config", func(r clusterview.LocRow) uint64 { return r.Config }),
+		textCol("location", func(r clusterview.LocRow) string { return r.Name }),
 		textCol("ranges", rangesText),
-		{head: "state", cell: func(r locRow) cell {
+		{head: "state", cell: func(r clusterview.LocRow) cell {
 			if r.On {
 				return cell{text: "ON"}
 			}
-			return cell{text: "OFF", tone: toneDummy}
-		}, raw: func(r locRow) string { return onOff(r.On) }, cmp: func(a, b locRow) int { return boolCmp(a.On, b.On) }},
-		textCol("default", func(r locRow) string { return yesNo(r.Default) }),
-		numCol("registered", func(r locRow) int { return r.Registered }),
-		count("reach", func(c *locCount) int { return c.Reach }),
-		count("votes", func(c *locCount) int { return c.Votes }),
-		{head: "carried", cell: func(r locRow) cell {
+			return cell{text: "OFF", tone: clusterview.ToneDummy}
+		}, raw: func(r clusterview.LocRow) string { return onOff(r.On) }, cmp: func(a, b clusterview.LocRow) int { return boolCmp(a.On, b.On) }},
+		textCol("default", func(r clusterview.LocRow) string { return yesNo(r.Default) }),
+		numCol("registered", func(r clusterview.LocRow) int { return r.Registered }),
+		count("reach", func(c *clusterview.LocCount) int { return c.Reach }),
+		count("votes", func(c *clusterview.LocCount) int { return c.Votes }),
+		{head: "carried", cell: func(r clusterview.LocRow) cell {
 			switch {
-			case r.locCount == nil:
+			case r.LocCount == nil:
 				return cell{text: "-"}
 			case r.Carried:
-				return cell{text: "yes", tone: toneGood}
+				return cell{text: "yes", tone: clusterview.ToneGood}
 			}
-			return cell{text: "no", tone: toneBad}
-		}, raw: carriedText, cmp: func(a, b locRow) int { return strings.Compare(carriedText(a), carriedText(b)) }},
+			return cell{text: "no", tone: clusterview.ToneBad}
+		}, raw: carriedText, cmp: func(a, b clusterview.LocRow) int { return strings.Compare(carriedText(a), carriedText(b)) }},
 	}
 }
 
-func rangesText(r locRow) string {
+func rangesText(r clusterview.LocRow) string {
 	if r.Ranges == nil {
 		return "?" // an older config's ranges are not reported
 	}
@@ -379,8 +383,8 @@ func onOff(on bool) string {
 	return "OFF"
 }
 
-func carriedText(r locRow) string {
-	if r.locCount == nil {
+func carriedText(r clusterview.LocRow) string {
+	if r.LocCount == nil {
 		return "-"
 	}
 	return yesNo(r.Carried)

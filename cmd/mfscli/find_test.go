@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mfs-election/mfs-election/internal/clusterview"
 	"github.com/mfs-election/mfs-election/pkg/client"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/urfave/cli/v2"
 )
@@ -21,10 +23,10 @@ var errUnreachable = fmt.Errorf("%w: connection refused", client.ErrUnreachable)
 // duplicates are asked once; a name that does not resolve is reported and
 // the rest still used.
 func TestResolve(t *testing.T) {
-	if got := hostItems(" a,b  c,,\td "); !reflect.DeepEqual(got, []string{"a", "b", "c", "d"}) {
+	if got := clusterview.HostItems(" a,b  c,,\td "); !reflect.DeepEqual(got, []string{"a", "b", "c", "d"}) {
 		t.Errorf("hostItems: %q", got)
 	}
-	got, errs := resolve("127.0.0.12, 127.0.0.11 127.0.0.12,127.0.0.11:9500 name.invalid", 9421)
+	got, errs := clusterview.Resolve("127.0.0.12, 127.0.0.11 127.0.0.12,127.0.0.11:9500 name.invalid", 9421)
 	want := []netip.AddrPort{at("127.0.0.11"), netip.MustParseAddrPort("127.0.0.11:9500"), at("127.0.0.12")}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("resolve: %v, want %v", got, want)
@@ -32,7 +34,7 @@ func TestResolve(t *testing.T) {
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "-H name.invalid") || strings.Contains(errs[0].Error(), "MASTER_HOST") {
 		t.Errorf("errors: %v", errs)
 	}
-	if _, errs := resolve(" , ", 9421); len(errs) != 1 {
+	if _, errs := clusterview.Resolve(" , ", 9421); len(errs) != 1 {
 		t.Errorf("an empty -H: %v", errs)
 	}
 }
@@ -62,50 +64,50 @@ func TestUnreachableOrBusy(t *testing.T) {
 	dead := netip.MustParseAddrPort(closed.Addr().String())
 	closed.Close()
 
-	answers := askAll([]netip.AddrPort{busy, dead}, 300*time.Millisecond)
-	if !errors.Is(answers[0].err, client.ErrBusy) || stateWord(answers[0]) != "BUSY" || toneOf(answers[0]) != toneBusy {
-		t.Errorf("silent listener: %v -> %s", answers[0].err, stateWord(answers[0]))
+	answers := clusterview.AskAll([]netip.AddrPort{busy, dead}, 300*time.Millisecond)
+	if !errors.Is(answers[0].Err, client.ErrBusy) || clusterview.StateWord(answers[0]) != "BUSY" || clusterview.ToneOf(answers[0]) != clusterview.ToneBusy {
+		t.Errorf("silent listener: %v -> %s", answers[0].Err, clusterview.StateWord(answers[0]))
 	}
-	if !errors.Is(answers[1].err, client.ErrUnreachable) || stateWord(answers[1]) != "UNREACHABLE" || toneOf(answers[1]) != toneUnreachable {
-		t.Errorf("closed port: %v -> %s", answers[1].err, stateWord(answers[1]))
+	if !errors.Is(answers[1].Err, client.ErrUnreachable) || clusterview.StateWord(answers[1]) != "UNREACHABLE" || clusterview.ToneOf(answers[1]) != clusterview.ToneUnreachable {
+		t.Errorf("closed port: %v -> %s", answers[1].Err, clusterview.StateWord(answers[1]))
 	}
-	if reachedAny(answers) {
+	if clusterview.ReachedAny(answers) {
 		t.Error("reachedAny with no answer")
 	}
 }
 
 // TestStateWords: words and colours of MOOSEFS-FACTS.md.
 func TestStateWords(t *testing.T) {
-	st := func(r roles.Role, s roles.SyncState, tr string) answer {
+	st := func(r roles.Role, s roles.SyncState, tr string) clusterview.Answer {
 		x := master("127.0.0.1", r, 1, 1)
 		x.Sync, x.Transition = s, tr
-		return answer{st: x}
+		return clusterview.Answer{St: x}
 	}
 	cases := []struct {
-		a    answer
+		a    clusterview.Answer
 		word string
-		tone tone
+		tone clusterview.Tone
 		code int
 	}{
-		{st(roles.Leader, roles.Synced, ""), "LEADER", toneLeader, 34},
-		{st(roles.Follower, roles.Synced, ""), "FOLLOWER", toneFollower, 30},
-		{st(roles.Follower, roles.Desync, ""), "FOLLOWER (DESYNC)", toneDesync, 19},
-		{st(roles.Follower, roles.Init, ""), "FOLLOWER (INIT)", toneDesync, 19},
-		{st(roles.Follower, roles.Delayed, ""), "FOLLOWER (DELAYED)", toneDesync, 19},
-		{st(roles.Usurper, roles.Synced, ""), "USURPER", toneFollower, 30},
-		{st(roles.Elect, roles.Desync, ""), "ELECT", toneElect, 226},
-		{st(roles.Elect, roles.Desync, "ELECT -> LEADER"), "transition ELECT -> LEADER", toneTransition, 244},
-		{st(roles.Deputy, roles.Desync, ""), "DEPUTY", toneDeputy, 208},
-		{st(roles.Dummy, roles.Synced, ""), "DUMMY", toneDummy, 244},
-		{answer{err: errUnreachable}, "UNREACHABLE", toneUnreachable, 196},
-		{answer{err: fmt.Errorf("%w: i/o timeout", client.ErrBusy)}, "BUSY", toneBusy, 55},
+		{st(roles.Leader, roles.Synced, ""), "LEADER", clusterview.ToneLeader, 34},
+		{st(roles.Follower, roles.Synced, ""), "FOLLOWER", clusterview.ToneFollower, 30},
+		{st(roles.Follower, roles.Desync, ""), "FOLLOWER (DESYNC)", clusterview.ToneDesync, 19},
+		{st(roles.Follower, roles.Init, ""), "FOLLOWER (INIT)", clusterview.ToneDesync, 19},
+		{st(roles.Follower, roles.Delayed, ""), "FOLLOWER (DELAYED)", clusterview.ToneDesync, 19},
+		{st(roles.Usurper, roles.Synced, ""), "USURPER", clusterview.ToneFollower, 30},
+		{st(roles.Elect, roles.Desync, ""), "ELECT", clusterview.ToneElect, 226},
+		{st(roles.Elect, roles.Desync, "ELECT -> LEADER"), "transition ELECT -> LEADER", clusterview.ToneTransition, 244},
+		{st(roles.Deputy, roles.Desync, ""), "DEPUTY", clusterview.ToneDeputy, 208},
+		{st(roles.Dummy, roles.Synced, ""), "DUMMY", clusterview.ToneDummy, 244},
+		{clusterview.Answer{Err: errUnreachable}, "UNREACHABLE", clusterview.ToneUnreachable, 196},
+		{clusterview.Answer{Err: fmt.Errorf("%w: i/o timeout", client.ErrBusy)}, "BUSY", clusterview.ToneBusy, 55},
 	}
 	for _, c := range cases {
-		if w, tn := stateWord(c.a), toneOf(c.a); w != c.word || tn != c.tone || colours[tn] != c.code {
+		if w, tn := clusterview.StateWord(c.a), clusterview.ToneOf(c.a); w != c.word || tn != c.tone || colours[tn] != c.code {
 			t.Errorf("%s: got %s tone %d (%d)", c.word, w, tn, colours[tn])
 		}
 	}
-	if got := paint("LEADER", toneLeader, true); got != "\x1b[38;5;34mLEADER\x1b[0m" {
+	if got := paint("LEADER", clusterview.ToneLeader, true); got != "\x1b[38;5;34mLEADER\x1b[0m" {
 		t.Errorf("paint: %q", got)
 	}
 }
@@ -113,24 +115,24 @@ func TestStateWords(t *testing.T) {
 // TestChooseView: LEADER or DEPUTY, then ELECT, then USURPER, then a
 // FOLLOWER; the higher epoch among equals.
 func TestChooseView(t *testing.T) {
-	mk := func(ip string, r roles.Role, epoch uint64) answer {
-		return answer{addr: at(ip), st: master(ip, r, epoch, 1)}
+	mk := func(ip string, r roles.Role, epoch uint64) clusterview.Answer {
+		return clusterview.Answer{Addr: at(ip), St: master(ip, r, epoch, 1)}
 	}
 	cases := []struct {
-		answers []answer
+		answers []clusterview.Answer
 		want    string
 	}{
-		{[]answer{mk("127.0.0.1", roles.Follower, 5), mk("127.0.0.2", roles.Usurper, 5), mk("127.0.0.3", roles.Elect, 6), mk("127.0.0.4", roles.Leader, 5)}, "127.0.0.4"},
-		{[]answer{mk("127.0.0.1", roles.Follower, 5), mk("127.0.0.2", roles.Deputy, 4), mk("127.0.0.3", roles.Elect, 6)}, "127.0.0.2"},
-		{[]answer{mk("127.0.0.1", roles.Follower, 5), mk("127.0.0.2", roles.Usurper, 5), mk("127.0.0.3", roles.Elect, 6)}, "127.0.0.3"},
-		{[]answer{mk("127.0.0.1", roles.Follower, 5), mk("127.0.0.2", roles.Usurper, 5)}, "127.0.0.2"},
-		{[]answer{mk("127.0.0.1", roles.Follower, 5), mk("127.0.0.2", roles.Follower, 7), {addr: at("127.0.0.3"), err: errUnreachable}}, "127.0.0.2"},
-		{[]answer{{addr: at("127.0.0.3"), err: errUnreachable}}, ""},
+		{[]clusterview.Answer{mk("127.0.0.1", roles.Follower, 5), mk("127.0.0.2", roles.Usurper, 5), mk("127.0.0.3", roles.Elect, 6), mk("127.0.0.4", roles.Leader, 5)}, "127.0.0.4"},
+		{[]clusterview.Answer{mk("127.0.0.1", roles.Follower, 5), mk("127.0.0.2", roles.Deputy, 4), mk("127.0.0.3", roles.Elect, 6)}, "127.0.0.2"},
+		{[]clusterview.Answer{mk("127.0.0.1", roles.Follower, 5), mk("127.0.0.2", roles.Usurper, 5), mk("127.0.0.3", roles.Elect, 6)}, "127.0.0.3"},
+		{[]clusterview.Answer{mk("127.0.0.1", roles.Follower, 5), mk("127.0.0.2", roles.Usurper, 5)}, "127.0.0.2"},
+		{[]clusterview.Answer{mk("127.0.0.1", roles.Follower, 5), mk("127.0.0.2", roles.Follower, 7), {Addr: at("127.0.0.3"), Err: errUnreachable}}, "127.0.0.2"},
+		{[]clusterview.Answer{{Addr: at("127.0.0.3"), Err: errUnreachable}}, ""},
 	}
 	for i, c := range cases {
 		got := ""
-		if v := chooseView(c.answers); v != nil {
-			got = v.addr.Addr().String()
+		if v := clusterview.ChooseView(c.answers); v != nil {
+			got = v.Addr.Addr().String()
 		}
 		if got != c.want {
 			t.Errorf("case %d: %q, want %q", i, got, c.want)
@@ -143,8 +145,8 @@ func TestChooseView(t *testing.T) {
 // without one yet (-e) is not.
 func TestMetadataIDFlag(t *testing.T) {
 	a := healthy()
-	a[2].st.ClusterID = "0000000000000001"
-	ds := build(a, "mfsmaster", t0)
+	a[2].St.ClusterID = "0000000000000001"
+	ds := clusterview.Build(a, "mfsmaster", t0)
 	flagged := map[string]bool{}
 	for _, m := range ds.Masters {
 		flagged[m.IP.String()] = m.MetaIDDiffers
@@ -152,33 +154,17 @@ func TestMetadataIDFlag(t *testing.T) {
 	if !flagged["127.0.0.13"] || flagged["127.0.0.11"] || flagged["127.0.0.12"] {
 		t.Errorf("with a LEADER: %v", flagged)
 	}
-	a[1].st.Role, a[0].st.ClusterID = roles.Follower, "0000000000000001" // no LEADER; two of three agree
-	ds = build(a, "mfsmaster", t0)
+	a[1].St.Role, a[0].St.ClusterID = roles.Follower, "0000000000000001" // no LEADER; two of three agree
+	ds = clusterview.Build(a, "mfsmaster", t0)
 	for _, m := range ds.Masters {
 		if want := m.IP.String() == "127.0.0.11"; m.MetaIDDiffers != want {
 			t.Errorf("majority: %s flagged %v", m.IP, m.MetaIDDiffers)
 		}
 	}
 	a = inFlight()
-	for _, m := range build(a, "mfsmaster", t0).Masters {
+	for _, m := range clusterview.Build(a, "mfsmaster", t0).Masters {
 		if m.MetaIDDiffers {
 			t.Errorf("%s flagged", m.IP)
-		}
-	}
-}
-
-// TestGrades: clock offsets and delays against MooseFS's thresholds.
-func TestGrades(t *testing.T) {
-	for _, c := range []struct {
-		d    time.Duration
-		off  level
-		wait level
-	}{
-		{0, levelOK, levelOK}, {time.Second, levelOK, levelOK}, {-1500 * time.Millisecond, levelWarn, levelWarn},
-		{2 * time.Second, levelWarn, levelWarn}, {-2001 * time.Millisecond, levelFlag, levelWarn}, {7 * time.Second, levelFlag, levelFlag},
-	} {
-		if o, w := grade(c.d, offsetWarn, offsetFlag), grade(c.d, delayWarn, delayFlag); o != c.off || w != c.wait {
-			t.Errorf("%v: offset %v delay %v", c.d, o, w)
 		}
 	}
 }
@@ -186,7 +172,7 @@ func TestGrades(t *testing.T) {
 // TestSorting: -o N orders by the Nth column (numbers as numbers, masters
 // that did not answer first), -r reverses.
 func TestSorting(t *testing.T) {
-	ds := build(election(), "mfsmaster", t0)
+	ds := clusterview.Build(election(), "mfsmaster", t0)
 	sortRows(ds.Masters, masterCols(time.UTC), 7, true) // metadata version, descending
 	var got []string
 	for _, m := range ds.Masters {
@@ -196,7 +182,7 @@ func TestSorting(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("-o 7 -r: %v, want %v", got, want)
 	}
-	ds = build(healthy(), "mfsmaster", t0)
+	ds = clusterview.Build(healthy(), "mfsmaster", t0)
 	sortRows(ds.Chunkservers, csCols(), 7, false) // used space; voter-only rows hold 0
 	if ds.Chunkservers[0].VoterOnly != true || ds.Chunkservers[5].IP.String() != "127.0.3.1" {
 		t.Errorf("-o 7 on chunkservers: %+v", ds.Chunkservers)
@@ -259,7 +245,7 @@ func TestFlagCombinations(t *testing.T) {
 func TestHelpers(t *testing.T) {
 	for in, want := range map[string]string{"mfsmaster": "mfsmaster", "10.0.0.1,10.0.0.2": "10.0.0.1,10.0.0.2",
 		"a b": "'a b'", "it's": `'it'\''s'`, "": "''"} {
-		if got := shellQuote(in); got != want {
+		if got := clusterview.ShellQuote(in); got != want {
 			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
 		}
 	}
@@ -273,5 +259,24 @@ func TestHelpers(t *testing.T) {
 		if got := humanBytes(n); got != want {
 			t.Errorf("humanBytes(%d) = %s, want %s", n, got, want)
 		}
+	}
+}
+
+// TestOnlyOffLocation: an OFF location is listed, takes no part, and is
+// counted among the locations of the summary.
+func TestOnlyOffLocation(t *testing.T) {
+	a := healthy()
+	for i := range a {
+		a[i].St.Locations[3].On = false
+	}
+	lead := &a[1].St
+	lead.Tallies = []protocol.TallyStatus{tally(3, "WON", loc("dc1", 2, 2, 2), loc("dc2", 2, 2, 2))}
+	ds := clusterview.Build(a, "mfsmaster", t0)
+	if ds.Summary.LocationsOn != 3 || ds.Summary.Locations != 4 {
+		t.Errorf("summary locations %d of %d", ds.Summary.LocationsOn, ds.Summary.Locations)
+	}
+	out := render(t, a, options{mode: modePlain, show: map[listing]bool{listLocations: true}})
+	if !strings.Contains(out, "dc3\t127.0.3.0/24\tOFF\tno\t2\t-\t-\t-") {
+		t.Errorf("OFF location not shown:\n%s", out)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/mfs-election/mfs-election/internal/clusterview"
 	"github.com/mfs-election/mfs-election/pkg/client"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
@@ -100,7 +101,7 @@ func master(ip string, role roles.Role, epoch, version uint64) protocol.StatusRe
 
 // healthy: a LEADER and two synced FOLLOWERs, every chunkserver connected
 // to all three and voting for the LEADER.
-func healthy() []answer {
+func healthy() []clusterview.Answer {
 	l := master("127.0.0.11", roles.Leader, 7, 1532)
 	l.Leader, l.HoldsQuorum, l.Connected, l.Registered, l.Voters = addr("127.0.0.11"), true, 6, 6, 6
 	l.Chunkservers = registryOf(all, all)
@@ -109,7 +110,7 @@ func healthy() []answer {
 	f1 := follower("127.0.0.12", 7, 1532, 120*time.Millisecond)
 	f2 := follower("127.0.0.13", 7, 1531, -40*time.Millisecond)
 	f2.Behind = 1
-	return []answer{{addr: at("127.0.0.12"), st: f1}, {addr: at("127.0.0.11"), st: l}, {addr: at("127.0.0.13"), st: f2}}
+	return []clusterview.Answer{{Addr: at("127.0.0.12"), St: f1}, {Addr: at("127.0.0.11"), St: l}, {Addr: at("127.0.0.13"), St: f2}}
 }
 
 func follower(ip string, epoch, version uint64, offset time.Duration) protocol.StatusResp {
@@ -125,7 +126,7 @@ func follower(ip string, epoch, version uint64, offset time.Duration) protocol.S
 // down; dc3: both reach it but their votes are still promised to the old
 // LEADER); 127.0.0.13 connects but does not answer (BUSY); 127.0.0.14 is
 // FOLLOWER (DESYNC), 7.5 s since it was last in sync, its clock 1.5 s ahead.
-func election() []answer {
+func election() []clusterview.Answer {
 	e := master("127.0.0.12", roles.Elect, 8, 1540)
 	e.Sync, e.Connected, e.Registered, e.Voters = roles.Desync, 5, 6, 3
 	e.Chunkservers = registryOf(ids(1, 2, 3, 5, 6), ids(1, 2, 3))
@@ -135,18 +136,18 @@ func election() []answer {
 	f.Sync, f.Delay, f.WallUnixMs, f.Connected, f.Registered = roles.Desync, 7500*time.Millisecond, ms(1500*time.Millisecond), 5, 6
 	f.Chunkservers = registryOf(ids(1, 2, 3, 5, 6), none)
 	f.SnapshotVersion, f.ChangelogEntries, f.LeaderChangeUnixMs = 1000, 538, ms(-11*time.Second)
-	return []answer{
-		{addr: at("127.0.0.11"), err: fmt.Errorf("%w: dial tcp 127.0.0.11:9421: connect: connection refused", client.ErrUnreachable)},
-		{addr: at("127.0.0.12"), st: e},
-		{addr: at("127.0.0.13"), err: fmt.Errorf("%w: read tcp 127.0.0.1:40122->127.0.0.13:9421: i/o timeout", client.ErrBusy)},
-		{addr: at("127.0.0.14"), st: f},
+	return []clusterview.Answer{
+		{Addr: at("127.0.0.11"), Err: fmt.Errorf("%w: dial tcp 127.0.0.11:9421: connect: connection refused", client.ErrUnreachable)},
+		{Addr: at("127.0.0.12"), St: e},
+		{Addr: at("127.0.0.13"), Err: fmt.Errorf("%w: read tcp 127.0.0.1:40122->127.0.0.13:9421: i/o timeout", client.ErrBusy)},
+		{Addr: at("127.0.0.14"), St: f},
 	}
 }
 
 // cutOff: dc3 is cut off from every master; the LEADER holds quorum with
 // dc1 and dc2 (2 of 3). 127.0.3.2 is in maintenance. 127.0.0.13 is FOLLOWER (DELAYED), 40 versions and
 // 1.8 s behind, its clock 2.4 s ahead.
-func cutOff() []answer {
+func cutOff() []clusterview.Answer {
 	up := ids(1, 2, 3, 4)
 	l := master("127.0.0.11", roles.Leader, 9, 2210)
 	l.Leader, l.HoldsQuorum, l.Connected, l.Registered, l.Voters = addr("127.0.0.11"), true, 4, 6, 4
@@ -161,14 +162,14 @@ func cutOff() []answer {
 	f2.Sync, f2.Behind, f2.Delay = roles.Delayed, 40, 1800*time.Millisecond
 	f2.Chunkservers, f2.Connected, f2.LeaderChangeUnixMs = registryOf(up, none), 4, ms(-26*time.Hour)
 	f2.SnapshotVersion, f2.ChangelogEntries = 2000, 170
-	return []answer{{addr: at("127.0.0.11"), st: l}, {addr: at("127.0.0.12"), st: f1}, {addr: at("127.0.0.13"), st: f2}}
+	return []clusterview.Answer{{Addr: at("127.0.0.11"), St: l}, {Addr: at("127.0.0.12"), St: f1}, {Addr: at("127.0.0.13"), St: f2}}
 }
 
 // inFlight: 127.0.1.3 has just registered in dc1; config 4 (seven
 // chunkservers) is in the LEADER's log but not in force yet, so it counts
 // under config 4 and config 3 and must win both. 127.0.0.13 was started
 // with -e and has no metadata yet: FOLLOWER (INIT).
-func inFlight() []answer {
+func inFlight() []clusterview.Answer {
 	l := master("127.0.0.11", roles.Leader, 7, 1601)
 	l.Leader, l.HoldsQuorum, l.Connected, l.Registered, l.Voters = addr("127.0.0.11"), true, 7, 7, 7
 	l.ConfigVersion, l.InForce = 4, 3
@@ -186,13 +187,13 @@ func inFlight() []answer {
 	i := master("127.0.0.13", roles.Follower, 0, 0)
 	i.Sync, i.Commit, i.ConfigVersion, i.InForce, i.Locations, i.Behind = roles.Init, 0, 0, 0, nil, 1601
 	i.ClusterID, i.WallUnixMs, i.RSS, i.CPU = "", ms(-300*time.Millisecond), 22<<20, 38.5
-	return []answer{{addr: at("127.0.0.11"), st: l}, {addr: at("127.0.0.12"), st: f}, {addr: at("127.0.0.13"), st: i}}
+	return []clusterview.Answer{{Addr: at("127.0.0.11"), St: l}, {Addr: at("127.0.0.12"), St: f}, {Addr: at("127.0.0.13"), St: i}}
 }
 
 // scenarios are the golden tests' clusters, by file name.
 var scenarios = []struct {
 	name    string
-	answers func() []answer
+	answers func() []clusterview.Answer
 }{
 	{"healthy", healthy},
 	{"election", election},
@@ -210,31 +211,31 @@ var scenarios = []struct {
 // An admin moved leadership from 127.0.0.11 to 127.0.0.12 (-CLU): .11 has
 // yielded and .12 leads, placed by the admin; .13 keeps, and is the one
 // that would take the role back from any LEADER not placed by an admin.
-func keep() []answer {
+func keep() []clusterview.Answer {
 	as := healthy()
 	every := []netip.Addr{addr("127.0.0.11"), addr("127.0.0.12"), addr("127.0.0.13")}
 	for i := range as {
-		st := &as[i].st
+		st := &as[i].St
 		st.Keep, st.KeepMasters, st.Leader = true, every, addr("127.0.0.12")
-		switch as[i].addr.Addr() {
+		switch as[i].Addr.Addr() {
 		case addr("127.0.0.11"):
 			st.Role, st.Yielded, st.HoldsQuorum = roles.Follower, true, false
 		case addr("127.0.0.12"):
 			st.Role, st.Placed, st.HoldsQuorum = roles.Leader, true, true
 		}
 	}
-	as[0].st.Chunkservers, as[0].st.Tallies, as[0].st.Voters = as[1].st.Chunkservers, as[1].st.Tallies, as[1].st.Voters
-	as[1].st.Chunkservers, as[1].st.Tallies, as[1].st.Voters = registryOf(all, none), nil, 0
+	as[0].St.Chunkservers, as[0].St.Tallies, as[0].St.Voters = as[1].St.Chunkservers, as[1].St.Tallies, as[1].St.Voters
+	as[1].St.Chunkservers, as[1].St.Tallies, as[1].St.Voters = registryOf(all, none), nil, 0
 	return as
 }
 
 // twoSites: two data centres, dc1 and dc2, and the default location with
 // no chunkserver: an even split of the two elects nobody (no tie-break).
-func twoSites() []answer {
+func twoSites() []clusterview.Answer {
 	as := healthy()
 	two := func(cs []protocol.CSStatus) []protocol.CSStatus { return cs[:4] }
 	for i := range as {
-		st := &as[i].st
+		st := &as[i].St
 		st.Locations = st.Locations[:3]
 		st.Chunkservers, st.Registered = two(st.Chunkservers), 4
 		st.Connected = min(st.Connected, 4)
@@ -250,7 +251,7 @@ func twoSites() []answer {
 // chunkserver registration was in force. 127.0.0.12 synced the genesis
 // config (an empty registry, only the founder can win); 127.0.0.13 holds
 // no metadata. No chunkserver can elect either: -SLQ says why.
-func orphaned() []answer {
+func orphaned() []clusterview.Answer {
 	f := master("127.0.0.12", roles.Follower, 1, 3)
 	f.Sync, f.Delay, f.ConfigVersion, f.InForce, f.Registered = roles.Desync, 3*time.Second, 2, 1, 1
 	f.Locations, f.Connected = locations(), 6
@@ -260,20 +261,20 @@ func orphaned() []answer {
 	i.Sync, i.Commit, i.ConfigVersion, i.InForce, i.Locations, i.Connected = roles.Init, 0, 0, 0, nil, 6
 	i.ClusterID, i.WallUnixMs = "", ms(-300*time.Millisecond)
 	i.NotEligible = "it holds no metadata yet (started with -e): it must sync from a LEADER first"
-	return []answer{
-		{addr: at("127.0.0.11"), err: fmt.Errorf("%w: dial tcp 127.0.0.11:9421: connect: connection refused", client.ErrUnreachable)},
-		{addr: at("127.0.0.12"), st: f},
-		{addr: at("127.0.0.13"), st: i},
+	return []clusterview.Answer{
+		{Addr: at("127.0.0.11"), Err: fmt.Errorf("%w: dial tcp 127.0.0.11:9421: connect: connection refused", client.ErrUnreachable)},
+		{Addr: at("127.0.0.12"), St: f},
+		{Addr: at("127.0.0.13"), St: i},
 	}
 }
 
 // open: the healthy cluster run as make run runs it: no master has
 // AUTH_CODE or an mfsexports.cfg, and all but 127.0.0.13 lack
 // ADMIN_PASSWORD.
-func open() []answer {
+func open() []clusterview.Answer {
 	as := healthy()
 	for i := range as {
-		as[i].st.NoAuthCode, as[i].st.AdminOpen, as[i].st.ExportsOpen = true, as[i].addr.Addr() != addr("127.0.0.13"), true
+		as[i].St.NoAuthCode, as[i].St.AdminOpen, as[i].St.ExportsOpen = true, as[i].Addr.Addr() != addr("127.0.0.13"), true
 	}
 	return as
 }
@@ -281,11 +282,11 @@ func open() []answer {
 // clone: the healthy cluster, where a copy of 127.0.1.1's VM came up at
 // 127.0.9.9 with its id: the LEADER refused it three times, a FOLLOWER
 // once.
-func clone() []answer {
+func clone() []clusterview.Answer {
 	as := healthy()
-	as[1].st.Clones = []protocol.CloneStatus{{ID: 1, Addr: addr("127.0.9.9"), Holder: addr("127.0.1.1"),
+	as[1].St.Clones = []protocol.CloneStatus{{ID: 1, Addr: addr("127.0.9.9"), Holder: addr("127.0.1.1"),
 		FirstUnixMs: ms(-90 * time.Second), LastUnixMs: ms(-5 * time.Second), Count: 3}}
-	as[0].st.Clones = []protocol.CloneStatus{{ID: 1, Addr: addr("127.0.9.9"), Holder: addr("127.0.1.1"),
+	as[0].St.Clones = []protocol.CloneStatus{{ID: 1, Addr: addr("127.0.9.9"), Holder: addr("127.0.1.1"),
 		FirstUnixMs: ms(-90 * time.Second), LastUnixMs: ms(-90 * time.Second), Count: 1}}
 	return as
 }
@@ -293,9 +294,9 @@ func clone() []answer {
 // leftOut: the election above after mfscli -CTR/127.0.2.2/9422 (down): the
 // ELECT counts dc2 as its one remaining chunkserver, carries 2 of 3
 // locations and is catching up before it leads.
-func leftOut() []answer {
+func leftOut() []clusterview.Answer {
 	as := election()
-	e := &as[1].st
+	e := &as[1].St
 	e.TempRemoved = []wire.CSID{4}
 	e.Transition = "ELECT -> LEADER"
 	e.Tallies = []protocol.TallyStatus{tally(3, "WON", loc("dc1", 2, 2, 2), loc("dc2", 1, 1, 1), loc("dc3", 2, 2, 0))}

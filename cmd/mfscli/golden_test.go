@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mfs-election/mfs-election/internal/clusterview"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden")
@@ -19,14 +21,14 @@ var everyListing = map[listing]bool{listMasters: true, listChunkservers: true, l
 
 // render prints a scenario's listings as mfscli does, with the clock,
 // version and time zone frozen.
-func render(t *testing.T, answers []answer, o options) string {
+func render(t *testing.T, answers []clusterview.Answer, o options) string {
 	t.Helper()
 	cliVersion = "0.3.0"
 	if o.zone == nil {
 		o.zone = time.UTC
 	}
 	var b bytes.Buffer
-	ds := build(answers, "mfsmaster", t0)
+	ds := clusterview.Build(answers, "mfsmaster", t0)
 	if err := writeListings(&b, ds, answerErrors(answers), o, t0); err != nil {
 		t.Fatal(err)
 	}

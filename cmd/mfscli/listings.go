@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mfs-election/mfs-election/internal/clusterview"
 )
 
 // Titles, as MooseFS's mfscli words them; plain lines start with them.
@@ -100,7 +102,7 @@ func checkSort(o options) error {
 }
 
 // sortDataset applies -o and -r to every sortable list of ds.
-func sortDataset(ds *dataset, o options) {
+func sortDataset(ds *clusterview.Dataset, o options) {
 	if o.show[listMasters] {
 		sortRows(ds.Masters, masterCols(o.zone), o.sortCol, o.reverse)
 	}
@@ -116,7 +118,7 @@ func sortDataset(ds *dataset, o options) {
 // met on the way (names that did not resolve, masters that did not
 // answer): in JSON they go in "errors"; otherwise the caller prints them to
 // stderr.
-func writeListings(out io.Writer, ds dataset, errs []string, o options, now time.Time) error {
+func writeListings(out io.Writer, ds clusterview.Dataset, errs []string, o options, now time.Time) error {
 	sortDataset(&ds, o)
 	if o.mode == modeJSON {
 		return writeJSON(out, ds, errs, o, now)
@@ -142,20 +144,20 @@ func writeListings(out io.Writer, ds dataset, errs []string, o options, now time
 		}
 		if l == listLocations {
 			writeVerdict(out, ds.Quorum, o)
-			writeWarnings(out, ds.Warnings, []string{warnKeep, warnTieBreak}, o)
+			writeWarnings(out, ds.Warnings, []string{clusterview.WarnKeep, clusterview.WarnTieBreak}, o)
 		}
 		if l == listMasters && ds.Security != nil {
 			writeSecurity(out, *ds.Security, o)
 		}
 		if l == listMasters {
-			writeWarnings(out, ds.Warnings, []string{warnKeep}, o)
+			writeWarnings(out, ds.Warnings, []string{clusterview.WarnKeep}, o)
 		}
 	}
 	return nil
 }
 
 // tablesOf builds the table(s) of one listing.
-func tablesOf(l listing, ds dataset, o options, now time.Time) []table {
+func tablesOf(l listing, ds clusterview.Dataset, o options, now time.Time) []table {
 	switch l {
 	case listMasters:
 		return []table{tableOf(titleMasters, masterCols(o.zone), ds.Masters)}
@@ -178,8 +180,8 @@ func tablesOf(l listing, ds dataset, o options, now time.Time) []table {
 	return []table{summaryTable(ds.Summary, o, now)}
 }
 
-func disconnected(rows []csRow) []csRow {
-	var out []csRow
+func disconnected(rows []clusterview.CSRow) []clusterview.CSRow {
+	var out []clusterview.CSRow
 	for _, r := range rows {
 		if !r.Connected {
 			out = append(out, r)
@@ -190,14 +192,14 @@ func disconnected(rows []csRow) []csRow {
 
 // writeVerdict prints the quorum verdict under the locations: coloured on
 // a terminal; in plain mode, "Quorum:<TAB>held<TAB>state<TAB>ip<TAB>text".
-func writeVerdict(out io.Writer, q quorumView, o options) {
+func writeVerdict(out io.Writer, q clusterview.QuorumView, o options) {
 	if o.mode == modePlain {
 		fmt.Fprintf(out, "%s:\t%s\t%s\t%s\t%s\n", titleQuorum, yesNo(q.Held), orDash(q.Master.State), orDash(addrText(q.Master.IP)), q.Verdict)
 		return
 	}
-	t := toneBad
+	t := clusterview.ToneBad
 	if q.Held {
-		t = toneGood
+		t = clusterview.ToneGood
 	}
 	fmt.Fprintln(out, paint(q.Verdict, t, o.colour))
 }
@@ -207,7 +209,7 @@ func writeVerdict(out io.Writer, q quorumView, o options) {
 // "Security warning:<TAB>no AUTH_CODE<TAB>no ADMIN_PASSWORD<TAB>no
 // mfsexports.cfg<TAB>text", each list of masters comma-separated ("-":
 // none).
-func writeSecurity(out io.Writer, s securityView, o options) {
+func writeSecurity(out io.Writer, s clusterview.SecurityView, o options) {
 	if o.mode == modePlain {
 		list := func(l []netip.Addr) string {
 			if len(l) == 0 {
@@ -222,7 +224,7 @@ func writeSecurity(out io.Writer, s securityView, o options) {
 		fmt.Fprintf(out, "%s:\t%s\t%s\t%s\t%s\n", titleSecurity, list(s.NoAuthCode), list(s.AdminOpen), list(s.ExportsOpen), s.Warning)
 		return
 	}
-	fmt.Fprintln(out, paint(s.Warning, toneBad, o.colour))
+	fmt.Fprintln(out, paint(s.Warning, clusterview.ToneBad, o.colour))
 }
 
 // summaryItem is one line of -SIG: its name, its text on a terminal and
@@ -234,7 +236,7 @@ type summaryItem struct {
 	plainOnly bool // on a terminal it is part of another line
 }
 
-func summaryTable(s summary, o options, now time.Time) table {
+func summaryTable(s clusterview.Summary, o options, now time.Time) table {
 	t := table{title: titleSummary, heads: []string{"item", "value"}, right: []bool{false, false}}
 	for _, it := range summaryItems(s, o.zone, now) {
 		if !it.plainOnly {
@@ -245,10 +247,10 @@ func summaryTable(s summary, o options, now time.Time) table {
 	return t
 }
 
-func summaryItems(s summary, zone *time.Location, now time.Time) []summaryItem {
-	leader := summaryItem{name: "leader", text: cell{text: "none", tone: toneBad}, raw: []string{"-"}}
+func summaryItems(s clusterview.Summary, zone *time.Location, now time.Time) []summaryItem {
+	leader := summaryItem{name: "leader", text: cell{text: "none", tone: clusterview.ToneBad}, raw: []string{"-"}}
 	if s.Leader.IsValid() {
-		leader = summaryItem{name: "leader", text: cell{text: s.Leader.String(), tone: toneLeader}, raw: []string{s.Leader.String()}}
+		leader = summaryItem{name: "leader", text: cell{text: s.Leader.String(), tone: clusterview.ToneLeader}, raw: []string{s.Leader.String()}}
 	}
 	states := stateNames(s.States)
 	counts := make([]string, len(states))
@@ -263,9 +265,9 @@ func summaryItems(s summary, zone *time.Location, now time.Time) []summaryItem {
 	}
 	// On a terminal the counts per state are on the masters line.
 	items[2].text.text += " (" + strings.Join(counts, ", ") + ")"
-	quorum := cell{text: "not held", tone: toneBad}
+	quorum := cell{text: "not held", tone: clusterview.ToneBad}
 	if s.QuorumHeld {
-		quorum = cell{text: "held", tone: toneGood}
+		quorum = cell{text: "held", tone: clusterview.ToneGood}
 	}
 	items = append(items,
 		summaryItem{name: "chunkservers", text: cell{text: fmt.Sprintf("%d registered, %d connected", s.Registered, s.Connected)},
@@ -278,7 +280,7 @@ func summaryItems(s summary, zone *time.Location, now time.Time) []summaryItem {
 	return items
 }
 
-func leaderChange(s summary, zone *time.Location, now time.Time) summaryItem {
+func leaderChange(s clusterview.Summary, zone *time.Location, now time.Time) summaryItem {
 	it := summaryItem{name: "last leader change", text: cell{text: "not seen since the master started"}, raw: []string{"0", "-"}}
 	if s.LeaderChangeMs == 0 {
 		return it
@@ -339,19 +341,19 @@ type jsonOut struct {
 }
 
 type jsonDataset struct {
-	View         *masterRef      `json:"view,omitempty"` // absent when no master answered
-	TimeRef      string          `json:"time_reference,omitempty"`
-	Masters      *[]masterRow    `json:"masters,omitempty"`
-	Chunkservers *[]csRow        `json:"chunkservers,omitempty"`
-	Clones       []cloneRow      `json:"refused_clones,omitempty"`
-	Locations    *[]locRow       `json:"locations,omitempty"`
-	Quorum       *quorumView     `json:"quorum,omitempty"`
-	Summary      *summary        `json:"summary,omitempty"`
-	Security     *securityView   `json:"security,omitempty"` // with the masters, while any is unauthenticated
-	Warnings     []layoutWarning `json:"warnings,omitempty"` // with the masters or the locations
+	View         *clusterview.MasterRef      `json:"view,omitempty"` // absent when no master answered
+	TimeRef      string                      `json:"time_reference,omitempty"`
+	Masters      *[]clusterview.MasterRow    `json:"masters,omitempty"`
+	Chunkservers *[]clusterview.CSRow        `json:"chunkservers,omitempty"`
+	Clones       []clusterview.CloneRow      `json:"refused_clones,omitempty"`
+	Locations    *[]clusterview.LocRow       `json:"locations,omitempty"`
+	Quorum       *clusterview.QuorumView     `json:"quorum,omitempty"`
+	Summary      *clusterview.Summary        `json:"summary,omitempty"`
+	Security     *clusterview.SecurityView   `json:"security,omitempty"` // with the masters, while any is unauthenticated
+	Warnings     []clusterview.LayoutWarning `json:"warnings,omitempty"` // with the masters or the locations
 }
 
-func writeJSON(out io.Writer, ds dataset, errs []string, o options, now time.Time) error {
+func writeJSON(out io.Writer, ds clusterview.Dataset, errs []string, o options, now time.Time) error {
 	j := jsonOut{Version: cliVersion, Timestamp: now.Unix(), Errors: append([]string{}, errs...)}
 	if ds.View.IP.IsValid() {
 		j.Dataset.View = &ds.View

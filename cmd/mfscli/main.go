@@ -12,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/mfs-election/mfs-election/internal/clusterview"
 	"github.com/mfs-election/mfs-election/internal/release"
 )
 
@@ -78,7 +79,7 @@ func run(c *cli.Context) error {
 			return fmt.Errorf("-C%s is an admin command: it cannot be combined with %s", cmd, strings.Join(set, " "))
 		}
 		answers, errs := find(c)
-		if !reachedAny(answers) {
+		if !clusterview.ReachedAny(answers) {
 			return noMaster(answers, errs)
 		}
 		return admin(answers, cmd, uint16(c.Int("P")), c.String("a"), c.Duration("timeout"))
@@ -126,28 +127,28 @@ func listingOptions(c *cli.Context) (options, error) {
 
 // find resolves -H and asks every master; errs are the names that did not
 // resolve and the masters that did not answer.
-func find(c *cli.Context) ([]answer, []string) {
-	addrs, rerrs := resolve(c.String("H"), uint16(c.Int("P")))
+func find(c *cli.Context) ([]clusterview.Answer, []string) {
+	addrs, rerrs := clusterview.Resolve(c.String("H"), uint16(c.Int("P")))
 	var errs []string
 	for _, e := range rerrs {
 		errs = append(errs, e.Error())
 	}
-	answers := askAll(addrs, c.Duration("timeout"))
+	answers := clusterview.AskAll(addrs, c.Duration("timeout"))
 	return answers, append(errs, answerErrors(answers)...)
 }
 
 // answerErrors: one line for each master that did not answer.
-func answerErrors(answers []answer) []string {
+func answerErrors(answers []clusterview.Answer) []string {
 	var errs []string
 	for _, a := range answers {
-		if a.err != nil {
-			errs = append(errs, fmt.Sprintf("%s: %v", a.addr, a.err))
+		if a.Err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", a.Addr, a.Err))
 		}
 	}
 	return errs
 }
 
-func noMaster(answers []answer, errs []string) error {
+func noMaster(answers []clusterview.Answer, errs []string) error {
 	if len(answers) == 0 {
 		return fmt.Errorf("no master to ask: %s", strings.Join(errs, "; "))
 	}
@@ -159,11 +160,11 @@ func noMaster(answers []answer, errs []string) error {
 func listings(c *cli.Context, o options) error {
 	answers, errs := find(c)
 	now := clock()
-	ds := build(answers, c.String("H"), now)
+	ds := clusterview.Build(answers, c.String("H"), now)
 	if err := writeListings(os.Stdout, ds, errs, o, now); err != nil {
 		return err
 	}
-	if !reachedAny(answers) {
+	if !clusterview.ReachedAny(answers) {
 		return noMaster(answers, errs)
 	}
 	if o.mode != modeJSON {

@@ -1,81 +1,25 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"unicode/utf8"
 
-	"github.com/mfs-election/mfs-election/pkg/client"
-	"github.com/mfs-election/mfs-election/pkg/protocol"
-	"github.com/mfs-election/mfs-election/pkg/roles"
-)
-
-// tone is what a cell means, which decides its colour on a terminal.
-type tone uint8
-
-const (
-	toneNone tone = iota
-	toneDummy
-	toneLeader
-	toneElect
-	toneFollower // FOLLOWER or USURPER, synced
-	toneDesync   // FOLLOWER or USURPER, not synced (INIT, DESYNC, DELAYED)
-	toneDeputy
-	toneUnreachable
-	toneBusy
-	toneTransition
-	toneGood // quorum held, location carried
-	toneWarn // clock offset > 1 s, delay > 1 s
-	toneBad  // offset > 2 s, delay > 6 s, other metadata id, no quorum
+	"github.com/mfs-election/mfs-election/internal/clusterview"
 )
 
 // colours are MooseFS mfscli's 256-colour codes (MOOSEFS-FACTS.md).
-var colours = map[tone]int{
-	toneDummy: 244, toneLeader: 34, toneElect: 226, toneFollower: 30, toneDesync: 19, toneDeputy: 208,
-	toneUnreachable: 196, toneBusy: 55, toneTransition: 244,
-	toneGood: 34, toneWarn: 226, toneBad: 196,
-}
-
-// toneOf is the colour class of a master's state word.
-func toneOf(a answer) tone {
-	switch {
-	case errors.Is(a.err, client.ErrUnreachable):
-		return toneUnreachable
-	case a.err != nil:
-		return toneBusy
-	case a.st.Transition != "":
-		return toneTransition
-	}
-	return roleTone(a.st)
-}
-
-func roleTone(st protocol.StatusResp) tone {
-	switch st.Role {
-	case roles.Leader:
-		return toneLeader
-	case roles.Elect:
-		return toneElect
-	case roles.Deputy:
-		return toneDeputy
-	case roles.Follower, roles.Usurper:
-		if st.Sync == roles.Synced {
-			return toneFollower
-		}
-		return toneDesync
-	}
-	return toneDummy
-}
-
-func levelTone(l level) tone {
-	return [...]tone{toneNone, toneWarn, toneBad}[l]
+var colours = map[clusterview.Tone]int{
+	clusterview.ToneDummy: 244, clusterview.ToneLeader: 34, clusterview.ToneElect: 226, clusterview.ToneFollower: 30, clusterview.ToneDesync: 19, clusterview.ToneDeputy: 208,
+	clusterview.ToneUnreachable: 196, clusterview.ToneBusy: 55, clusterview.ToneTransition: 244,
+	clusterview.ToneGood: 34, clusterview.ToneWarn: 226, clusterview.ToneBad: 196,
 }
 
 // cell is one table cell: its text and what colours it.
 type cell struct {
 	text string
-	tone tone
+	tone clusterview.Tone
 }
 
 // table is one listing ready to print: cells for a terminal, raw fields
@@ -90,7 +34,7 @@ type table struct {
 
 // paint wraps s in the tone's colour; padding stays outside the escape
 // codes so alignment is computed on visible width.
-func paint(s string, t tone, on bool) string {
+func paint(s string, t clusterview.Tone, on bool) string {
 	c, ok := colours[t]
 	if !on || !ok {
 		return s

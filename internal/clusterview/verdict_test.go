@@ -1,20 +1,20 @@
-package main
+package clusterview
 
 import (
-	"strings"
 	"testing"
+	"time"
 
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 )
 
-func counting(role roles.Role, ts ...protocol.TallyStatus) answer {
+func counting(role roles.Role, ts ...protocol.TallyStatus) Answer {
 	st := master("127.0.0.12", role, 8, 100)
 	st.Tallies = ts
 	if len(ts) > 1 {
 		st.InForce = ts[len(ts)-1].Config
 	}
-	return answer{addr: at("127.0.0.12"), st: st}
+	return Answer{Addr: at("127.0.0.12"), St: st}
 }
 
 func withDefault(l protocol.LocTally) protocol.LocTally { l.Default = true; return l }
@@ -23,7 +23,7 @@ func withDefault(l protocol.LocTally) protocol.LocTally { l.Default = true; retu
 func TestVerdict(t *testing.T) {
 	cases := []struct {
 		name string
-		a    answer
+		a    Answer
 		want string
 	}{
 		{"held, divided", counting(roles.Leader, tally(3, "WON", loc("a", 3, 3, 3), loc("b", 3, 2, 2), loc("c", 3, 1, 1))),
@@ -57,36 +57,36 @@ func TestVerdict(t *testing.T) {
 func TestNoCounter(t *testing.T) {
 	f := follower("127.0.0.12", 7, 10, 0)
 	f.Sync = roles.Desync
-	answers := []answer{{addr: at("127.0.0.11"), err: errUnreachable}, {addr: at("127.0.0.12"), st: f}}
-	q := quorumOf(answers, voteCounter(answers))
+	answers := []Answer{{Addr: at("127.0.0.11"), Err: errUnreachable}, {Addr: at("127.0.0.12"), St: f}}
+	q := quorumOf(answers, VoteCounter(answers))
 	want := "no LEADER or ELECT counts votes: 127.0.0.11 UNREACHABLE, 127.0.0.12 FOLLOWER (DESYNC)"
 	if q.Held || q.Verdict != want {
 		t.Errorf("got %v %q, want %q", q.Held, q.Verdict, want)
 	}
-	rows := locRows(chooseView(answers), nil)
-	if len(rows) != 4 || rows[1].locCount != nil || !rows[1].Participating || rows[0].Participating {
+	rows := locRows(ChooseView(answers), nil)
+	if len(rows) != 4 || rows[1].LocCount != nil || !rows[1].Participating || rows[0].Participating {
 		t.Errorf("locations without a count: %+v", rows)
 	}
 }
 
 // TestVoteCounter: the LEADER, else the ELECT, else a DEPUTY.
 func TestVoteCounter(t *testing.T) {
-	mk := func(ip string, r roles.Role, epoch uint64) answer {
-		return answer{addr: at(ip), st: master(ip, r, epoch, 1)}
+	mk := func(ip string, r roles.Role, epoch uint64) Answer {
+		return Answer{Addr: at(ip), St: master(ip, r, epoch, 1)}
 	}
 	cases := []struct {
-		answers []answer
+		answers []Answer
 		want    string
 	}{
-		{[]answer{mk("127.0.0.1", roles.Deputy, 9), mk("127.0.0.2", roles.Elect, 3), mk("127.0.0.3", roles.Leader, 2)}, "127.0.0.3"},
-		{[]answer{mk("127.0.0.1", roles.Deputy, 9), mk("127.0.0.2", roles.Elect, 3)}, "127.0.0.2"},
-		{[]answer{mk("127.0.0.1", roles.Follower, 9), mk("127.0.0.2", roles.Deputy, 3)}, "127.0.0.2"},
-		{[]answer{mk("127.0.0.1", roles.Follower, 9), mk("127.0.0.2", roles.Usurper, 3)}, ""},
+		{[]Answer{mk("127.0.0.1", roles.Deputy, 9), mk("127.0.0.2", roles.Elect, 3), mk("127.0.0.3", roles.Leader, 2)}, "127.0.0.3"},
+		{[]Answer{mk("127.0.0.1", roles.Deputy, 9), mk("127.0.0.2", roles.Elect, 3)}, "127.0.0.2"},
+		{[]Answer{mk("127.0.0.1", roles.Follower, 9), mk("127.0.0.2", roles.Deputy, 3)}, "127.0.0.2"},
+		{[]Answer{mk("127.0.0.1", roles.Follower, 9), mk("127.0.0.2", roles.Usurper, 3)}, ""},
 	}
 	for i, c := range cases {
 		got := ""
-		if a := voteCounter(c.answers); a != nil {
-			got = a.addr.Addr().String()
+		if a := VoteCounter(c.answers); a != nil {
+			got = a.Addr.Addr().String()
 		}
 		if got != c.want {
 			t.Errorf("case %d: %q, want %q", i, got, c.want)
@@ -94,21 +94,18 @@ func TestVoteCounter(t *testing.T) {
 	}
 }
 
-// TestOnlyOffLocation: an OFF location is listed, takes no part, and is
-// counted among the locations of the summary.
-func TestOnlyOffLocation(t *testing.T) {
-	a := healthy()
-	for i := range a {
-		a[i].st.Locations[3].On = false
-	}
-	lead := &a[1].st
-	lead.Tallies = []protocol.TallyStatus{tally(3, "WON", loc("dc1", 2, 2, 2), loc("dc2", 2, 2, 2))}
-	ds := build(a, "mfsmaster", t0)
-	if ds.Summary.LocationsOn != 3 || ds.Summary.Locations != 4 {
-		t.Errorf("summary locations %d of %d", ds.Summary.LocationsOn, ds.Summary.Locations)
-	}
-	out := render(t, a, options{mode: modePlain, show: map[listing]bool{listLocations: true}})
-	if !strings.Contains(out, "dc3\t127.0.3.0/24\tOFF\tno\t2\t-\t-\t-") {
-		t.Errorf("OFF location not shown:\n%s", out)
+// TestGrades: clock offsets and delays against MooseFS's thresholds.
+func TestGrades(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		off  Level
+		wait Level
+	}{
+		{0, LevelOK, LevelOK}, {time.Second, LevelOK, LevelOK}, {-1500 * time.Millisecond, LevelWarn, LevelWarn},
+		{2 * time.Second, LevelWarn, LevelWarn}, {-2001 * time.Millisecond, LevelFlag, LevelWarn}, {7 * time.Second, LevelFlag, LevelFlag},
+	} {
+		if o, w := grade(c.d, OffsetWarn, OffsetFlag), grade(c.d, DelayWarn, DelayFlag); o != c.off || w != c.wait {
+			t.Errorf("%v: offset %v delay %v", c.d, o, w)
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package clusterview
 
 import (
 	"fmt"
@@ -13,31 +13,31 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
-// dataset is everything the listings show, built by build from the
+// Dataset is everything the listings show, built by build from the
 // masters' answers alone. The rows' JSON names follow MooseFS's mfscli -j
 // (snake_case, ip, strver, state, metadata_version, csid, ...); -j prints
 // the parts asked for (jsonDataset).
-type dataset struct {
+type Dataset struct {
 	// View is the master whose registry and location map are shown
 	// (chooseView); TimeRef the one whose clock the offsets are from
 	// (the LEADER, else View).
-	View         masterRef
+	View         MasterRef
 	TimeRef      netip.Addr
-	Masters      []masterRow
-	Chunkservers []csRow
-	Clones       []cloneRow // chunkserver connections refused as clones, by any master
-	Locations    []locRow
-	Quorum       quorumView
-	Summary      summary
+	Masters      []MasterRow
+	Chunkservers []CSRow
+	Clones       []CloneRow // chunkserver connections refused as clones, by any master
+	Locations    []LocRow
+	Quorum       QuorumView
+	Summary      Summary
 	// Security is what the answering masters leave open (nil: nothing).
-	Security *securityView
+	Security *SecurityView
 	// Warnings are configuration traps (warnings.go).
-	Warnings []layoutWarning
+	Warnings []LayoutWarning
 }
 
-// securityView is what the masters run without: each list names the
+// SecurityView is what the masters run without: each list names the
 // masters that reported it; Warning is the line -SIM prints.
-type securityView struct {
+type SecurityView struct {
 	NoAuthCode  []netip.Addr `json:"no_auth_code"` // any host can pose as a master or a chunkserver
 	AdminOpen   []netip.Addr `json:"admin_open"`   // admin commands open to anyone who reaches 9421
 	ExportsOpen []netip.Addr `json:"exports_open"` // every client may read and change every key
@@ -45,22 +45,22 @@ type securityView struct {
 }
 
 // securityOf gathers what the answering masters leave open.
-func securityOf(answers []answer) *securityView {
-	var s securityView
+func securityOf(answers []Answer) *SecurityView {
+	var s SecurityView
 	answered := 0
 	for _, a := range answers {
-		if a.err != nil {
+		if a.Err != nil {
 			continue
 		}
 		answered++
-		ip := a.addr.Addr()
-		if a.st.NoAuthCode {
+		ip := a.Addr.Addr()
+		if a.St.NoAuthCode {
 			s.NoAuthCode = append(s.NoAuthCode, ip)
 		}
-		if a.st.AdminOpen {
+		if a.St.AdminOpen {
 			s.AdminOpen = append(s.AdminOpen, ip)
 		}
-		if a.st.ExportsOpen {
+		if a.St.ExportsOpen {
 			s.ExportsOpen = append(s.ExportsOpen, ip)
 		}
 	}
@@ -97,27 +97,27 @@ func securityOf(answers []answer) *securityView {
 	return &s
 }
 
-// masterRef names a master and its state word.
-type masterRef struct {
+// MasterRef names a master and its state word.
+type MasterRef struct {
 	IP    netip.Addr `json:"ip"`
 	State string     `json:"state"`
-	tone  tone
+	Tone  Tone       `json:"-"` // its colour on a terminal
 }
 
-// masterRow is one master of -SIM. Info is nil for a master that did not
+// MasterRow is one master of -SIM. Info is nil for a master that did not
 // answer (UNREACHABLE, BUSY); Error then says why.
-type masterRow struct {
+type MasterRow struct {
 	IP    netip.Addr `json:"ip"`
 	Port  uint16     `json:"port"`
 	State string     `json:"state"`
 	Error string     `json:"error,omitempty"`
-	*masterInfo
-	tone tone
+	*MasterInfo
+	Tone Tone `json:"-"`
 }
 
-// masterInfo is what an answering master reports, plus the comparisons
+// MasterInfo is what an answering master reports, plus the comparisons
 // with the others (clock offset, metadata id).
-type masterInfo struct {
+type MasterInfo struct {
 	Version       string     `json:"strver"`
 	Role          string     `json:"role"`
 	RoleID        int        `json:"role_id"` // MooseFS's state id
@@ -127,12 +127,12 @@ type masterInfo struct {
 	Leader        netip.Addr `json:"leader"` // the LEADER it records ("" none)
 	LocalTimeMs   int64      `json:"local_time_ms"`
 	OffsetMs      int64      `json:"time_offset_ms"`
-	OffsetLevel   level      `json:"time_offset_level"`
+	OffsetLevel   Level      `json:"time_offset_level"`
 	MetaVersion   uint64     `json:"metadata_version"`
 	Commit        uint64     `json:"commit_version"`
 	Behind        uint64     `json:"versions_behind"`
 	Delay         float64    `json:"metadata_delay"` // seconds
-	DelayLevel    level      `json:"metadata_delay_level"`
+	DelayLevel    Level      `json:"metadata_delay_level"`
 	MetaID        string     `json:"metadata_id"`
 	MetaIDDiffers bool       `json:"metadata_id_differs"` // not the LEADER's (or majority's); a master without one is not flagged
 	Connected     int        `json:"chunkservers_connected"`
@@ -150,9 +150,9 @@ type masterInfo struct {
 	Placed        bool       `json:"placed_by_admin"` // an admin command put it in its role
 }
 
-// csRow is one registered chunkserver: its identity from the View
+// CSRow is one registered chunkserver: its identity from the View
 // master's registry, connections and vote from every master that answered.
-type csRow struct {
+type CSRow struct {
 	ID          wire.CSID    `json:"csid"`
 	IP          netip.Addr   `json:"ip"`
 	Port        uint16       `json:"port"`
@@ -163,16 +163,16 @@ type csRow struct {
 	Used        uint64       `json:"used_space"`
 	Connected   bool         `json:"connected"`
 	ConnectedTo []netip.Addr `json:"connected_to"`
-	VoteWith    []masterRef  `json:"vote_counted_by"`
+	VoteWith    []MasterRef  `json:"vote_counted_by"`
 	Maintenance bool         `json:"maintenance"`               // its absence is planned (-CM1)
 	LeftOutBy   []netip.Addr `json:"left_out_by"`               // masters counting without it (-CTR)
 	Removal     string       `json:"removal_command,omitempty"` // disconnected only
 }
 
-// cloneRow is a chunkserver connection a master refused because its id was
+// CloneRow is a chunkserver connection a master refused because its id was
 // already connected from another address: a cloned chunkserver (a copied
 // VM or data directory) or an impostor.
-type cloneRow struct {
+type CloneRow struct {
 	ID        wire.CSID  `json:"csid"`
 	IP        netip.Addr `json:"ip"`         // where the refused connection came from
 	Holder    netip.Addr `json:"holder_ip"`  // the address that holds the id
@@ -184,14 +184,14 @@ type cloneRow struct {
 
 // cloneRows gathers every answering master's refused clones, by id, then
 // address, then master.
-func cloneRows(answers []answer) []cloneRow {
-	out := []cloneRow{}
+func cloneRows(answers []Answer) []CloneRow {
+	out := []CloneRow{}
 	for _, a := range answers {
-		if a.err != nil {
+		if a.Err != nil {
 			continue
 		}
-		for _, c := range a.st.Clones {
-			out = append(out, cloneRow{ID: c.ID, IP: c.Addr, Holder: c.Holder, RefusedBy: a.addr.Addr(),
+		for _, c := range a.St.Clones {
+			out = append(out, CloneRow{ID: c.ID, IP: c.Addr, Holder: c.Holder, RefusedBy: a.Addr.Addr(),
 				Count: c.Count, FirstMs: c.FirstUnixMs, LastMs: c.LastUnixMs})
 		}
 	}
@@ -208,9 +208,9 @@ func cloneRows(answers []answer) []cloneRow {
 	return out
 }
 
-// locRow is one location under one config. Count is nil when no master
+// LocRow is one location under one config. Count is nil when no master
 // counts votes for itself or the location does not take part.
-type locRow struct {
+type LocRow struct {
 	Config        uint64         `json:"config"`
 	Name          string         `json:"name"`
 	Ranges        []netip.Prefix `json:"ranges"` // null: not known (an older config)
@@ -218,31 +218,31 @@ type locRow struct {
 	Default       bool           `json:"default"`
 	Registered    int            `json:"registered"`
 	Participating bool           `json:"participating"`
-	*locCount
+	*LocCount
 }
 
-// locCount is one location's count for the master the quorum view is of.
-type locCount struct {
+// LocCount is one location's count for the master the quorum view is of.
+type LocCount struct {
 	Reach    int  `json:"reach"` // vote sessions open to it
 	Votes    int  `json:"votes"` // votes it counts now
 	Carried  bool `json:"carried"`
 	CanCarry bool `json:"can_carry"` // would be carried if every one that reaches it voted
 }
 
-// quorumView is the count of the LEADER (else ELECT, else DEPUTY) and the
+// QuorumView is the count of the LEADER (else ELECT, else DEPUTY) and the
 // verdict line that explains it.
-type quorumView struct {
-	Master        masterRef  `json:"master"` // ip "" when there is no such master
+type QuorumView struct {
+	Master        MasterRef  `json:"master"` // ip "" when there is no such master
 	Held          bool       `json:"held"`
 	Verdict       string     `json:"verdict"`
 	ConfigVersion uint64     `json:"config_version"`
 	InForce       uint64     `json:"config_in_force"`
-	Tallies       []tallyRow `json:"tallies"`
+	Tallies       []TallyRow `json:"tallies"`
 }
 
-// tallyRow is one count: under the newest config, and while a change is
+// TallyRow is one count: under the newest config, and while a change is
 // in flight under the previous one too (both must be won).
-type tallyRow struct {
+type TallyRow struct {
 	Config         uint64 `json:"config"`
 	Outcome        string `json:"outcome"`
 	Participating  int    `json:"participating"`
@@ -251,8 +251,8 @@ type tallyRow struct {
 	DefaultCarried bool   `json:"default_carried"`
 }
 
-// summary is -SIG.
-type summary struct {
+// Summary is -SIG.
+type Summary struct {
 	Leader          netip.Addr     `json:"leader"` // "" none
 	Epoch           uint64         `json:"epoch"`  // the LEADER's, else the highest reported
 	Masters         int            `json:"masters"`
@@ -266,17 +266,17 @@ type summary struct {
 	LeaderChangeAgo float64        `json:"last_leader_change_ago"` // seconds; 0: unknown
 }
 
-// level grades a clock offset or a delay.
-type level uint8
+// Level grades a clock offset or a delay.
+type Level uint8
 
 const (
-	levelOK level = iota
-	levelWarn
-	levelFlag
+	LevelOK Level = iota
+	LevelWarn
+	LevelFlag
 )
 
 // MarshalText prints the level in JSON: ok, warn, flag.
-func (l level) MarshalText() ([]byte, error) {
+func (l Level) MarshalText() ([]byte, error) {
 	return []byte([...]string{"ok", "warn", "flag"}[l]), nil
 }
 
@@ -284,31 +284,31 @@ func (l level) MarshalText() ([]byte, error) {
 // LEADER's is worth a look, more than 2 s is wrong; metadata more than 1 s
 // behind is worth a look, more than 6 s is trouble.
 const (
-	offsetWarn = time.Second
-	offsetFlag = 2 * time.Second
-	delayWarn  = time.Second
-	delayFlag  = 6 * time.Second
+	OffsetWarn = time.Second
+	OffsetFlag = 2 * time.Second
+	DelayWarn  = time.Second
+	DelayFlag  = 6 * time.Second
 )
 
-func grade(d, warn, flag time.Duration) level {
+func grade(d, warn, flag time.Duration) Level {
 	if d < 0 {
 		d = -d
 	}
 	switch {
 	case d > flag:
-		return levelFlag
+		return LevelFlag
 	case d > warn:
-		return levelWarn
+		return LevelWarn
 	}
-	return levelOK
+	return LevelOK
 }
 
-// build turns the answers into the dataset. host is -H as given (for the
+// Build turns the answers into the dataset. host is -H as given (for the
 // removal commands), now the reading used for "ago". Pure.
-func build(answers []answer, host string, now time.Time) dataset {
-	var ds dataset
-	view := chooseView(answers)
-	leader := firstWithRole(answers, roles.Leader)
+func Build(answers []Answer, host string, now time.Time) Dataset {
+	var ds Dataset
+	view := ChooseView(answers)
+	leader := FirstWithRole(answers, roles.Leader)
 	timeRef := leader
 	if timeRef == nil {
 		timeRef = view
@@ -317,12 +317,12 @@ func build(answers []answer, host string, now time.Time) dataset {
 		ds.View = refOf(*view)
 	}
 	if timeRef != nil {
-		ds.TimeRef = timeRef.addr.Addr()
+		ds.TimeRef = timeRef.Addr.Addr()
 	}
 	ds.Masters = masterRows(answers, timeRef, referenceID(answers, leader, view))
 	ds.Chunkservers = csRows(answers, view, host)
 	ds.Clones = cloneRows(answers)
-	counter := voteCounter(answers)
+	counter := VoteCounter(answers)
 	ds.Locations = locRows(view, counter)
 	ds.Quorum = quorumOf(answers, counter)
 	ds.Summary = summarize(answers, leader, view, ds, now)
@@ -331,23 +331,23 @@ func build(answers []answer, host string, now time.Time) dataset {
 	return ds
 }
 
-func refOf(a answer) masterRef {
-	return masterRef{IP: a.addr.Addr(), State: stateWord(a), tone: toneOf(a)}
+func refOf(a Answer) MasterRef {
+	return MasterRef{IP: a.Addr.Addr(), State: StateWord(a), Tone: ToneOf(a)}
 }
 
 // referenceID is the metadata id a master should have: the LEADER's, else
 // the one most answering masters report (ties: the View master's).
-func referenceID(answers []answer, leader, view *answer) string {
+func referenceID(answers []Answer, leader, view *Answer) string {
 	if leader != nil {
-		return leader.st.ClusterID
+		return leader.St.ClusterID
 	}
 	if view == nil {
 		return ""
 	}
 	count := map[string]int{}
 	for _, a := range answers {
-		if a.err == nil && a.st.ClusterID != "" { // "": none yet (-e)
-			count[a.st.ClusterID]++
+		if a.Err == nil && a.St.ClusterID != "" { // "": none yet (-e)
+			count[a.St.ClusterID]++
 		}
 	}
 	ids := make([]string, 0, len(count))
@@ -355,7 +355,7 @@ func referenceID(answers []answer, leader, view *answer) string {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
-	best := view.st.ClusterID
+	best := view.St.ClusterID
 	for _, id := range ids {
 		if count[id] > count[best] {
 			best = id
@@ -364,28 +364,28 @@ func referenceID(answers []answer, leader, view *answer) string {
 	return best
 }
 
-func masterRows(answers []answer, timeRef *answer, refID string) []masterRow {
-	rows := make([]masterRow, 0, len(answers))
+func masterRows(answers []Answer, timeRef *Answer, refID string) []MasterRow {
+	rows := make([]MasterRow, 0, len(answers))
 	for _, a := range answers {
-		r := masterRow{IP: a.addr.Addr(), Port: a.addr.Port(), State: stateWord(a), tone: toneOf(a)}
-		if a.err != nil {
-			r.Error = a.err.Error()
+		r := MasterRow{IP: a.Addr.Addr(), Port: a.Addr.Port(), State: StateWord(a), Tone: ToneOf(a)}
+		if a.Err != nil {
+			r.Error = a.Err.Error()
 			rows = append(rows, r)
 			continue
 		}
-		r.masterInfo = infoOf(a.st, timeRef, refID)
+		r.MasterInfo = infoOf(a.St, timeRef, refID)
 		rows = append(rows, r)
 	}
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].IP.Less(rows[j].IP) })
 	return rows
 }
 
-func infoOf(st protocol.StatusResp, timeRef *answer, refID string) *masterInfo {
-	in := &masterInfo{
+func infoOf(st protocol.StatusResp, timeRef *Answer, refID string) *MasterInfo {
+	in := &MasterInfo{
 		Version: st.Version, Role: st.Role.String(), RoleID: int(st.Role), Sync: st.Sync.String(),
 		Transition: st.Transition, Epoch: st.Epoch, Leader: st.Leader,
 		LocalTimeMs: st.WallUnixMs, MetaVersion: st.MetaVersion, Commit: st.Commit, Behind: st.Behind,
-		Delay: st.Delay.Seconds(), DelayLevel: grade(st.Delay, delayWarn, delayFlag),
+		Delay: st.Delay.Seconds(), DelayLevel: grade(st.Delay, DelayWarn, DelayFlag),
 		MetaID: st.ClusterID, MetaIDDiffers: refID != "" && st.ClusterID != "" && st.ClusterID != refID,
 		Connected: st.Connected, Votes: st.Voters, Registered: st.Registered, HoldsQuorum: st.HoldsQuorum,
 		ConfigVersion: st.ConfigVersion, InForce: st.InForce,
@@ -393,8 +393,8 @@ func infoOf(st protocol.StatusResp, timeRef *answer, refID string) *masterInfo {
 		Keep: st.Keep, Yielded: st.Yielded, Placed: st.Placed,
 	}
 	if timeRef != nil {
-		in.OffsetMs = st.WallUnixMs - timeRef.st.WallUnixMs
-		in.OffsetLevel = grade(time.Duration(in.OffsetMs)*time.Millisecond, offsetWarn, offsetFlag)
+		in.OffsetMs = st.WallUnixMs - timeRef.St.WallUnixMs
+		in.OffsetLevel = grade(time.Duration(in.OffsetMs)*time.Millisecond, OffsetWarn, OffsetFlag)
 	}
 	return in
 }
@@ -402,17 +402,17 @@ func infoOf(st protocol.StatusResp, timeRef *answer, refID string) *masterInfo {
 // csRows lists the View master's registry, each chunkserver with the
 // masters it is connected to and the master(s) counting its vote, as every
 // answering master reports them.
-func csRows(answers []answer, view *answer, host string) []csRow {
+func csRows(answers []Answer, view *Answer, host string) []CSRow {
 	if view == nil {
-		return []csRow{}
+		return []CSRow{}
 	}
-	rows := make([]csRow, 0, len(view.st.Chunkservers))
-	for _, c := range view.st.Chunkservers {
-		r := csRow{ID: c.ID, IP: c.Addr, Port: c.Port, Location: c.Location, VoterOnly: c.VoterOnly,
-			Maintenance: c.Maintenance, ConnectedTo: []netip.Addr{}, VoteWith: []masterRef{}, LeftOutBy: []netip.Addr{}}
+	rows := make([]CSRow, 0, len(view.St.Chunkservers))
+	for _, c := range view.St.Chunkservers {
+		r := CSRow{ID: c.ID, IP: c.Addr, Port: c.Port, Location: c.Location, VoterOnly: c.VoterOnly,
+			Maintenance: c.Maintenance, ConnectedTo: []netip.Addr{}, VoteWith: []MasterRef{}, LeftOutBy: []netip.Addr{}}
 		info := c
 		for _, a := range answersByAddr(answers, view) {
-			seen, ok := findCS(a.st.Chunkservers, c.ID)
+			seen, ok := findCS(a.St.Chunkservers, c.ID)
 			if !ok {
 				continue
 			}
@@ -421,18 +421,18 @@ func csRows(answers []answer, view *answer, host string) []csRow {
 					info = seen // the first master it is connected to has its latest labels and space
 				}
 				r.Connected = true
-				r.ConnectedTo = append(r.ConnectedTo, a.addr.Addr())
+				r.ConnectedTo = append(r.ConnectedTo, a.Addr.Addr())
 			}
 			if seen.Voting {
 				r.VoteWith = append(r.VoteWith, refOf(a))
 			}
-			if slices.Contains(a.st.TempRemoved, c.ID) {
-				r.LeftOutBy = append(r.LeftOutBy, a.addr.Addr())
+			if slices.Contains(a.St.TempRemoved, c.ID) {
+				r.LeftOutBy = append(r.LeftOutBy, a.Addr.Addr())
 			}
 		}
 		r.Labels, r.Total, r.Used = info.Labels, info.Total, info.Used
 		if !r.Connected {
-			r.Removal = removalCommand(host, c.Addr, c.Port)
+			r.Removal = RemovalCommand(host, c.Addr, c.Port)
 		}
 		rows = append(rows, r)
 	}
@@ -447,14 +447,14 @@ func csRows(answers []answer, view *answer, host string) []csRow {
 
 // answersByAddr is the answering masters, the View master first, then by
 // address.
-func answersByAddr(answers []answer, view *answer) []answer {
-	out := []answer{*view}
+func answersByAddr(answers []Answer, view *Answer) []Answer {
+	out := []Answer{*view}
 	for _, a := range answers {
-		if a.err == nil && a.addr != view.addr {
+		if a.Err == nil && a.Addr != view.Addr {
 			out = append(out, a)
 		}
 	}
-	sort.SliceStable(out[1:], func(i, j int) bool { return out[1+i].addr.Compare(out[1+j].addr) < 0 })
+	sort.SliceStable(out[1:], func(i, j int) bool { return out[1+i].Addr.Compare(out[1+j].Addr) < 0 })
 	return out
 }
 
@@ -467,14 +467,14 @@ func findCS(list []protocol.CSStatus, id wire.CSID) (protocol.CSStatus, bool) {
 	return protocol.CSStatus{}, false
 }
 
-// removalCommand is the ready-to-run command that removes a disconnected
+// RemovalCommand is the ready-to-run command that removes a disconnected
 // chunkserver (-CRC), with -H as the operator gave it.
-func removalCommand(host string, ip netip.Addr, port uint16) string {
-	return fmt.Sprintf("mfscli -H %s -CRC/%s/%d", shellQuote(host), ip, port)
+func RemovalCommand(host string, ip netip.Addr, port uint16) string {
+	return fmt.Sprintf("mfscli -H %s -CRC/%s/%d", ShellQuote(host), ip, port)
 }
 
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
+// ShellQuote quotes s for a POSIX shell when it needs it.
+func ShellQuote(s string) string {
 	if s != "" && strings.IndexFunc(s, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.,:/[]", r))
 	}) < 0 {
@@ -484,16 +484,16 @@ func shellQuote(s string) string {
 }
 
 // summarize builds -SIG from the rest of the dataset.
-func summarize(answers []answer, leader, view *answer, ds dataset, now time.Time) summary {
-	s := summary{Masters: len(answers), States: map[string]int{}, QuorumHeld: ds.Quorum.Held}
+func summarize(answers []Answer, leader, view *Answer, ds Dataset, now time.Time) Summary {
+	s := Summary{Masters: len(answers), States: map[string]int{}, QuorumHeld: ds.Quorum.Held}
 	for _, a := range answers {
-		s.States[stateWord(a)]++
-		if a.err == nil && a.st.Epoch > s.Epoch {
-			s.Epoch = a.st.Epoch
+		s.States[StateWord(a)]++
+		if a.Err == nil && a.St.Epoch > s.Epoch {
+			s.Epoch = a.St.Epoch
 		}
 	}
 	if leader != nil {
-		s.Leader, s.Epoch = leader.addr.Addr(), leader.st.Epoch
+		s.Leader, s.Epoch = leader.Addr.Addr(), leader.St.Epoch
 	}
 	s.Registered = len(ds.Chunkservers)
 	for _, c := range ds.Chunkservers {
@@ -502,13 +502,13 @@ func summarize(answers []answer, leader, view *answer, ds dataset, now time.Time
 		}
 	}
 	if view != nil {
-		for _, l := range view.st.Locations {
+		for _, l := range view.St.Locations {
 			s.Locations++
 			if l.On {
 				s.LocationsOn++
 			}
 		}
-		if ms := view.st.LeaderChangeUnixMs; ms > 0 {
+		if ms := view.St.LeaderChangeUnixMs; ms > 0 {
 			s.LeaderChangeMs = ms
 			s.LeaderChangeAgo = now.Sub(time.UnixMilli(ms)).Seconds()
 		}

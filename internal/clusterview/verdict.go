@@ -1,4 +1,4 @@
-package main
+package clusterview
 
 import (
 	"fmt"
@@ -12,30 +12,30 @@ import (
 // View master when none does), each location with that master's count
 // under its newest config; while a change is in flight, the locations of
 // the previous config's count follow.
-func locRows(view, counter *answer) []locRow {
+func locRows(view, counter *Answer) []LocRow {
 	src := counter
 	if src == nil {
 		src = view
 	}
 	if src == nil {
-		return []locRow{}
+		return []LocRow{}
 	}
-	st := src.st
+	st := src.St
 	var newest *protocol.TallyStatus
 	cfg := st.ConfigVersion
 	if len(st.Tallies) > 0 {
 		newest, cfg = &st.Tallies[0], st.Tallies[0].Config
 	}
 	perLoc := registeredPerLocation(st.Chunkservers)
-	rows := make([]locRow, 0, len(st.Locations))
+	rows := make([]LocRow, 0, len(st.Locations))
 	for _, l := range st.Locations {
-		r := locRow{Config: cfg, Name: l.Name, Ranges: append([]netip.Prefix{}, l.Ranges...), On: l.On,
+		r := LocRow{Config: cfg, Name: l.Name, Ranges: append([]netip.Prefix{}, l.Ranges...), On: l.On,
 			Default: l.Default, Registered: perLoc[l.Name]}
 		r.Participating = r.On && r.Registered > 0
 		if newest != nil {
 			r.Participating = false
 			if lt, ok := findLoc(*newest, l.Name); ok {
-				r.Participating, r.Registered, r.locCount = true, lt.Registered, countOf(lt)
+				r.Participating, r.Registered, r.LocCount = true, lt.Registered, countOf(lt)
 			}
 		}
 		rows = append(rows, r)
@@ -46,8 +46,8 @@ func locRows(view, counter *answer) []locRow {
 				continue
 			}
 			// A location of an older config: its ranges are not reported.
-			rows = append(rows, locRow{Config: t.Config, Name: lt.Name, On: true, Default: lt.Default,
-				Registered: lt.Registered, Participating: true, locCount: countOf(lt)})
+			rows = append(rows, LocRow{Config: t.Config, Name: lt.Name, On: true, Default: lt.Default,
+				Registered: lt.Registered, Participating: true, LocCount: countOf(lt)})
 		}
 	}
 	return rows
@@ -79,21 +79,21 @@ func hasLocation(list []protocol.LocStatus, name string) bool {
 	return false
 }
 
-func countOf(lt protocol.LocTally) *locCount {
-	return &locCount{Reach: lt.Reach, Votes: lt.Votes, Carried: lt.Carried, CanCarry: lt.CanCarry}
+func countOf(lt protocol.LocTally) *LocCount {
+	return &LocCount{Reach: lt.Reach, Votes: lt.Votes, Carried: lt.Carried, CanCarry: lt.CanCarry}
 }
 
 // quorumOf is the quorum view of the master that counts votes, with its
 // verdict line.
-func quorumOf(answers []answer, counter *answer) quorumView {
+func quorumOf(answers []Answer, counter *Answer) QuorumView {
 	if counter == nil {
-		return quorumView{Tallies: []tallyRow{}, Verdict: noCounterVerdict(answers)}
+		return QuorumView{Tallies: []TallyRow{}, Verdict: noCounterVerdict(answers)}
 	}
-	st := counter.st
-	q := quorumView{Master: refOf(*counter), ConfigVersion: st.ConfigVersion, InForce: st.InForce,
-		Tallies: make([]tallyRow, 0, len(st.Tallies)), Held: len(st.Tallies) > 0}
+	st := counter.St
+	q := QuorumView{Master: refOf(*counter), ConfigVersion: st.ConfigVersion, InForce: st.InForce,
+		Tallies: make([]TallyRow, 0, len(st.Tallies)), Held: len(st.Tallies) > 0}
 	for _, t := range st.Tallies {
-		q.Tallies = append(q.Tallies, tallyRow{Config: t.Config, Outcome: t.Outcome, Participating: t.Participating,
+		q.Tallies = append(q.Tallies, TallyRow{Config: t.Config, Outcome: t.Outcome, Participating: t.Participating,
 			Carried: t.Carried, Needed: t.Needed, DefaultCarried: defaultCarried(t)})
 		q.Held = q.Held && won(t)
 	}
@@ -116,12 +116,12 @@ func defaultCarried(t protocol.TallyStatus) bool {
 // state, with why it may not be elected where it may not, so the reason
 // is at hand (a founder gone before any registration was in force leaves
 // masters that no chunkserver can elect).
-func noCounterVerdict(answers []answer) string {
+func noCounterVerdict(answers []Answer) string {
 	var states []string
 	for _, a := range answers {
-		s := fmt.Sprintf("%s %s", a.addr.Addr(), stateWord(a))
-		if a.err == nil && a.st.NotEligible != "" {
-			s += " (not eligible: " + a.st.NotEligible + ")"
+		s := fmt.Sprintf("%s %s", a.Addr.Addr(), StateWord(a))
+		if a.Err == nil && a.St.NotEligible != "" {
+			s += " (not eligible: " + a.St.NotEligible + ")"
 		}
 		states = append(states, s)
 	}
@@ -131,9 +131,9 @@ func noCounterVerdict(answers []answer) string {
 // verdict explains the count of a LEADER, ELECT or DEPUTY in one line:
 // held, with the numbers; or not held, naming every location that is not
 // carried and why; and, while a registry change is in flight, both counts.
-func verdict(a answer) string {
-	who := fmt.Sprintf("%s %s", a.st.Role, a.addr.Addr())
-	ts := a.st.Tallies
+func verdict(a Answer) string {
+	who := fmt.Sprintf("%s %s", a.St.Role, a.Addr.Addr())
+	ts := a.St.Tallies
 	all := len(ts) > 0
 	for _, t := range ts {
 		all = all && won(t)
@@ -151,7 +151,7 @@ func verdict(a answer) string {
 		head = "quorum held by " + who + " under both configs"
 	}
 	parts := []string{fmt.Sprintf("%s: config %d is being put in force (in force: %d), both counts must be won",
-		head, ts[0].Config, a.st.InForce)}
+		head, ts[0].Config, a.St.InForce)}
 	for _, t := range ts {
 		if won(t) {
 			parts = append(parts, fmt.Sprintf("Config %d: won (%s)", t.Config, wonText(t)))

@@ -1,4 +1,4 @@
-package main
+package clusterview
 
 import (
 	"errors"
@@ -15,31 +15,31 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/roles"
 )
 
-// answer is one master's reply to the status request (or why there is
+// Answer is one master's reply to the status request (or why there is
 // none).
-type answer struct {
-	addr netip.AddrPort
-	st   protocol.StatusResp
-	err  error
+type Answer struct {
+	Addr netip.AddrPort
+	St   protocol.StatusResp
+	Err  error
 }
 
-// hostItems splits -H into the names or addresses it lists: separated by
+// HostItems splits -H into the names or addresses it lists: separated by
 // commas, spaces or both (MooseFS accepts a space-separated list, the
 // daemons' MASTER_HOST a comma-separated one).
-func hostItems(spec string) []string {
+func HostItems(spec string) []string {
 	return strings.FieldsFunc(spec, func(r rune) bool {
 		return r == ',' || r == ' ' || r == '\t' || r == '\n'
 	})
 }
 
-// resolve turns -H into the masters' client addresses: every A/AAAA record
+// Resolve turns -H into the masters' client addresses: every A/AAAA record
 // of every name, without duplicates, sorted. A name that does not resolve
 // is reported and the others are still used.
-func resolve(spec string, port uint16) ([]netip.AddrPort, []error) {
+func Resolve(spec string, port uint16) ([]netip.AddrPort, []error) {
 	seen := map[netip.AddrPort]bool{}
 	var out []netip.AddrPort
 	var errs []error
-	items := hostItems(spec)
+	items := HostItems(spec)
 	if len(items) == 0 {
 		return nil, []error{fmt.Errorf("-H %q names no master", spec)}
 	}
@@ -63,47 +63,47 @@ func resolve(spec string, port uint16) ([]netip.AddrPort, []error) {
 	return out, errs
 }
 
-// askAll asks every master at once; each answer waits at most timeout.
-func askAll(addrs []netip.AddrPort, timeout time.Duration) []answer {
-	out := make([]answer, len(addrs))
+// AskAll asks every master at once; each answer waits at most timeout.
+func AskAll(addrs []netip.AddrPort, timeout time.Duration) []Answer {
+	out := make([]Answer, len(addrs))
 	var wg sync.WaitGroup
 	for i, a := range addrs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			st, err := client.Status(a, timeout)
-			out[i] = answer{addr: a, st: st, err: err}
+			out[i] = Answer{Addr: a, St: st, Err: err}
 		}()
 	}
 	wg.Wait()
 	return out
 }
 
-// reachedAny reports whether at least one master answered.
-func reachedAny(answers []answer) bool {
+// ReachedAny reports whether at least one master answered.
+func ReachedAny(answers []Answer) bool {
 	for _, a := range answers {
-		if a.err == nil {
+		if a.Err == nil {
 			return true
 		}
 	}
 	return false
 }
 
-// stateWord is the state as mfscli prints it: the role (FOLLOWER with its
+// StateWord is the state as mfscli prints it: the role (FOLLOWER with its
 // sync suffix), "transition A -> B" while a role change is under way,
 // UNREACHABLE (no connection) or BUSY (connected, no answer).
-func stateWord(a answer) string {
+func StateWord(a Answer) string {
 	switch {
-	case errors.Is(a.err, client.ErrUnreachable):
+	case errors.Is(a.Err, client.ErrUnreachable):
 		return "UNREACHABLE"
-	case a.err != nil:
+	case a.Err != nil:
 		return "BUSY"
-	case a.st.Transition != "":
-		return "transition " + a.st.Transition
-	case a.st.Role == roles.Follower:
-		return a.st.Role.String() + a.st.Sync.Suffix()
+	case a.St.Transition != "":
+		return "transition " + a.St.Transition
+	case a.St.Role == roles.Follower:
+		return a.St.Role.String() + a.St.Sync.Suffix()
 	}
-	return a.st.Role.String()
+	return a.St.Role.String()
 }
 
 // viewRank orders roles for choosing whose registry and quorum view to
@@ -126,51 +126,51 @@ func viewRank(r roles.Role) int {
 // better reports whether a should be preferred to b (both answered): by
 // viewRank, then the higher epoch, the higher metadata version, the lower
 // address.
-func better(a, b answer) bool {
-	if ra, rb := viewRank(a.st.Role), viewRank(b.st.Role); ra != rb {
+func better(a, b Answer) bool {
+	if ra, rb := viewRank(a.St.Role), viewRank(b.St.Role); ra != rb {
 		return ra < rb
 	}
-	if a.st.Epoch != b.st.Epoch {
-		return a.st.Epoch > b.st.Epoch
+	if a.St.Epoch != b.St.Epoch {
+		return a.St.Epoch > b.St.Epoch
 	}
-	if a.st.MetaVersion != b.st.MetaVersion {
-		return a.st.MetaVersion > b.st.MetaVersion
+	if a.St.MetaVersion != b.St.MetaVersion {
+		return a.St.MetaVersion > b.St.MetaVersion
 	}
-	return a.addr.Compare(b.addr) < 0
+	return a.Addr.Compare(b.Addr) < 0
 }
 
-// chooseView picks the master whose registry and quorum view is shown;
+// ChooseView picks the master whose registry and quorum view is shown;
 // nil if none answered.
-func chooseView(answers []answer) *answer {
-	var best *answer
+func ChooseView(answers []Answer) *Answer {
+	var best *Answer
 	for i := range answers {
 		a := &answers[i]
-		if a.err == nil && (best == nil || better(*a, *best)) {
+		if a.Err == nil && (best == nil || better(*a, *best)) {
 			best = a
 		}
 	}
 	return best
 }
 
-// firstWithRole is the answered master in role r with the highest epoch
+// FirstWithRole is the answered master in role r with the highest epoch
 // (ties: the lower address); nil if none.
-func firstWithRole(answers []answer, r roles.Role) *answer {
-	var best *answer
+func FirstWithRole(answers []Answer, r roles.Role) *Answer {
+	var best *Answer
 	for i := range answers {
 		a := &answers[i]
-		if a.err == nil && a.st.Role == r && (best == nil || better(*a, *best)) {
+		if a.Err == nil && a.St.Role == r && (best == nil || better(*a, *best)) {
 			best = a
 		}
 	}
 	return best
 }
 
-// voteCounter is the master whose count the quorum listing explains: the
+// VoteCounter is the master whose count the quorum listing explains: the
 // LEADER, else the ELECT, else a DEPUTY (an ELECT that gave up waiting and
 // still counts votes); nil if there is none.
-func voteCounter(answers []answer) *answer {
+func VoteCounter(answers []Answer) *Answer {
 	for _, r := range []roles.Role{roles.Leader, roles.Elect, roles.Deputy} {
-		if a := firstWithRole(answers, r); a != nil {
+		if a := FirstWithRole(answers, r); a != nil {
 			return a
 		}
 	}

@@ -1,0 +1,62 @@
+package clusterview
+
+import (
+	"errors"
+
+	"github.com/mfs-election/mfs-election/pkg/client"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
+	"github.com/mfs-election/mfs-election/pkg/roles"
+)
+
+// Tone is what a cell means, which decides its colour on a terminal.
+type Tone uint8
+
+const (
+	ToneNone Tone = iota
+	ToneDummy
+	ToneLeader
+	ToneElect
+	ToneFollower // FOLLOWER or USURPER, synced
+	ToneDesync   // FOLLOWER or USURPER, not synced (INIT, DESYNC, DELAYED)
+	ToneDeputy
+	ToneUnreachable
+	ToneBusy
+	ToneTransition
+	ToneGood // quorum held, location carried
+	ToneWarn // clock offset > 1 s, delay > 1 s
+	ToneBad  // offset > 2 s, delay > 6 s, other metadata id, no quorum
+)
+
+// ToneOf is the colour class of a master's state word.
+func ToneOf(a Answer) Tone {
+	switch {
+	case errors.Is(a.Err, client.ErrUnreachable):
+		return ToneUnreachable
+	case a.Err != nil:
+		return ToneBusy
+	case a.St.Transition != "":
+		return ToneTransition
+	}
+	return RoleTone(a.St)
+}
+
+func RoleTone(st protocol.StatusResp) Tone {
+	switch st.Role {
+	case roles.Leader:
+		return ToneLeader
+	case roles.Elect:
+		return ToneElect
+	case roles.Deputy:
+		return ToneDeputy
+	case roles.Follower, roles.Usurper:
+		if st.Sync == roles.Synced {
+			return ToneFollower
+		}
+		return ToneDesync
+	}
+	return ToneDummy
+}
+
+func LevelTone(l Level) Tone {
+	return [...]Tone{ToneNone, ToneWarn, ToneBad}[l]
+}
