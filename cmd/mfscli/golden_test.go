@@ -29,7 +29,7 @@ func render(t *testing.T, answers []clusterview.Answer, o options) string {
 	}
 	var b bytes.Buffer
 	ds := clusterview.Build(answers, "mfsmaster", t0)
-	if err := writeListings(&b, ds, answerErrors(answers), o, t0); err != nil {
+	if err := writeListings(&b, ds, clusterview.AnswerErrors(answers), o, t0); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()
@@ -164,7 +164,7 @@ func TestJSONParses(t *testing.T) {
 				t.Errorf("%s: chunkserver lacks MooseFS's keys: %v", sc.name, c)
 			}
 		}
-		if want := len(answerErrors(sc.answers())); len(v.Errors) != want {
+		if want := len(clusterview.AnswerErrors(sc.answers())); len(v.Errors) != want {
 			t.Errorf("%s: %d errors, want %d: %v", sc.name, len(v.Errors), want, v.Errors)
 		}
 	}

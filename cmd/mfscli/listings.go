@@ -331,49 +331,10 @@ func stateNames(m map[string]int) []string {
 	return out
 }
 
-// jsonOut is -j's object, MooseFS's shape: the listings asked for under
-// "dataset", the problems under "errors", always printed.
-type jsonOut struct {
-	Version   string      `json:"version"`
-	Timestamp int64       `json:"timestamp"`
-	Dataset   jsonDataset `json:"dataset"`
-	Errors    []string    `json:"errors"`
-}
-
-type jsonDataset struct {
-	View         *clusterview.MasterRef      `json:"view,omitempty"` // absent when no master answered
-	TimeRef      string                      `json:"time_reference,omitempty"`
-	Masters      *[]clusterview.MasterRow    `json:"masters,omitempty"`
-	Chunkservers *[]clusterview.CSRow        `json:"chunkservers,omitempty"`
-	Clones       []clusterview.CloneRow      `json:"refused_clones,omitempty"`
-	Locations    *[]clusterview.LocRow       `json:"locations,omitempty"`
-	Quorum       *clusterview.QuorumView     `json:"quorum,omitempty"`
-	Summary      *clusterview.Summary        `json:"summary,omitempty"`
-	Security     *clusterview.SecurityView   `json:"security,omitempty"` // with the masters, while any is unauthenticated
-	Warnings     []clusterview.LayoutWarning `json:"warnings,omitempty"` // with the masters or the locations
-}
-
 func writeJSON(out io.Writer, ds clusterview.Dataset, errs []string, o options, now time.Time) error {
-	j := jsonOut{Version: cliVersion, Timestamp: now.Unix(), Errors: append([]string{}, errs...)}
-	if ds.View.IP.IsValid() {
-		j.Dataset.View = &ds.View
-	}
-	if o.show[listMasters] {
-		j.Dataset.Masters, j.Dataset.TimeRef, j.Dataset.Security = &ds.Masters, addrText(ds.TimeRef), ds.Security
-	}
-	if o.show[listChunkservers] {
-		j.Dataset.Chunkservers, j.Dataset.Clones = &ds.Chunkservers, ds.Clones
-	}
-	if o.show[listLocations] {
-		j.Dataset.Locations, j.Dataset.Quorum = &ds.Locations, &ds.Quorum
-	}
-	if o.show[listSummary] {
-		j.Dataset.Summary = &ds.Summary
-	}
-	if o.show[listMasters] || o.show[listLocations] {
-		j.Dataset.Warnings = ds.Warnings
-	}
+	p := clusterview.Parts{Masters: o.show[listMasters], Chunkservers: o.show[listChunkservers],
+		Locations: o.show[listLocations], Summary: o.show[listSummary]}
 	enc := json.NewEncoder(out)
 	enc.SetIndent("", "  ")
-	return enc.Encode(j)
+	return enc.Encode(clusterview.NewDocument(ds, errs, p, cliVersion, now))
 }

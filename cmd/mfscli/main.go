@@ -134,18 +134,7 @@ func find(c *cli.Context) ([]clusterview.Answer, []string) {
 		errs = append(errs, e.Error())
 	}
 	answers := clusterview.AskAll(addrs, c.Duration("timeout"))
-	return answers, append(errs, answerErrors(answers)...)
-}
-
-// answerErrors: one line for each master that did not answer.
-func answerErrors(answers []clusterview.Answer) []string {
-	var errs []string
-	for _, a := range answers {
-		if a.Err != nil {
-			errs = append(errs, fmt.Sprintf("%s: %v", a.Addr, a.Err))
-		}
-	}
-	return errs
+	return answers, append(errs, clusterview.AnswerErrors(answers)...)
 }
 
 func noMaster(answers []clusterview.Answer, errs []string) error {

@@ -223,7 +223,9 @@ func foreground(c *cli.Context, cfg config, v settings.Values, lockPath string, 
 	}
 	// /healthz: 200 only while this master is LEADER holding a quorum at
 	// the instant of the request (docs/operations.md, Health checks).
-	srv := obs.Serve(httpLn, reg, n.Health, log)
+	// /api/v1/status: the whole cluster as mfscli -j shows it.
+	api := newStatusAPI(list, uint16(cfg.CL.Port), cfg.MasterHost, time.Second)
+	srv := obs.Serve(httpLn, reg, n.Health, log, obs.Route{Pattern: "GET /api/v1/status", Handler: api})
 	defer srv.Close()
 	apply := func(next config) error { return applyLive(n, log, next) }
 	return service.Serve(n, spec, c, log, v, apply, 10*time.Second)

@@ -23,14 +23,24 @@ func NewRegistry() *prometheus.Registry {
 	return reg
 }
 
+// Route is one more handler for Serve's mux (a net/http pattern, e.g.
+// "GET /api/v1/status").
+type Route struct {
+	Pattern string
+	Handler http.Handler
+}
+
 // Serve serves GET /metrics from reg, GET /healthz from health (nil means
 // always healthy; asked at each request, so it must judge its answer then)
 // and GET /livez (200 while the process answers at all: a liveness probe
 // for orchestrators, where /healthz is a readiness or routing check) on
-// ln, in its own goroutine. Stop it with Shutdown.
-func Serve(ln net.Listener, reg *prometheus.Registry, health func() (ok bool, text string), log zerolog.Logger) *http.Server {
+// ln, in its own goroutine, and routes beside them. Stop it with Shutdown.
+func Serve(ln net.Listener, reg *prometheus.Registry, health func() (ok bool, text string), log zerolog.Logger, routes ...Route) *http.Server {
 	el := errLog{log.With().Str("component", "http").Logger()}
 	mux := http.NewServeMux()
+	for _, r := range routes {
+		mux.Handle(r.Pattern, r.Handler)
+	}
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog: el, ErrorHandling: promhttp.ContinueOnError, Registry: reg, Timeout: 10 * time.Second,
 	}))

@@ -1,0 +1,97 @@
+package cluster_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mfs-election/mfs-election/internal/cluster"
+)
+
+// getStatusAPI is a master's GET /api/v1/status, decoded as mfscli -j's
+// document, and its CORS header.
+func getStatusAPI(c *cluster.Cluster, i int) (listing, string, error) {
+	var l listing
+	hc := http.Client{Timeout: 3 * time.Second}
+	r, err := hc.Get("http://" + cluster.MasterHTTP(c.Masters[i].Addr).String() + "/api/v1/status")
+	if err != nil {
+		return l, "", err
+	}
+	defer r.Body.Close()
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		return l, "", err
+	}
+	if r.StatusCode != http.StatusOK || r.Header.Get("Content-Type") != "application/json" {
+		return l, "", fmt.Errorf("%s %q: %s", r.Status, r.Header.Get("Content-Type"), b)
+	}
+	if err := json.Unmarshal(b, &l); err != nil {
+		return l, "", fmt.Errorf("not mfscli -j's JSON: %v: %s", err, b)
+	}
+	return l, r.Header.Get("Access-Control-Allow-Origin"), nil
+}
+
+// states is "ip=STATE" of every master, sorted.
+func states(l listing) string {
+	var out []string
+	for _, m := range l.Dataset.Masters {
+		out = append(out, m.IP+"="+m.State)
+	}
+	sort.Strings(out)
+	return strings.Join(out, " ")
+}
+
+// TestStatusAPI: every master's /api/v1/status is the document mfscli -j
+// prints with every listing (the same masters in the same states, the
+// chunkservers, the locations, the verdict), readable from any page; after
+// kill -9 of the LEADER another master's shows it UNREACHABLE and the new
+// LEADER.
+func TestStatusAPI(t *testing.T) {
+	c, lead := start(t, nil)
+	var cli listing
+	eventually(t, 10*time.Second, 200*time.Millisecond, "mfscli -j and every master's /api/v1/status agreeing", func() error {
+		out, err := mfscli(t, c, "-SIM", "-SCS", "-SLQ", "-SIG", "-j")
+		if err != nil {
+			return fmt.Errorf("mfscli: %v: %s", err, out)
+		}
+		if err := json.Unmarshal([]byte(out), &cli); err != nil {
+			return err
+		}
+		for i := range c.Masters {
+			api, cors, err := getStatusAPI(c, i)
+			if err != nil {
+				return fmt.Errorf("master %d: %v", i+1, err)
+			}
+			if cors != "*" {
+				return fmt.Errorf("master %d: Access-Control-Allow-Origin %q", i+1, cors)
+			}
+			if states(api) != states(cli) || len(api.Dataset.Chunkservers) != len(cli.Dataset.Chunkservers) ||
+				len(api.Dataset.Locations) != len(cli.Dataset.Locations) || api.Dataset.Quorum != cli.Dataset.Quorum {
+				return fmt.Errorf("master %d's document %+v\nmfscli's %+v", i+1, api.Dataset, cli.Dataset)
+			}
+		}
+		return nil
+	})
+	if !strings.Contains(states(cli), c.Masters[lead].Addr.String()+"=LEADER") || len(cli.Dataset.Chunkservers) != len(c.CS) || !cli.Dataset.Quorum.Held {
+		t.Fatalf("the document does not show the cluster: %+v", cli.Dataset)
+	}
+
+	c.Masters[lead].Kill()
+	other := (lead + 1) % len(c.Masters)
+	dead := c.Masters[lead].Addr.String() + "=UNREACHABLE"
+	eventually(t, 10*time.Second, 200*time.Millisecond, "another master's document showing the dead LEADER and a new one", func() error {
+		l, _, err := getStatusAPI(c, other)
+		if err != nil {
+			return err
+		}
+		if s := states(l); !strings.Contains(s, dead) || !strings.Contains(s, "=LEADER") {
+			return fmt.Errorf("states %s", s)
+		}
+		return nil
+	})
+}

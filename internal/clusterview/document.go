@@ -1,0 +1,82 @@
+package clusterview
+
+import (
+	"net/netip"
+	"time"
+)
+
+// Parts says which listings a Document carries: mfscli's -SIM, -SCS,
+// -SLQ and -SIG.
+type Parts struct{ Masters, Chunkservers, Locations, Summary bool }
+
+// AllParts is every listing (the masters' /api/v1/status).
+var AllParts = Parts{Masters: true, Chunkservers: true, Locations: true, Summary: true}
+
+// Document is mfscli -j's object, MooseFS's shape: the listings asked for
+// under "dataset", the problems (names that did not resolve, masters that
+// did not answer) under "errors", always present. A master's
+// /api/v1/status serves the same object with every part.
+type Document struct {
+	Version   string       `json:"version"`
+	Timestamp int64        `json:"timestamp"`
+	Dataset   DocumentData `json:"dataset"`
+	Errors    []string     `json:"errors"`
+}
+
+// DocumentData is a Dataset's parts as they are printed: a part not asked
+// for is absent.
+type DocumentData struct {
+	View         *MasterRef      `json:"view,omitempty"` // absent when no master answered
+	TimeRef      string          `json:"time_reference,omitempty"`
+	Masters      *[]MasterRow    `json:"masters,omitempty"`
+	Chunkservers *[]CSRow        `json:"chunkservers,omitempty"`
+	Clones       []CloneRow      `json:"refused_clones,omitempty"`
+	Locations    *[]LocRow       `json:"locations,omitempty"`
+	Quorum       *QuorumView     `json:"quorum,omitempty"`
+	Summary      *Summary        `json:"summary,omitempty"`
+	Security     *SecurityView   `json:"security,omitempty"` // with the masters, while any is unauthenticated
+	Warnings     []LayoutWarning `json:"warnings,omitempty"` // with the masters or the locations
+}
+
+// NewDocument puts the parts p of ds into a Document; version is the
+// writer's own (mfscli's or the master's), now the time it was built.
+func NewDocument(ds Dataset, errs []string, p Parts, version string, now time.Time) Document {
+	d := Document{Version: version, Timestamp: now.Unix(), Errors: append([]string{}, errs...)}
+	if ds.View.IP.IsValid() {
+		d.Dataset.View = &ds.View
+	}
+	if p.Masters {
+		d.Dataset.Masters, d.Dataset.TimeRef, d.Dataset.Security = &ds.Masters, addrText(ds.TimeRef), ds.Security
+	}
+	if p.Chunkservers {
+		d.Dataset.Chunkservers, d.Dataset.Clones = &ds.Chunkservers, ds.Clones
+	}
+	if p.Locations {
+		d.Dataset.Locations, d.Dataset.Quorum = &ds.Locations, &ds.Quorum
+	}
+	if p.Summary {
+		d.Dataset.Summary = &ds.Summary
+	}
+	if p.Masters || p.Locations {
+		d.Dataset.Warnings = ds.Warnings
+	}
+	return d
+}
+
+func addrText(a netip.Addr) string {
+	if !a.IsValid() {
+		return ""
+	}
+	return a.String()
+}
+
+// AnswerErrors is one line for each master that did not answer.
+func AnswerErrors(answers []Answer) []string {
+	var errs []string
+	for _, a := range answers {
+		if a.Err != nil {
+			errs = append(errs, a.Addr.String()+": "+a.Err.Error())
+		}
+	}
+	return errs
+}
