@@ -71,10 +71,16 @@ vet:
 
 # Unit, golden and property tests, 500 simulator seeds, and the real-process
 # tests (daemons over TCP on loopback, kill -9, SIGSTOP, a partition in a
-# network namespace when run as root). Bounded: a few minutes on 2 cores.
+# network namespace when run as root, the web page in headless Chromium,
+# installed from Debian's packages first when it is missing). Bounded: a few minutes on 2 cores.
 # Then every fuzz target for SHORTFUZZ (plain go test only replays their
 # corpora).
 test: vet
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+		{ [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+		{ DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1 || \
+		{ apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1; }; }; } || \
+		echo "make test: Chromium is not installed and could not be (apt-get install chromium, as root): TestWebPage will skip"
 	$(GO) test -count=1 -timeout 14m ./...
 	$(call fuzz-each,$(SHORTFUZZ))
 

@@ -19,6 +19,7 @@ import (
 	"github.com/mfs-election/mfs-election/internal/release"
 	"github.com/mfs-election/mfs-election/internal/service"
 	"github.com/mfs-election/mfs-election/internal/settings"
+	"github.com/mfs-election/mfs-election/internal/webui"
 	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
@@ -225,7 +226,9 @@ func foreground(c *cli.Context, cfg config, v settings.Values, lockPath string, 
 	// the instant of the request (docs/operations.md, Health checks).
 	// /api/v1/status: the whole cluster as mfscli -j shows it.
 	api := newStatusAPI(list, uint16(cfg.CL.Port), cfg.MasterHost, time.Second)
-	srv := obs.Serve(httpLn, reg, n.Health, log, obs.Route{Pattern: "GET /api/v1/status", Handler: api})
+	page := webui.Handler() // the page at /, drawn from /api/v1/status
+	srv := obs.Serve(httpLn, reg, n.Health, log, obs.Route{Pattern: "GET /api/v1/status", Handler: api},
+		obs.Route{Pattern: "GET /{$}", Handler: page}, obs.Route{Pattern: "GET /static/", Handler: page})
 	defer srv.Close()
 	apply := func(next config) error { return applyLive(n, log, next) }
 	return service.Serve(n, spec, c, log, v, apply, 10*time.Second)

@@ -1,0 +1,213 @@
+// The cluster page: polls /api/v1/status (the document mfscli -j prints)
+// once a second and draws it. It asks the master it was loaded from first
+// and, when that one does not answer, every other master the last document
+// named, as mfscli does: the page keeps working while its own master is
+// down. Read-only: it sends nothing but GETs of the status.
+"use strict";
+
+const POLL_MS = 1000;    // a change shows within this much of the answer
+const TIMEOUT_MS = 900;  // one master's answer; then the next is asked
+const httpPort = location.port || (location.protocol === "https:" ? "443" : "80");
+
+const sources = [location.host]; // host:port of every master's HTTP server, this one first
+let current = 0;                   // the one that answered last
+let lastOK = 0;                    // when an answer last came
+
+function hostPort(ip, port) { return ip.includes(":") ? `[${ip}]:${port}` : `${ip}:${port}`; }
+
+// el builds an element; children are nodes or text (never parsed as HTML:
+// what the masters report is shown as text).
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "class") e.className = v; else e.setAttribute(k, v);
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined || c === false) continue;
+    e.append(c instanceof Node ? c : String(c));
+  }
+  return e;
+}
+
+function replace(id, ...nodes) { const e = document.getElementById(id); e.replaceChildren(...nodes); return e; }
+
+// stateClass is the colour class of a state word, as mfscli colours it.
+function stateClass(s) {
+  s = s || "";
+  if (s.startsWith("transition")) return "s-transition";
+  if (s.startsWith("LEADER")) return "s-leader";
+  if (s.startsWith("ELECT")) return "s-elect";
+  if (s.startsWith("DEPUTY")) return "s-deputy";
+  if (s.startsWith("UNREACHABLE")) return "s-unreachable";
+  if (s.startsWith("BUSY")) return "s-busy";
+  if (s.startsWith("DUMMY")) return "s-dummy";
+  if (s.startsWith("FOLLOWER") || s.startsWith("USURPER")) return s.includes("(") ? "s-desync" : "s-follower";
+  return "";
+}
+function stateSpan(s) { return el("span", { class: "state " + stateClass(s) }, s || "-"); }
+function levelClass(l) { return l === "flag" ? "bad" : l === "warn" ? "warn" : ""; }
+function yesNo(b) { return b ? "yes" : "no"; }
+function gib(n) { return (n / (1 << 30)).toFixed(1) + " GiB"; }
+function clock(ms) { return new Date(ms).toLocaleTimeString(); }
+function ago(s) {
+  if (!s) return "unknown";
+  if (s < 120) return s.toFixed(0) + " s ago";
+  if (s < 7200) return (s / 60).toFixed(0) + " min ago";
+  return (s / 3600).toFixed(1) + " h ago";
+}
+function table(id, head, rows) {
+  return replace(id, el("thead", {}, el("tr", {}, head.map(h => el("th", {}, h)))), el("tbody", {}, rows));
+}
+
+function drawSummary(d) {
+  const s = d.summary || {};
+  const states = Object.entries(s.states || {}).map(([k, v]) => `${v} ${k}`).join(", ");
+  replace("summary",
+    el("span", {}, "LEADER ", s.leader ? el("span", { class: "state s-leader" }, s.leader) : el("span", { class: "bad" }, "none"),
+      s.epoch ? ` (epoch ${s.epoch})` : ""),
+    el("span", {}, `masters ${s.masters || 0}`, states ? ` (${states})` : ""),
+    el("span", {}, `chunkservers ${s.chunkservers_connected || 0} of ${s.chunkservers_registered || 0} connected`),
+    el("span", {}, `locations ${s.locations_on || 0} of ${s.locations || 0} on`),
+    el("span", { class: s.quorum_held ? "good" : "bad" }, s.quorum_held ? "quorum held" : "no quorum"),
+    el("span", { class: "muted" }, "last LEADER change " + ago(s.last_leader_change_ago)));
+}
+
+function drawVerdict(d) {
+  const q = d.quorum || {};
+  const who = q.master && q.master.ip ? [" ", el("span", { class: "muted" }, "(count of "), stateSpan(q.master.state), el("span", { class: "muted" }, ` ${q.master.ip})`)] : [];
+  const v = replace("verdict", q.verdict || "-", ...who);
+  v.className = "verdict " + (q.held ? "good" : "bad");
+}
+
+function drawWarnings(d) {
+  const out = [];
+  if (d.security && d.security.warning) out.push(el("div", { class: "warning" }, d.security.warning));
+  for (const w of d.warnings || []) out.push(el("div", { class: "warning" }, w.text));
+  replace("warnings", ...out);
+}
+
+function drawMasters(d) {
+  const rows = (d.masters || []).map(m => {
+    const flags = [];
+    if (m.keep_leadership) flags.push(el("span", { class: "tag" }, "KEEP"));
+    if (m.yielded) flags.push(el("span", { class: "tag" }, "yielded"));
+    if (m.placed_by_admin) flags.push(el("span", { class: "tag" }, "placed"));
+    if (m.metadata_id_differs) flags.push(el("span", { class: "tag bad" }, "other metadata id"));
+    if (!m.strver) {
+      return el("tr", {}, el("td", {}, m.ip), el("td", {}, stateSpan(m.state)), el("td", { colspan: "9", class: "muted" }, m.error || ""));
+    }
+    return el("tr", {},
+      el("td", {}, m.ip),
+      el("td", {}, stateSpan(m.state), flags),
+      el("td", {}, m.strver),
+      el("td", { class: "num" }, m.epoch),
+      el("td", { class: "num" }, m.metadata_version),
+      el("td", { class: "num " + levelClass(m.metadata_delay_level) }, m.metadata_delay.toFixed(1)),
+      el("td", { class: "num " + levelClass(m.time_offset_level) }, m.time_offset_ms),
+      el("td", {}, yesNo(m.holds_quorum)),
+      el("td", { class: "num" }, m.votes_counted),
+      el("td", { class: "num" }, `${m.chunkservers_connected}/${m.chunkservers_registered}`),
+      el("td", { class: "muted" }, m.metadata_id || "-"));
+  });
+  table("masters", ["IP", "state", "version", "epoch", "metadata version", "delay (s)", "time offset (ms)", "holds quorum", "votes", "chunkservers", "metadata id"], rows);
+}
+
+function drawLocations(d) {
+  const locs = d.locations || [];
+  const newest = Math.max(0, ...locs.map(l => l.config));
+  const byName = new Map(locs.filter(l => l.config === newest).map(l => [l.name, l]));
+  const cs = d.chunkservers || [];
+  for (const c of cs) if (!byName.has(c.location)) byName.set(c.location, { name: c.location, registered: 0 });
+  const names = [...byName.keys()].sort();
+  const parts = [];
+  for (const name of names) {
+    const l = byName.get(name);
+    const mine = cs.filter(c => c.location === name);
+    if (mine.length === 0 && !l.registered) continue;
+    const marks = [];
+    if (l.default) marks.push("default");
+    if (l.on === false) marks.push("OFF");
+    let count = "";
+    if (l.votes !== undefined) count = ` · votes ${l.votes} of ${l.registered} (reach ${l.reach})`;
+    const carried = l.carried === undefined ? null : el("span", { class: l.carried ? "good" : "bad" }, l.carried ? " · carried" : " · not carried");
+    parts.push(el("h3", {}, name, marks.length ? ` (${marks.join(", ")})` : "", count, carried));
+    const rows = mine.map(c => el("tr", {},
+      el("td", { class: "num" }, c.csid),
+      el("td", {}, hostPort(c.ip, c.port)),
+      el("td", { class: c.connected ? "" : "bad" }, c.connected ? "connected" : "disconnected"),
+      el("td", {}, (c.vote_counted_by || []).map(r => el("span", { class: "tag" }, r.ip, " ", stateSpan(r.state)))),
+      el("td", {}, c.voter_only ? "voter only" : gib(c.used_space) + " of " + gib(c.total_space)),
+      el("td", {}, c.maintenance ? el("span", { class: "tag warn" }, "maintenance") : "",
+        (c.left_out_by || []).length ? el("span", { class: "tag warn" }, "left out") : ""),
+      el("td", { class: "muted" }, c.labels || "")));
+    parts.push(el("div", { class: "scroll" }, el("table", {},
+      el("thead", {}, el("tr", {}, ["id", "address", "connection", "vote counted by", "disks", "marks", "labels"].map(h => el("th", {}, h)))),
+      el("tbody", {}, rows))));
+  }
+  replace("locations", ...parts);
+}
+
+function drawClones(d) {
+  const cl = d.refused_clones || [];
+  document.getElementById("clones").hidden = cl.length === 0;
+  table("clonetable", ["id", "from", "id held by", "refused by", "times", "last"],
+    cl.map(c => el("tr", {}, el("td", { class: "num" }, c.csid), el("td", {}, c.ip), el("td", {}, c.holder_ip),
+      el("td", {}, c.refused_by), el("td", { class: "num" }, c.count), el("td", {}, clock(c.last_seen_ms)))));
+}
+
+function render(doc, from) {
+  const d = doc.dataset || {};
+  drawSummary(d);
+  drawVerdict(d);
+  drawWarnings(d);
+  drawMasters(d);
+  drawLocations(d);
+  drawClones(d);
+  replace("errors", ...(doc.errors || []).map(e => el("div", {}, e)));
+  replace("source", `from ${from} · ${clock(doc.timestamp * 1000)}`);
+  document.getElementById("stale").hidden = true;
+}
+
+async function fetchDoc(host) {
+  const ctl = new AbortController();
+  const t = setTimeout(() => ctl.abort(), TIMEOUT_MS);
+  try {
+    const r = await fetch(`${location.protocol}//${host}/api/v1/status`, { signal: ctl.signal, cache: "no-store" });
+    if (!r.ok) throw new Error(`${host}: ${r.status}`);
+    return await r.json();
+  } finally {
+    clearTimeout(t);
+  }
+}
+
+// learn adds every master the document names to the masters asked.
+function learn(doc) {
+  for (const m of (doc.dataset && doc.dataset.masters) || []) {
+    const h = hostPort(m.ip, httpPort);
+    if (!sources.includes(h)) sources.push(h);
+  }
+}
+
+async function poll() {
+  for (let k = 0; k < sources.length; k++) {
+    const i = (current + k) % sources.length;
+    let doc;
+    try {
+      doc = await fetchDoc(sources[i]);
+    } catch (e) {
+      continue; // the next master
+    }
+    current = i;
+    lastOK = Date.now();
+    learn(doc);
+    render(doc, sources[i]);
+    setTimeout(poll, POLL_MS);
+    return;
+  }
+  const s = document.getElementById("stale");
+  s.hidden = false;
+  s.textContent = lastOK ? `No master answered since ${clock(lastOK)}: what is shown is older.` : "No master answered yet.";
+  setTimeout(poll, POLL_MS);
+}
+
+poll();
