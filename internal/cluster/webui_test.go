@@ -119,6 +119,9 @@ func TestWebPage(t *testing.T) {
 		t.Fatalf("loading %s: %v", url, err)
 	}
 	eventually(t, 10*time.Second, 100*time.Millisecond, "the page showing the LEADER", leaderShown(c.Masters[lead].Addr.String()))
+	if body := text("main"); strings.Contains(body, "null") || strings.Contains(body, "undefined") || strings.Contains(body, "NaN") {
+		t.Errorf("the page shows a value the script lost:\n%s", body)
+	}
 	if m := text("#masters"); strings.Count(m, "FOLLOWER") != 2 {
 		t.Errorf("the masters table does not show two FOLLOWERs:\n%s", m)
 	}
@@ -128,6 +131,22 @@ func TestWebPage(t *testing.T) {
 	}
 	mu.Unlock()
 	shot("1-leader.png")
+	// On a phone-sized screen nothing but the tables' own scrolling is
+	// wider than the screen.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, 100*time.Millisecond, "the page fitting a phone's width", func() error {
+		w, err := chromedp.Run(ctx, chromedp.Evaluate[int]("document.documentElement.scrollWidth - window.innerWidth"))
+		if err != nil || w > 0 {
+			return fmt.Errorf("%d px wider than the screen (%v)", w, err)
+		}
+		return nil
+	})
+	shot("1-leader-phone.png")
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1200, 1000)); err != nil {
+		t.Fatal(err)
+	}
 
 	// kill -9 of the LEADER the page came from.
 	c.Masters[lead].Kill()

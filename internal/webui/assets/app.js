@@ -29,7 +29,11 @@ function el(tag, attrs, ...children) {
   return e;
 }
 
-function replace(id, ...nodes) { const e = document.getElementById(id); e.replaceChildren(...nodes); return e; }
+function replace(id, ...nodes) {
+  const e = document.getElementById(id);
+  e.replaceChildren(...nodes.filter(n => n !== null && n !== undefined && n !== false));
+  return e;
+}
 
 // stateClass is the colour class of a state word, as mfscli colours it.
 function stateClass(s) {
@@ -75,7 +79,10 @@ function drawSummary(d) {
 function drawVerdict(d) {
   const q = d.quorum || {};
   const who = q.master && q.master.ip ? [" ", el("span", { class: "muted" }, "(count of "), stateSpan(q.master.state), el("span", { class: "muted" }, ` ${q.master.ip})`)] : [];
-  const v = replace("verdict", q.verdict || "-", ...who);
+  const change = q.config_in_force < q.config_version
+    ? el("div", { class: "warn" }, `registry change in flight: version ${q.config_version}, version ${q.config_in_force} in force; both counts must be won`)
+    : null;
+  const v = replace("verdict", q.verdict || "-", ...who, change);
   v.className = "verdict " + (q.held ? "good" : "bad");
 }
 
