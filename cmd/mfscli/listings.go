@@ -144,13 +144,13 @@ func writeListings(out io.Writer, ds clusterview.Dataset, errs []string, o optio
 		}
 		if l == listLocations {
 			writeVerdict(out, ds.Quorum, o)
-			writeWarnings(out, ds.Warnings, []string{clusterview.WarnKeep, clusterview.WarnTieBreak}, o)
+			writeWarnings(out, ds.Warnings, clusterview.SLQAlarms, o)
 		}
 		if l == listMasters && ds.Security != nil {
 			writeSecurity(out, *ds.Security, o)
 		}
 		if l == listMasters {
-			writeWarnings(out, ds.Warnings, []string{clusterview.WarnKeep}, o)
+			writeWarnings(out, ds.Warnings, clusterview.SIMAlarms, o)
 		}
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"github.com/mfs-election/mfs-election/internal/clusterview"
 	"github.com/mfs-election/mfs-election/internal/release"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // statusAPI serves GET /api/v1/status on the HTTP port: the document
@@ -31,9 +32,10 @@ type statusAPI struct {
 	host    string           // MASTER_HOST, for the removal commands
 	timeout time.Duration
 
-	mu  sync.Mutex
-	at  time.Time
-	doc []byte
+	mu     sync.Mutex
+	at     time.Time
+	doc    []byte
+	alarms map[string]bool // the round's alarms, by kind
 }
 
 // statusFresh is how long one round of answers is served again.
@@ -48,7 +50,7 @@ func newStatusAPI(list []masterhost.Master, clientPort uint16, host string, time
 }
 
 func (s *statusAPI) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
-	doc, err := s.document()
+	doc, _, err := s.round()
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Access-Control-Allow-Origin", "*")
 	if err != nil {
@@ -59,21 +61,51 @@ func (s *statusAPI) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write(doc)
 }
 
-// document is the newest round's document, asked anew once it is older
-// than statusFresh.
-func (s *statusAPI) document() ([]byte, error) {
+// round is the newest round's document and alarms, asked anew once it is
+// older than statusFresh.
+func (s *statusAPI) round() ([]byte, map[string]bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.doc != nil && time.Since(s.at) < statusFresh {
-		return s.doc, nil
+		return s.doc, s.alarms, nil
 	}
 	answers := clusterview.AskAll(s.masters, s.timeout)
 	now := time.Now()
 	ds := clusterview.Build(answers, s.host, now)
 	b, err := json.Marshal(clusterview.NewDocument(ds, clusterview.AnswerErrors(answers), clusterview.AllParts, release.Version, now))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	s.alarms = map[string]bool{}
+	for _, w := range ds.Warnings {
+		s.alarms[w.Kind] = true
 	}
 	s.doc, s.at = append(b, '\n'), time.Now()
-	return s.doc, nil
+	return s.doc, s.alarms, nil
+}
+
+// alarmDesc is mfs_cluster_alarm: 1 while an alarm is raised, 0 when not,
+// for every kind (clusterview.AlarmKinds), as this master sees the whole
+// cluster (the round /api/v1/status serves).
+var alarmDesc = prometheus.NewDesc("mfs_cluster_alarm",
+	"1 while the alarm is raised, as this master sees the cluster (every master's status answer, as mfscli -SIM -SLQ lists them); 0 otherwise.",
+	[]string{"alarm"}, nil)
+
+// Describe and Collect make the alarms a collector of the master's
+// registry: a scrape asks for a round at most every statusFresh.
+func (s *statusAPI) Describe(ch chan<- *prometheus.Desc) { ch <- alarmDesc }
+
+func (s *statusAPI) Collect(ch chan<- prometheus.Metric) {
+	_, alarms, err := s.round()
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(alarmDesc, err)
+		return
+	}
+	for _, k := range clusterview.AlarmKinds {
+		v := 0.0
+		if alarms[k] {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(alarmDesc, prometheus.GaugeValue, v, k)
+	}
 }

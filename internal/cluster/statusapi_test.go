@@ -5,12 +5,16 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/cluster"
+	"github.com/mfs-election/mfs-election/internal/clusterview"
 )
 
 // getStatusAPI is a master's GET /api/v1/status, decoded as mfscli -j's
@@ -81,6 +85,29 @@ func TestStatusAPI(t *testing.T) {
 		t.Fatalf("the document does not show the cluster: %+v", cli.Dataset)
 	}
 
+	// The shipped alert rules and dashboard query only what the daemons
+	// export, and every alarm is exported (0 in a healthy cluster).
+	// (A change first: a histogram is exported from its first value.)
+	if out, err := mfscli(t, c, "set", "monitoring", "1"); err != nil {
+		t.Fatalf("mfscli set: %v: %s", err, out)
+	}
+	var metrics string
+	eventually(t, 10*time.Second, 200*time.Millisecond, "every alarm exported as 0 once every vote is counted", func() error {
+		metrics = scrape(t, "http://"+cluster.MasterHTTP(c.Masters[lead].Addr).String()+"/metrics")
+		for _, k := range clusterview.AlarmKinds {
+			if !strings.Contains(metrics, `mfs_cluster_alarm{alarm="`+k+`"} 0`) {
+				return fmt.Errorf("alarm %s not exported as 0", k)
+			}
+		}
+		return nil
+	})
+	metrics += scrape(t, "http://"+cluster.CSHTTP(c.CS[0].Addr).String()+"/metrics")
+	for _, name := range shippedMetricNames(t) {
+		if !strings.Contains(metrics, "\n"+name) && !strings.Contains(metrics, "\n"+name+"_") {
+			t.Errorf("%s, queried by the shipped rules or dashboard, is not exported", name)
+		}
+	}
+
 	c.Masters[lead].Kill()
 	other := (lead + 1) % len(c.Masters)
 	dead := c.Masters[lead].Addr.String() + "=UNREACHABLE"
@@ -94,4 +121,42 @@ func TestStatusAPI(t *testing.T) {
 		}
 		return nil
 	})
+
+	// dc1 cut off: losing one more location would cost the quorum, and
+	// the alarm says so on a live master's /metrics.
+	for _, p := range c.CS {
+		if c.Spec.Locations["dc1"].Contains(p.Addr) {
+			p.Kill()
+		}
+	}
+	eventually(t, 15*time.Second, 200*time.Millisecond, "the location_loss alarm raised", func() error {
+		if m := scrape(t, "http://"+cluster.MasterHTTP(c.Masters[other].Addr).String()+"/metrics"); !strings.Contains(m, `mfs_cluster_alarm{alarm="location_loss"} 1`) {
+			return fmt.Errorf("not raised")
+		}
+		return nil
+	})
+}
+
+// shippedMetricNames lists the metric names the shipped alert rules and
+// dashboard query (a histogram's without its _bucket, _sum, _count).
+func shippedMetricNames(t *testing.T) []string {
+	re := regexp.MustCompile(`\bmfs_[a-z_]+`)
+	seen := map[string]bool{}
+	var out []string
+	for _, f := range []string{"etc/prometheus/mfs-election.rules.yml", "etc/grafana/mfs-election.json"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range re.FindAllString(string(b), -1) {
+			for _, suf := range []string{"_bucket", "_sum", "_count"} {
+				m = strings.TrimSuffix(m, suf)
+			}
+			if !seen[m] {
+				seen[m] = true
+				out = append(out, m)
+			}
+		}
+	}
+	return out
 }

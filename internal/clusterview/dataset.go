@@ -327,7 +327,7 @@ func Build(answers []Answer, host string, now time.Time) Dataset {
 	ds.Quorum = quorumOf(answers, counter)
 	ds.Summary = summarize(answers, leader, view, ds, now)
 	ds.Security = securityOf(answers)
-	ds.Warnings = warningsOf(answers, ds.Locations)
+	ds.Warnings = alarmsOf(answers, ds)
 	return ds
 }
 

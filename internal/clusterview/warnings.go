@@ -10,34 +10,28 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
 )
 
-// LayoutWarning is a configuration trap the masters' answers show: it is
-// printed under -SIM (keep) and -SLQ (keep, tie-break), and listed in -j.
+// LayoutWarning is an alarm (alarms.go): a trap or a fault the masters'
+// answers show. mfscli prints the masters' under -SIM and the quorum's
+// under -SLQ (SIMAlarms, SLQAlarms), and lists them all in -j.
 type LayoutWarning struct {
-	Kind    string       `json:"kind"` // "keep_leadership", "no_tie_break"
+	Kind    string       `json:"kind"` // one of AlarmKinds
 	Masters []netip.Addr `json:"masters,omitempty"`
 	Text    string       `json:"text"`
 }
 
+// The two layout alarms, with the others in alarms.go.
 const (
-	WarnKeep      = "keep_leadership"
-	WarnTieBreak  = "no_tie_break"
-	titleWarning  = "Warning"
+	WarnKeep      = "keep_leadership" // KEEP_LEADERSHIP on more than one master
+	WarnTieBreak  = "no_tie_break"    // an even number of locations, none of them the default
 	keepAdviceFix = "set KEEP_LEADERSHIP = 1 on one master only"
 )
 
-// warningsOf lists the traps: KEEP_LEADERSHIP on more than one master
-// (docs/roles.md §3.12: only the highest-ranked one that has not yielded
-// takes the role back), and a layout whose even split elects nobody.
-func warningsOf(answers []Answer, locs []LocRow) []LayoutWarning {
-	var out []LayoutWarning
-	if w, ok := keepWarning(answers); ok {
-		out = append(out, w)
-	}
-	if w, ok := tieWarning(locs); ok {
-		out = append(out, w)
-	}
-	return out
-}
+// SIMAlarms are the alarms mfscli prints under -SIM, SLQAlarms those under
+// -SLQ.
+var (
+	SIMAlarms = []string{AlarmTwoLeaders, AlarmSingleMaster, AlarmMetadataID, AlarmClockOffset, AlarmFollowerBehind, WarnKeep, AlarmVersionSkew}
+	SLQAlarms = []string{WarnKeep, AlarmLocationLoss, WarnTieBreak}
+)
 
 func keepWarning(answers []Answer) (LayoutWarning, bool) {
 	keep := map[netip.Addr]bool{}

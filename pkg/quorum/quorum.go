@@ -227,6 +227,13 @@ func wins(carried, participating int, defaultCarried bool) bool {
 	return 2*carried > participating || (2*carried == participating && defaultCarried)
 }
 
+// Wins is the quorum rule on a count of locations (wins): what a reader of
+// a reported tally (mfscli, the alarms) asks of a count it changes, e.g.
+// one location fewer carried.
+func Wins(carried, participating int, defaultCarried bool) bool {
+	return wins(carried, participating, defaultCarried)
+}
+
 // Tally counts for one master. vote is called once per counting chunkserver,
 // in ascending id order; a value other than For or Against is taken as
 // Unknown.

@@ -1,0 +1,164 @@
+package clusterview
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/mfs-election/mfs-election/pkg/quorum"
+	"github.com/mfs-election/mfs-election/pkg/roles"
+)
+
+// The alarms: what an operator would otherwise find too late, computed
+// here once from the masters' answers for every reader (mfscli's warning
+// lines and -j, the web page, the masters' mfs_cluster_alarm metric).
+// Each is a LayoutWarning of its kind; keep_leadership and no_tie_break
+// (warnings.go) are two of them.
+const (
+	AlarmTwoLeaders     = "two_leaders"         // two masters report LEADER
+	AlarmSingleMaster   = "single_master"       // one master: no failover is possible
+	AlarmMetadataID     = "metadata_id_differs" // a master holds another cluster's metadata
+	AlarmClockOffset    = "clock_offset"        // a master's clock more than 1 s off
+	AlarmFollowerBehind = "follower_behind"     // a FOLLOWER's metadata more than 6 s behind
+	AlarmLocationLoss   = "location_loss"       // losing one location would cost the quorum
+	AlarmVersionSkew    = "version_skew"        // the masters run different versions
+)
+
+// AlarmKinds is every alarm, in the order they are listed.
+var AlarmKinds = []string{AlarmTwoLeaders, AlarmSingleMaster, AlarmMetadataID, AlarmClockOffset,
+	AlarmFollowerBehind, WarnKeep, AlarmLocationLoss, WarnTieBreak, AlarmVersionSkew}
+
+// alarmsOf lists the alarms raised by the answers and the dataset built so
+// far (its masters, locations and quorum), in AlarmKinds' order.
+func alarmsOf(answers []Answer, ds Dataset) []LayoutWarning {
+	var out []LayoutWarning
+	add := func(w LayoutWarning, ok bool) {
+		if ok {
+			out = append(out, w)
+		}
+	}
+	add(twoLeaders(answers))
+	add(singleMaster(answers))
+	add(masterAlarm(ds.Masters, AlarmMetadataID, func(m MasterRow) bool { return m.MetaIDDiffers },
+		"ALARM: metadata of another cluster than the LEADER's (metadata id) on %s: never let such a master lead; move its metadata aside and start it with -e"))
+	add(masterAlarm(ds.Masters, AlarmClockOffset, func(m MasterRow) bool { return m.OffsetLevel != LevelOK },
+		"ALARM: clock more than 1 s off the LEADER's on %s: leases do not depend on it, but logs, ages and the offsets shown do; fix NTP there"))
+	add(masterAlarm(ds.Masters, AlarmFollowerBehind, func(m MasterRow) bool {
+		return m.Role != roles.Leader.String() && m.DelayLevel == LevelFlag
+	}, "ALARM: metadata more than 6 s behind the LEADER's on %s: a master that far behind cannot take over until it has caught up"))
+	add(keepWarning(answers))
+	add(locationLoss(ds.Quorum, answers))
+	add(tieWarning(ds.Locations))
+	add(versionSkew(ds.Masters))
+	return out
+}
+
+// twoLeaders: more than one master reports LEADER. Each answer is fenced,
+// so this is never a stale LEADER's word: act at once.
+func twoLeaders(answers []Answer) (LayoutWarning, bool) {
+	var ms []netip.Addr
+	for _, a := range answers {
+		if a.Err == nil && a.St.Role == roles.Leader {
+			ms = append(ms, a.Addr.Addr())
+		}
+	}
+	if len(ms) < 2 {
+		return LayoutWarning{}, false
+	}
+	return LayoutWarning{Kind: AlarmTwoLeaders, Masters: ms,
+		Text: "ALARM: " + addrList(ms) + " all report LEADER: stop all but one (mfscli -CMS/ip) and report it"}, true
+}
+
+// singleMaster: the masters asked are one (MASTER_HOST, or mfscli's -H,
+// names one).
+func singleMaster(answers []Answer) (LayoutWarning, bool) {
+	if len(answers) != 1 {
+		return LayoutWarning{}, false
+	}
+	return LayoutWarning{Kind: AlarmSingleMaster, Masters: []netip.Addr{answers[0].Addr.Addr()},
+		Text: "ALARM: one master only (" + answers[0].Addr.Addr().String() + "): no failover is possible; add a master (docs/operations.md, Adding a master)"}, true
+}
+
+// masterAlarm raises kind for the answering masters for which bad holds;
+// text has one %s, the list of them.
+func masterAlarm(rows []MasterRow, kind string, bad func(MasterRow) bool, text string) (LayoutWarning, bool) {
+	var ms []netip.Addr
+	for _, m := range rows {
+		if m.MasterInfo != nil && bad(m) {
+			ms = append(ms, m.IP)
+		}
+	}
+	if len(ms) == 0 {
+		return LayoutWarning{}, false
+	}
+	return LayoutWarning{Kind: kind, Masters: ms, Text: fmt.Sprintf(text, addrList(ms))}, true
+}
+
+// locationLoss: the quorum is held, and losing one of the locations it is
+// carried by (all of its chunkservers, a site, the link to it) would lose
+// it, by the quorum rule (quorum.Wins) on the count the LEADER reports. A
+// change in flight counts under both configs; either is enough to warn.
+func locationLoss(q QuorumView, answers []Answer) (LayoutWarning, bool) {
+	counter := VoteCounter(answers)
+	if counter == nil || counter.St.Role != roles.Leader || !q.Held {
+		return LayoutWarning{}, false
+	}
+	critical := map[string]bool{}
+	for _, t := range counter.St.Tallies {
+		if t.Outcome != "WON" {
+			continue
+		}
+		def := false
+		for _, l := range t.Locations {
+			def = def || (l.Default && l.Carried)
+		}
+		for _, l := range t.Locations {
+			if l.Carried && !quorum.Wins(t.Carried-1, t.Participating, def && !l.Default) {
+				critical[l.Name] = true
+			}
+		}
+	}
+	if len(critical) == 0 {
+		return LayoutWarning{}, false
+	}
+	names := make([]string, 0, len(critical))
+	for n := range critical {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return LayoutWarning{Kind: AlarmLocationLoss,
+		Text: "ALARM: losing location " + strings.Join(names, " or ") + " (all of its chunkservers, or the link to it) would leave no quorum, given the votes today: bring the missing chunkservers back, or add voters elsewhere"}, true
+}
+
+// versionSkew: the answering masters run different versions.
+func versionSkew(rows []MasterRow) (LayoutWarning, bool) {
+	by := map[string][]string{}
+	for _, m := range rows {
+		if m.MasterInfo != nil {
+			by[m.Version] = append(by[m.Version], m.IP.String())
+		}
+	}
+	if len(by) < 2 {
+		return LayoutWarning{}, false
+	}
+	vs := make([]string, 0, len(by))
+	for v := range by {
+		vs = append(vs, v)
+	}
+	slices.Sort(vs)
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = v + " on " + strings.Join(by[v], ", ")
+	}
+	return LayoutWarning{Kind: AlarmVersionSkew, Text: "ALARM: the masters run different versions (" + strings.Join(parts, "; ") + "): finish the upgrade"}, true
+}
+
+func addrList(ms []netip.Addr) string {
+	s := make([]string, len(ms))
+	for i, m := range ms {
+		s[i] = m.String()
+	}
+	return strings.Join(s, ", ")
+}

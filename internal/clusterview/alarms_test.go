@@ -1,0 +1,112 @@
+package clusterview
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/mfs-election/mfs-election/pkg/protocol"
+	"github.com/mfs-election/mfs-election/pkg/roles"
+)
+
+// three is a healthy cluster: a LEADER carrying all three locations and
+// two synced FOLLOWERs, every clock within 1 s, one version.
+func three() []Answer {
+	l := master("127.0.0.11", roles.Leader, 7, 1532)
+	l.Leader, l.HoldsQuorum, l.Connected, l.Registered, l.Voters = addr("127.0.0.11"), true, 6, 6, 6
+	l.Chunkservers = registryOf(all, all)
+	l.Tallies = []protocol.TallyStatus{tally(3, "WON", loc("dc1", 2, 2, 2), loc("dc2", 2, 2, 2), loc("dc3", 2, 2, 2))}
+	return []Answer{{Addr: at("127.0.0.11"), St: l},
+		{Addr: at("127.0.0.12"), St: follower("127.0.0.12", 7, 1532, 100*time.Millisecond)},
+		{Addr: at("127.0.0.13"), St: follower("127.0.0.13", 7, 1532, -100*time.Millisecond)}}
+}
+
+// raised lists the alarm kinds Build raises for answers.
+func raised(answers []Answer) map[string][]netip.Addr {
+	out := map[string][]netip.Addr{}
+	for _, w := range Build(answers, "mfsmaster", t0).Warnings {
+		out[w.Kind] = w.Masters
+		if w.Text == "" {
+			out[w.Kind+" without text"] = nil
+		}
+	}
+	return out
+}
+
+// TestAlarms: each alarm is raised by the fault it names, and only by it,
+// and cleared once the fault is gone (the healthy cluster raises none).
+func TestAlarms(t *testing.T) {
+	if got := raised(three()); len(got) != 0 {
+		t.Fatalf("a healthy cluster raises %v", got)
+	}
+	for _, c := range []struct {
+		kind  string
+		fault func(a []Answer) []Answer
+		also  string // another alarm the same fault raises too
+	}{
+		{AlarmTwoLeaders, func(a []Answer) []Answer {
+			a[1].St.Role = roles.Leader
+			return a
+		}, ""},
+		{AlarmSingleMaster, func(a []Answer) []Answer { return a[:1] }, ""},
+		{AlarmMetadataID, func(a []Answer) []Answer {
+			a[2].St.ClusterID = "0BADC0FFEE000000"
+			return a
+		}, ""},
+		{AlarmClockOffset, func(a []Answer) []Answer {
+			a[2].St.WallUnixMs = ms(1500 * time.Millisecond)
+			return a
+		}, ""},
+		{AlarmFollowerBehind, func(a []Answer) []Answer {
+			a[1].St.MetaVersion, a[1].St.Commit = 1000, 1000
+			a[1].St.Sync = roles.Delayed
+			a[1].St.Behind = 532
+			a[1].St.Delay = 9 * time.Second
+			return a
+		}, ""},
+		{WarnKeep, func(a []Answer) []Answer {
+			a[1].St.Keep, a[2].St.Keep = true, true
+			return a
+		}, ""},
+		{AlarmLocationLoss, func(a []Answer) []Answer {
+			// dc3 is gone: dc1 and dc2 carry the quorum, and losing either
+			// would lose it.
+			a[0].St.Tallies = []protocol.TallyStatus{tally(3, "WON", loc("dc1", 2, 2, 2), loc("dc2", 2, 2, 2), loc("dc3", 2, 0, 0))}
+			return a
+		}, ""},
+		{WarnTieBreak, func(a []Answer) []Answer {
+			for i := range a {
+				a[i].St.Locations = a[i].St.Locations[:3] // dc3 gone from the map: two locations, no default chunkserver
+			}
+			a[0].St.Tallies = []protocol.TallyStatus{tally(3, "WON", loc("dc1", 2, 2, 2), loc("dc2", 2, 2, 2))}
+			return a
+		}, AlarmLocationLoss}, // two locations, no tie-break: losing either loses the quorum
+		{AlarmVersionSkew, func(a []Answer) []Answer {
+			a[2].St.Version = "0.4.0"
+			return a
+		}, ""},
+	} {
+		got := raised(c.fault(three()))
+		want := 1
+		if c.also != "" {
+			want = 2
+			if _, ok := got[c.also]; !ok {
+				t.Errorf("%s: %s not raised with it: %v", c.kind, c.also, got)
+			}
+		}
+		if _, ok := got[c.kind]; !ok || len(got) != want {
+			t.Errorf("%s: raised %v", c.kind, got)
+		}
+	}
+	// AlarmKinds names each kind once.
+	seen := map[string]bool{}
+	for _, k := range AlarmKinds {
+		if seen[k] {
+			t.Errorf("%s twice in AlarmKinds", k)
+		}
+		seen[k] = true
+	}
+	if len(seen) != 9 {
+		t.Errorf("%d alarm kinds, the issue names 9", len(seen))
+	}
+}
