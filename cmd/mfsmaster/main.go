@@ -226,7 +226,7 @@ func foreground(c *cli.Context, cfg config, v settings.Values, lockPath string, 
 	// the instant of the request (docs/operations.md, Health checks).
 	// /api/v1/status: the whole cluster as mfscli -j shows it.
 	api := newStatusAPI(list, uint16(cfg.CL.Port), cfg.MasterHost, time.Second)
-	reg.MustRegister(api) // mfs_cluster_alarm
+	reg.MustRegister(api)   // mfs_cluster_alarm
 	page := webui.Handler() // the page at /, drawn from /api/v1/status
 	srv := obs.Serve(httpLn, reg, n.Health, log, obs.Route{Pattern: "GET /api/v1/status", Handler: api},
 		obs.Route{Pattern: "GET /{$}", Handler: page}, obs.Route{Pattern: "GET /static/", Handler: page})
