@@ -222,12 +222,13 @@ func foreground(c *cli.Context, cfg config, v settings.Values, lockPath string, 
 		_ = httpLn.Close()
 		return err
 	}
+	// /api/v1/status: the whole cluster as mfscli -j shows it, and its
+	// alarms as mfs_cluster_alarm; the page at / is drawn from it.
+	api := newStatusAPI(list, uint16(cfg.CL.Port), cfg.MasterHost, time.Second)
+	reg.MustRegister(api)
+	page := webui.Handler()
 	// /healthz: 200 only while this master is LEADER holding a quorum at
 	// the instant of the request (docs/operations.md, Health checks).
-	// /api/v1/status: the whole cluster as mfscli -j shows it.
-	api := newStatusAPI(list, uint16(cfg.CL.Port), cfg.MasterHost, time.Second)
-	reg.MustRegister(api)   // mfs_cluster_alarm
-	page := webui.Handler() // the page at /, drawn from /api/v1/status
 	srv := obs.Serve(httpLn, reg, n.Health, log, obs.Route{Pattern: "GET /api/v1/status", Handler: api},
 		obs.Route{Pattern: "GET /{$}", Handler: page}, obs.Route{Pattern: "GET /static/", Handler: page})
 	defer srv.Close()
