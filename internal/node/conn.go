@@ -99,13 +99,19 @@ func (c *conn) writer() {
 		c.spare = batch[:0]
 		c.mu.Unlock()
 		if err != nil {
-			c.mu.Lock()
-			c.writing = false
-			c.mu.Unlock()
-			c.close()
+			c.writeFailed()
 			return
 		}
 	}
+}
+
+// writeFailed ends the write side after a failed write: nothing more is
+// written, and the connection closes.
+func (c *conn) writeFailed() {
+	c.mu.Lock()
+	c.writing = false
+	c.mu.Unlock()
+	c.close()
 }
 
 // send queues m; a full queue (in frames or in bytes) closes the
@@ -181,10 +187,7 @@ func (c *conn) writeNow(b []byte) {
 	}
 	c.queued.Add(-int64(n))
 	if err != nil {
-		c.mu.Lock()
-		c.writing = false
-		c.mu.Unlock()
-		c.close()
+		c.writeFailed()
 		return
 	}
 	c.mu.Lock()
