@@ -86,11 +86,13 @@ function drawVerdict(d) {
   v.className = "verdict " + (q.held ? "good" : "bad");
 }
 
+// drawWarnings: the alarms (each with its kind, as mfs_cluster_alarm and
+// mfscli -j name it) and what the masters leave unauthenticated.
 function drawWarnings(d) {
   const out = [];
+  for (const w of d.warnings || []) out.push(el("div", { class: "warning", "data-kind": w.kind }, w.text));
   if (d.security && d.security.warning) out.push(el("div", { class: "warning" }, d.security.warning));
-  for (const w of d.warnings || []) out.push(el("div", { class: "warning" }, w.text));
-  replace("warnings", ...out);
+  replace("warnings", out.length ? el("h2", {}, "Alarms") : null, ...out);
 }
 
 function drawMasters(d) {
