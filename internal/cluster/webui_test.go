@@ -172,9 +172,12 @@ func TestWebPage(t *testing.T) {
 			p.Kill()
 		}
 	}
-	eventually(t, 15*time.Second, 100*time.Millisecond, "the verdict naming the location cut off", func() error {
+	eventually(t, 15*time.Second, 100*time.Millisecond, "the verdict naming the location cut off, and its alarm", func() error {
 		if v := text("#verdict"); !strings.Contains(v, "location dc1") {
 			return fmt.Errorf("verdict %q", v)
+		}
+		if a := text(`[data-kind="location_loss"]`); !strings.Contains(a, "would leave no quorum") {
+			return fmt.Errorf("no location_loss alarm shown: %q", text("#warnings"))
 		}
 		return nil
 	})
