@@ -233,6 +233,14 @@ func (m *Master) onAppendAck(a AppendAck) {
 		m.appendOrChunk(a.From, false, snapAcked)
 	}
 	m.advanceReplicated()
+	if m.commitSent > m.acked.Version {
+		// The commit round out may wait for this follower rather than
+		// for the voters: its point was told while no follower had been
+		// heard (b), and the voters have answered already. Without this
+		// the next round, and every change behind it, waited for the
+		// schedule (150 ms after a failover).
+		m.advanceAcked()
+	}
 	m.tryHandover()
 }
 
