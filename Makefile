@@ -78,8 +78,8 @@ vet:
 test: vet
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
 		{ [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
-		{ DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1 || \
-		{ apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1; }; }; } || \
+		{ DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -q chromium >/dev/null 2>&1 || \
+		{ timeout 300 apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -q chromium >/dev/null 2>&1; }; }; } || \
 		echo "make test: Chromium is not installed and could not be (apt-get install chromium, as root): TestWebPage will skip"
 	$(GO) test -count=1 -timeout 14m ./...
 	$(call fuzz-each,$(SHORTFUZZ))
