@@ -32,10 +32,18 @@ func (v *Voter) view(m wire.MasterID) *view {
 
 func (v *Voter) onProbeReply(r ProbeReply) {
 	w := v.view(r.From)
-	if w.seen && r.Incarnation < w.r.Incarnation {
+	if w.seen && !w.dead && r.Incarnation < w.r.Incarnation {
 		v.ignore("stale-incarnation")
 		return
 	}
+	// A view marked dead takes any answer, a lower incarnation's too: a
+	// master restarted with its data directory restored from an older
+	// copy after its wall clock went back starts with a lower incarnation
+	// than the run the voter saw die, and was ignored by every voter for
+	// good (simulator seed 12401: no LEADER after the heal). Only the view
+	// is revived; a promise is still released early only by a higher
+	// incarnation (below), so this can only keep a voter waiting longer.
+
 	w.r, w.at, w.seen, w.dead, w.closed = r, v.now, true, false, false
 	v.crowd = max(v.crowd, r.Registered)
 	// A newer incarnation proves the one the promise was made to is gone.
