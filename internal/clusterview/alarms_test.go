@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mfs-election/mfs-election/internal/clusterview/fixture"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 )
@@ -12,19 +13,19 @@ import (
 // three is a healthy cluster: a LEADER carrying all three locations and
 // two synced FOLLOWERs, every clock within 1 s, one version.
 func three() []Answer {
-	l := master("127.0.0.11", roles.Leader, 7, 1532)
-	l.Leader, l.HoldsQuorum, l.Connected, l.Registered, l.Voters = addr("127.0.0.11"), true, 6, 6, 6
-	l.Chunkservers = registryOf(all, all)
-	l.Tallies = []protocol.TallyStatus{tally(3, "WON", loc("dc1", 2, 2, 2), loc("dc2", 2, 2, 2), loc("dc3", 2, 2, 2))}
-	return []Answer{{Addr: at("127.0.0.11"), St: l},
-		{Addr: at("127.0.0.12"), St: follower("127.0.0.12", 7, 1532, 100*time.Millisecond)},
-		{Addr: at("127.0.0.13"), St: follower("127.0.0.13", 7, 1532, -100*time.Millisecond)}}
+	l := fixture.Master("127.0.0.11", roles.Leader, 7, 1532)
+	l.Leader, l.HoldsQuorum, l.Connected, l.Registered, l.Voters = fixture.Addr("127.0.0.11"), true, 6, 6, 6
+	l.Chunkservers = fixture.RegistryOf(fixture.All, fixture.All)
+	l.Tallies = []protocol.TallyStatus{fixture.Tally(3, "WON", fixture.Loc("dc1", 2, 2, 2), fixture.Loc("dc2", 2, 2, 2), fixture.Loc("dc3", 2, 2, 2))}
+	return []Answer{{Addr: fixture.At("127.0.0.11"), St: l},
+		{Addr: fixture.At("127.0.0.12"), St: fixture.Follower("127.0.0.12", 7, 1532, 100*time.Millisecond)},
+		{Addr: fixture.At("127.0.0.13"), St: fixture.Follower("127.0.0.13", 7, 1532, -100*time.Millisecond)}}
 }
 
 // raised lists the alarm kinds Build raises for answers.
 func raised(answers []Answer) map[string][]netip.Addr {
 	out := map[string][]netip.Addr{}
-	for _, w := range Build(answers, "mfsmaster", t0).Warnings {
+	for _, w := range Build(answers, "mfsmaster", fixture.T0).Warnings {
 		out[w.Kind] = w.Masters
 		if w.Text == "" {
 			out[w.Kind+" without text"] = nil
@@ -54,7 +55,7 @@ func TestAlarms(t *testing.T) {
 			return a
 		}, ""},
 		{AlarmClockOffset, func(a []Answer) []Answer {
-			a[2].St.WallUnixMs = ms(1500 * time.Millisecond)
+			a[2].St.WallUnixMs = fixture.Ms(1500 * time.Millisecond)
 			return a
 		}, ""},
 		{AlarmFollowerBehind, func(a []Answer) []Answer {
@@ -71,14 +72,14 @@ func TestAlarms(t *testing.T) {
 		{AlarmLocationLoss, func(a []Answer) []Answer {
 			// dc3 is gone: dc1 and dc2 carry the quorum, and losing either
 			// would lose it.
-			a[0].St.Tallies = []protocol.TallyStatus{tally(3, "WON", loc("dc1", 2, 2, 2), loc("dc2", 2, 2, 2), loc("dc3", 2, 0, 0))}
+			a[0].St.Tallies = []protocol.TallyStatus{fixture.Tally(3, "WON", fixture.Loc("dc1", 2, 2, 2), fixture.Loc("dc2", 2, 2, 2), fixture.Loc("dc3", 2, 0, 0))}
 			return a
 		}, ""},
 		{WarnTieBreak, func(a []Answer) []Answer {
 			for i := range a {
 				a[i].St.Locations = a[i].St.Locations[:3] // dc3 gone from the map: two locations, no default chunkserver
 			}
-			a[0].St.Tallies = []protocol.TallyStatus{tally(3, "WON", loc("dc1", 2, 2, 2), loc("dc2", 2, 2, 2))}
+			a[0].St.Tallies = []protocol.TallyStatus{fixture.Tally(3, "WON", fixture.Loc("dc1", 2, 2, 2), fixture.Loc("dc2", 2, 2, 2))}
 			return a
 		}, AlarmLocationLoss}, // two locations, no tie-break: losing either loses the quorum
 		{AlarmVersionSkew, func(a []Answer) []Answer {

@@ -4,17 +4,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mfs-election/mfs-election/internal/clusterview/fixture"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 )
 
 func counting(role roles.Role, ts ...protocol.TallyStatus) Answer {
-	st := master("127.0.0.12", role, 8, 100)
+	st := fixture.Master("127.0.0.12", role, 8, 100)
 	st.Tallies = ts
 	if len(ts) > 1 {
 		st.InForce = ts[len(ts)-1].Config
 	}
-	return Answer{Addr: at("127.0.0.12"), St: st}
+	return Answer{Addr: fixture.At("127.0.0.12"), St: st}
 }
 
 func withDefault(l protocol.LocTally) protocol.LocTally { l.Default = true; return l }
@@ -26,23 +27,23 @@ func TestVerdict(t *testing.T) {
 		a    Answer
 		want string
 	}{
-		{"held, divided", counting(roles.Leader, tally(3, "WON", loc("a", 3, 3, 3), loc("b", 3, 2, 2), loc("c", 3, 1, 1))),
+		{"held, divided", counting(roles.Leader, fixture.Tally(3, "WON", fixture.Loc("a", 3, 3, 3), fixture.Loc("b", 3, 2, 2), fixture.Loc("c", 3, 1, 1))),
 			"quorum held by LEADER 127.0.0.12 (2 of 3 locations carried, needs 2; not carried: location c: 1 of 3 chunkservers reach it, needs 2)"},
-		{"held, one location", counting(roles.Leader, tally(3, "WON", loc("default", 5, 4, 3))),
+		{"held, one location", counting(roles.Leader, fixture.Tally(3, "WON", fixture.Loc("default", 5, 4, 3))),
 			"quorum held by LEADER 127.0.0.12 (3 of 5 chunkservers vote for it, needs 3)"},
-		{"the brief's example", counting(roles.Elect, tally(3, "PENDING", loc("a", 3, 3, 2), loc("b", 3, 1, 1), loc("c", 3, 1, 0))),
+		{"the brief's example", counting(roles.Elect, fixture.Tally(3, "PENDING", fixture.Loc("a", 3, 3, 2), fixture.Loc("b", 3, 1, 1), fixture.Loc("c", 3, 1, 0))),
 			"no quorum for ELECT 127.0.0.12: location b: 1 of 3 chunkservers reach it, needs 2; location c: 1 of 3 chunkservers reach it, needs 2; 1 of 3 locations carried, needs 2"},
-		{"reached, votes elsewhere", counting(roles.Elect, tally(3, "PENDING", loc("default", 4, 4, 1))),
+		{"reached, votes elsewhere", counting(roles.Elect, fixture.Tally(3, "PENDING", fixture.Loc("default", 4, 4, 1))),
 			"no quorum for ELECT 127.0.0.12: location default: 4 of 4 chunkservers reach it but 1 of their votes are counted, needs 3"},
-		{"tie-break available", counting(roles.Elect, tally(3, "PENDING", loc("a", 2, 2, 2), withDefault(loc("d", 2, 1, 1)), loc("b", 2, 0, 0), loc("c", 2, 0, 0))),
+		{"tie-break available", counting(roles.Elect, fixture.Tally(3, "PENDING", fixture.Loc("a", 2, 2, 2), withDefault(fixture.Loc("d", 2, 1, 1)), fixture.Loc("b", 2, 0, 0), fixture.Loc("c", 2, 0, 0))),
 			"no quorum for ELECT 127.0.0.12: location d: 1 of 2 chunkservers reach it, needs 2; location b: 0 of 2 chunkservers reach it, needs 2; location c: 0 of 2 chunkservers reach it, needs 2; 1 of 4 locations carried, needs 3, or 2 with the default location d"},
-		{"tie-break used", counting(roles.Leader, tally(3, "WON", loc("a", 2, 2, 2), withDefault(loc("d", 2, 2, 2)), loc("b", 2, 0, 0), loc("c", 2, 0, 0))),
+		{"tie-break used", counting(roles.Leader, fixture.Tally(3, "WON", fixture.Loc("a", 2, 2, 2), withDefault(fixture.Loc("d", 2, 2, 2)), fixture.Loc("b", 2, 0, 0), fixture.Loc("c", 2, 0, 0))),
 			"quorum held by LEADER 127.0.0.12 (2 of 4 locations carried, needs 2 (half, with the default location d); not carried: location b: 0 of 2 chunkservers reach it, needs 2; location c: 0 of 2 chunkservers reach it, needs 2)"},
 		{"empty", counting(roles.Elect, protocol.TallyStatus{Config: 3, Outcome: "LOST", Empty: true}),
 			"no quorum for ELECT 127.0.0.12: no chunkserver is registered in a location that is ON"},
 		{"no config", counting(roles.Deputy),
 			"no quorum for DEPUTY 127.0.0.12: it reports no count (it holds no registry config)"},
-		{"in flight, one lost", counting(roles.Leader, tally(5, "PENDING", loc("a", 3, 1, 1)), tally(4, "WON", loc("a", 2, 2, 2))),
+		{"in flight, one lost", counting(roles.Leader, fixture.Tally(5, "PENDING", fixture.Loc("a", 3, 1, 1)), fixture.Tally(4, "WON", fixture.Loc("a", 2, 2, 2))),
 			"no quorum for LEADER 127.0.0.12: config 5 is being put in force (in force: 4), both counts must be won. Config 5: location a: 1 of 3 chunkservers reach it, needs 2. Config 4: won (2 of 2 chunkservers vote for it, needs 2)"},
 	}
 	for _, c := range cases {
@@ -55,9 +56,9 @@ func TestVerdict(t *testing.T) {
 // TestNoCounter: without a LEADER, ELECT or DEPUTY the verdict lists every
 // master's state.
 func TestNoCounter(t *testing.T) {
-	f := follower("127.0.0.12", 7, 10, 0)
+	f := fixture.Follower("127.0.0.12", 7, 10, 0)
 	f.Sync = roles.Desync
-	answers := []Answer{{Addr: at("127.0.0.11"), Err: errUnreachable}, {Addr: at("127.0.0.12"), St: f}}
+	answers := []Answer{{Addr: fixture.At("127.0.0.11"), Err: errUnreachable}, {Addr: fixture.At("127.0.0.12"), St: f}}
 	q := quorumOf(answers, VoteCounter(answers))
 	want := "no LEADER or ELECT counts votes: 127.0.0.11 UNREACHABLE, 127.0.0.12 FOLLOWER (DESYNC)"
 	if q.Held || q.Verdict != want {
@@ -72,7 +73,7 @@ func TestNoCounter(t *testing.T) {
 // TestVoteCounter: the LEADER, else the ELECT, else a DEPUTY.
 func TestVoteCounter(t *testing.T) {
 	mk := func(ip string, r roles.Role, epoch uint64) Answer {
-		return Answer{Addr: at(ip), St: master(ip, r, epoch, 1)}
+		return Answer{Addr: fixture.At(ip), St: fixture.Master(ip, r, epoch, 1)}
 	}
 	cases := []struct {
 		answers []Answer
