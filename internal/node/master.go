@@ -426,7 +426,7 @@ func (n *MasterNode) loop() {
 			err = n.runGroup(&in, true)
 		case <-timer.C:
 			n.readClock()
-			n.step(roles.Tick{})
+			n.step(roles.Tick{WallUnixMs: time.Now().UnixMilli()})
 		case r := <-n.snapDone:
 			n.readClock()
 			err = n.snapshotSaved(r)
@@ -539,7 +539,7 @@ func (n *MasterNode) runGroup(first *input, client bool) error {
 		return err
 	}
 	if d := n.core.NextDeadline(); d != roles.Never && n.loopNow() >= d {
-		n.step(roles.Tick{})
+		n.step(roles.Tick{WallUnixMs: time.Now().UnixMilli()})
 	}
 	budget := clientBudget
 	// take hands one client input to the core, or holds a list while the
@@ -1155,7 +1155,7 @@ func (n *MasterNode) fromClient(in input) error {
 		// Step first: a LEADER resumed from a freeze fences itself in
 		// the step and must not report the role it no longer holds.
 		n.step(roles.Tick{})
-		n.later(func() { c.send(n.statusNow()) })
+		n.later(func() { c.send(n.statusWith(m)) })
 		return nil
 	case protocol.AdminReq:
 		if !n.adminAllowed(c, m, in.admin) {

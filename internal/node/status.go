@@ -5,18 +5,20 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/obs"
+	"github.com/mfs-election/mfs-election/pkg/namespace"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
-// statusNow builds what mfscli sees (and the gauges beside the role), from
-// the loop goroutine. It is judged at its own instant, which may be later
-// than the core's last step (the batch's fsync came between, or the
-// process was frozen): a LEADER whose quorum lapsed meanwhile is shown as
-// the FOLLOWER its next step makes it (fenceStatus).
-func (n *MasterNode) statusNow() protocol.StatusResp {
+// statusWith builds what mfscli sees (and the gauges beside the role), from
+// the loop goroutine, with as much of the election history as req asks.
+// It is judged at its own instant, which may be later than the core's
+// last step (the batch's fsync came between, or the process was frozen):
+// a LEADER whose quorum lapsed meanwhile is shown as the FOLLOWER its
+// next step makes it (fenceStatus).
+func (n *MasterNode) statusWith(req protocol.StatusReq) protocol.StatusResp {
 	f := n.core.Fence()
 	now := n.now()
 	cfg := n.core.Registry()
@@ -73,8 +75,29 @@ func (n *MasterNode) statusNow() protocol.StatusResp {
 			})
 		}
 	}
+	n.historyStatus(&st, req.History)
 	n.fenceStatus(&st, f, now)
 	return st
+}
+
+// historyStatus adds the election history: the newest want records
+// (DefaultHistory when 0, all of them at most).
+func (n *MasterNode) historyStatus(st *protocol.StatusResp, want int) {
+	if want <= 0 {
+		want = protocol.DefaultHistory
+	}
+	rs, total := n.core.History(min(want, namespace.MaxHistory))
+	st.HistoryTotal = total
+	for _, r := range rs {
+		st.History = append(st.History, protocol.RoleChangeStatus{
+			UnixMs: r.UnixMs, Master: n.addrOf[r.Master], MasterID: r.Master, From: r.From, To: r.To, Epoch: r.Epoch,
+			Reason: r.Reason, Section: r.Section, Votes: r.Votes, Deposed: n.addrOf[r.Deposed], DeposedID: r.Deposed, Why: r.Why,
+		})
+	}
+	if lc := n.core.LeaderChanges(); len(lc) > 0 {
+		st.LeaderChanges = lc
+	}
+	st.HistoryWaiting, st.HistoryLost = n.core.Unrecorded()
 }
 
 // observeEvery bounds how stale the gauges that do not say whether this
@@ -137,6 +160,7 @@ func (n *MasterNode) gauges() obs.MasterSnapshot {
 		Connected: len(n.cs), MetadataVersion: n.core.Log().Last().Version,
 		FollowerDelay: n.delay(r.Sync), Sync: r.Sync,
 		SnapshotVersion: n.core.SnapshotAt().Version, ChangelogEntries: n.core.Log().Held(),
+		LeaderChanges: n.core.LeaderChanges(),
 	}
 	if cfg := n.core.Registry(); cfg != nil {
 		g.Registered = len(cfg.Members)

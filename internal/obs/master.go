@@ -24,6 +24,7 @@ var (
 // MasterMetrics are the metrics of one mfsmaster.
 type MasterMetrics struct {
 	roleGauges                                *roleCollector
+	leaderChangesBy                           *leaderChangesCollector
 	registered, connected, version, delay     prometheus.Gauge
 	snapVersion, changelog                    prometheus.Gauge
 	leaderChanges, snapInstalls, snapFailures prometheus.Counter
@@ -60,6 +61,9 @@ type MasterSnapshot struct {
 	Sync             roles.SyncState
 	SnapshotVersion  uint64 // of the durable snapshot (0: none)
 	ChangelogEntries int    // held after the log base
+	// LeaderChanges: the LEADER changes the applied election history
+	// counts, by cause.
+	LeaderChanges map[string]uint64
 }
 
 // NewMasterMetrics creates the master metrics and registers them on reg.
@@ -69,12 +73,13 @@ func NewMasterMetrics(reg prometheus.Registerer) *MasterMetrics {
 		return f.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
 	}
 	m := &MasterMetrics{
-		roleGauges:  newRoleCollector(),
-		registered:  g("mfs_master_chunkservers_registered", "Chunkservers known to this master's registry."),
-		connected:   g("mfs_master_chunkservers_connected", "Chunkservers with an open connection to this master."),
-		version:     g("mfs_master_metadata_version", "Metadata version this master has applied."),
-		delay:       g("mfs_master_follower_delay_seconds", "How far this master's metadata lags behind the LEADER, in seconds (0 on the LEADER)."),
-		snapVersion: g("mfs_master_snapshot_version", "Metadata version of this master's durable snapshot (snapshot.mfs); 0 when it has none."),
+		roleGauges:      newRoleCollector(),
+		leaderChangesBy: newLeaderChangesCollector(),
+		registered:      g("mfs_master_chunkservers_registered", "Chunkservers known to this master's registry."),
+		connected:       g("mfs_master_chunkservers_connected", "Chunkservers with an open connection to this master."),
+		version:         g("mfs_master_metadata_version", "Metadata version this master has applied."),
+		delay:           g("mfs_master_follower_delay_seconds", "How far this master's metadata lags behind the LEADER, in seconds (0 on the LEADER)."),
+		snapVersion:     g("mfs_master_snapshot_version", "Metadata version of this master's durable snapshot (snapshot.mfs); 0 when it has none."),
 		changelog: g("mfs_master_changelog_entries",
 			"Changelog entries this master holds after its log base (older ones were trimmed: they are in the snapshot)."),
 		snapWrite: f.NewHistogram(prometheus.HistogramOpts{Name: "mfs_master_snapshot_write_seconds",
@@ -107,7 +112,7 @@ func NewMasterMetrics(reg prometheus.Registerer) *MasterMetrics {
 		refused: f.NewCounterVec(prometheus.CounterOpts{Name: "mfs_master_connections_refused_total",
 			Help: "Connections this master closed, by listening port and reason."}, []string{"port", "reason"}),
 	}
-	reg.MustRegister(m.roleGauges)
+	reg.MustRegister(m.roleGauges, m.leaderChangesBy)
 	for _, p := range refusePorts {
 		for _, r := range refuseReasons {
 			m.refused.WithLabelValues(p, r)
@@ -129,6 +134,7 @@ func (m *MasterMetrics) Set(s MasterSnapshot) {
 	m.delay.Set(s.FollowerDelay.Seconds())
 	m.snapVersion.Set(float64(s.SnapshotVersion))
 	m.changelog.Set(float64(s.ChangelogEntries))
+	m.leaderChangesBy.set(s.LeaderChanges)
 }
 
 // RoleFrom makes every scrape build mfs_master_role, _epoch,

@@ -45,6 +45,13 @@ type checker struct {
 	liveness       string
 	snaps          Snapshots
 	tempRemovals   int // temporary removals (-CTR) a master took
+	// happened: every role change made (historyKey), for H1.
+	happened map[string]bool
+}
+
+// historyKey names a role change by what a history record says of it.
+func historyKey(m wire.MasterID, from, to string, epoch uint64, reason string) string {
+	return fmt.Sprintf("M%d %s->%s epoch %d %s", m, from, to, epoch, reason)
 }
 
 // Snapshots counts what snapshots did in a run, to show the paths were
@@ -62,6 +69,7 @@ func (c *checker) init(w *world) {
 	c.refusals = map[string]int{}
 	c.leaderSince = make([]int64, len(w.masters))
 	c.failovers = map[string][]time.Duration{}
+	c.happened = map[string]bool{}
 }
 
 // batch checks one batch as the node made it.
@@ -101,6 +109,7 @@ func (c *checker) batch(w *world, r ref, b roles.Batch) {
 // transition checks one role change: it is in the table, its disconnect
 // rule was followed, and no settled LEADER flaps after the heal (L2).
 func (c *checker) transition(w *world, r ref, a roles.Transition) {
+	c.happened[historyKey(wire.MasterID(r.i+1), a.From.String(), a.To.String(), a.Epoch, a.Reason)] = true
 	if _, ok := roles.FindRule(a.From, a.To, a.Reason); !ok {
 		w.violate("%v: transition %v -> %v (%s) is not in docs/roles.md", r, a.From, a.To, a.Reason)
 	}
@@ -277,8 +286,10 @@ func (c *checker) startFailover(w *world, kind string) {
 	c.pending = append(c.pending, failover{kind: kind, at: w.now})
 }
 
-// final: liveness after the heal, then linearizability of the history.
+// final: liveness after the heal, then linearizability of the history,
+// then the election history's truth.
 func (c *checker) final(w *world, healAt, end int64) {
+	defer c.checkHistory(w)
 	bound := w.livenessBound()
 	switch {
 	case c.liveness != "":
@@ -303,6 +314,25 @@ func (c *checker) final(w *world, healAt, end int64) {
 		w.violate("S2: the client history (%d operations) is not linearizable", len(hist))
 	case porcupine.Unknown:
 		w.violate("S2: linearizability check timed out on %d operations", len(hist))
+	}
+}
+
+// checkHistory is H1: every record of the election history a master
+// holds describes a role change that happened (that master, from, to, at
+// that epoch, for that reason): the history never makes one up, whatever
+// failovers, restores and clock jumps came before.
+func (c *checker) checkHistory(w *world) {
+	for _, m := range w.masters {
+		if !m.up {
+			continue
+		}
+		rs, _ := m.m.History(0)
+		for _, r := range rs {
+			if !c.happened[historyKey(r.Master, r.From, r.To, r.Epoch, r.Reason)] {
+				w.violate("H1: %v's election history holds %v, a role change that never happened", m.ref, r)
+				return
+			}
+		}
 	}
 }
 

@@ -743,7 +743,7 @@ func (w *world) tick(e *event) {
 		return
 	}
 	p.tickAt = 0
-	w.enqueue(e.to, roles.Tick{})
+	w.enqueue(e.to, roles.Tick{WallUnixMs: p.wallMs(w.now)})
 }
 
 // ---- process control ------------------------------------------------------------

@@ -40,23 +40,25 @@ type EntryKind uint8
 
 // Entry kinds.
 const (
-	EntryNoop   EntryKind = 1 + iota // written by each new LEADER at its epoch
-	EntryPut                         // Key = Value
-	EntryDelete                      // remove Key
-	EntryConfig                      // Config replaces the registry and location map
-	EntryCAS                         // Key = Value if Key is at version Expect (0: absent)
+	EntryNoop    EntryKind = 1 + iota // written by each new LEADER at its epoch (History: its own role changes)
+	EntryPut                          // Key = Value
+	EntryDelete                       // remove Key
+	EntryConfig                       // Config replaces the registry and location map
+	EntryCAS                          // Key = Value if Key is at version Expect (0: absent)
+	EntryHistory                      // History: role changes of one master, for the election history
 )
 
 // Entry is one metadata change.
 type Entry struct {
 	Pos
-	Kind   EntryKind
-	Client ClientID // with Seq: makes a retried change apply once
-	Seq    uint64
-	Key    string
-	Value  string
-	Expect uint64                  `msgpack:",omitempty"` // EntryCAS: the version Key must be at
-	Config *registry.ClusterConfig `msgpack:",omitempty"`
+	Kind    EntryKind
+	Client  ClientID // with Seq: makes a retried change apply once
+	Seq     uint64
+	Key     string
+	Value   string
+	Expect  uint64                  `msgpack:",omitempty"` // EntryCAS: the version Key must be at
+	Config  *registry.ClusterConfig `msgpack:",omitempty"`
+	History []RoleChange            `msgpack:",omitempty"` // EntryHistory, EntryNoop
 }
 
 // Genesis is the metadata `mfsmaster init` creates: one config entry with an
@@ -174,7 +176,13 @@ func (l *Log) From(v uint64, max, maxBytes int) []Entry {
 }
 
 // size approximates an entry's encoded size, for bounding batches.
-func (e *Entry) size() int { return 64 + len(e.Key) + len(e.Value) + 64*entryConfigMembers(e) }
+func (e *Entry) size() int {
+	n := 64 + len(e.Key) + len(e.Value) + 64*entryConfigMembers(e)
+	for _, r := range e.History {
+		n += 5*MaxHistoryText + 64*len(r.Votes)
+	}
+	return n
+}
 
 func entryConfigMembers(e *Entry) int {
 	if e.Config == nil {

@@ -67,7 +67,12 @@ func Query(addr netip.AddrPort, req wire.Message, timeout time.Duration) (wire.M
 // Status asks the master at addr for its state (what mfscli lists), as
 // Query does.
 func Status(addr netip.AddrPort, timeout time.Duration) (protocol.StatusResp, error) {
-	m, err := Query(addr, protocol.StatusReq{}, timeout)
+	return StatusWith(addr, protocol.StatusReq{}, timeout)
+}
+
+// StatusWith is Status with a request of its own (more of the history).
+func StatusWith(addr netip.AddrPort, req protocol.StatusReq, timeout time.Duration) (protocol.StatusResp, error) {
+	m, err := Query(addr, req, timeout)
 	if err != nil {
 		return protocol.StatusResp{}, err
 	}

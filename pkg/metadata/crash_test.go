@@ -143,7 +143,7 @@ func TestCrashDuringInstall(t *testing.T) {
 				defer s.Close()
 				st, err = s.Load()
 				must(t, err)
-				if n := len(st.Entries); n == 0 || st.Entries[n-1] != next {
+				if n := len(st.Entries); n == 0 || !reflect.DeepEqual(st.Entries[n-1], next) {
 					t.Fatalf("after the restart the log (base %v) ends with %v, want %v", st.Base.Pos, st.Entries, next)
 				}
 				if _, again := startCore(t, s); repairs(again) {

@@ -76,6 +76,9 @@ func (kv *KV) ApplyUpTo(l *changelog.Log, v uint64) {
 				failed = true
 			}
 		}
+		for i := range e.History {
+			kv.applyHistory(e.Version, i, &e.History[i])
+		}
 		if e.Client != 0 {
 			kv.Sessions[e.Client] = Session{Seq: e.Seq, Version: e.Version, Failed: failed}
 			if len(kv.Sessions) > MaxSessions {
@@ -133,13 +136,21 @@ func (kv *KV) index() {
 // of them (none: no bound) and, past the first, at most maxBytes of keys
 // and values (none: no bound); more says some were left out. A client
 // pages through a prefix by asking again after the last key it received.
-// It costs O(log n + the entries returned).
+// The cluster's own keys (Reserved) are never listed. It costs O(log n + the entries returned).
 func (kv *KV) List(prefix, after string, max, maxBytes int) (out []KVEntry, more bool) {
 	kv.index()
+	if !Client(prefix) {
+		return nil, false
+	}
 	size := 0
 	from, inclusive := prefix, true
 	if after >= prefix {
 		from, inclusive = after, false
+	}
+	if from < "\x01" {
+		// The cluster's own keys (Reserved) sort first: a client's
+		// listing starts after them.
+		from, inclusive = "\x01", true
 	}
 	kv.keys.ascend(from, inclusive, func(k string) bool {
 		if !strings.HasPrefix(k, prefix) {

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
@@ -56,8 +57,16 @@ type CSInfo struct {
 	Version   string
 }
 
-// StatusReq asks a master (port 9421) for its state.
-type StatusReq struct{}
+// StatusReq asks a master (port 9421) for its state. History: how many
+// records of the election history to send, newest (0: DefaultHistory; at
+// most namespace.MaxHistory).
+type StatusReq struct {
+	History int `msgpack:",omitempty"`
+}
+
+// DefaultHistory is how many records of the election history a status
+// answer carries unless asked for more (mfscli -SLH asks for them all).
+const DefaultHistory = 20
 
 // StatusResp is a master's state as mfscli shows it.
 type StatusResp struct {
@@ -130,6 +139,32 @@ type StatusResp struct {
 	// NotEligible says why this master may not be ELECT (empty: it may),
 	// in words: what mfscli -SLQ prints when nobody counts votes.
 	NotEligible string `msgpack:",omitempty"`
+	// History: the newest records of the election history this master
+	// has applied (committed), oldest first; HistoryTotal how many it
+	// holds; LeaderChanges the LEADER changes ever recorded, by cause
+	// (changelog.Whys, "other"). Its own role changes not yet in the
+	// history: HistoryWaiting, and HistoryLost dropped from a full queue.
+	History        []RoleChangeStatus `msgpack:",omitempty"`
+	HistoryTotal   int                `msgpack:",omitempty"`
+	LeaderChanges  map[string]uint64  `msgpack:",omitempty"`
+	HistoryWaiting int                `msgpack:",omitempty"`
+	HistoryLost    uint64             `msgpack:",omitempty"`
+}
+
+// RoleChangeStatus is one record of the election history as the listings
+// show it (changelog.RoleChange with the masters' addresses).
+type RoleChangeStatus struct {
+	UnixMs    int64 // the master's wall clock then (0: not known)
+	Master    netip.Addr
+	MasterID  wire.MasterID
+	From, To  string
+	Epoch     uint64
+	Reason    string
+	Section   string
+	Votes     []changelog.LocationVotes `msgpack:",omitempty"`
+	Deposed   netip.Addr                `msgpack:",omitempty"` // a new LEADER: the one before it
+	DeposedID wire.MasterID             `msgpack:",omitempty"`
+	Why       string                    `msgpack:",omitempty"` // and why it went (changelog.Why*)
 }
 
 // LocStatus is one location of the map.

@@ -2,6 +2,8 @@ package roles
 
 import (
 	"math"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mfs-election/mfs-election/pkg/changelog"
@@ -62,6 +64,11 @@ func TestPeerInputChecks(t *testing.T) {
 	noop := func(v, e uint64) changelog.Entry {
 		return changelog.Entry{Pos: changelog.Pos{Version: v, Epoch: e}, Kind: changelog.EntryNoop}
 	}
+	history := func(v, e uint64, rs ...changelog.RoleChange) changelog.Entry {
+		return changelog.Entry{Pos: changelog.Pos{Version: v, Epoch: e}, Kind: changelog.EntryHistory, History: rs}
+	}
+	rec := changelog.RoleChange{Master: 2, Inc: 5, Seq: 1, From: "LEADER", To: "FOLLOWER", Reason: ReasonQuorumLost, Section: "§3.8",
+		Votes: []changelog.LocationVotes{{Location: "dc1", Votes: 0, Voters: 3}}}
 	for _, c := range []struct {
 		name  string
 		prev  changelog.Pos
@@ -74,6 +81,13 @@ func TestPeerInputChecks(t *testing.T) {
 		{"a gap", changelog.Pos{Version: 2, Epoch: 1}, []changelog.Entry{noop(4, 1)}, 2, "malformed-gap"},
 		{"an epoch that falls", changelog.Pos{Version: 2, Epoch: 2}, []changelog.Entry{noop(3, 1)}, 2, "malformed-epoch"},
 		{"an epoch above the sender's", changelog.Pos{Version: 2, Epoch: 1}, []changelog.Entry{noop(3, 3)}, 2, "malformed-epoch"},
+		{"history well formed", changelog.Pos{Version: 2, Epoch: 1}, []changelog.Entry{history(3, 1, rec)}, 2, ""},
+		{"history of no master", changelog.Pos{Version: 2, Epoch: 1}, []changelog.Entry{history(3, 1, changelog.RoleChange{Seq: 1})}, 2, "malformed-history-master"},
+		{"history numbered 0", changelog.Pos{Version: 2, Epoch: 1}, []changelog.Entry{history(3, 1, changelog.RoleChange{Master: 1})}, 2, "malformed-history-seq"},
+		{"history with a long reason", changelog.Pos{Version: 2, Epoch: 1}, []changelog.Entry{history(3, 1, changelog.RoleChange{Master: 1, Seq: 1, Reason: strings.Repeat("r", 65)})}, 2, "malformed-history-text"},
+		{"history with too many locations", changelog.Pos{Version: 2, Epoch: 1}, []changelog.Entry{history(3, 1, changelog.RoleChange{Master: 1, Seq: 1, Votes: make([]changelog.LocationVotes, 9)})}, 2, "malformed-history-votes"},
+		{"history with negative votes", changelog.Pos{Version: 2, Epoch: 1}, []changelog.Entry{history(3, 1, changelog.RoleChange{Master: 1, Seq: 1, Votes: []changelog.LocationVotes{{Votes: -1}}})}, 2, "malformed-history-votes"},
+		{"too many records in one entry", changelog.Pos{Version: 2, Epoch: 1}, []changelog.Entry{history(3, 1, slices.Repeat([]changelog.RoleChange{rec}, 17)...)}, 2, "malformed-history-count"},
 	} {
 		if got := checkEntries(c.prev, c.es, c.epoch); got != c.want {
 			t.Errorf("entries, %s: %q, want %q", c.name, got, c.want)

@@ -313,7 +313,7 @@ func (m *Master) onVoteHello(h VoteHello) {
 				m.send(ToCS(h.CS), Redirect{From: m.cfg.ID, Session: h.Session, Leader: e})
 				return
 			}
-			m.startElect(ReasonNominated)
+			m.startElect(ReasonNominated, &h)
 		}
 		if !m.role.TakesVotes() {
 			if h.Nominate && !m.Eligible() {

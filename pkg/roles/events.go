@@ -14,7 +14,9 @@ import (
 type Event interface{ event() }
 
 // Tick is the event of time passing; the driver sends one at NextDeadline.
-type Tick struct{}
+// WallUnixMs, when set, is the node's wall clock then: a master stamps
+// its role changes with it (the election history; 0: not read).
+type Tick struct{ WallUnixMs int64 }
 
 // ConnLost: a chunkserver's vote connection to this master closed. ByPeer:
 // the chunkserver's side ended it (a FIN or a RST arrived), not this

@@ -32,6 +32,7 @@ type Master struct {
 	handoverState // a planned handover under way (handover.go)
 	registration  // chunkservers being registered (registration.go)
 	snapshots     // its snapshots, taken and received (snapshot.go)
+	historyState  // its role changes for the election history (history.go)
 }
 
 // NewMaster starts a master from what its disk holds. The caller must carry
@@ -155,6 +156,7 @@ func (m *Master) Step(now Instant, ev Event) Batch {
 	m.checkQuorum()
 	switch e := ev.(type) {
 	case Tick:
+		m.onWall(e.WallUnixMs)
 	case Probe:
 		m.onProbe(e)
 	case VoteHello:
@@ -243,12 +245,17 @@ func (m *Master) become(to Role, reason string) {
 	if rule.Disconnect != MustDisconnect(from, to) {
 		panic(fmt.Sprintf("invariant disconnect-rule: table row %s disagrees with MustDisconnect", rule.Section))
 	}
+	var votes []changelog.LocationVotes
+	if from.TakesVotes() {
+		votes = m.votesNow() // before the disconnect drops them
+	}
 	var disc []Disconnect
 	if rule.Disconnect {
 		disc = m.disconnectAll(m.releaseNext)
 	}
 	m.releaseNext = wire.NoMaster
 	m.role = to
+	m.noteRoleChange(from, to, reason, rule.Section, votes)
 	if to == Follower || to == Dummy {
 		m.placed = false
 	}
@@ -296,13 +303,15 @@ func (m *Master) disconnectAll(next wire.MasterID) []Disconnect {
 
 // startElect takes a new epoch above any seen and becomes ELECT. The epoch
 // is persisted before any heartbeat carries it (Persist sorts first).
-func (m *Master) startElect(reason string) {
+// h is the nominating voter's hello (nil: none).
+func (m *Master) startElect(reason string, h *VoteHello) {
 	if !m.Eligible() {
 		panic("invariant eligibility: a master without metadata cannot be ELECT")
 	}
 	if !m.newEpoch(m.hard.MaxEpoch) {
 		return
 	}
+	m.electCause(reason, h)
 	m.become(Elect, reason)
 	m.heartbeatNow()
 	m.tryWin() // bootstrap: the founder needs no vote
@@ -329,8 +338,11 @@ func (m *Master) enterLeader() {
 	m.hard.Yielded = false
 	m.hard.LeaderEpoch = m.hard.Epoch
 	m.persistHard()
-	// A new term starts with an entry of its own epoch.
-	e := changelog.Entry{Pos: changelog.Pos{Version: m.log.Len() + 1, Epoch: m.hard.Epoch}, Kind: changelog.EntryNoop}
+	// A new term starts with an entry of its own epoch, which carries this
+	// master's role changes for the history (this one included).
+	m.written = nil
+	e := changelog.Entry{Pos: changelog.Pos{Version: m.log.Len() + 1, Epoch: m.hard.Epoch}, Kind: changelog.EntryNoop,
+		History: m.newRecords(m.cfg.ID, m.hard.Incarnation, m.toReport())}
 	m.log.Append(e)
 	m.persist(Persist{Append: []changelog.Entry{e}})
 	m.replicated, m.acked = m.hard.Commit, m.hard.Commit
@@ -366,7 +378,7 @@ func (m *Master) timers() {
 	switch m.role {
 	case Follower, Usurper:
 		if m.Eligible() && m.now >= m.selfNominateAt() {
-			m.startElect(ReasonSelfNominated)
+			m.startElect(ReasonSelfNominated, nil)
 		} else if m.mayReclaim() {
 			m.become(Usurper, ReasonKeepLeader)
 		}

@@ -50,6 +50,10 @@ type VoteHello struct {
 	Session   uint64 // chosen by the chunkserver, rises with every session
 	Nominate  bool   // "become ELECT": the nomination turn's act
 	MaxEpoch  uint64
+	// With Nominate: the LEADER the voter last voted for and why its
+	// session ended (changelog.Why*), for the election history only.
+	Deposed wire.MasterID `msgpack:",omitempty"`
+	Why     string        `msgpack:",omitempty"`
 }
 
 // VoteBye ends a vote session from the chunkserver's side. The master
@@ -144,6 +148,9 @@ type PeerStatus struct {
 	Leader      wire.MasterID
 	WallUnixMs  int64
 	Snap        uint64 `msgpack:",omitempty"` // the version of its durable snapshot (trimming waits for every master's)
+	// History: its role changes not yet seen in the election history
+	// (at most maxReport); the LEADER writes them.
+	History []changelog.RoleChange `msgpack:",omitempty"`
 }
 
 // Append carries changelog entries from the LEADER to one follower; an empty

@@ -28,6 +28,8 @@ import (
 //	kill M1                    M1 stops: what is queued for it is lost
 //	on M1 <command>            one input of the single-node commands, to M1
 //	status                     each node's role, epoch and vote
+//	history                    each master's applied election history,
+//	                           and its role changes not yet in it
 //
 // Deliveries print "M1 -> CS2 heartbeat ..."; what a node does on its own
 // prints as "M1: transition ...". Probes, their replies and peer status
@@ -145,6 +147,8 @@ func (h *harness) netRun(cmd string, fields []string, a map[string]string) strin
 		return joinOrNothing(h.netStep(fields[1], ev))
 	case "status":
 		return h.netStatus()
+	case "history":
+		return h.netHistory()
 	}
 	h.t.Fatalf("%q: not a command of a multi-node script", cmd)
 	return ""
@@ -228,6 +232,34 @@ func (h *harness) netCarry(name string, b Batch) []string {
 		lines = append(lines, fmt.Sprintf("%s: ignored %s", name, r))
 	}
 	return lines
+}
+
+func (h *harness) netHistory() string {
+	n := h.net
+	var lines []string
+	for _, name := range n.names {
+		node := n.nodes[name]
+		if node.m == nil || node.down {
+			continue
+		}
+		rs, total := node.m.History(0)
+		waiting, lost := node.m.Unrecorded()
+		lines = append(lines, fmt.Sprintf("%s: %d records, %d waiting, %d lost", name, total, waiting, lost))
+		for _, r := range rs {
+			line := fmt.Sprintf("  %s#%d %s -> %s epoch %d (%s %s)", masterName(r.Master), r.Seq, r.From, r.To, r.Epoch, r.Reason, r.Section)
+			for _, v := range r.Votes {
+				line += fmt.Sprintf(" %s=%d/%d", v.Location, v.Votes, v.Voters)
+			}
+			if r.Why != "" {
+				line += fmt.Sprintf(" deposed %s: %s", masterName(r.Deposed), r.Why)
+			}
+			lines = append(lines, line)
+		}
+		if lc := node.m.LeaderChanges(); len(lc) > 0 {
+			lines = append(lines, fmt.Sprintf("  leader changes %v", lc))
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 func (h *harness) netStatus() string {

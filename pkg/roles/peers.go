@@ -34,7 +34,7 @@ func (m *Master) sendStatus() {
 		From: m.cfg.ID, Incarnation: m.hard.Incarnation, Role: m.role, Epoch: m.Epoch(), MaxEpoch: m.hard.MaxEpoch,
 		Last: m.log.Last(), Commit: m.hard.Commit, Eligible: m.Eligible(), Sync: m.Sync(),
 		Usurper: m.role == Usurper, Keep: m.keeps(), KeepSet: m.cfg.KeepLeadership, Placed: m.placed,
-		Leader: m.Leader(), Snap: m.SnapshotAt().Version,
+		Leader: m.Leader(), Snap: m.SnapshotAt().Version, History: m.toReport(),
 	}
 	for _, id := range m.cfg.Masters {
 		if id != m.cfg.ID {
@@ -106,6 +106,7 @@ func (m *Master) onPeerStatus(st PeerStatus) {
 			m.stepDown(ReasonBetterElect)
 		}
 	case Leader:
+		m.writeHistory(st.From, st.Incarnation, st.History)
 		if st.Role == Usurper && st.Eligible && st.Sync == Synced && m.handover == wire.NoMaster &&
 			(m.handoverFailed == 0 || m.now.Sub(m.handoverFailed) >= m.cfg.HandoverTimeout) {
 			m.startHandover(st.From, ReasonHandover)

@@ -497,7 +497,7 @@ func persistText(p Persist) string {
 func entryText(e changelog.Entry) string {
 	switch e.Kind {
 	case changelog.EntryNoop:
-		return e.Pos.String() + ":noop"
+		return e.Pos.String() + ":noop" + historyText(e.History)
 	case changelog.EntryConfig:
 		return fmt.Sprintf("%v:config-v%d", e.Pos, e.Config.Version)
 	case changelog.EntryPut:
@@ -506,8 +506,26 @@ func entryText(e changelog.Entry) string {
 		return fmt.Sprintf("%v:delete(%s)", e.Pos, e.Key)
 	case changelog.EntryCAS:
 		return fmt.Sprintf("%v:cas(%s=%s if version %d)", e.Pos, e.Key, e.Value, e.Expect)
+	case changelog.EntryHistory:
+		return e.Pos.String() + ":history" + historyText(e.History)
 	}
 	return e.Pos.String()
+}
+
+// historyText shows an entry's role changes (the election history).
+func historyText(rs []changelog.RoleChange) string {
+	if len(rs) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, r := range rs {
+		s := fmt.Sprintf("M%d#%d %s->%s %s", r.Master, r.Seq, r.From, r.To, r.Reason)
+		if r.Why != "" {
+			s += fmt.Sprintf(" after M%d %s", r.Deposed, r.Why)
+		}
+		parts = append(parts, s)
+	}
+	return "(" + strings.Join(parts, "; ") + ")"
 }
 
 var sessionRe = regexp.MustCompile(`Session:\d{6,}`)

@@ -55,6 +55,8 @@ func CheckWrite(w ClientWrite) string {
 		return "empty key"
 	case len(w.Key) > MaxKey:
 		return fmt.Sprintf("key of %d bytes, at most %d", len(w.Key), MaxKey)
+	case !namespace.Client(w.Key):
+		return "key starts with a NUL byte: those are the cluster's own (the election history)"
 	case len(w.Value) > MaxValue:
 		return fmt.Sprintf("value of %d bytes, at most %d", len(w.Value), MaxValue)
 	}
@@ -235,6 +237,9 @@ func (m *Master) readReply(op pendingOp) ClientReply {
 		}
 		es, more := m.kv.List(op.key, op.after, limit, namespace.ListMaxBytes)
 		return ClientReply{OK: true, Entries: es, More: more}
+	}
+	if !namespace.Client(op.key) {
+		return ClientReply{OK: true} // the cluster's own keys are no client's to read
 	}
 	it, ok := m.kv.Data[op.key]
 	return ClientReply{OK: true, Value: it.Value, Found: ok, KeyVersion: it.Version}

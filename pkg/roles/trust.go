@@ -98,13 +98,16 @@ func checkEntries(prev changelog.Pos, es []changelog.Entry, epoch uint64) string
 			return "malformed-epoch"
 		}
 		switch e.Kind {
-		case changelog.EntryNoop, changelog.EntryPut, changelog.EntryDelete, changelog.EntryCAS:
+		case changelog.EntryNoop, changelog.EntryPut, changelog.EntryDelete, changelog.EntryCAS, changelog.EntryHistory:
 		case changelog.EntryConfig:
 			if reason := checkConfig(e.Config); reason != "" {
 				return reason
 			}
 		default:
 			return "malformed-kind"
+		}
+		if reason := changelog.CheckHistory(e.History); reason != "" {
+			return reason
 		}
 		last = e.Pos
 	}

@@ -1,6 +1,7 @@
 package roles
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -55,7 +56,7 @@ func TestOperatorViews(t *testing.T) {
 // A change is checked before it is logged, and each refusal names what is
 // wrong; the client library checks the same before it sends.
 func TestCheckWrite(t *testing.T) {
-	big := func(n int) string { return string(make([]byte, n)) }
+	big := func(n int) string { return strings.Repeat("k", n) }
 	for _, c := range []struct {
 		w    ClientWrite
 		want string
@@ -65,6 +66,7 @@ func TestCheckWrite(t *testing.T) {
 		{ClientWrite{Client: 1, Key: big(MaxKey + 1)}, "key of 4097 bytes, at most 4096"},
 		{ClientWrite{Client: 1, Key: "a", Value: big(MaxValue + 1)}, "value of 262145 bytes, at most 262144"},
 		{ClientWrite{Client: 1, Key: big(MaxKey), Value: big(MaxValue)}, ""},
+		{ClientWrite{Client: 1, Key: "\x00mfs/history/1"}, "key starts with a NUL byte: those are the cluster's own (the election history)"},
 	} {
 		if got := CheckWrite(c.w); got != c.want {
 			t.Errorf("client %d, key of %d bytes, value of %d: %q, want %q", c.w.Client, len(c.w.Key), len(c.w.Value), got, c.want)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
@@ -33,6 +34,12 @@ type Voter struct {
 	granted    time.Duration
 	voteRole   Role
 	nominated  bool
+
+	// gone and goneWhy: the last LEADER this voter's session with ended,
+	// and why (changelog.Why*). A nomination carries them, for the history
+	// the new LEADER writes; nothing here decides on them.
+	gone    wire.MasterID
+	goneWhy string
 
 	// The promise: no vote for any master but promiseTo before
 	// promiseUntil (this voter's clock). Invariant: voteFor changes to
@@ -316,6 +323,7 @@ func (v *Voter) Step(now Instant, ev Event) Batch {
 	case Redirect:
 		v.notVoting(e.From, e.Leader)
 		if e.From == v.voteFor && e.Session == v.session {
+			v.leaderGone(changelog.WhyStepDown)
 			v.endSession()
 			if e.IDTaken {
 				v.out.IDTaken = &IDTaken{Master: e.From}
@@ -334,6 +342,11 @@ func (v *Voter) Step(now Instant, ev Event) Batch {
 			w.closedAt, w.closed = v.now, true
 		}
 		if e.Master == v.voteFor {
+			why := changelog.WhyConnLost
+			if e.Closed {
+				why = changelog.WhyClosed
+			}
+			v.leaderGone(why)
 			v.endSession()
 			if e.Closed {
 				// Its side closed it (a killed process, a restart): its last
@@ -362,6 +375,13 @@ func (v *Voter) Step(now Instant, ev Event) Batch {
 	return v.flush()
 }
 
+// leaderGone notes why the session with a LEADER ends, before endSession.
+func (v *Voter) leaderGone(why string) {
+	if v.voteFor != wire.NoMaster && v.voteRole == Leader {
+		v.gone, v.goneWhy = v.voteFor, why
+	}
+}
+
 func (v *Voter) endSession() {
 	v.prevTo, v.prevSession, v.prevSince = wire.NoMaster, 0, 0
 	if v.voteFor != wire.NoMaster && v.lastHB == 0 {
@@ -378,6 +398,11 @@ func (v *Voter) onRelease(r VoteRelease) {
 		v.promiseTo, v.promiseUntil = wire.NoMaster, 0
 	}
 	if v.voteFor == r.From && v.session == r.Session {
+		if r.Next != wire.NoMaster && r.Next != r.From {
+			v.leaderGone(changelog.WhyHandover)
+		} else {
+			v.leaderGone(changelog.WhyReleased)
+		}
 		v.endSession()
 		if r.Next != wire.NoMaster && r.Next != r.From {
 			v.nominateNext = r.Next
@@ -453,6 +478,9 @@ func (v *Voter) onHeartbeat(h Heartbeat) {
 	if h.Role == Leader || h.Role == Elect {
 		v.leaderless = false
 	}
+	if h.Role == Leader {
+		v.gone, v.goneWhy = wire.NoMaster, ""
+	}
 	v.send(h.From, v.ack(h, grant))
 }
 
@@ -522,6 +550,7 @@ func (v *Voter) decide() {
 			// while it gathers them.
 			v.silent(v.voteFor)
 		}
+		v.leaderGone(changelog.WhyLeaseLapsed)
 		v.endSession()
 	}
 	leader, elect := v.seen()
@@ -601,5 +630,9 @@ func (v *Voter) openSession(m wire.MasterID, nominate bool) {
 	v.sessionSeq++
 	v.session = v.hard.Boot<<32 | v.sessionSeq
 	v.voteFor, v.voteSince, v.lastHB, v.granted, v.voteRole, v.nominated = m, v.now, 0, 0, 0, nominate
-	v.send(m, VoteHello{CS: v.cfg.ID, Addr: v.cfg.Addr, Port: v.cfg.Port, VoterOnly: v.cfg.VoterOnly, Session: v.session, Nominate: nominate, MaxEpoch: v.hard.MaxEpoch})
+	hello := VoteHello{CS: v.cfg.ID, Addr: v.cfg.Addr, Port: v.cfg.Port, VoterOnly: v.cfg.VoterOnly, Session: v.session, Nominate: nominate, MaxEpoch: v.hard.MaxEpoch}
+	if nominate {
+		hello.Deposed, hello.Why = v.gone, v.goneWhy
+	}
+	v.send(m, hello)
 }

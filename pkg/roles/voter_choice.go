@@ -3,6 +3,7 @@ package roles
 import (
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
@@ -51,6 +52,7 @@ func (v *Voter) onProbeReply(r ProbeReply) {
 		v.promiseTo, v.promiseUntil = wire.NoMaster, 0
 	}
 	if v.voteFor == r.From && !r.Role.TakesVotes() && v.lastHB != 0 && r.Incarnation > v.promiseInc {
+		v.leaderGone(changelog.WhyRestarted)
 		v.endSession()
 	}
 }
@@ -78,7 +80,10 @@ func (v *Voter) onRefused(e Refused) {
 		v.promiseTo, v.promiseUntil = wire.NoMaster, 0
 	}
 	if v.voteFor == e.Master {
+		v.leaderGone(changelog.WhyRefused)
 		v.endSession()
+	} else if v.gone == e.Master && v.goneWhy == changelog.WhyClosed {
+		v.goneWhy = changelog.WhyRefused // its host closed, now refuses: the process is gone
 	}
 }
 

@@ -15,8 +15,11 @@ import (
 // another one is refused with a message naming both. 2: masters prove
 // AUTH_CODE to each other on 9419, every proof is keyed by the slow KDF of
 // its secret, and an admin command names its target master (a node of
-// version 1 could not take part anyway).
-const ProtocolVersion = 2
+// version 1 could not take part anyway). 3: the changelog carries the
+// election history (a new entry kind a version-2 master would refuse to
+// follow), nominations say why the last LEADER went, and a status can be
+// asked for more of the history.
+const ProtocolVersion = 3
 
 // Kind says what sort of node opened a connection.
 type Kind uint8
