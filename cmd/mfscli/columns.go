@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/clusterview"
+	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
 // column is one column of a listing over rows of type T: its cell on a
@@ -388,4 +389,67 @@ func carriedText(r clusterview.LocRow) string {
 		return "-"
 	}
 	return yesNo(r.Carried)
+}
+
+// historyCols are -SLH's columns. The deposed master and why it went are
+// "-" except in a new LEADER's record; time is "-" when the master's clock
+// was not known yet.
+func historyCols(zone *time.Location) []column[clusterview.HistoryRow] {
+	return []column[clusterview.HistoryRow]{
+		{head: "time", cell: func(r clusterview.HistoryRow) cell { return cell{text: recordTime(r.TimeMs, zone)} },
+			raw: func(r clusterview.HistoryRow) string { return strconv.FormatInt(r.TimeMs, 10) },
+			cmp: func(a, b clusterview.HistoryRow) int { return cmp.Compare(a.TimeMs, b.TimeMs) }},
+		masterIDCol("master", func(r clusterview.HistoryRow) (netip.Addr, wire.MasterID) { return r.IP, r.MasterID }),
+		{head: "change", cell: func(r clusterview.HistoryRow) cell {
+			return joined(cell{text: r.From, tone: r.FromTone}, cell{text: " -> "}, cell{text: r.To, tone: r.ToTone})
+		}, raw: changeText, cmp: func(a, b clusterview.HistoryRow) int { return strings.Compare(changeText(a), changeText(b)) }},
+		numCol("epoch", func(r clusterview.HistoryRow) uint64 { return r.Epoch }),
+		textCol("reason", func(r clusterview.HistoryRow) string { return strings.TrimSpace(r.Reason + " " + r.Section) }),
+		textCol("votes", votesText),
+		masterIDCol("deposed", func(r clusterview.HistoryRow) (netip.Addr, wire.MasterID) { return r.Deposed, r.DeposedID }),
+		textCol("why", func(r clusterview.HistoryRow) string { return r.Why }),
+	}
+}
+
+// recordTime is a record's time as the listings show times: local, to
+// the millisecond (a master's role changes come fractions of a second
+// apart); "-" when not known.
+func recordTime(ms int64, zone *time.Location) string {
+	if ms == 0 {
+		return "-"
+	}
+	return time.UnixMilli(ms).In(zone).Format("2006-01-02 15:04:05.000")
+}
+
+func changeText(r clusterview.HistoryRow) string { return r.From + " -> " + r.To }
+
+// votesText is a record's tally: "dc1 2/2 dc2 1/2" (votes/voters per
+// location).
+func votesText(r clusterview.HistoryRow) string {
+	s := make([]string, len(r.Votes))
+	for i, v := range r.Votes {
+		s[i] = fmt.Sprintf("%s %d/%d", v.Location, v.Votes, v.Voters)
+	}
+	return strings.Join(s, " ")
+}
+
+// masterIDCol is a master named by a record: its address, or its id when
+// the answering master did not know its address ("-": none).
+func masterIDCol[T any](head string, get func(T) (netip.Addr, wire.MasterID)) column[T] {
+	text := func(r T) string {
+		a, id := get(r)
+		switch {
+		case a.IsValid():
+			return a.String()
+		case id != wire.NoMaster:
+			return fmt.Sprintf("id %d", id)
+		}
+		return "-"
+	}
+	return column[T]{head: head, cell: func(r T) cell { return cell{text: text(r)} }, raw: text,
+		cmp: func(a, b T) int {
+			aa, ai := get(a)
+			ba, bi := get(b)
+			return cmp.Or(aa.Compare(ba), cmp.Compare(ai, bi))
+		}}
 }

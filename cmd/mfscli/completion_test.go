@@ -23,7 +23,7 @@ func TestCompletion(t *testing.T) {
 				t.Errorf("%s: %q missing", shell, w.word)
 			}
 		}
-		for _, want := range []string{"-SIM", "-CRC/ip/port", "-CLS", "--completion", "cas"} {
+		for _, want := range []string{"-SIM", "-SLH", "-CRC/ip/port", "-CLS", "--completion", "cas"} {
 			if !strings.Contains(script, want) {
 				t.Errorf("%s: %q missing", shell, want)
 			}
@@ -48,6 +48,7 @@ func TestCompletion(t *testing.T) {
 		}
 		for _, c := range []struct{ words, want string }{
 			{`mfscli -SC`, "-SCS"},
+			{`mfscli -SL`, "-SLQ -SLH"},
 			{`mfscli -CMA`, "-CMAP/"},
 			{`mfscli -H ''`, ""},
 			{`mfscli de`, "delete"},

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"reflect"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/clusterview"
+	"github.com/mfs-election/mfs-election/internal/clusterview/fixture"
 	"github.com/mfs-election/mfs-election/pkg/client"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
@@ -42,21 +44,7 @@ func TestResolve(t *testing.T) {
 // TestUnreachableOrBusy: real loopback sockets. A closed port is
 // UNREACHABLE; a listener that accepts and never answers is BUSY.
 func TestUnreachableOrBusy(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close() // held open, silent
-		}
-	}()
-	busy := netip.MustParseAddrPort(ln.Addr().String())
+	busy := fixture.Listen(t, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) }) // held open, silent
 	closed, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -207,6 +195,8 @@ func TestCheckSort(t *testing.T) {
 		{options{show: show(listMasters, listLocations), sortCol: 12}, `-o 12: the "Locations and quorum" table (-SLQ) has 9 columns`},
 		{options{show: show(listSummary), sortCol: 1}, "-SIG is a list of values"},
 		{options{show: show(listSummary, listChunkservers), sortCol: 2}, ""},
+		{options{show: show(listHistory), sortCol: 8}, ""},
+		{options{show: show(listHistory), sortCol: 9}, `-o 9: the "Election history" table (-SLH) has 8 columns`},
 		{options{show: show(listMasters), sortCol: -1}, "columns are counted from 1"},
 	}
 	for _, c := range cases {
@@ -229,6 +219,7 @@ func TestFlagCombinations(t *testing.T) {
 		{[]string{"-CLS", "-SIM"}, "-CLS is an admin command: it cannot be combined with -SIM"},
 		{[]string{"-CRC/127.0.3.1/9422", "-j"}, "cannot be combined with -j"},
 		{[]string{"-SIM", "get", "k"}, "the namespace commands take no listing flags (-SIM)"},
+		{[]string{"-SLH", "-CLS"}, "-CLS is an admin command: it cannot be combined with -SLH"},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
 	}
 	for _, c := range cases {

@@ -3,10 +3,12 @@ package main
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/clusterview"
 	"github.com/mfs-election/mfs-election/internal/clusterview/fixture"
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/client"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
@@ -33,6 +35,11 @@ var (
 	tally      = fixture.Tally
 	master     = fixture.Master
 	follower   = fixture.Follower
+	change     = fixture.Change
+	votes      = fixture.Votes
+	won        = fixture.Won
+	elected    = fixture.Elected
+	everyVote  = fixture.EveryVote
 )
 
 const (
@@ -51,7 +58,29 @@ func healthy() []clusterview.Answer {
 	f1 := follower("127.0.0.12", 7, 1532, 120*time.Millisecond)
 	f2 := follower("127.0.0.13", 7, 1531, -40*time.Millisecond)
 	f2.Behind = 1
-	return []clusterview.Answer{{Addr: at("127.0.0.12"), St: f1}, {Addr: at("127.0.0.11"), St: l}, {Addr: at("127.0.0.13"), St: f2}}
+	return recorded([]clusterview.Answer{{Addr: at("127.0.0.12"), St: f1}, {Addr: at("127.0.0.11"), St: l}, {Addr: at("127.0.0.13"), St: f2}},
+		healthyHistory()...)
+}
+
+// healthyHistory: 127.0.0.12 was elected when the cluster started; 200 s
+// ago it froze, its lease lapsed and 127.0.0.11 was elected; 127.0.0.12
+// woke up, saw its quorum gone and stepped down.
+func healthyHistory() []protocol.RoleChangeStatus {
+	return slices.Concat(
+		elected(-2*time.Hour, "127.0.0.12", 6, "", changelog.WhyNoLeader, everyVote()...),
+		elected(-200*time.Second, "127.0.0.11", 7, "127.0.0.12", changelog.WhyLeaseLapsed, votes("dc1", 2, 2), votes("dc2", 2, 2), votes("dc3", 1, 2)),
+		[]protocol.RoleChangeStatus{change(-199400*time.Millisecond, "127.0.0.12", roles.Leader, roles.Follower, 6, roles.ReasonQuorumLost, "§3.8",
+			votes("dc1", 0, 2), votes("dc2", 0, 2), votes("dc3", 0, 2))})
+}
+
+// recorded gives every answering master the election history rs.
+func recorded(as []clusterview.Answer, rs ...protocol.RoleChangeStatus) []clusterview.Answer {
+	for i := range as {
+		if as[i].Err == nil {
+			fixture.WithHistory(&as[i].St, rs...)
+		}
+	}
+	return as
 }
 
 // election: the LEADER 127.0.0.11 is gone (UNREACHABLE); 127.0.0.12 is
@@ -69,12 +98,14 @@ func election() []clusterview.Answer {
 	f.Sync, f.Delay, f.WallUnixMs, f.Connected, f.Registered = roles.Desync, 7500*time.Millisecond, ms(1500*time.Millisecond), 5, 6
 	f.Chunkservers = registryOf(ids(1, 2, 3, 5, 6), none)
 	f.SnapshotVersion, f.ChangelogEntries, f.LeaderChangeUnixMs = 1000, 538, ms(-11*time.Second)
-	return []clusterview.Answer{
+	as := recorded([]clusterview.Answer{
 		{Addr: at("127.0.0.11"), Err: fmt.Errorf("%w: dial tcp 127.0.0.11:9421: connect: connection refused", client.ErrUnreachable)},
 		{Addr: at("127.0.0.12"), St: e},
 		{Addr: at("127.0.0.13"), Err: fmt.Errorf("%w: read tcp 127.0.0.1:40122->127.0.0.13:9421: i/o timeout", client.ErrBusy)},
 		{Addr: at("127.0.0.14"), St: f},
-	}
+	}, elected(-5*time.Hour, "127.0.0.11", 7, "", changelog.WhyNoLeader, everyVote()...)...)
+	as[1].St.HistoryWaiting = 1 // its FOLLOWER -> ELECT: no LEADER has written it yet
+	return as
 }
 
 // cutOff: dc3 is cut off from every master; the LEADER holds quorum with
@@ -95,7 +126,10 @@ func cutOff() []clusterview.Answer {
 	f2.Sync, f2.Behind, f2.Delay = roles.Delayed, 40, 1800*time.Millisecond
 	f2.Chunkservers, f2.Connected, f2.LeaderChangeUnixMs = registryOf(up, none), 4, ms(-26*time.Hour)
 	f2.SnapshotVersion, f2.ChangelogEntries = 2000, 170
-	return []clusterview.Answer{{Addr: at("127.0.0.11"), St: l}, {Addr: at("127.0.0.12"), St: f1}, {Addr: at("127.0.0.13"), St: f2}}
+	// 127.0.0.12 led from the start until its process died 26 h ago.
+	return recorded([]clusterview.Answer{{Addr: at("127.0.0.11"), St: l}, {Addr: at("127.0.0.12"), St: f1}, {Addr: at("127.0.0.13"), St: f2}},
+		slices.Concat(elected(-50*time.Hour, "127.0.0.12", 8, "", changelog.WhyNoLeader, everyVote()...),
+			elected(-26*time.Hour, "127.0.0.11", 9, "127.0.0.12", changelog.WhyRefused, everyVote()...))...)
 }
 
 // inFlight: 127.0.1.3 has just registered in dc1; config 4 (seven
@@ -120,7 +154,10 @@ func inFlight() []clusterview.Answer {
 	i := master("127.0.0.13", roles.Follower, 0, 0)
 	i.Sync, i.Commit, i.ConfigVersion, i.InForce, i.Locations, i.Behind = roles.Init, 0, 0, 0, nil, 1601
 	i.ClusterID, i.WallUnixMs, i.RSS, i.CPU = "", ms(-300*time.Millisecond), 22<<20, 38.5
-	return []clusterview.Answer{{Addr: at("127.0.0.11"), St: l}, {Addr: at("127.0.0.12"), St: f}, {Addr: at("127.0.0.13"), St: i}}
+	// 127.0.0.11 founded the cluster: no voter had anybody to nominate.
+	as := recorded([]clusterview.Answer{{Addr: at("127.0.0.11"), St: l}, {Addr: at("127.0.0.12"), St: f}},
+		elected(-2*time.Hour-5*time.Minute, "127.0.0.11", 7, "", changelog.WhySelfNominated, everyVote()...)...)
+	return append(as, clusterview.Answer{Addr: at("127.0.0.13"), St: i})
 }
 
 // scenarios are the golden tests' clusters, by file name.
@@ -141,15 +178,20 @@ var scenarios = []struct {
 }
 
 // keep: mfsmaster.cfg with KEEP_LEADERSHIP = 1 was copied to every master.
-// An admin moved leadership from 127.0.0.11 to 127.0.0.12 (-CLU): .11 has
-// yielded and .12 leads, placed by the admin; .13 keeps, and is the one
-// that would take the role back from any LEADER not placed by an admin.
+// An admin moved leadership from 127.0.0.11 to 127.0.0.12 (-CLU) a minute
+// ago: .11 has yielded and .12 leads in epoch 8, placed by the admin; .13
+// keeps, and is the one that would take the role back from any LEADER not
+// placed by an admin.
 func keep() []clusterview.Answer {
-	as := healthy()
+	as := recorded(healthy(), append(healthyHistory(),
+		change(-60*time.Second, "127.0.0.12", roles.Follower, roles.Usurper, 7, roles.ReasonAdminUsurper, "§3.11"),
+		change(-59*time.Second, "127.0.0.11", roles.Leader, roles.Follower, 7, roles.ReasonHandover, "§3.10", everyVote()...),
+		change(-58900*time.Millisecond, "127.0.0.12", roles.Usurper, roles.Elect, 8, roles.ReasonNominated, "§3.3"),
+		won(-58600*time.Millisecond, "127.0.0.12", 8, "127.0.0.11", changelog.WhyAdmin, everyVote()...))...)
 	every := []netip.Addr{addr("127.0.0.11"), addr("127.0.0.12"), addr("127.0.0.13")}
 	for i := range as {
 		st := &as[i].St
-		st.Keep, st.KeepMasters, st.Leader = true, every, addr("127.0.0.12")
+		st.Keep, st.KeepMasters, st.Leader, st.Epoch = true, every, addr("127.0.0.12"), 8
 		switch as[i].Addr.Addr() {
 		case addr("127.0.0.11"):
 			st.Role, st.Yielded, st.HoldsQuorum = roles.Follower, true, false

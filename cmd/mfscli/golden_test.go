@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,12 +13,13 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/clusterview"
+	"github.com/mfs-election/mfs-election/pkg/roles"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 
 // every listing, in the order they print.
-var everyListing = map[listing]bool{listMasters: true, listChunkservers: true, listSummary: true, listLocations: true}
+var everyListing = map[listing]bool{listMasters: true, listChunkservers: true, listSummary: true, listLocations: true, listHistory: true}
 
 // render prints a scenario's listings as mfscli does, with the clock,
 // version and time zone frozen.
@@ -75,13 +77,18 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-// TestGoldenSorted: -SCS -o 4 -r (by location, reversed) and -SIM -o 6
-// (by clock offset).
+// TestGoldenSorted: -SCS -o 4 -r (by location, reversed), -SIM -o 6 (by
+// clock offset), -SLH -r (newest first) and -SLH -o 2 (by master, each
+// master's changes in the order they came).
 func TestGoldenSorted(t *testing.T) {
 	o := options{mode: modePlain, show: map[listing]bool{listChunkservers: true}, sortCol: 4, reverse: true}
 	golden(t, "cutoff.scs-o4-r.plain", render(t, cutOff(), o))
 	o = options{mode: modeTable, show: map[listing]bool{listMasters: true}, sortCol: 6}
 	golden(t, "election.sim-o6.table", render(t, election(), o))
+	o = options{mode: modeTable, show: map[listing]bool{listHistory: true}, reverse: true}
+	golden(t, "keep.slh-r.table", render(t, keep(), o))
+	o = options{mode: modePlain, show: map[listing]bool{listHistory: true}, sortCol: 2}
+	golden(t, "keep.slh-o2.plain", render(t, keep(), o))
 }
 
 var escape = regexp.MustCompile("\x1b\\[[0-9;]*m")
@@ -133,6 +140,8 @@ func TestJSONParses(t *testing.T) {
 				Summary      map[string]any   `json:"summary"`
 				Security     map[string]any   `json:"security"`
 				Warnings     []map[string]any `json:"warnings"`
+				History      []map[string]any `json:"election_history"`
+				HistoryInfo  map[string]any   `json:"election_history_info"`
 			} `json:"dataset"`
 			Errors []string `json:"errors"`
 		}
@@ -162,6 +171,19 @@ func TestJSONParses(t *testing.T) {
 		for _, c := range d.Chunkservers {
 			if c["csid"] == nil || c["ip"] == nil || c["port"] == nil || c["connected"] == nil {
 				t.Errorf("%s: chunkserver lacks MooseFS's keys: %v", sc.name, c)
+			}
+		}
+		if d.History == nil || d.HistoryInfo["leader_changes"] == nil || d.HistoryInfo["unrecorded"] == nil {
+			t.Errorf("%s: the election history is missing or null: %+v", sc.name, v)
+		}
+		for _, r := range d.History {
+			for _, k := range []string{"time_ms", "ip", "from", "to", "epoch", "reason", "section", "votes", "deposed_ip", "why"} {
+				if _, ok := r[k]; !ok {
+					t.Errorf("%s: a history record lacks %q: %v", sc.name, k, r)
+				}
+			}
+			if r["votes"] == nil {
+				t.Errorf("%s: a history record's votes are null: %v", sc.name, r)
 			}
 		}
 		if want := len(clusterview.AnswerErrors(sc.answers())); len(v.Errors) != want {
@@ -227,6 +249,33 @@ func TestSecurityAlarm(t *testing.T) {
 			if out := render(t, sc.answers(), m); strings.Contains(out, "ecurity") || strings.Contains(out, "unauthenticated") {
 				t.Errorf("%s: a secured cluster warned:\n%s", sc.name, out)
 			}
+		}
+	}
+}
+
+// TestHistoryEdges: -SLH prints "-" for a record's unknown time, the
+// master's id when its address is not known, and under the table the
+// masters whose role changes are not all in the history, lost ones too.
+func TestHistoryEdges(t *testing.T) {
+	as := election()
+	e := &as[1].St
+	r := change(0, "127.0.0.14", roles.Follower, roles.Elect, 8, roles.ReasonNominated, "§3.1")
+	r.UnixMs, r.Master = 0, netip.Addr{}
+	e.History = append(e.History, r)
+	as[3].St.HistoryLost = 3
+	slh := map[listing]bool{listHistory: true}
+	table := render(t, as, options{mode: modeTable, show: slh})
+	for _, want := range []string{"| -                       | id 2130706446 | FOLLOWER -> ELECT |",
+		"NOTE: not in the history: 1 role change of 127.0.0.12, until a LEADER writes it; 3 role change(s) of 127.0.0.14, lost"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table: %q missing:\n%s", want, table)
+		}
+	}
+	plain := render(t, as, options{mode: modePlain, show: slh})
+	for _, want := range []string{"Election history:\t0\tid 2130706446\tFOLLOWER -> ELECT\t8\t",
+		"Not in the history:\t127.0.0.12\t1\t0\n", "Not in the history:\t127.0.0.14\t0\t3\n"} {
+		if !strings.Contains(plain, want) {
+			t.Errorf("plain: %q missing:\n%s", want, plain)
 		}
 	}
 }

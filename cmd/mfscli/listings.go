@@ -23,6 +23,9 @@ const (
 	titleQuorum       = "Quorum"
 	titleSummary      = "Cluster summary"
 	titleSecurity     = "Security warning"
+	titleHistory      = "Election history"
+	titleCauses       = "LEADER changes by cause"
+	titleUnrecorded   = "Not in the history"
 )
 
 // mode is how listings are printed.
@@ -34,7 +37,7 @@ const (
 	modeJSON              // one object, MooseFS's shape
 )
 
-// listing is one of -SIM, -SCS, -SIG, -SLQ.
+// listing is one of -SIM, -SCS, -SIG, -SLQ, -SLH.
 type listing uint8
 
 const (
@@ -42,12 +45,13 @@ const (
 	listChunkservers
 	listSummary
 	listLocations
+	listHistory
 )
 
 // order is the order listings are printed in, whatever the flags' order.
-var order = []listing{listMasters, listChunkservers, listSummary, listLocations}
+var order = []listing{listMasters, listChunkservers, listSummary, listLocations, listHistory}
 
-var listingFlag = map[listing]string{listMasters: "-SIM", listChunkservers: "-SCS", listSummary: "-SIG", listLocations: "-SLQ"}
+var listingFlag = map[listing]string{listMasters: "-SIM", listChunkservers: "-SCS", listSummary: "-SIG", listLocations: "-SLQ", listHistory: "-SLH"}
 
 // options is what the flags ask of the listings.
 type options struct {
@@ -57,6 +61,13 @@ type options struct {
 	sortCol int // -o, 1-based; 0: default order
 	reverse bool
 	zone    *time.Location // local times are shown in it
+}
+
+// parts is the listings o shows, as the masters are asked for them and
+// -j prints them.
+func (o options) parts() clusterview.Parts {
+	return clusterview.Parts{Masters: o.show[listMasters], Chunkservers: o.show[listChunkservers],
+		Locations: o.show[listLocations], Summary: o.show[listSummary], History: o.show[listHistory]}
 }
 
 // sortable: the listings -o applies to, with their tables' titles and
@@ -69,6 +80,8 @@ func sortable(l listing) (title string, columns int, ok bool) {
 		return titleChunkservers, len(csCols()), true
 	case listLocations:
 		return titleLocations, len(locCols()), true
+	case listHistory:
+		return titleHistory, len(historyCols(time.UTC)), true
 	}
 	return "", 0, false
 }
@@ -96,7 +109,7 @@ func checkSort(o options) error {
 		}
 	}
 	if !applies {
-		return fmt.Errorf("-o sorts the tables of -SIM, -SCS and -SLQ; -SIG is a list of values and has no columns to sort")
+		return fmt.Errorf("-o sorts the tables of -SIM, -SCS, -SLQ and -SLH; -SIG is a list of values and has no columns to sort")
 	}
 	return nil
 }
@@ -111,6 +124,9 @@ func sortDataset(ds *clusterview.Dataset, o options) {
 	}
 	if o.show[listLocations] {
 		sortRows(ds.Locations, locCols(), o.sortCol, o.reverse)
+	}
+	if o.show[listHistory] {
+		sortRows(ds.History, historyCols(o.zone), o.sortCol, o.reverse)
 	}
 }
 
@@ -152,6 +168,9 @@ func writeListings(out io.Writer, ds clusterview.Dataset, errs []string, o optio
 		if l == listMasters {
 			writeWarnings(out, ds.Warnings, clusterview.SIMAlarms, o)
 		}
+		if l == listHistory {
+			writeHistoryInfo(out, ds.HistoryInfo, o)
+		}
 	}
 	return nil
 }
@@ -176,6 +195,12 @@ func tablesOf(l listing, ds clusterview.Dataset, o options, now time.Time) []tab
 		return out
 	case listLocations:
 		return []table{tableOf(titleLocations, locCols(), ds.Locations)}
+	case listHistory:
+		title := titleHistory
+		if h := ds.HistoryInfo; o.mode == modeTable && h.Source.IP.IsValid() {
+			title += fmt.Sprintf(" (held by %s %s: %s)", h.Source.State, h.Source.IP, records(len(ds.History), h.Held))
+		}
+		return []table{tableOf(title, historyCols(o.zone), ds.History)}
 	}
 	return []table{summaryTable(ds.Summary, o, now)}
 }
@@ -332,9 +357,51 @@ func stateNames(m map[string]int) []string {
 }
 
 func writeJSON(out io.Writer, ds clusterview.Dataset, errs []string, o options, now time.Time) error {
-	p := clusterview.Parts{Masters: o.show[listMasters], Chunkservers: o.show[listChunkservers],
-		Locations: o.show[listLocations], Summary: o.show[listSummary]}
 	enc := json.NewEncoder(out)
 	enc.SetIndent("", "  ")
-	return enc.Encode(clusterview.NewDocument(ds, errs, p, cliVersion, now))
+	return enc.Encode(clusterview.NewDocument(ds, errs, o.parts(), cliVersion, now))
+}
+
+// records counts the records listed, and those held when they are more.
+func records(listed, held int) string {
+	switch {
+	case listed < held:
+		return fmt.Sprintf("newest %d of %d records", listed, held)
+	case listed == 0:
+		return "no records"
+	case listed == 1:
+		return "1 record"
+	}
+	return fmt.Sprintf("%d records", listed)
+}
+
+// writeHistoryInfo prints, under the history, the LEADER changes ever
+// recorded by cause and, while any master's role changes are not all in
+// the history, a note naming them. In plain mode: "LEADER changes by
+// cause:<TAB>all<TAB>N" then one line a cause counted, and
+// "Not in the history:<TAB>ip<TAB>waiting<TAB>lost" a master.
+func writeHistoryInfo(out io.Writer, h clusterview.HistoryView, o options) {
+	causes := clusterview.Causes(h.LeaderChanges)
+	if o.mode == modePlain {
+		fmt.Fprintf(out, "%s:\tall\t%d\n", titleCauses, h.LeaderChangesTotal)
+		for _, c := range causes {
+			fmt.Fprintf(out, "%s:\t%s\t%d\n", titleCauses, c, h.LeaderChanges[c])
+		}
+		for _, u := range h.Unrecorded {
+			fmt.Fprintf(out, "%s:\t%s\t%d\t%d\n", titleUnrecorded, u.IP, u.Waiting, u.Lost)
+		}
+		return
+	}
+	line := "none recorded"
+	if len(causes) > 0 {
+		counts := make([]string, len(causes))
+		for i, c := range causes {
+			counts[i] = fmt.Sprintf("%s %d", c, h.LeaderChanges[c])
+		}
+		line = fmt.Sprintf("%s (%d in all)", strings.Join(counts, ", "), h.LeaderChangesTotal)
+	}
+	fmt.Fprintln(out, titleCauses+": "+line)
+	if h.Note != "" {
+		fmt.Fprintln(out, paint(h.Note, clusterview.ToneWarn, o.colour))
+	}
 }

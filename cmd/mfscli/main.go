@@ -1,12 +1,14 @@
 // Command mfscli shows and steers the masters: the MooseFS listings
-// (-SIM masters, -SCS chunkservers, -SIG summary, -SLQ locations and quorum;
-// see listings.go), the admin commands (admin.go) and the namespace
-// commands (kv.go). docs/mfscli.md describes them.
+// (-SIM masters, -SCS chunkservers, -SIG summary, -SLQ locations and
+// quorum, -SLH election history; see listings.go), the admin commands
+// (admin.go) and the namespace commands (kv.go). docs/mfscli.md describes
+// them.
 package main
 
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,7 +36,7 @@ func newApp() *cli.App {
 	return &cli.App{
 		Name:  "mfscli",
 		Usage: "MooseFS-style listings and admin commands",
-		UsageText: "mfscli [-H HOST] [-P PORT] [-SIM] [-SCS] [-SIG] [-SLQ] [-p|-j] [-o N] [-r]\n" +
+		UsageText: "mfscli [-H HOST] [-P PORT] [-SIM] [-SCS] [-SIG] [-SLQ] [-SLH] [-p|-j] [-o N] [-r]\n" +
 			"   mfscli [-H HOST] [-P PORT] -CRC/ip/port | -CLU/ip | -CLC/ip | -CLS | -CMS/ip | ... (docs/mfscli.md)\n" +
 			"   mfscli [-H HOST] [--mfspassword PASS] get KEY | set KEY VALUE | cas KEY VALUE VERSION | delete KEY | list [PREFIX]",
 		Version: release.Version,
@@ -45,6 +47,7 @@ func newApp() *cli.App {
 			&cli.BoolFlag{Name: "SCS", Usage: "list the chunkservers, then the disconnected ones with their removal commands"},
 			&cli.BoolFlag{Name: "SIG", Usage: "cluster summary"},
 			&cli.BoolFlag{Name: "SLQ", Usage: "locations and the quorum verdict"},
+			&cli.BoolFlag{Name: "SLH", Usage: "the election history: every role change of every master, oldest first as in a log (-r: newest first), then the LEADER changes by cause"},
 			&cli.BoolFlag{Name: "p", Usage: "plain lines (title:<TAB>fields), raw numbers; the default when stdout is not a terminal"},
 			&cli.BoolFlag{Name: "j", Usage: "one JSON object"},
 			&cli.IntFlag{Name: "o", Usage: "sort tables by column `N` (counted from 1)"},
@@ -67,7 +70,7 @@ func run(c *cli.Context) error {
 	}
 	if args := c.Args().Slice(); len(args) > 0 {
 		if _, ok := kvUsage[args[0]]; !ok {
-			return cli.Exit(fmt.Sprintf("unknown command %q (get, set, cas, delete, list; or -SIM, -SCS, -SIG, -SLQ, -C...)", args[0]), exitError)
+			return cli.Exit(fmt.Sprintf("unknown command %q (get, set, cas, delete, list; or -SIM, -SCS, -SIG, -SLQ, -SLH, -C...)", args[0]), exitError)
 		}
 		if set := listingFlagsSet(c); len(set) > 0 {
 			return cli.Exit(fmt.Sprintf("%s: the namespace commands take no listing flags (%s)", args[0], strings.Join(set, " ")), exitError)
@@ -78,7 +81,7 @@ func run(c *cli.Context) error {
 		if set := listingFlagsSet(c); len(set) > 0 {
 			return fmt.Errorf("-C%s is an admin command: it cannot be combined with %s", cmd, strings.Join(set, " "))
 		}
-		answers, errs := find(c)
+		answers, errs := find(c, clusterview.Parts{})
 		if !clusterview.ReachedAny(answers) {
 			return noMaster(answers, errs)
 		}
@@ -94,7 +97,7 @@ func run(c *cli.Context) error {
 // listingFlagsSet names the listing flags given on the command line.
 func listingFlagsSet(c *cli.Context) []string {
 	var set []string
-	for _, f := range []string{"SIM", "SCS", "SIG", "SLQ", "p", "j", "o", "r"} {
+	for _, f := range []string{"SIM", "SCS", "SIG", "SLQ", "SLH", "p", "j", "o", "r"} {
 		if c.IsSet(f) {
 			set = append(set, "-"+f)
 		}
@@ -108,7 +111,7 @@ func listingOptions(c *cli.Context) (options, error) {
 	for l, f := range listingFlag {
 		o.show[l] = c.Bool(f[1:])
 	}
-	if !o.show[listMasters] && !o.show[listChunkservers] && !o.show[listSummary] && !o.show[listLocations] {
+	if !slices.ContainsFunc(order, func(l listing) bool { return o.show[l] }) {
 		o.show[listMasters] = true
 	}
 	tty := isTerminal(os.Stdout.Fd())
@@ -125,15 +128,15 @@ func listingOptions(c *cli.Context) (options, error) {
 	return o, checkSort(o)
 }
 
-// find resolves -H and asks every master; errs are the names that did not
-// resolve and the masters that did not answer.
-func find(c *cli.Context) ([]clusterview.Answer, []string) {
+// find resolves -H and asks every master for the listings p; errs are the
+// names that did not resolve and the masters that did not answer.
+func find(c *cli.Context, p clusterview.Parts) ([]clusterview.Answer, []string) {
 	addrs, rerrs := clusterview.Resolve(c.String("H"), uint16(c.Int("P")))
 	var errs []string
 	for _, e := range rerrs {
 		errs = append(errs, e.Error())
 	}
-	answers := clusterview.AskAll(addrs, c.Duration("timeout"))
+	answers := clusterview.AskFor(addrs, p, c.Duration("timeout"))
 	return answers, append(errs, clusterview.AnswerErrors(answers)...)
 }
 
@@ -147,7 +150,7 @@ func noMaster(answers []clusterview.Answer, errs []string) error {
 // listings prints what o asks for. It fails (exit 1) only when no master
 // answered; the listings are printed even then.
 func listings(c *cli.Context, o options) error {
-	answers, errs := find(c)
+	answers, errs := find(c, o.parts())
 	now := clock()
 	ds := clusterview.Build(answers, c.String("H"), now)
 	if err := writeListings(os.Stdout, ds, errs, o, now); err != nil {

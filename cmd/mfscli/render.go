@@ -16,10 +16,33 @@ var colours = map[clusterview.Tone]int{
 	clusterview.ToneGood: 34, clusterview.ToneWarn: 226, clusterview.ToneBad: 196,
 }
 
-// cell is one table cell: its text and what colours it.
+// cell is one table cell: its text and what colours it. A cell of parts
+// (joined) is painted part by part: text is then their concatenation.
 type cell struct {
-	text string
-	tone clusterview.Tone
+	text  string
+	tone  clusterview.Tone
+	parts []cell
+}
+
+// joined is one cell of parts, each in its own colour.
+func joined(parts ...cell) cell {
+	c := cell{parts: parts}
+	for _, p := range parts {
+		c.text += p.text
+	}
+	return c
+}
+
+// painted is the cell's text in its colours.
+func (c cell) painted(colour bool) string {
+	if len(c.parts) == 0 {
+		return paint(c.text, c.tone, colour)
+	}
+	var b strings.Builder
+	for _, p := range c.parts {
+		b.WriteString(paint(p.text, p.tone, colour))
+	}
+	return b.String()
 }
 
 // table is one listing ready to print: cells for a terminal, raw fields
@@ -56,7 +79,7 @@ func pad(c cell, w int, align byte, colour bool) string {
 	case 'c':
 		left = gap / 2
 	}
-	return strings.Repeat(" ", left) + paint(c.text, c.tone, colour) + strings.Repeat(" ", gap-left)
+	return strings.Repeat(" ", left) + c.painted(colour) + strings.Repeat(" ", gap-left)
 }
 
 // widths is each column's visible width; the last grows so the title fits.

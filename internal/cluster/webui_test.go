@@ -44,8 +44,10 @@ func artifacts(t *testing.T) string {
 // against a real cluster: it loads with no console error and shows the
 // LEADER; after kill -9 of that LEADER (the master the page was loaded
 // from) it shows the new LEADER within 2 s of the election, without a
-// reload, by asking the other masters; a location whose chunkservers are
-// all gone is named in the verdict. A screenshot of each state is kept.
+// reload, by asking the other masters, and its election history shows
+// the new LEADER's record naming the killed master as the one it
+// deposed; a location whose chunkservers are all gone is named in the
+// verdict. A screenshot of each state is kept.
 func TestWebPage(t *testing.T) {
 	exe := browser()
 	if exe == "" {
@@ -105,6 +107,11 @@ func TestWebPage(t *testing.T) {
 		}
 		t.Logf("screenshot: %s", p)
 	}
+	noLostValue := func(when string) {
+		if body := text("main"); strings.Contains(body, "null") || strings.Contains(body, "undefined") || strings.Contains(body, "NaN") {
+			t.Errorf("%s, the page shows a value the script lost:\n%s", when, body)
+		}
+	}
 	leaderShown := func(ip string) func() error {
 		return func() error {
 			if s := text("#summary"); !strings.Contains(s, "LEADER "+ip) {
@@ -119,9 +126,7 @@ func TestWebPage(t *testing.T) {
 		t.Fatalf("loading %s: %v", url, err)
 	}
 	eventually(t, 10*time.Second, 100*time.Millisecond, "the page showing the LEADER", leaderShown(c.Masters[lead].Addr.String()))
-	if body := text("main"); strings.Contains(body, "null") || strings.Contains(body, "undefined") || strings.Contains(body, "NaN") {
-		t.Errorf("the page shows a value the script lost:\n%s", body)
-	}
+	noLostValue("loaded")
 	if m := text("#masters"); strings.Count(m, "FOLLOWER") != 2 {
 		t.Errorf("the masters table does not show two FOLLOWERs:\n%s", m)
 	}
@@ -164,6 +169,21 @@ func TestWebPage(t *testing.T) {
 	if s := text("#masters"); !strings.Contains(s, "UNREACHABLE") {
 		t.Errorf("the killed master is not shown UNREACHABLE:\n%s", s)
 	}
+	// The new LEADER writes its record with its first entry; once that is
+	// committed the next poll shows it: a row whose cells (tab-separated
+	// in innerText) are the new LEADER, "... -> LEADER" and, as deposed,
+	// the master killed.
+	killedIP, newIP := c.Masters[lead].Addr.String(), c.Masters[next].Addr.String()
+	eventually(t, 5*time.Second, 100*time.Millisecond, "the page's history showing the new LEADER deposing the killed one", func() error {
+		h := text("#history")
+		for _, row := range strings.Split(h, "\n") {
+			if cells := strings.Split(row, "\t"); len(cells) == 8 && cells[1] == newIP && strings.HasSuffix(cells[2], "-> LEADER") && cells[6] == killedIP {
+				return nil
+			}
+		}
+		return fmt.Errorf("no record of %s becoming LEADER after %s:\n%s", newIP, killedIP, h)
+	})
+	noLostValue("with the new LEADER and its record")
 	shot("2-new-leader.png")
 
 	// A location cut off: both of dc1's chunkservers gone.

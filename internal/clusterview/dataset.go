@@ -33,6 +33,11 @@ type Dataset struct {
 	Security *SecurityView
 	// Warnings are configuration traps (warnings.go).
 	Warnings []LayoutWarning
+	// History is the election history (-SLH), oldest first, and
+	// HistoryInfo whose it is and what the masters report beside it
+	// (history.go).
+	History     []HistoryRow
+	HistoryInfo HistoryView
 }
 
 // SecurityView is what the masters run without: each list names the
@@ -328,6 +333,7 @@ func Build(answers []Answer, host string, now time.Time) Dataset {
 	ds.Summary = summarize(answers, leader, view, ds, now)
 	ds.Security = securityOf(answers)
 	ds.Warnings = alarmsOf(answers, ds)
+	ds.History, ds.HistoryInfo = historyOf(answers, leader)
 	return ds
 }
 

@@ -3,7 +3,7 @@
 // request (AskAll, over their client port, as mfscli asks them), built
 // into one Dataset (Build: masters, chunkservers, refused clones,
 // locations, the quorum verdict, the summary, security and layout
-// warnings) whose JSON is mfscli -j's. mfscli renders it on a terminal;
-// its rows carry the tone (Tone) that colours them there. Build is pure:
-// the same answers give the same dataset.
+// warnings, the election history) whose JSON is mfscli -j's. mfscli
+// renders it on a terminal; its rows carry the tone (Tone) that colours
+// them there. Build is pure: the same answers give the same dataset.
 package clusterview

@@ -6,11 +6,11 @@ import (
 )
 
 // Parts says which listings a Document carries: mfscli's -SIM, -SCS,
-// -SLQ and -SIG.
-type Parts struct{ Masters, Chunkservers, Locations, Summary bool }
+// -SLQ, -SIG and -SLH.
+type Parts struct{ Masters, Chunkservers, Locations, Summary, History bool }
 
 // AllParts is every listing (the masters' /api/v1/status).
-var AllParts = Parts{Masters: true, Chunkservers: true, Locations: true, Summary: true}
+var AllParts = Parts{Masters: true, Chunkservers: true, Locations: true, Summary: true, History: true}
 
 // Document is mfscli -j's object, MooseFS's shape: the listings asked for
 // under "dataset", the problems (names that did not resolve, masters that
@@ -34,8 +34,10 @@ type DocumentData struct {
 	Locations    *[]LocRow       `json:"locations,omitempty"`
 	Quorum       *QuorumView     `json:"quorum,omitempty"`
 	Summary      *Summary        `json:"summary,omitempty"`
-	Security     *SecurityView   `json:"security,omitempty"` // with the masters, while any is unauthenticated
-	Warnings     []LayoutWarning `json:"warnings,omitempty"` // with the masters or the locations
+	Security     *SecurityView   `json:"security,omitempty"`         // with the masters, while any is unauthenticated
+	Warnings     []LayoutWarning `json:"warnings,omitempty"`         // with the masters or the locations
+	History      *[]HistoryRow   `json:"election_history,omitempty"` // oldest first
+	HistoryInfo  *HistoryView    `json:"election_history_info,omitempty"`
 }
 
 // NewDocument puts the parts p of ds into a Document; version is the
@@ -56,6 +58,9 @@ func NewDocument(ds Dataset, errs []string, p Parts, version string, now time.Ti
 	}
 	if p.Summary {
 		d.Dataset.Summary = &ds.Summary
+	}
+	if p.History {
+		d.Dataset.History, d.Dataset.HistoryInfo = &ds.History, &ds.HistoryInfo
 	}
 	if p.Masters || p.Locations {
 		d.Dataset.Warnings = ds.Warnings

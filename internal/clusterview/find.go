@@ -11,6 +11,7 @@ import (
 
 	"github.com/mfs-election/mfs-election/pkg/client"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
+	"github.com/mfs-election/mfs-election/pkg/namespace"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 )
@@ -63,15 +64,30 @@ func Resolve(spec string, port uint16) ([]netip.AddrPort, []error) {
 	return out, errs
 }
 
-// AskAll asks every master at once; each answer waits at most timeout.
+// AskAll asks every master at once for its status with the newest
+// protocol.DefaultHistory records of the election history; each answer
+// waits at most timeout. That is what /api/v1/status asks: every page
+// open polls it once a second and shows the newest 20 records, so the
+// whole history (up to namespace.MaxHistory records, a few hundred KB
+// from each master) would be asked for again every second to be dropped.
 func AskAll(addrs []netip.AddrPort, timeout time.Duration) []Answer {
+	return AskFor(addrs, Parts{}, timeout)
+}
+
+// AskFor is AskAll for the listings p: the whole election history when
+// p has it (mfscli -SLH lists every record).
+func AskFor(addrs []netip.AddrPort, p Parts, timeout time.Duration) []Answer {
+	req := protocol.StatusReq{}
+	if p.History {
+		req.History = namespace.MaxHistory
+	}
 	out := make([]Answer, len(addrs))
 	var wg sync.WaitGroup
 	for i, a := range addrs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st, err := client.Status(a, timeout)
+			st, err := client.StatusWith(a, req, timeout)
 			out[i] = Answer{Addr: a, St: st, Err: err}
 		}()
 	}

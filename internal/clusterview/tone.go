@@ -40,8 +40,22 @@ func ToneOf(a Answer) Tone {
 	return RoleTone(a.St)
 }
 
-func RoleTone(st protocol.StatusResp) Tone {
-	switch st.Role {
+// RoleTone is the colour class of a master's role, as it reports it.
+func RoleTone(st protocol.StatusResp) Tone { return roleTone(st.Role, st.Sync == roles.Synced) }
+
+// RoleNameTone is the colour class of a role named in the election
+// history: FOLLOWER and USURPER as synced (a record has no sync state);
+// a name this version does not know is not coloured.
+func RoleNameTone(name string) Tone {
+	r, ok := roleByName(name)
+	if !ok {
+		return ToneNone
+	}
+	return roleTone(r, true)
+}
+
+func roleTone(r roles.Role, synced bool) Tone {
+	switch r {
 	case roles.Leader:
 		return ToneLeader
 	case roles.Elect:
@@ -49,7 +63,7 @@ func RoleTone(st protocol.StatusResp) Tone {
 	case roles.Deputy:
 		return ToneDeputy
 	case roles.Follower, roles.Usurper:
-		if st.Sync == roles.Synced {
+		if synced {
 			return ToneFollower
 		}
 		return ToneDesync

@@ -1,8 +1,8 @@
 // Package webui is the page a master serves at GET / on its HTTP port
-// (9425): the cluster as mfscli -SIM -SCS -SLQ shows it, in MooseFS's state
-// colours, updated once a second from /api/v1/status without a reload,
-// and still drawn while the master it was loaded from is down (it asks
-// the others). Everything it needs is in the binary (embed): no CDN, no
+// (9425): the cluster as mfscli -SIM -SCS -SLQ shows it, and the newest
+// of the election history (-SLH), in MooseFS's state colours, updated
+// once a second from /api/v1/status without a reload, and still drawn
+// while the master it was loaded from is down (it asks the others). Everything it needs is in the binary (embed): no CDN, no
 // fonts from elsewhere. It is read-only.
 package webui
 

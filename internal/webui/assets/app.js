@@ -156,6 +156,57 @@ function drawLocations(d) {
   replace("locations", ...parts);
 }
 
+// drawHistory: the newest records of the election history, newest first
+// (mfscli -SLH lists them oldest first, as a log; here the top of the page
+// is where the eye is), the LEADER changes by cause, and the masters whose
+// role changes are not in it yet. /api/v1/status carries the newest 20.
+// On a phone each record is one wrapped block: the cells carry their
+// column's name (data-label) for it, and "-" cells are left out there.
+const HISTORY_ROWS = 20;
+const HISTORY_HEAD = ["time", "master", "change", "epoch", "reason", "votes", "deposed", "why"];
+const HISTORY_LABELLED = new Set(["epoch", "votes", "deposed", "why"]); // named on a phone
+function who(ip, id) { return ip || (id ? `id ${id}` : "-"); }
+function votesText(vs) { return (vs || []).map(v => `${v.location} ${v.votes}/${v.voters}`).join(" ") || "-"; }
+function stamp(ms) {
+  return new Date(ms).toLocaleString(undefined, { year: "numeric", month: "2-digit", day: "2-digit",
+    hour: "2-digit", minute: "2-digit", second: "2-digit", fractionalSecondDigits: 3 });
+}
+function historyRow(r) {
+  const cells = [
+    r.time_ms ? stamp(r.time_ms) : "-",
+    who(r.ip, r.master_id),
+    [stateSpan(r.from), " -> ", stateSpan(r.to)],
+    r.epoch,
+    [r.reason, r.section].filter(Boolean).join(" ") || "-",
+    votesText(r.votes),
+    who(r.deposed_ip, r.deposed_id),
+    r.why || "-",
+  ];
+  return el("tr", {}, cells.map((c, i) => {
+    const attrs = { class: (HISTORY_HEAD[i] === "epoch" ? "num" : "") + (c === "-" ? " none" : "") };
+    if (HISTORY_LABELLED.has(HISTORY_HEAD[i])) attrs["data-label"] = HISTORY_HEAD[i];
+    return el("td", attrs, c);
+  }));
+}
+function drawHistory(d) {
+  const h = d.election_history_info || {};
+  const recs = (d.election_history || []).slice(-HISTORY_ROWS).reverse();
+  const rows = recs.map(historyRow);
+  if (rows.length === 0) rows.push(el("tr", {}, el("td", { colspan: "8", class: "muted" }, "no role change recorded")));
+  table("history", HISTORY_HEAD, rows);
+  const held = h.records_held || 0;
+  const count = recs.length < held ? `newest ${recs.length} of ${held} records` : held === 1 ? "1 record" : `${held} records`;
+  const src = h.source && h.source.ip ? [" · held by ", stateSpan(h.source.state), ` ${h.source.ip}`] : [];
+  replace("historysource", `newest first · ${count}`, ...src);
+  const counts = h.leader_changes || {};
+  const causes = Object.keys(counts).filter(k => counts[k] > 0)
+    .sort((a, b) => counts[b] - counts[a] || (a < b ? -1 : a > b ? 1 : 0));
+  replace("historyinfo",
+    el("div", {}, "LEADER changes by cause: ",
+      causes.length ? `${causes.map(k => `${k} ${counts[k]}`).join(", ")} (${h.leader_changes_total || 0} in all)` : "none recorded"),
+    h.note ? el("div", { class: "warning" }, h.note) : null);
+}
+
 function drawClones(d) {
   const cl = d.refused_clones || [];
   document.getElementById("clones").hidden = cl.length === 0;
@@ -171,6 +222,7 @@ function render(doc, from) {
   drawWarnings(d);
   drawMasters(d);
   drawLocations(d);
+  drawHistory(d);
   drawClones(d);
   replace("errors", ...(doc.errors || []).map(e => el("div", {}, e)));
   replace("source", `from ${from} · ${clock(doc.timestamp * 1000)}`);

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"reflect"
 	"strings"
@@ -110,13 +111,16 @@ func TestHelloCheck(t *testing.T) {
 			t.Errorf("%s: got %v, want %v", c.name, err, c.want)
 		}
 	}
-	// Version 1 had no AUTH_CODE challenge on 9419 nor the admin proof's
-	// target: a node of version 1 is refused with both versions named.
-	err := Hello{Proto: 1, Cluster: "abc", Kind: KindChunkserver}.Check("abc", KindChunkserver)
-	if !errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), "peer speaks 1, this node 2") {
-		t.Errorf("a version 1 peer: %v", err)
+	// Version 2 knew no election history (version 1 had no AUTH_CODE
+	// challenge on 9419 nor the admin proof's target): a node of an older
+	// version is refused with both versions named.
+	for _, old := range []uint16{1, 2} {
+		err := Hello{Proto: old, Cluster: "abc", Kind: KindChunkserver}.Check("abc", KindChunkserver)
+		if want := fmt.Sprintf("peer speaks %d, this node 3", old); !errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), want) {
+			t.Errorf("a version %d peer: %v", old, err)
+		}
 	}
-	err = good.Check("xyz", KindChunkserver)
+	err := good.Check("xyz", KindChunkserver)
 	if !strings.Contains(err.Error(), "metadata id abc") || !strings.Contains(err.Error(), "clear its data directory") {
 		t.Errorf("the cluster refusal does not say what to do: %v", err)
 	}
