@@ -42,9 +42,10 @@ func defaults() config {
 	return config{
 		Node: node.ChunkserverOptions{
 			// The id, address, port and masters are the driver's to fill in.
-			Voter:          roles.DefaultVoterConfig(0, netip.Addr{}, nil),
-			ReconnectDelay: 5 * time.Second,
-			TrustRefused:   true,
+			Voter:           roles.DefaultVoterConfig(0, netip.Addr{}, nil),
+			ReconnectDelay:  5 * time.Second,
+			TrustRefused:    true,
+			ResolveInterval: 30 * time.Second, // as the masters' (mfsmaster.cfg)
 		},
 		DataPath:   "/var/lib/mfs",
 		MasterHost: "mfsmaster",
@@ -73,7 +74,11 @@ func keys(c *config) []settings.Key {
 		settings.Field("DATA_PATH", &c.DataPath,
 			"Where the chunkserver keeps its identity and vote record (chunkserver.mfs) and its lock file."),
 		settings.Field("MASTER_HOST", &c.MasterHost,
-			"Every master: a DNS name whose A records are all the masters, or a comma-separated list of addresses with optional :port (the chunkserver port). The same masters as the masters' own MASTER_HOST."),
+			"Every master: a DNS name whose A records are all the masters, or a comma-separated list of addresses with optional :port (the chunkserver port). The same masters as the masters' own MASTER_HOST. Resolved again every MASTER_RESOLVE_INTERVAL and on reload, where a new value takes effect too: masters added or removed are taken in without a restart.").Live(),
+		settings.Ranged("MASTER_RESOLVE_INTERVAL", &c.Node.ResolveInterval, 0, 24*time.Hour,
+			"How often MASTER_HOST is resolved again (also on SIGHUP: mfschunkserver reload). 0: only then. A resolution that fails keeps the masters as they were."),
+		settings.Field("MASTER_HOSTS_FILE", &c.Node.HostsFile,
+			"A hosts(5)-style file (ADDRESS NAME... lines) read at every resolution of MASTER_HOST and consulted before DNS. Empty: DNS and /etc/hosts as the system resolves them."),
 		settings.Ranged("MASTER_PORT", &c.MasterPort, 1, 65535, "The masters' chunkserver port (MooseFS: 9420)."),
 		settings.Field("BIND_HOST", &c.BindHost,
 			"Address the connections to masters leave from. It decides the chunkserver's location and identity. Empty: the address the kernel picks towards the first master, chosen once at start and used for every master (never a pick per connection)."),

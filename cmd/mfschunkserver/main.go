@@ -141,7 +141,7 @@ func foreground(c *cli.Context, cfg config, v settings.Values, lockPath string) 
 			return fmt.Errorf("BIND_HOST %q is not an address", h)
 		}
 	}
-	list, err := masterhost.Resolve(cfg.MasterHost, uint16(cfg.MasterPort))
+	list, err := masterhost.Resolver{HostsFile: cfg.Node.HostsFile}.Resolve(cfg.MasterHost, uint16(cfg.MasterPort))
 	if err != nil {
 		return err
 	}
@@ -175,6 +175,7 @@ func foreground(c *cli.Context, cfg config, v settings.Values, lockPath string) 
 	opt := cfg.Node
 	opt.Voter.Seed = uint64(time.Now().UnixNano())
 	opt.Masters, opt.Bind, opt.Listen, opt.Disks = list, bind, cfg.CSServ.addr(), ds
+	opt.MasterHost, opt.MasterPort = cfg.MasterHost, uint16(cfg.MasterPort)
 	opt.Version, opt.Log, opt.Metrics = release.Version, log, reg
 	httpLn, err := net.Listen("tcp", cfg.HTTP.addr())
 	if err != nil {
@@ -197,13 +198,19 @@ func foreground(c *cli.Context, cfg config, v settings.Values, lockPath string) 
 		return true, fmt.Sprintf("chunkserver %v id %d", id.Addr, id.CS)
 	}, log)
 	defer srv.Close()
-	return service.Serve(n, spec, c, log, v, applyLive, 5*time.Second)
+	return service.Serve(n, spec, c, log, v, func(next config) error { return applyLive(n, next) }, 5*time.Second)
 }
 
 // applyLive puts the keys spec marks Live in force from a reloaded config
-// (service.ReloadConfig): LOG_LEVEL.
-func applyLive(next config) error {
-	return obs.SetLevel(next.LogLevel)
+// (service.ReloadConfig): LOG_LEVEL, then MASTER_HOST (resolved in the
+// background: a name that does not resolve keeps the masters as they
+// were, logged).
+func applyLive(n interface{ SetMasterHost(string) }, next config) error {
+	if err := obs.SetLevel(next.LogLevel); err != nil {
+		return err
+	}
+	n.SetMasterHost(next.MasterHost)
+	return nil
 }
 
 // warnSecretFlags warns about each secret given as a flag: every local

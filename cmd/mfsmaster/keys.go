@@ -1,6 +1,8 @@
 package main
 
 import (
+	"time"
+
 	"github.com/mfs-election/mfs-election/internal/node"
 	"github.com/mfs-election/mfs-election/internal/settings"
 	"github.com/mfs-election/mfs-election/pkg/roles"
@@ -37,16 +39,19 @@ func (l listen) addr() string { return node.ListenAddr(l.Host, l.Port) }
 func defaults() config {
 	return config{
 		Node: node.MasterOptions{
-			Core:        roles.DefaultConfig(0, nil), // ID and Masters come from MASTER_HOST
-			ExportsFile: "/etc/mfs/mfsexports.cfg",
+			Core:            roles.DefaultConfig(0, nil), // ID and Masters come from MASTER_HOST
+			ExportsFile:     "/etc/mfs/mfsexports.cfg",
+			ResolveInterval: 30 * time.Second,
 		},
 		DataPath:   "/var/lib/mfs",
 		MasterHost: "mfsmaster",
-		ML:         listen{"*", 9419},
-		CS:         listen{"*", 9420},
-		CL:         listen{"*", 9421},
-		HTTP:       listen{"*", 9425},
-		LogLevel:   "info",
+		// ResolveInterval: a DNS change reaches every node within half a
+		// minute, for a few lookups a minute per node.
+		ML:       listen{"*", 9419},
+		CS:       listen{"*", 9420},
+		CL:       listen{"*", 9421},
+		HTTP:     listen{"*", 9425},
+		LogLevel: "info",
 	}
 }
 
@@ -66,7 +71,11 @@ func keys(c *config) []settings.Key {
 		settings.Field("DATA_PATH", &c.DataPath,
 			"Where the metadata (metadata.mfs: changelog and state; snapshot.mfs: the newest snapshot), the lock file and the log of a background start live."),
 		settings.Field("MASTER_HOST", &c.MasterHost,
-			"Every master of the cluster: a DNS name whose A records are all the masters, or a comma-separated list of addresses, each with an optional :port (the MATOML port). Identical on every master and chunkserver."),
+			"Every master of the cluster: a DNS name whose A records are all the masters, or a comma-separated list of addresses, each with an optional :port (the MATOML port). Identical on every master and chunkserver. Resolved again every MASTER_RESOLVE_INTERVAL and on reload, where a new value takes effect too: masters are added and removed without a restart (docs/operations.md, \"Add a master\").").Live(),
+		settings.Ranged("MASTER_RESOLVE_INTERVAL", &c.Node.ResolveInterval, 0, 24*time.Hour,
+			"How often MASTER_HOST is resolved again, so that masters added to or removed from the name (or the hosts file) are taken in without a restart; also on SIGHUP (mfsmaster reload) and mfscli -CMR. 0: only then. A resolution that fails keeps the set as it was."),
+		settings.Field("MASTER_HOSTS_FILE", &c.Node.HostsFile,
+			"A hosts(5)-style file (ADDRESS NAME... lines) read at every resolution of MASTER_HOST and consulted before DNS: a way to keep the master list in a file pushed to every host. Empty: DNS and /etc/hosts as the system resolves them."),
 		settings.Field("BIND_HOST", &c.BindHost,
 			"Address this master's outgoing connections leave from. Empty: MATOML_LISTEN_HOST when that is one address, else this master's address in MASTER_HOST."),
 		settings.Field("MATOML_LISTEN_HOST", &c.ML.Host, "Address for other masters to connect to (* = all)."),

@@ -77,7 +77,7 @@ func run(c *cli.Context) error {
 
 // masters resolves MASTER_HOST and finds this master in it.
 func masters(cfg config) ([]masterhost.Master, netip.Addr, error) {
-	list, err := masterhost.Resolve(cfg.MasterHost, uint16(cfg.ML.Port))
+	list, err := masterhost.Resolver{HostsFile: cfg.Node.HostsFile}.Resolve(cfg.MasterHost, uint16(cfg.ML.Port))
 	if err != nil {
 		return nil, netip.Addr{}, err
 	}
@@ -206,6 +206,7 @@ func foreground(c *cli.Context, cfg config, v settings.Values, lockPath string, 
 		opt.Bind = a
 	}
 	opt.ListenML, opt.ListenCS, opt.ListenCL = cfg.ML.addr(), cfg.CS.addr(), cfg.CL.addr()
+	opt.MasterHost, opt.MLPort = cfg.MasterHost, uint16(cfg.ML.Port)
 	opt.Version, opt.Log, opt.Metrics = release.Version, log, reg
 	httpLn, err := net.Listen("tcp", cfg.HTTP.addr())
 	if err != nil {
@@ -224,7 +225,7 @@ func foreground(c *cli.Context, cfg config, v settings.Values, lockPath string, 
 	}
 	// /api/v1/status: the whole cluster as mfscli -j shows it, and its
 	// alarms as mfs_cluster_alarm; the page at / is drawn from it.
-	api := newStatusAPI(list, uint16(cfg.CL.Port), cfg.MasterHost, time.Second)
+	api := newStatusAPI(n.Masters, uint16(cfg.CL.Port), cfg.MasterHost, time.Second)
 	reg.MustRegister(api)
 	page := webui.Handler()
 	// /healthz: 200 only while this master is LEADER holding a quorum at
@@ -239,11 +240,14 @@ func foreground(c *cli.Context, cfg config, v settings.Values, lockPath string, 
 // liveMaster is what a reload changes in a running master.
 type liveMaster interface {
 	SetAdminPassword(pw string) error
+	SetMasterHost(spec string)
 }
 
 // applyLive puts the keys spec marks Live in force from a reloaded config
-// (service.ReloadConfig): LOG_LEVEL and ADMIN_PASSWORD. Both are checked
-// before either changes, so a bad one leaves both as they were. The
+// (service.ReloadConfig): LOG_LEVEL, ADMIN_PASSWORD and MASTER_HOST. The
+// first two are checked before either changes, so a bad one leaves both
+// as they were; MASTER_HOST is resolved in the background (a name that
+// does not resolve keeps the set of masters as it was, logged). The
 // password is swapped atomically in n: each admin command is checked
 // against the old one or the new one.
 func applyLive(n liveMaster, log zerolog.Logger, next config) error {
@@ -263,6 +267,7 @@ func applyLive(n liveMaster, log zerolog.Logger, next config) error {
 	if next.Node.AdminPassword == "" {
 		log.Warn().Msg(noAdminPassword)
 	}
+	n.SetMasterHost(next.MasterHost)
 	return nil
 }
 

@@ -9,20 +9,23 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// fakeMaster records the passwords a reload puts in force.
-type fakeMaster struct{ set []string }
+// fakeMaster records the passwords and MASTER_HOSTs a reload puts in force.
+type fakeMaster struct{ set, hosts []string }
+
+func (f *fakeMaster) SetMasterHost(spec string) { f.hosts = append(f.hosts, spec) }
 
 func (f *fakeMaster) SetAdminPassword(pw string) error {
 	f.set = append(f.set, pw)
 	return nil
 }
 
-// TestApplyLive (issue 12): the keys a reload applies are LOG_LEVEL and
-// ADMIN_PASSWORD (docs/operations.md shows the same), and applyLive puts
-// both in force, or neither when one is bad; an emptied password is
-// warned about.
+// TestApplyLive (issue 12): the keys a reload applies are LOG_LEVEL,
+// ADMIN_PASSWORD and MASTER_HOST (docs/operations.md shows the same), and
+// applyLive puts the first two in force, or neither when one is bad; an
+// emptied password is warned about; MASTER_HOST is handed to the master
+// (which resolves it again) once the others were taken.
 func TestApplyLive(t *testing.T) {
-	if got := spec.Live(); !reflect.DeepEqual(got, []string{"ADMIN_PASSWORD", "LOG_LEVEL"}) {
+	if got := spec.Live(); !reflect.DeepEqual(got, []string{"MASTER_HOST", "ADMIN_PASSWORD", "LOG_LEVEL"}) {
 		t.Fatalf("live keys %v: applyLive must put each in force", got)
 	}
 	defer zerolog.SetGlobalLevel(zerolog.GlobalLevel())
@@ -45,6 +48,9 @@ func TestApplyLive(t *testing.T) {
 	}
 	if strings.Contains(log.String(), "no ADMIN_PASSWORD") {
 		t.Errorf("warned with a password set:\n%s", log.String())
+	}
+	if !reflect.DeepEqual(f.hosts, []string{"mfsmaster"}) {
+		t.Errorf("MASTER_HOST handed over %q, want once, after the good values", f.hosts)
 	}
 	next.LogLevel, next.Node.AdminPassword = "info", ""
 	if err := applyLive(f, zerolog.New(&log), next); err != nil || f.set[len(f.set)-1] != "" || !strings.Contains(log.String(), "no ADMIN_PASSWORD") {

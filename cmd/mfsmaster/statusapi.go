@@ -28,9 +28,10 @@ import (
 // may read it (Access-Control-Allow-Origin: *): a page loaded from one
 // master asks the others when that one is down.
 type statusAPI struct {
-	masters []netip.AddrPort // every master's client port
-	host    string           // MASTER_HOST, for the removal commands
-	timeout time.Duration
+	masters    func() []masterhost.Master // the set of masters now (it changes: MASTER_RESOLVE_INTERVAL)
+	clientPort uint16
+	host       string // MASTER_HOST, for the removal commands
+	timeout    time.Duration
 
 	mu     sync.Mutex
 	at     time.Time
@@ -41,12 +42,8 @@ type statusAPI struct {
 // statusFresh is how long one round of answers is served again.
 const statusFresh = 500 * time.Millisecond
 
-func newStatusAPI(list []masterhost.Master, clientPort uint16, host string, timeout time.Duration) *statusAPI {
-	s := &statusAPI{host: host, timeout: timeout}
-	for _, m := range list {
-		s.masters = append(s.masters, netip.AddrPortFrom(m.Addr.Addr(), clientPort))
-	}
-	return s
+func newStatusAPI(masters func() []masterhost.Master, clientPort uint16, host string, timeout time.Duration) *statusAPI {
+	return &statusAPI{masters: masters, clientPort: clientPort, host: host, timeout: timeout}
 }
 
 func (s *statusAPI) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
@@ -69,7 +66,11 @@ func (s *statusAPI) round() ([]byte, map[string]bool, error) {
 	if s.doc != nil && time.Since(s.at) < statusFresh {
 		return s.doc, s.alarms, nil
 	}
-	answers := clusterview.AskAll(s.masters, s.timeout)
+	var addrs []netip.AddrPort
+	for _, m := range s.masters() {
+		addrs = append(addrs, netip.AddrPortFrom(m.Addr.Addr(), s.clientPort))
+	}
+	answers := clusterview.AskAll(addrs, s.timeout)
 	now := time.Now()
 	ds := clusterview.Build(answers, s.host, now)
 	b, err := json.Marshal(clusterview.NewDocument(ds, clusterview.AnswerErrors(answers), clusterview.AllParts, release.Version, now))

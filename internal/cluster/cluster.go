@@ -137,34 +137,10 @@ func writeCfg(path string, kv map[string]string) error {
 // LEADER), then the chunkservers.
 func Start(s Spec) (*Cluster, error) {
 	c := &Cluster{Spec: s}
-	for i, a := range s.Masters {
-		dir := filepath.Join(s.Dir, fmt.Sprintf("master%d", i+1))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+	for _, a := range s.Masters {
+		if _, err := c.addMaster(a, nil); err != nil {
 			return nil, err
 		}
-		kv := map[string]string{
-			"DATA_PATH": dir, "MASTER_HOST": s.MasterHost(),
-			"MATOML_LISTEN_HOST": a.String(), "MATOCS_LISTEN_HOST": a.String(),
-			"MATOCL_LISTEN_HOST": a.String(), "HTTP_LISTEN_HOST": a.String(),
-		}
-		for k, v := range s.MasterCfg {
-			kv[k] = v
-		}
-		if i < len(s.PerMaster) {
-			for k, v := range s.PerMaster[i] {
-				kv[k] = v
-			}
-		}
-		p := &Proc{Name: fmt.Sprintf("master%d", i+1), Addr: a, Cfg: filepath.Join(dir, "mfsmaster.cfg"),
-			Log: filepath.Join(s.Dir, fmt.Sprintf("master%d.log", i+1)), bin: filepath.Join(s.Bin, "mfsmaster"), netns: s.Netns}
-		if err := writeCfg(p.Cfg, kv); err != nil {
-			return nil, err
-		}
-		p.args = []string{"-c", p.Cfg, "-f"}
-		if i > 0 {
-			p.args = append(p.args, "-e")
-		}
-		c.Masters = append(c.Masters, p)
 	}
 	for _, cs := range s.CS {
 		if _, err := c.addCS(cs, nil); err != nil {
@@ -200,6 +176,51 @@ func Start(s Spec) (*Cluster, error) {
 		}
 	}
 	return c, nil
+}
+
+// AddMaster prepares one more master (not started: Start it) at a, with
+// extra config keys over the spec's: a master added to a running cluster,
+// which starts with -e and syncs from the LEADER.
+func (c *Cluster) AddMaster(a netip.Addr, cfg map[string]string) (*Proc, error) {
+	return c.addMaster(a, cfg)
+}
+
+// addMaster writes master i's config (the first is the founder; the
+// others start with -e) and adds its Proc.
+func (c *Cluster) addMaster(a netip.Addr, cfg map[string]string) (*Proc, error) {
+	s := c.Spec
+	i := len(c.Masters)
+	dir := filepath.Join(s.Dir, fmt.Sprintf("master%d", i+1))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	kv := map[string]string{
+		"DATA_PATH": dir, "MASTER_HOST": s.MasterHost(),
+		"MATOML_LISTEN_HOST": a.String(), "MATOCS_LISTEN_HOST": a.String(),
+		"MATOCL_LISTEN_HOST": a.String(), "HTTP_LISTEN_HOST": a.String(),
+	}
+	for k, v := range s.MasterCfg {
+		kv[k] = v
+	}
+	if i < len(s.PerMaster) {
+		for k, v := range s.PerMaster[i] {
+			kv[k] = v
+		}
+	}
+	for k, v := range cfg {
+		kv[k] = v
+	}
+	p := &Proc{Name: fmt.Sprintf("master%d", i+1), Addr: a, Cfg: filepath.Join(dir, "mfsmaster.cfg"),
+		Log: filepath.Join(s.Dir, fmt.Sprintf("master%d.log", i+1)), bin: filepath.Join(s.Bin, "mfsmaster"), netns: s.Netns}
+	if err := writeCfg(p.Cfg, kv); err != nil {
+		return nil, err
+	}
+	p.args = []string{"-c", p.Cfg, "-f"}
+	if i > 0 {
+		p.args = append(p.args, "-e")
+	}
+	c.Masters = append(c.Masters, p)
+	return p, nil
 }
 
 // AddCS starts one more chunkserver with extra config keys (over the

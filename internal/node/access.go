@@ -45,10 +45,12 @@ func (n *MasterNode) useExports(t *exports.Table, cluster string) {
 	n.exports.Store(&exportsNow{t: t})
 }
 
-// Reload re-reads mfsexports.cfg (SIGHUP: service.Serve calls it). A file
-// that does not parse is not taken: the old list stays in force and the
-// error is logged with the lines that are wrong.
+// Reload re-reads mfsexports.cfg and resolves MASTER_HOST again (SIGHUP:
+// service.Serve calls it). A file that does not parse is not taken: the
+// old list stays in force and the error is logged with the lines that
+// are wrong.
 func (n *MasterNode) Reload() {
+	n.Resolve()
 	t, err := loadExports(n.opt.ExportsFile)
 	if err != nil {
 		n.log.Error().Err(err).Str("file", n.opt.ExportsFile).Msg("reload: mfsexports.cfg not taken; the previous client access list stays in force")

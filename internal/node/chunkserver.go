@@ -8,7 +8,9 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/obs"
@@ -26,9 +28,17 @@ import (
 
 // ChunkserverOptions is what mfschunkserver hands its driver.
 type ChunkserverOptions struct {
-	Masters []masterhost.Master // every master's chunkserver port (9420)
-	Bind    netip.Addr          // BIND_HOST: decides the location; invalid = kernel's choice
-	Listen  string              // CSSERV_LISTEN host:port: with the address, its identity
+	Masters []masterhost.Master // every master's chunkserver port (9420), at the start
+	// MasterHost is MASTER_HOST, resolved again every ResolveInterval (0:
+	// only when asked: Resolve), through HostsFile when set, with
+	// MasterPort where an entry names no port: masters added and removed
+	// while it runs (docs/architecture.md §5.3). Empty: Masters for good.
+	MasterHost      string
+	HostsFile       string
+	ResolveInterval time.Duration
+	MasterPort      uint16
+	Bind            netip.Addr // BIND_HOST: decides the location; invalid = kernel's choice
+	Listen          string     // CSSERV_LISTEN host:port: with the address, its identity
 	// Port, when not 0, is the CSSERV port this chunkserver names as its
 	// identity without listening on it (Listen is then unused): for
 	// internal/cluster/swarm, thousands of voters in one process that serve
@@ -88,10 +98,15 @@ type ChunkserverNode struct {
 	done     chan struct{}
 	err      error
 
-	links  map[wire.MasterID]*csLink
-	addrOf map[wire.MasterID]netip.Addr
-	named  map[wire.MasterID]string // addrOf as the metrics' labels
-	conns  map[string]bool          // observe's, reused
+	links   map[wire.MasterID]*csLink
+	masters []masterhost.Master // the set now (loop only)
+	// resolveNow asks for MASTER_HOST now (Resolve); masterHost is it
+	// (a reload may change it).
+	resolveNow chan struct{}
+	masterHost atomic.Pointer[string]
+	addrOf     map[wire.MasterID]netip.Addr
+	named      map[wire.MasterID]string // addrOf as the metrics' labels
+	conns      map[string]bool          // observe's, reused
 
 	idMu sync.Mutex
 	id   metadata.Identity // zero before registration
@@ -111,7 +126,7 @@ type ChunkserverState struct {
 	Promised   wire.MasterID // the master its standing promise binds it to (NoMaster: none)
 	Crowd      int           // the most chunkservers a master said its registry holds
 	InCrowd    bool          // more than PROBE_VOTERS of them (roles.Voter.InCrowd)
-	Up         []bool        // by ChunkserverOptions.Masters index: the link is connected
+	Up         []bool        // by index in the set of masters now (Masters at the start): the link is connected
 }
 
 type csInput struct {
@@ -121,6 +136,8 @@ type csInput struct {
 	cluster string // the master's cluster id, with reply
 	local   netip.Addr
 	up      bool // the link just came up
+	// masters: MASTER_HOST resolved again (the rest is unset).
+	masters []masterhost.Master
 }
 
 // StartChunkserver listens on the CSSERV port (unless opt.Port names it),
@@ -129,8 +146,9 @@ func StartChunkserver(opt ChunkserverOptions, store ChunkserverStore) (*Chunkser
 	n := &ChunkserverNode{
 		opt: opt, log: opt.Log, store: store, start: time.Now(), clock: newVoterClock(),
 		inbox: make(chan csInput, cmp.Or(opt.Inbox, csInbox)), stopReq: make(chan struct{}), done: make(chan struct{}),
-		links: map[wire.MasterID]*csLink{}, addrOf: map[wire.MasterID]netip.Addr{},
-		named: map[wire.MasterID]string{}, conns: map[string]bool{},
+		links: map[wire.MasterID]*csLink{}, addrOf: map[wire.MasterID]netip.Addr{}, masters: slices.Clone(opt.Masters),
+		resolveNow: make(chan struct{}, 1),
+		named:      map[wire.MasterID]string{}, conns: map[string]bool{},
 		state: ChunkserverState{Up: make([]bool, len(opt.Masters))},
 	}
 	var names []string
@@ -195,8 +213,83 @@ func StartChunkserver(opt ChunkserverOptions, store ChunkserverStore) (*Chunkser
 	for _, m := range opt.Masters {
 		n.links[m.ID] = startCSLink(n, m)
 	}
+	n.masterHost.Store(&opt.MasterHost)
 	go n.loop()
+	if opt.MasterHost != "" {
+		go resolveLoop(n.log, func() string { return *n.masterHost.Load() }, opt.HostsFile, opt.MasterPort, opt.ResolveInterval,
+			n.resolveNow, n.done, func(list []masterhost.Master) bool {
+				select {
+				case n.inbox <- csInput{masters: list}:
+					return true
+				case <-n.done:
+					return false
+				}
+			})
+	}
 	return n, nil
+}
+
+// SetMasterHost puts a new MASTER_HOST in force (a reload) and resolves
+// it now.
+func (n *ChunkserverNode) SetMasterHost(spec string) {
+	n.masterHost.Store(&spec)
+	n.Resolve()
+}
+
+// Reload resolves MASTER_HOST again (SIGHUP: service.Serve calls it).
+func (n *ChunkserverNode) Reload() { n.Resolve() }
+
+// Resolve asks for MASTER_HOST to be resolved again now (SIGHUP); it does
+// not wait.
+func (n *ChunkserverNode) Resolve() {
+	select {
+	case n.resolveNow <- struct{}{}:
+	default:
+	}
+}
+
+// takeMasters puts a resolved list in force (loop only): links to the
+// masters added, none to those gone, the voter told. A master gone may
+// still hold this chunkserver's promise: the voter keeps it until it
+// lapses or is released, whoever it was made to.
+func (n *ChunkserverNode) takeMasters(list []masterhost.Master) error {
+	if slices.Equal(list, n.masters) {
+		return nil
+	}
+	var added, removed []string
+	for _, m := range list {
+		if n.links[m.ID] == nil {
+			added = append(added, m.Addr.String())
+			n.addrOf[m.ID] = m.Addr.Addr()
+			n.named[m.ID] = m.Addr.Addr().String()
+			n.links[m.ID] = startCSLink(n, m)
+		}
+	}
+	var ids []wire.MasterID
+	for _, m := range list {
+		ids = append(ids, m.ID)
+	}
+	n.masters = slices.Clone(list)
+	n.stMu.Lock()
+	n.state.Up = make([]bool, len(list))
+	n.stMu.Unlock()
+	var err error
+	if n.voter != nil {
+		// Told before its links close: a bye to a master gone still leaves.
+		err = n.step(roles.MasterSet{Masters: ids, Member: true})
+		if err == nil {
+			err = n.flush()
+		}
+	}
+	for id, l := range n.links {
+		if !slices.Contains(ids, id) {
+			removed = append(removed, n.addrOf[id].String())
+			l.stop()
+			delete(n.links, id)
+		}
+	}
+	n.log.Info().Strs("added", added).Strs("removed", removed).Int("masters", len(list)).Msg("set of masters changed (MASTER_HOST resolved again)")
+	return err
 }
 
 // Stop ends the chunkserver: a VoteBye to the master it votes for, then
@@ -379,7 +472,7 @@ func (n *ChunkserverNode) startVoter(local netip.Addr, lost bool) error {
 	cfg := n.opt.Voter
 	cfg.ID, cfg.Port, cfg.VoterOnly = id.CS, n.port, len(n.opt.Disks) == 0
 	cfg.Addr = id.Addr.Addr()
-	for _, m := range n.opt.Masters {
+	for _, m := range n.masters {
 		cfg.Masters = append(cfg.Masters, m.ID)
 	}
 	hard, err := n.store.VoterHard()
@@ -419,6 +512,12 @@ func (n *ChunkserverNode) startVoter(local netip.Addr, lost bool) error {
 }
 
 func (n *ChunkserverNode) handle(in csInput) error {
+	if in.masters != nil {
+		return n.takeMasters(in.masters)
+	}
+	if in.from != wire.NoMaster && n.links[in.from] == nil {
+		return nil // from a link stopped since: that master is gone
+	}
 	if in.reply != nil {
 		if n.voter != nil || in.reply.ID == wire.NoCS {
 			return nil
@@ -550,7 +649,7 @@ func (n *ChunkserverNode) observe() {
 	n.stMu.Lock()
 	st := &n.state
 	st.Registered, st.VoteFor, st.Promised = n.voter != nil, wire.NoMaster, wire.NoMaster
-	for i, m := range n.opt.Masters {
+	for i, m := range n.masters {
 		st.Up[i] = n.links[m.ID].up()
 	}
 	if n.voter != nil {

@@ -442,6 +442,8 @@ func refuseReason(err error) string {
 		return "auth"
 	case errors.Is(err, errIdentity):
 		return "identity"
+	case errors.Is(err, errStranger):
+		return "stranger"
 	case errors.Is(err, errAuthRate):
 		return "auth_rate"
 	case errors.Is(err, errLimit):
@@ -459,6 +461,8 @@ func refuseReason(err error) string {
 var (
 	errAuth     = errors.New("peer did not prove AUTH_CODE")
 	errIdentity = errors.New("peer claims an identity its address does not have")
+	errStranger = errors.New("a master this one's MASTER_HOST does not name (told so)")
+	errNotNamed = errors.New("that master's MASTER_HOST does not name this one")
 	errAuthRate = errors.New("too many failed proofs from this address lately")
 	errLimit    = errors.New("too many connections")
 	errClone    = errors.New("chunkserver id already connected from another address: cloned chunkserver or impostor")

@@ -131,7 +131,7 @@ func (n *MasterNode) Health() (ok bool, text string) { return n.health(n.reportN
 
 func (n *MasterNode) health(r roleReport) (ok bool, text string) {
 	leader := "none"
-	if a, ok := n.addrOf[r.Leader]; ok {
+	if a, ok := n.addrKnown(r.Leader); ok {
 		leader = a.String()
 	}
 	text = fmt.Sprintf("%v epoch %d leader %s", r.Role, r.Epoch, leader)
@@ -154,7 +154,7 @@ func (n *MasterNode) fenceStatus(st *protocol.StatusResp, f roles.Fence, t roles
 	if rep == f.Now {
 		return
 	}
-	st.Role, st.Epoch, st.Sync, st.Leader = rep.Role, rep.Epoch, rep.Sync, n.addrOf[rep.Leader]
+	st.Role, st.Epoch, st.Sync, st.Leader = rep.Role, rep.Epoch, rep.Sync, n.addr(rep.Leader)
 	st.Tallies, st.Transition, st.Behind, st.Voters = nil, "", 0, 0
 	for i := range st.Chunkservers {
 		st.Chunkservers[i].Voting = false

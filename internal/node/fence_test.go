@@ -77,7 +77,8 @@ func TestOutwardFenced(t *testing.T) {
 		f := core.Fence()
 		return f.Votes[1].Until
 	}()
-	n := &MasterNode{core: core, addrOf: map[wire.MasterID]netip.Addr{1: netip.MustParseAddr("10.0.0.1"), 2: netip.MustParseAddr("10.0.0.2")}}
+	n := &MasterNode{core: core}
+	n.book.Store(&masterBook{addrOf: map[wire.MasterID]netip.Addr{1: netip.MustParseAddr("10.0.0.1"), 2: netip.MustParseAddr("10.0.0.2")}})
 	n.publishFence()
 	o := n.fenceOut.Load()
 	until := o.fence.Until
@@ -103,7 +104,7 @@ func TestOutwardFenced(t *testing.T) {
 
 	// The status on 9421, built from the core as it stood before the
 	// lapse and judged at the lapse.
-	st := protocol.StatusResp{Role: roles.Leader, Epoch: 1, HoldsQuorum: true, Leader: n.addrOf[1], Voters: 3, Transition: "x",
+	st := protocol.StatusResp{Role: roles.Leader, Epoch: 1, HoldsQuorum: true, Leader: n.addr(1), Voters: 3, Transition: "x",
 		Tallies: []protocol.TallyStatus{{Outcome: "WON"}}, Chunkservers: []protocol.CSStatus{{ID: 1, Voting: true}, {ID: 4}}}
 	n.fenceStatus(&st, o.fence, until-1)
 	if st.Role != roles.Leader || !st.HoldsQuorum {

@@ -68,7 +68,22 @@ func (l *link) run() {
 		default:
 		}
 		c, err := l.connect()
+		if err == nil || errors.Is(err, errNotNamed) {
+			// How it answered decides, with the others, whether this
+			// master is in the set (masterset.go).
+			select {
+			case l.n.inbox <- input{kind: inLink, from: l.to.ID, stranger: err != nil}:
+			case <-l.quit:
+				if c != nil {
+					c.close()
+				}
+				return
+			}
+		}
 		if err != nil {
+			if errors.Is(err, errNotNamed) {
+				backoff = linkMaxBackoff
+			}
 			if errors.Is(err, frame.ErrCluster) || errors.Is(err, frame.ErrProtocol) {
 				l.n.log.Error().Str(obs.FieldPeer, l.to.Addr.String()).Err(err).Msg("master link refused")
 				backoff = linkMaxBackoff
@@ -136,6 +151,9 @@ func (l *link) prove(nc net.Conn, peer frame.Hello) error {
 		return fmt.Errorf("reading the AUTH_CODE challenge: %w", err)
 	}
 	ch := m.(*protocol.AuthChallenge)
+	if ch.NotMember {
+		return errNotNamed
+	}
 	var mac []byte
 	if len(ch.Nonce) > 0 {
 		if len(ch.Nonce) != protocol.AuthNonceLen {

@@ -32,6 +32,13 @@ type MasterOptions struct {
 	Core    roles.Config // Core.ID is Self's id, Core.Masters every master's
 	Self    netip.Addr
 	Masters []masterhost.Master // every master's 9419 address, this one included
+	// MasterHost is MASTER_HOST, resolved again (masterset.go) every
+	// ResolveInterval (0: only when asked), through HostsFile when set,
+	// with MLPort where an entry names no port. Empty: Masters for good.
+	MasterHost      string
+	HostsFile       string
+	ResolveInterval time.Duration
+	MLPort          uint16
 	// Listen addresses ("host:port"; port 0 picks one, for tests).
 	ListenML, ListenCS, ListenCL string
 	Bind                         netip.Addr // outgoing connections leave from here (invalid: kernel's choice)
@@ -75,19 +82,28 @@ type MasterNode struct {
 	done     chan struct{}
 	err      error
 
-	addrOf  map[wire.MasterID]netip.Addr
-	foreign map[wire.MasterID]bool  // masters of another cluster, reported once
-	links   map[wire.MasterID]*link // outgoing, to every other master
-	cs      map[wire.CSID]*conn     // the current connection of each chunkserver
-	csInfo  map[wire.CSID]protocol.CSInfo
-	peersIn map[*conn]bool               // incoming master connections
-	clConns map[*conn]bool               // every open client/mfscli connection
-	clients map[changelog.ClientID]*conn // where each client session's replies go
-	nextCl  uint64
-	admins  map[uint64]adminWait
-	nextAdm uint64
-	hbSent  map[hbKey]time.Time // for the round-trip metric; pruned (pruneHBSent)
-	hbPrune time.Time           // when hbSent was last pruned
+	// book: the set of masters and every master's address (masterset.go),
+	// replaced whole by the loop, read by any goroutine.
+	book       atomic.Pointer[masterBook]
+	masterHost atomic.Pointer[string] // MASTER_HOST now (a reload may change it)
+	// resolveNow asks the resolver for MASTER_HOST now; strangerTo: the
+	// masters whose link refused this one as a stranger (true) or took
+	// it (false); member: this master is in the set (loop only).
+	resolveNow chan struct{}
+	strangerTo map[wire.MasterID]bool
+	member     bool
+	foreign    map[wire.MasterID]bool  // masters of another cluster, reported once
+	links      map[wire.MasterID]*link // outgoing, to every other master
+	cs         map[wire.CSID]*conn     // the current connection of each chunkserver
+	csInfo     map[wire.CSID]protocol.CSInfo
+	peersIn    map[*conn]bool               // incoming master connections
+	clConns    map[*conn]bool               // every open client/mfscli connection
+	clients    map[changelog.ClientID]*conn // where each client session's replies go
+	nextCl     uint64
+	admins     map[uint64]adminWait
+	nextAdm    uint64
+	hbSent     map[hbKey]time.Time // for the round-trip metric; pruned (pruneHBSent)
+	hbPrune    time.Time           // when hbSent was last pruned
 
 	// listsOut: list requests handed to the core and not answered yet;
 	// clHeld: a list request waiting until fewer are (see runGroup).
@@ -195,9 +211,11 @@ const (
 type inKind uint8
 
 const (
-	inMsg    inKind = iota // msg arrived on c
-	inOpen                 // c is established and checked
-	inClosed               // c ended
+	inMsg     inKind = iota // msg arrived on c
+	inOpen                  // c is established and checked
+	inClosed                // c ended
+	inMasters               // MASTER_HOST resolved again (masters)
+	inLink                  // a link to master from was answered (stranger: refused as not in its set)
 )
 
 // input is one thing for the loop: from a connection reader or a link.
@@ -213,6 +231,13 @@ type input struct {
 	// byPeer (inClosed): the peer's side ended the connection (a FIN or a
 	// RST), not this master.
 	byPeer bool
+	// inMasters: the list (and, for mfscli -CMR, the command to answer
+	// and any error resolving); inLink: the master and how it answered.
+	masters  []masterhost.Master
+	asked    *adminWait
+	err      error
+	from     wire.MasterID
+	stranger bool
 }
 
 // adminCheck is what the reader found of an admin command's proof.
@@ -235,7 +260,8 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 	n := &MasterNode{
 		opt: opt, log: opt.Log, store: store, start: time.Now(), clock: newClock(), stages: newStages(),
 		inbox: make(chan input, 4096), clInbox: make(chan input, 1024), stopReq: make(chan struct{}), done: make(chan struct{}),
-		addrOf: map[wire.MasterID]netip.Addr{}, foreign: map[wire.MasterID]bool{}, links: map[wire.MasterID]*link{},
+		foreign: map[wire.MasterID]bool{}, links: map[wire.MasterID]*link{},
+		resolveNow: make(chan struct{}, 1), strangerTo: map[wire.MasterID]bool{}, member: true,
 		cs: map[wire.CSID]*conn{}, csInfo: map[wire.CSID]protocol.CSInfo{}, peersIn: map[*conn]bool{},
 		clConns: map[*conn]bool{}, clients: map[changelog.ClientID]*conn{}, admins: map[uint64]adminWait{}, hbSent: map[hbKey]time.Time{},
 		snapDone: make(chan snapResult, 1), snapRetry: snapRetryMin,
@@ -253,9 +279,8 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 	}
 	n.metrics = obs.NewMasterMetrics(opt.Metrics)
 	obs.RegisterStoreCommits(opt.Metrics, "master", store.Commits)
-	for _, m := range opt.Masters {
-		n.addrOf[m.ID] = m.Addr.Addr()
-	}
+	n.book.Store(newBook(opt.Masters))
+	n.masterHost.Store(&opt.MasterHost)
 	st, err := store.Load()
 	if err != nil {
 		return nil, err
@@ -305,6 +330,7 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 	go n.accept(n.lnML, portML, matomlIn, frame.KindMaster)
 	go n.accept(n.lnCS, portCS, matocsIn, frame.KindChunkserver)
 	go n.accept(n.lnCL, portCL, matoclIn, frame.KindClient, frame.KindAdmin)
+	go n.resolver()
 	n.log.Info().Str(obs.FieldMaster, opt.Self.String()).Uint64("incarnation", core.Hard().Incarnation).
 		Str("cluster", store.ClusterID()).Bool("metadata", core.HasMetadata()).Uint64("snapshot", core.SnapshotAt().Version).
 		Int("changelog_entries", core.Log().Held()).Uint64("version", core.Log().Last().Version).Msg("master started as FOLLOWER")
@@ -900,12 +926,23 @@ func (n *MasterNode) handle(in input) error {
 	if ev, ok := in.ev.(roles.ForeignCluster); ok {
 		if !n.foreign[ev.Master] {
 			n.foreign[ev.Master] = true
-			n.log.Error().Str(obs.FieldPeer, n.addrOf[ev.Master].String()).Msg("a master of MASTER_HOST has another cluster's metadata id: this master will not bootstrap a cluster of its own; if it was wiped by mistake, empty DATA_PATH and start it with -e")
+			n.log.Error().Str(obs.FieldPeer, n.addr(ev.Master).String()).Msg("a master of MASTER_HOST has another cluster's metadata id: this master will not bootstrap a cluster of its own; if it was wiped by mistake, empty DATA_PATH and start it with -e")
 		}
 		n.step(ev)
 		return nil
 	}
 	switch in.kind {
+	case inMasters:
+		if in.err == nil {
+			n.takeMasters(in.masters)
+		}
+		if in.asked != nil {
+			n.answerResolve(*in.asked, in.err)
+		}
+		return nil
+	case inLink:
+		n.linkAnswered(in.from, in.stranger)
+		return nil
 	case inOpen:
 		switch in.port {
 		case portCS:
@@ -1036,7 +1073,7 @@ func (n *MasterNode) fromCS(c *conn, msg wire.Message) error {
 		got, ok := n.core.AssignID(c.remote, m.Port)
 		reply := protocol.RegisterReply{ID: got}
 		if !ok {
-			reply.Leader = n.addrOf[n.core.Leader()]
+			reply.Leader = n.addr(n.core.Leader())
 		} else {
 			// New only when the id is surely no member's (no config: say
 			// nothing, and the chunkserver keeps quiet).
@@ -1161,6 +1198,10 @@ func (n *MasterNode) fromClient(in input) error {
 		if !n.adminAllowed(c, m, in.admin) {
 			return nil
 		}
+		if m.Kind == roles.AdminResolve {
+			n.resolveFor(c, m.ID)
+			return nil
+		}
 		n.nextAdm++
 		id := n.nextAdm
 		n.admins[id] = adminWait{c: c, id: m.ID}
@@ -1238,9 +1279,15 @@ func (n *MasterNode) dropped(nc net.Conn, src netip.Addr, port masterPort, err e
 }
 
 func (n *MasterNode) cut(nc net.Conn, src netip.Addr, port masterPort, err error, what string) {
+	n.cutConn(nc, src, port, err, what, func() { _ = nc.Close() })
+}
+
+// cutConn is cut with a close of the caller's (one that lets a last frame
+// leave first).
+func (n *MasterNode) cutConn(nc interface{ RemoteAddr() net.Addr }, src netip.Addr, port masterPort, err error, what string, close func()) {
 	reason := refuseReason(err)
 	n.metrics.ConnRefused(port.String(), reason) // before the peer can see the close
-	_ = nc.Close()
+	close()
 	if ok, missed := n.refusals.allow(port.String()+"|"+reason+"|"+src.String(), time.Now()); ok {
 		n.log.Warn().Str(obs.FieldPeer, nc.RemoteAddr().String()).Str("port", port.String()).Str(obs.FieldReason, reason).
 			Int("not_logged", missed).Err(err).Msg(what)
@@ -1313,9 +1360,18 @@ func (n *MasterNode) serveConn(nc net.Conn, port masterPort, reg *frame.Registry
 	}
 	c := newConn(nc, peer)
 	if port == portML {
-		if a, ok := n.addrOf[wire.MasterID(peer.ID)]; !ok || a != c.remote || masterhost.IDOf(c.remote) != wire.MasterID(peer.ID) {
+		m, member := n.book.Load().member(wire.MasterID(peer.ID))
+		switch {
+		case masterhost.IDOf(c.remote) != wire.MasterID(peer.ID) || (member && m.Addr.Addr() != c.remote):
 			c.close()
 			n.refuse(nc, src, port, errIdentity)
+			return
+		case !member:
+			// A master this one's MASTER_HOST does not name (removed, or
+			// added where this master has not resolved it yet): told so,
+			// it stops taking part once every master it reaches says it.
+			c.send(protocol.AuthChallenge{NotMember: true})
+			n.cutConn(c.nc, src, port, errStranger, "connection refused", c.closeAfterFlush)
 			return
 		}
 	}

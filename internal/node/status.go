@@ -24,7 +24,7 @@ func (n *MasterNode) statusWith(req protocol.StatusReq) protocol.StatusResp {
 	cfg := n.core.Registry()
 	st := protocol.StatusResp{
 		Addr: n.opt.Self, Version: n.opt.Version, Role: f.Now.Role, Sync: f.Now.Sync,
-		Epoch: f.Now.Epoch, Leader: n.addrOf[f.Now.Leader],
+		Epoch: f.Now.Epoch, Leader: n.addr(f.Now.Leader),
 		MetaVersion: n.core.Log().Last().Version, Commit: n.core.Hard().Commit.Version,
 		ClusterID: n.store.ClusterID(), WallUnixMs: time.Now().UnixMilli(),
 		Connected: len(n.cs), Behind: n.core.Behind(),
@@ -37,7 +37,7 @@ func (n *MasterNode) statusWith(req protocol.StatusReq) protocol.StatusResp {
 	if ex := n.exports.Load(); ex == nil || ex.t == nil {
 		st.ExportsOpen = true
 	}
-	st.NotEligible = n.notEligible(cfg)
+	st.NotEligible, st.Removed = n.notEligible(cfg), n.core.Removed()
 	if len(st.Clones) == 0 {
 		st.Clones = nil
 	}
@@ -90,8 +90,8 @@ func (n *MasterNode) historyStatus(st *protocol.StatusResp, want int) {
 	st.HistoryTotal = total
 	for _, r := range rs {
 		st.History = append(st.History, protocol.RoleChangeStatus{
-			UnixMs: r.UnixMs, Master: n.addrOf[r.Master], MasterID: r.Master, From: r.From, To: r.To, Epoch: r.Epoch,
-			Reason: r.Reason, Section: r.Section, Votes: r.Votes, Deposed: n.addrOf[r.Deposed], DeposedID: r.Deposed, Why: r.Why,
+			UnixMs: r.UnixMs, Master: n.addr(r.Master), MasterID: r.Master, From: r.From, To: r.To, Epoch: r.Epoch,
+			Reason: r.Reason, Section: r.Section, Votes: r.Votes, Deposed: n.addr(r.Deposed), DeposedID: r.Deposed, Why: r.Why,
 		})
 	}
 	if lc := n.core.LeaderChanges(); len(lc) > 0 {
@@ -113,7 +113,7 @@ func (n *MasterNode) observe() {
 	role, leader := n.core.Role(), n.core.Leader()
 	if leader != n.lastLeader {
 		n.metrics.LeaderChange()
-		n.log.Info().Str("leader", n.addrOf[leader].String()).Str("previous", n.addrOf[n.lastLeader].String()).
+		n.log.Info().Str("leader", n.addr(leader).String()).Str("previous", n.addr(n.lastLeader).String()).
 			Uint64(obs.FieldEpoch, n.core.Epoch()).Msg("leader changed")
 		n.lastLeader = leader
 		n.leaderChangeMs = time.Now().UnixMilli()
@@ -205,12 +205,14 @@ func (n *MasterNode) notEligible(cfg *registry.ClusterConfig) string {
 	switch n.core.Ineligible() {
 	case "":
 		return ""
+	case roles.IneligibleRemoved:
+		return "it is out of the set of masters (MASTER_HOST no longer names it, or every master it reaches refuses it as a stranger): it takes part in nothing until it is named again"
 	case roles.IneligibleNoMetadata:
 		return "it holds no metadata yet (started with -e): it must sync from a LEADER first"
 	case roles.IneligibleFounder:
 		founder := "the founder"
 		if cfg != nil {
-			if a, ok := n.addrOf[cfg.Founder]; ok {
+			if a, ok := n.addrKnown(cfg.Founder); ok {
 				founder = "the founder " + a.String()
 			}
 		}

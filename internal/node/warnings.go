@@ -52,7 +52,7 @@ func (n *MasterNode) warnLayout() {
 func (n *MasterNode) keepMasters() []netip.Addr {
 	var out []netip.Addr
 	for _, id := range n.core.KeepMasters() {
-		if a, ok := n.addrOf[id]; ok {
+		if a, ok := n.addrKnown(id); ok {
 			out = append(out, a)
 		}
 	}

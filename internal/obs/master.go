@@ -18,7 +18,7 @@ var (
 	// heard for too long; slow: a frame not completed in time, or replies
 	// not read; auth_rate: too many failed proofs from the source lately.
 	refuseReasons = []string{"garbage", "oversized", "unknown_type", "cluster", "protocol", "kind", "auth", "identity",
-		"clone", "limit", "idle", "slow", "auth_rate"}
+		"stranger", "clone", "limit", "idle", "slow", "auth_rate"}
 )
 
 // MasterMetrics are the metrics of one mfsmaster.

@@ -37,6 +37,7 @@ const (
 	fTempRemove
 	fAdversary
 	fRestore
+	fMasterSet
 	numFaults
 )
 
@@ -404,6 +405,9 @@ var faultMenu = [numFaults]struct {
 	fRestore: {"restore-master", func(w *world, d draw) fault {
 		return masterRestore{i: w.aimedMaster(d), after: d.dur}
 	}},
+	fMasterSet: {"master-set", func(w *world, d draw) fault {
+		return masterSetChange{i: w.aimedMaster(d), pick: d.pick, dur: d.dur}
+	}},
 }
 
 // fault fires one fault of the menu.
@@ -573,6 +577,61 @@ type wallJump struct {
 func (f wallJump) fire(w *world, _ *adminIDs) {
 	w.masters[f.i].wallJump += f.jump
 	w.tracef("M%d wall clock jumps %+v", f.i+1, time.Duration(f.jump))
+}
+
+// masterSetChange: MASTER_HOST stops naming master i on some of the nodes
+// (a DNS change reaching them one by one; the master itself among them
+// or not), and names it again everywhere after dur (docs/architecture.md
+// §5.3). The set decides no quorum: safety must not move.
+type masterSetChange struct {
+	i, pick int
+	dur     int64
+}
+
+func (f masterSetChange) fire(w *world, _ *adminIDs) {
+	var without []wire.MasterID
+	for j := range w.masters {
+		if j != f.i {
+			without = append(without, wire.MasterID(j+1))
+		}
+	}
+	refs := w.nodeRefs()
+	var told []string
+	for k, r := range refs {
+		if f.pick>>(k%20)&1 == 0 || !w.proc(r).up {
+			continue
+		}
+		w.enqueue(r, roles.MasterSet{Masters: without, Member: true})
+		told = append(told, r.String())
+	}
+	w.tracef("MASTER_HOST without M%d on %s", f.i+1, strings.Join(told, " "))
+	w.at(w.now+f.dur, w.fullMasterSet)
+}
+
+// fullMasterSet names every master again on every node that is up (the
+// end of a masterSetChange, and the heal).
+func (w *world) fullMasterSet() {
+	var all []wire.MasterID
+	for j := range w.masters {
+		all = append(all, wire.MasterID(j+1))
+	}
+	for _, r := range w.nodeRefs() {
+		if w.proc(r).up {
+			w.enqueue(r, roles.MasterSet{Masters: all, Member: true})
+		}
+	}
+}
+
+// nodeRefs is every master, then every chunkserver.
+func (w *world) nodeRefs() []ref {
+	var out []ref
+	for _, m := range w.masters {
+		out = append(out, m.ref)
+	}
+	for _, c := range w.css {
+		out = append(out, c.ref)
+	}
+	return out
 }
 
 // registration starts the first spare chunkserver not started yet.

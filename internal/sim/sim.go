@@ -1061,6 +1061,7 @@ func (w *world) heal() {
 	w.net.cuts = nil
 	w.net.loss, w.net.dup = 0, 0
 	w.chk.healed, w.chk.healAt = true, w.now
+	w.fullMasterSet()
 	for i, m := range w.masters {
 		if !m.up {
 			w.startMaster(i)

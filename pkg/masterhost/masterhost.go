@@ -11,6 +11,7 @@ import (
 	"hash/fnv"
 	"net"
 	"net/netip"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -51,6 +52,26 @@ type Master struct {
 // master, as with MooseFS's `mfsmaster` DNS name. The result is sorted by
 // id; two entries with one address are one master.
 func Resolve(spec string, defaultPort uint16) ([]Master, error) {
+	return Resolver{}.Resolve(spec, defaultPort)
+}
+
+// Resolver resolves MASTER_HOST, again whenever asked: a name may name
+// other masters from one resolution to the next (masters added or removed
+// while everything runs: docs/operations.md, "Add a master").
+type Resolver struct {
+	// HostsFile, when set, is a hosts(5)-style file ("ADDRESS NAME..."
+	// lines, # comments) read at every resolution and consulted before
+	// DNS: a name it lists resolves to every address listed for it there
+	// (MASTER_HOSTS_FILE: a master list pushed as a file, and the tests).
+	HostsFile string
+}
+
+// Resolve is the package's Resolve through r.
+func (r Resolver) Resolve(spec string, defaultPort uint16) ([]Master, error) {
+	hosts, err := readHosts(r.HostsFile)
+	if err != nil {
+		return nil, err
+	}
 	var out []Master
 	seen := map[wire.MasterID]netip.Addr{}
 	for _, item := range strings.Split(spec, ",") {
@@ -66,7 +87,7 @@ func Resolve(spec string, defaultPort uint16) ([]Master, error) {
 			}
 			host, port = h, uint16(n)
 		}
-		addrs, err := lookup(host)
+		addrs, err := lookup(host, hosts)
 		if err != nil {
 			return nil, fmt.Errorf("MASTER_HOST %q: %w", item, err)
 		}
@@ -89,9 +110,41 @@ func Resolve(spec string, defaultPort uint16) ([]Master, error) {
 	return out, nil
 }
 
-func lookup(host string) ([]netip.Addr, error) {
+// readHosts reads a hosts(5)-style file into name -> addresses (nil
+// when path is empty).
+func readHosts(path string) (map[string][]netip.Addr, error) {
+	if path == "" {
+		return nil, nil
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("MASTER_HOSTS_FILE: %w", err)
+	}
+	hosts := map[string][]netip.Addr{}
+	for i, line := range strings.Split(string(raw), "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		a, err := netip.ParseAddr(f[0])
+		if err != nil || len(f) < 2 {
+			return nil, fmt.Errorf("MASTER_HOSTS_FILE %s line %d: want an address and at least one name: %q", path, i+1, strings.TrimSpace(line))
+		}
+		for _, name := range f[1:] {
+			name = strings.ToLower(name)
+			hosts[name] = append(hosts[name], a.Unmap())
+		}
+	}
+	return hosts, nil
+}
+
+func lookup(host string, hosts map[string][]netip.Addr) ([]netip.Addr, error) {
 	if a, err := netip.ParseAddr(host); err == nil {
 		return []netip.Addr{a.Unmap()}, nil
+	}
+	if as, ok := hosts[strings.ToLower(host)]; ok {
+		return as, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

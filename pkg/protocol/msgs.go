@@ -13,8 +13,13 @@ import (
 // AuthChallenge: a master sends it right after its hello on the chunkserver
 // port (9420) and on the master port (9419); the peer must answer with
 // AuthProof before anything it sends is heard. Without AUTH_CODE the nonce
-// is empty and any proof passes.
-type AuthChallenge struct{ Nonce []byte }
+// is empty and any proof passes. On the master port, NotMember instead
+// tells a master that this one's MASTER_HOST does not name it (it was
+// removed from the set of masters): the connection closes after it.
+type AuthChallenge struct {
+	Nonce     []byte
+	NotMember bool `msgpack:",omitempty"`
+}
 
 // AuthProof proves AUTH_CODE without sending it: ChunkserverProof from a
 // chunkserver, MasterProof from a master (each under its own key, so that
@@ -139,6 +144,10 @@ type StatusResp struct {
 	// NotEligible says why this master may not be ELECT (empty: it may),
 	// in words: what mfscli -SLQ prints when nobody counts votes.
 	NotEligible string `msgpack:",omitempty"`
+	// Removed: this master is out of the set of masters (its MASTER_HOST
+	// no longer names it, or every master it reaches refuses it as a
+	// stranger): it takes part in nothing until it is named again.
+	Removed bool `msgpack:",omitempty"`
 	// History: the newest records of the election history this master
 	// has applied (committed), oldest first; HistoryTotal how many it
 	// holds; LeaderChanges the LEADER changes ever recorded, by cause

@@ -316,7 +316,10 @@ func (m *Master) onVoteHello(h VoteHello) {
 			m.startElect(ReasonNominated, &h)
 		}
 		if !m.role.TakesVotes() {
-			if h.Nominate && !m.Eligible() {
+			switch {
+			case h.Nominate && m.removed:
+				m.ignore("nominated-while-removed")
+			case h.Nominate && !m.Eligible():
 				m.ignore("nominated-without-metadata")
 			}
 			m.send(ToCS(h.CS), Redirect{From: m.cfg.ID, Session: h.Session, Leader: m.Leader()})

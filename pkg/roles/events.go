@@ -61,6 +61,16 @@ type StopRequested struct{}
 // that hears it does not bootstrap.
 type ForeignCluster struct{ Master wire.MasterID }
 
+// MasterSet: MASTER_HOST was resolved again (every
+// MASTER_RESOLVE_INTERVAL, on SIGHUP, on mfscli -CMR) and names another
+// set of masters: Masters is all of them. For a master, Member says it is
+// in the set: in its own list, and not refused as a stranger by every
+// master of it that answered (docs/architecture.md §5.3).
+type MasterSet struct {
+	Masters []wire.MasterID
+	Member  bool
+}
+
 // AdminKind is an operator command a master receives (through mfscli).
 type AdminKind uint8
 
@@ -72,6 +82,10 @@ const (
 	AdminShutdown                           // any master: orderly stop through DUMMY
 	AdminChange                             // at the LEADER: a registry or location change
 	AdminTempRemove                         // at an ELECT or DEPUTY: count without a chunkserver that is down (Change.ID)
+	// AdminResolve (mfscli -CMR): resolve MASTER_HOST again now. The
+	// driver carries it out (it owns the resolver) and steps the result
+	// as MasterSet; the core never sees it.
+	AdminResolve
 )
 
 // Admin is an operator command. ID is echoed in the AdminReply.
@@ -94,6 +108,7 @@ func (LinkUp) event()         {}
 func (StopRequested) event()  {}
 func (ForeignCluster) event() {}
 func (Admin) event()          {}
+func (MasterSet) event()      {}
 func (SnapshotSaved) event()  {}
 func (Probe) event()          {}
 func (ProbeReply) event()     {}

@@ -187,6 +187,8 @@ func (m *Master) Step(now Instant, ev Event) Batch {
 		m.onClientRead(e)
 	case Admin:
 		m.onAdmin(e)
+	case MasterSet:
+		m.onMasterSet(e)
 	case ForeignCluster:
 		if !m.foreign[e.Master] {
 			m.foreign[e.Master] = true

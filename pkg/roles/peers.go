@@ -27,9 +27,16 @@ type peerState struct {
 	// started with -e, and as a founder it would lead a second, empty
 	// cluster on the same master set (docs/architecture.md §6).
 	foreign map[wire.MasterID]bool
+
+	// removed: out of the set of masters (MasterSet, §3.15): it sends no
+	// status, takes no entries, and may not be ELECT.
+	removed bool
 }
 
 func (m *Master) sendStatus() {
+	if m.removed {
+		return
+	}
 	st := PeerStatus{
 		From: m.cfg.ID, Incarnation: m.hard.Incarnation, Role: m.role, Epoch: m.Epoch(), MaxEpoch: m.hard.MaxEpoch,
 		Last: m.log.Last(), Commit: m.hard.Commit, Eligible: m.Eligible(), Sync: m.Sync(),

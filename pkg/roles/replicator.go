@@ -132,6 +132,12 @@ func (m *Master) acceptLeader(from wire.MasterID, epoch uint64) bool {
 }
 
 func (m *Master) onAppend(a Append) {
+	if m.removed {
+		// A LEADER that still counts this master must not count its copy
+		// toward ACK_REPLICAS: it is leaving (§5.3).
+		m.ignore("removed")
+		return
+	}
 	// Well formed before anything else: a malformed Append (entries out of
 	// order, an epoch above its sender's, a config entry without a config)
 	// is dropped whole and changes nothing, whoever sent it.

@@ -134,6 +134,10 @@ func (m *Master) sendSnapshot(id wire.MasterID, p *progress, acked bool) {
 // ---- receiving snapshots -------------------------------------------------------------
 
 func (m *Master) onSnapshotChunk(c SnapshotChunk) {
+	if m.removed {
+		m.ignore("removed") // as for an Append: no copy of a leaving master counts
+		return
+	}
 	if reason := checkChunk(c); reason != "" {
 		m.ignore(reason)
 		return

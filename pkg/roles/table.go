@@ -27,6 +27,7 @@ const (
 	ReasonKeepLeader    = "keep-leadership"
 	ReasonAdminCancel   = "admin-cancel"
 	ReasonShutdown      = "shutdown"
+	ReasonRemoved       = "removed"
 )
 
 // Transitions is the whole table: every role change a master may make.
@@ -57,6 +58,10 @@ var Transitions = []Rule{
 	{"§3.14", Elect, Dummy, ReasonShutdown, true},
 	{"§3.14", Leader, Dummy, ReasonShutdown, true},
 	{"§3.14", Deputy, Dummy, ReasonShutdown, true},
+	{"§3.15", Leader, Follower, ReasonRemoved, true},
+	{"§3.15", Elect, Follower, ReasonRemoved, true},
+	{"§3.15", Deputy, Follower, ReasonRemoved, true},
+	{"§3.15", Usurper, Follower, ReasonRemoved, false},
 }
 
 // FindRule returns the table row for a move, if the move is allowed.

@@ -36,7 +36,7 @@ func (m *Master) HasMetadata() bool { return m.log.Len() > 0 }
 // it). The second part matters only during bootstrap, where an inherited
 // first registration not yet in force can be won by the founder alone.
 func (m *Master) Eligible() bool {
-	if !m.HasMetadata() {
+	if !m.HasMetadata() || m.removed {
 		return false
 	}
 	all := func(c *registry.ClusterConfig) bool {
@@ -62,6 +62,7 @@ const (
 	IneligibleFounder    = "founder-only"    // bootstrap: only the founder can win until a registration is in force
 	IneligibleForeign    = "foreign-cluster" // the founder beside a master of another cluster (ForeignCluster)
 	IneligibleUnwinnable = "unwinnable"      // its registry could not be won even with every vote
+	IneligibleRemoved    = "removed"         // out of the set of masters (MasterSet, §3.15)
 )
 
 // Ineligible says why the master may not be ELECT, "" when it may
@@ -70,6 +71,8 @@ func (m *Master) Ineligible() string {
 	switch {
 	case m.Eligible():
 		return ""
+	case m.removed:
+		return IneligibleRemoved
 	case !m.HasMetadata():
 		return IneligibleNoMetadata
 	}

@@ -336,6 +336,8 @@ func (v *Voter) Step(now Instant, ev Event) Batch {
 		}
 	case Refused:
 		v.onRefused(e)
+	case MasterSet:
+		v.onMasterSet(e)
 	case VoteConnLost:
 		if e.Closed {
 			w := v.view(e.Master)

@@ -1,0 +1,169 @@
+package cluster_test
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mfs-election/mfs-election/internal/cluster"
+	"github.com/mfs-election/mfs-election/pkg/client"
+	"github.com/mfs-election/mfs-election/pkg/roles"
+)
+
+// TestMastersOnline follows docs/operations.md, "Add a master" and
+// "Remove a master", against real processes whose MASTER_HOST is a name
+// resolved through a hosts file (MASTER_HOSTS_FILE), re-read every
+// MASTER_RESOLVE_INTERVAL: the cluster grows from two masters to three
+// with no restart, the new master syncs and can lead once the old LEADER
+// is killed; then a master is taken out of the name and nobody waits on
+// it (the LEADER's changelog, held back for it while it was a member, is
+// trimmed), while it says it is out.
+func TestMastersOnline(t *testing.T) {
+	hosts := filepath.Join(t.TempDir(), "hosts")
+	writeHosts := func(as ...netip.Addr) {
+		var b strings.Builder
+		b.WriteString("# the masters of this test's cluster\n")
+		for _, a := range as {
+			fmt.Fprintf(&b, "%s mfsmaster\n", a)
+		}
+		// Written whole, then renamed: a resolution never reads half a file.
+		tmp := hosts + ".new"
+		if err := os.WriteFile(tmp, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, hosts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var third netip.Addr
+	c, lead := start(t, func(s *cluster.Spec) {
+		third = s.Masters[2]
+		s.Masters = s.Masters[:2]
+		writeHosts(s.Masters...)
+		resolve := map[string]string{"MASTER_HOST": "mfsmaster", "MASTER_HOSTS_FILE": hosts, "MASTER_RESOLVE_INTERVAL": "300ms"}
+		for k, v := range resolve {
+			s.MasterCfg[k] = v
+		}
+		s.CSCfg = resolve
+		// Snapshots often, and a changelog kept for every master however
+		// long: only a member that lags holds the LEADER's trimming back.
+		s.MasterCfg["SNAPSHOT_CHANGES"], s.MasterCfg["CHANGELOG_RETAIN"] = "20", "100000"
+	})
+	if r, err := write(c.Masters[lead].Addr, "before", 3*time.Second); err != nil || !r.OK {
+		t.Fatalf("a write: %+v %v", r, err)
+	}
+
+	// Add a master: name it, then start it with -e.
+	writeHosts(c.Masters[0].Addr, c.Masters[1].Addr, third)
+	p, err := c.AddMaster(third, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 15*time.Second, 100*time.Millisecond, "the new master synced", func() error {
+		sts, errs := c.Statuses(time.Second)
+		if errs[2] != nil {
+			return errs[2]
+		}
+		n := sts[2]
+		if n.Role != roles.Follower || n.Sync != roles.Synced || n.MetaVersion < sts[lead].MetaVersion || n.NotEligible != "" {
+			return fmt.Errorf("it is %v (%v), version %d of %d, %q", n.Role, n.Sync, n.MetaVersion, sts[lead].MetaVersion, n.NotEligible)
+		}
+		return nil
+	})
+
+	// The old LEADER killed: a LEADER again, and the new master can lead.
+	c.Masters[lead].Kill()
+	next, st, err := c.WaitLeader(10*time.Second, 20*time.Millisecond, lead)
+	if err != nil {
+		t.Fatalf("after kill -9 of the LEADER: %v", err)
+	}
+	t.Logf("kill -9 of %s: LEADER %s", c.Masters[lead].Addr, st.Addr)
+	if err := c.Masters[lead].Start(); err != nil {
+		t.Fatal(err)
+	}
+	if next != 2 {
+		all := strings.Join([]string{c.Masters[0].Addr.String(), c.Masters[1].Addr.String(), third.String()}, ",")
+		eventually(t, 10*time.Second, 200*time.Millisecond, "the killed master synced again", func() error {
+			sts, errs := c.Statuses(time.Second)
+			if errs[lead] != nil || sts[lead].Sync != roles.Synced {
+				return fmt.Errorf("%+v %v", sts[lead].Sync, errs[lead])
+			}
+			return nil
+		})
+		if out, err := mfscliAt(t, all, "-CLU/"+third.String()); err != nil {
+			t.Fatalf("-CLU to the new master: %v\n%s", err, out)
+		}
+		if next, _, err = c.WaitLeader(10*time.Second, 50*time.Millisecond, lead, next); err != nil || next != 2 {
+			t.Fatalf("the new master did not become LEADER: %d %v", next, err)
+		}
+	}
+	t.Logf("the new master %s is LEADER", third)
+
+	// Remove a master: stop it (it lags from then on: the LEADER keeps its
+	// changelog for it), then take it out of the name.
+	gone := (next + 1) % 3
+	if gone == 2 {
+		gone = (next + 2) % 3
+	}
+	if err := c.Masters[gone].Signal(sigStop); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 60 {
+		if r, err := write(third, fmt.Sprintf("k%d", i), 3*time.Second); err != nil || !r.OK {
+			t.Fatalf("write %d with %s stopped: %+v %v", i, c.Masters[gone].Addr, r, err)
+		}
+	}
+	held := func() (int, error) {
+		s, err := client.Status(cluster.ClientAddr(third), time.Second)
+		return s.ChangelogEntries, err
+	}
+	if n, err := held(); err != nil || n < 60 {
+		t.Fatalf("the LEADER holds %d changelog entries (%v): the stopped member should hold them back", n, err)
+	}
+	var keep []netip.Addr
+	for i, m := range c.Masters {
+		if i != gone {
+			keep = append(keep, m.Addr)
+		}
+	}
+	writeHosts(keep...)
+	eventually(t, 5*time.Second, 100*time.Millisecond, "the LEADER to trim without the removed master", func() error {
+		// A change or two, for a snapshot past the trim point.
+		if r, err := write(third, "after", 3*time.Second); err != nil || !r.OK {
+			return fmt.Errorf("write: %+v %v", r, err)
+		}
+		if n, err := held(); err != nil || n >= 40 {
+			return fmt.Errorf("it still holds %d entries (%v)", n, err)
+		}
+		return nil
+	})
+	if err := c.Masters[gone].Signal(sigCont); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, 100*time.Millisecond, "the removed master to say it is out", func() error {
+		s, err := client.Status(cluster.ClientAddr(c.Masters[gone].Addr), time.Second)
+		if err != nil {
+			return err
+		}
+		if !s.Removed || s.Role != roles.Follower || !strings.Contains(s.NotEligible, "out of the set of masters") {
+			return fmt.Errorf("it says %v, removed %v, %q", s.Role, s.Removed, s.NotEligible)
+		}
+		return nil
+	})
+	holdsLeader(t, c, 2, time.Second, "a master removed")
+}
+
+// mfscliAt runs mfscli against the masters at hosts.
+func mfscliAt(t *testing.T, hosts string, args ...string) (string, error) {
+	t.Helper()
+	out, err := exec.Command(filepath.Join(bin, "mfscli"), append([]string{"-H", hosts}, args...)...).CombinedOutput()
+	return string(out), err
+}
