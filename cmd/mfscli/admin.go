@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -70,41 +71,22 @@ var adminCommands = []struct{ form, what string }{
 //	MS/ip             shut the master at ip down (through DUMMY)
 func admin(answers []clusterview.Answer, cmd string, port uint16, password string, timeout time.Duration) error {
 	parts := strings.Split(cmd, "/")
-	var leader *clusterview.Answer
-	for i := range answers {
-		if answers[i].Err == nil && answers[i].St.Role == roles.Leader {
-			leader = &answers[i]
-		}
-	}
-	noLeader := fmt.Errorf("Can't perform any operation because there is no leading master")
+	leader := leaderOf(answers)
 	req := protocol.AdminReq{ID: uint64(time.Now().UnixNano())}
 	var to netip.AddrPort
 	what := ""
 	switch parts[0] {
-	case "RC", "M1", "M0":
+	case "RC", "M1", "M0", "MAP", "UNMAP", "REN", "DEF", "ON", "OFF":
 		if leader == nil {
-			return noLeader
+			return errNoLeader
 		}
-		cs, err := registered(leader, cmd, parts)
+		c, w, err := registryChange(leader, cmd, parts)
 		if err != nil {
 			return err
 		}
-		to, what = leader.Addr, fmt.Sprintf("chunkserver %s:%d (id %d): ", cs.Addr, cs.Port, cs.ID)
-		req.Kind, req.Change = roles.AdminChange, registry.Change{Kind: registry.ChangeRemove, ID: uint32(cs.ID)}
-		if parts[0] != "RC" {
-			req.Change = registry.Change{Kind: registry.ChangeMaintenance, ID: uint32(cs.ID), On: parts[0] == "M1"}
-		}
+		to, what, req.Kind, req.Change = leader.Addr, w, roles.AdminChange, c
 	case "TR":
 		return tempRemove(answers, cmd, parts, password, timeout)
-	case "MAP", "UNMAP", "REN", "DEF", "ON", "OFF":
-		if leader == nil {
-			return noLeader
-		}
-		c, err := locationChange(cmd, parts)
-		if err != nil {
-			return err
-		}
-		to, req.Kind, req.Change = leader.Addr, roles.AdminChange, c
 	case "LU", "LC", "MS":
 		if len(parts) != 2 {
 			return fmt.Errorf("-C%s: give the master's address (-C%s/ip)", cmd, parts[0])
@@ -117,15 +99,11 @@ func admin(answers []clusterview.Answer, cmd string, port uint16, password strin
 		req.Kind = map[string]roles.AdminKind{"LU": roles.AdminSetUsurper, "LC": roles.AdminCancelUsurper, "MS": roles.AdminShutdown}[parts[0]]
 	case "LS":
 		if leader == nil {
-			return noLeader
+			return errNoLeader
 		}
 		to, req.Kind = leader.Addr, roles.AdminStepDown
 	default:
-		forms := make([]string, len(adminCommands))
-		for i, a := range adminCommands {
-			forms[i] = a.form
-		}
-		return fmt.Errorf("unknown admin command -C%s (%s)", cmd, strings.Join(forms, ", "))
+		return unknownAdmin(cmd)
 	}
 	r, err := send(to, req, password, timeout)
 	if err != nil {
@@ -136,6 +114,51 @@ func admin(answers []clusterview.Answer, cmd string, port uint16, password strin
 		return fmt.Errorf("refused")
 	}
 	return nil
+}
+
+var errNoLeader = errors.New(clusterview.NoLeader)
+
+// leaderOf is the LEADER among the answers (nil: none answered as one).
+func leaderOf(answers []clusterview.Answer) *clusterview.Answer {
+	var leader *clusterview.Answer
+	for i := range answers {
+		if answers[i].Err == nil && answers[i].St.Role == roles.Leader {
+			leader = &answers[i]
+		}
+	}
+	return leader
+}
+
+func unknownAdmin(cmd string) error {
+	forms := make([]string, len(adminCommands))
+	for i, a := range adminCommands {
+		forms[i] = a.form
+	}
+	return fmt.Errorf("unknown admin command -C%s (%s)", cmd, strings.Join(forms, ", "))
+}
+
+// registryChange is the registry or location change -C<cmd> asks the
+// LEADER for and, for a chunkserver's, which one it is (the start of the
+// reply line). A chunkserver is found in the LEADER's registry: without
+// a LEADER, errNoLeader; a location change needs none to be parsed.
+func registryChange(leader *clusterview.Answer, cmd string, parts []string) (registry.Change, string, error) {
+	switch parts[0] {
+	case "RC", "M1", "M0":
+		if leader == nil {
+			return registry.Change{}, "", errNoLeader
+		}
+		cs, err := registered(leader, cmd, parts)
+		if err != nil {
+			return registry.Change{}, "", err
+		}
+		what := fmt.Sprintf("chunkserver %s:%d (id %d): ", cs.Addr, cs.Port, cs.ID)
+		if parts[0] == "RC" {
+			return registry.Change{Kind: registry.ChangeRemove, ID: uint32(cs.ID)}, what, nil
+		}
+		return registry.Change{Kind: registry.ChangeMaintenance, ID: uint32(cs.ID), On: parts[0] == "M1"}, what, nil
+	}
+	c, err := locationChange(cmd, parts)
+	return c, "", err
 }
 
 // send delivers one admin request. A registry change refused because the
@@ -209,34 +232,12 @@ func locationChange(cmd string, parts []string) (registry.Change, error) {
 // chunkserver of the same location (two masters leaving out two different
 // ones of one location could both win: docs/architecture.md).
 func tempRemove(answers []clusterview.Answer, cmd string, parts []string, password string, timeout time.Duration) error {
-	var view *clusterview.Answer
-	for i := range answers {
-		a := &answers[i]
-		if a.Err != nil {
-			continue
-		}
-		if a.St.Role == roles.Leader {
-			return fmt.Errorf("%s is LEADER: remove a disconnected chunkserver with -CRC/ip/port", a.Addr.Addr())
-		}
-		if view == nil || len(a.St.Chunkservers) > len(view.St.Chunkservers) {
-			view = a
-		}
-	}
-	cs, err := registered(view, cmd, parts)
-	if err != nil {
+	cs, refused, err := tempRemoveCheck(answers, cmd, parts)
+	switch {
+	case err != nil:
 		return err
-	}
-	for _, a := range answers {
-		if a.Err != nil {
-			continue
-		}
-		for _, id := range a.St.TempRemoved {
-			for _, o := range a.St.Chunkservers {
-				if o.ID == id && id != cs.ID && o.Location == cs.Location {
-					return fmt.Errorf("%s already counts without %s:%d of location %s; at most one per location", a.Addr.Addr(), o.Addr, o.Port, o.Location)
-				}
-			}
-		}
+	case refused != "":
+		return errors.New(refused)
 	}
 	sent, failed := 0, 0
 	for _, a := range answers {
@@ -262,4 +263,41 @@ func tempRemove(answers []clusterview.Answer, cmd string, parts []string, passwo
 		return fmt.Errorf("refused by %d of %d", failed, sent)
 	}
 	return nil
+}
+
+// tempRemoveCheck finds the chunkserver -CTR names, and whether mfscli
+// refuses to send it (refused: a LEADER answers, or a master already
+// leaves out another of its location); err is a command that cannot be
+// carried out at all.
+func tempRemoveCheck(answers []clusterview.Answer, cmd string, parts []string) (protocol.CSStatus, string, error) {
+	var view *clusterview.Answer
+	for i := range answers {
+		a := &answers[i]
+		if a.Err != nil {
+			continue
+		}
+		if a.St.Role == roles.Leader {
+			return protocol.CSStatus{}, fmt.Sprintf("%s is LEADER: remove a disconnected chunkserver with -CRC/ip/port", a.Addr.Addr()), nil
+		}
+		if view == nil || len(a.St.Chunkservers) > len(view.St.Chunkservers) {
+			view = a
+		}
+	}
+	cs, err := registered(view, cmd, parts)
+	if err != nil {
+		return cs, "", err
+	}
+	for _, a := range answers {
+		if a.Err != nil {
+			continue
+		}
+		for _, id := range a.St.TempRemoved {
+			for _, o := range a.St.Chunkservers {
+				if o.ID == id && id != cs.ID && o.Location == cs.Location {
+					return cs, fmt.Sprintf("%s already counts without %s:%d of location %s; at most one per location", a.Addr.Addr(), o.Addr, o.Port, o.Location), nil
+				}
+			}
+		}
+	}
+	return cs, "", nil
 }

@@ -30,7 +30,7 @@ func render(t *testing.T, answers []clusterview.Answer, o options) string {
 		o.zone = time.UTC
 	}
 	var b bytes.Buffer
-	ds := clusterview.Build(answers, "mfsmaster", t0)
+	ds := dataset(answers, "mfsmaster", t0, o)
 	if err := writeListings(&b, ds, clusterview.AnswerErrors(answers), o, t0); err != nil {
 		t.Fatal(err)
 	}
@@ -55,19 +55,21 @@ func golden(t *testing.T, name, got string) {
 	}
 }
 
-// TestGolden prints every listing of every scenario in every mode: a
-// terminal with colours, plain lines, JSON.
+// goldenModes are the output modes of the goldens: a terminal with
+// colours, plain lines, JSON.
+var goldenModes = []struct {
+	name string
+	o    options
+}{
+	{"table", options{mode: modeTable, colour: true}},
+	{"plain", options{mode: modePlain}},
+	{"json", options{mode: modeJSON}},
+}
+
+// TestGolden prints every listing of every scenario in every mode.
 func TestGolden(t *testing.T) {
-	modes := []struct {
-		name string
-		o    options
-	}{
-		{"table", options{mode: modeTable, colour: true}},
-		{"plain", options{mode: modePlain}},
-		{"json", options{mode: modeJSON}},
-	}
 	for _, sc := range scenarios {
-		for _, m := range modes {
+		for _, m := range goldenModes {
 			t.Run(sc.name+"."+m.name, func(t *testing.T) {
 				o := m.o
 				o.show = everyListing

@@ -26,6 +26,12 @@ const (
 	titleHistory      = "Election history"
 	titleCauses       = "LEADER changes by cause"
 	titleUnrecorded   = "Not in the history"
+	titlePlan         = "Quorum plan: single failures"
+	titleLoss         = "Quorum plan: chunkservers lost per location"
+	titlePlanVerdict  = "Quorum plan verdict"
+	titleClosest      = "Quorum plan closest"
+	titleFix          = "Quorum plan fix"
+	titlePlanNote     = "Quorum plan note"
 )
 
 // mode is how listings are printed.
@@ -37,7 +43,7 @@ const (
 	modeJSON              // one object, MooseFS's shape
 )
 
-// listing is one of -SIM, -SCS, -SIG, -SLQ, -SLH.
+// listing is one of -SIM, -SCS, -SIG, -SLQ, -SLH, -SQP.
 type listing uint8
 
 const (
@@ -46,12 +52,14 @@ const (
 	listSummary
 	listLocations
 	listHistory
+	listPlan
 )
 
 // order is the order listings are printed in, whatever the flags' order.
-var order = []listing{listMasters, listChunkservers, listSummary, listLocations, listHistory}
+var order = []listing{listMasters, listChunkservers, listSummary, listLocations, listHistory, listPlan}
 
-var listingFlag = map[listing]string{listMasters: "-SIM", listChunkservers: "-SCS", listSummary: "-SIG", listLocations: "-SLQ", listHistory: "-SLH"}
+var listingFlag = map[listing]string{listMasters: "-SIM", listChunkservers: "-SCS", listSummary: "-SIG", listLocations: "-SLQ",
+	listHistory: "-SLH", listPlan: "-SQP"}
 
 // options is what the flags ask of the listings.
 type options struct {
@@ -67,7 +75,18 @@ type options struct {
 // -j prints them.
 func (o options) parts() clusterview.Parts {
 	return clusterview.Parts{Masters: o.show[listMasters], Chunkservers: o.show[listChunkservers],
-		Locations: o.show[listLocations], Summary: o.show[listSummary], History: o.show[listHistory]}
+		Locations: o.show[listLocations], Summary: o.show[listSummary], History: o.show[listHistory], Plan: o.show[listPlan]}
+}
+
+// dataset builds what o shows from the answers: the listings, and the
+// quorum plan when -SQP asks for it (it is counted on demand).
+func dataset(answers []clusterview.Answer, host string, now time.Time, o options) clusterview.Dataset {
+	ds := clusterview.Build(answers, host, now)
+	if o.show[listPlan] {
+		p := clusterview.PlanOf(answers)
+		ds.Plan = &p
+	}
+	return ds
 }
 
 // sortable: the listings -o applies to, with their tables' titles and
@@ -109,7 +128,7 @@ func checkSort(o options) error {
 		}
 	}
 	if !applies {
-		return fmt.Errorf("-o sorts the tables of -SIM, -SCS, -SLQ and -SLH; -SIG is a list of values and has no columns to sort")
+		return fmt.Errorf("-o sorts the tables of -SIM, -SCS, -SLQ and -SLH; -SIG is a list of values and -SQP a plan in a fixed order: they have no columns to sort")
 	}
 	return nil
 }
@@ -171,6 +190,9 @@ func writeListings(out io.Writer, ds clusterview.Dataset, errs []string, o optio
 		if l == listHistory {
 			writeHistoryInfo(out, ds.HistoryInfo, o)
 		}
+		if l == listPlan && ds.Plan != nil {
+			writePlanLines(out, *ds.Plan, o)
+		}
 	}
 	return nil
 }
@@ -201,6 +223,8 @@ func tablesOf(l listing, ds clusterview.Dataset, o options, now time.Time) []tab
 			title += fmt.Sprintf(" (held by %s %s: %s)", h.Source.State, h.Source.IP, records(len(ds.History), h.Held))
 		}
 		return []table{tableOf(title, historyCols(o.zone), ds.History)}
+	case listPlan:
+		return planTables(ds.Plan, o)
 	}
 	return []table{summaryTable(ds.Summary, o, now)}
 }

@@ -1,8 +1,8 @@
 // Command mfscli shows and steers the masters: the MooseFS listings
 // (-SIM masters, -SCS chunkservers, -SIG summary, -SLQ locations and
-// quorum, -SLH election history; see listings.go), the admin commands
-// (admin.go) and the namespace commands (kv.go). docs/mfscli.md describes
-// them.
+// quorum, -SLH election history, -SQP quorum plan; see listings.go), the
+// admin commands and their dry runs (admin.go, dryrun.go) and the
+// namespace commands (kv.go). docs/mfscli.md describes them.
 package main
 
 import (
@@ -36,8 +36,9 @@ func newApp() *cli.App {
 	return &cli.App{
 		Name:  "mfscli",
 		Usage: "MooseFS-style listings and admin commands",
-		UsageText: "mfscli [-H HOST] [-P PORT] [-SIM] [-SCS] [-SIG] [-SLQ] [-SLH] [-p|-j] [-o N] [-r]\n" +
+		UsageText: "mfscli [-H HOST] [-P PORT] [-SIM] [-SCS] [-SIG] [-SLQ] [-SLH] [-SQP] [-p|-j] [-o N] [-r]\n" +
 			"   mfscli [-H HOST] [-P PORT] -CRC/ip/port | -CLU/ip | -CLC/ip | -CLS | -CMS/ip | ... (docs/mfscli.md)\n" +
+			"   mfscli [-H HOST] [-P PORT] -CRC/ip/port | -CTR/ip/port | -CMAP/cidr/name | -COFF/name | ... --dry-run [-p|-j]\n" +
 			"   mfscli [-H HOST] [--mfspassword PASS] get KEY | set KEY VALUE | cas KEY VALUE VERSION | delete KEY | list [PREFIX]",
 		Version: release.Version,
 		Flags: []cli.Flag{
@@ -48,6 +49,8 @@ func newApp() *cli.App {
 			&cli.BoolFlag{Name: "SIG", Usage: "cluster summary"},
 			&cli.BoolFlag{Name: "SLQ", Usage: "locations and the quorum verdict"},
 			&cli.BoolFlag{Name: "SLH", Usage: "the election history: every role change of every master, oldest first as in a log (-r: newest first), then the LEADER changes by cause"},
+			&cli.BoolFlag{Name: "SQP", Usage: "the quorum plan: which single failures (a location, a master) keep a LEADER, how many chunkservers each location may lose, the closest failure and the fix"},
+			&cli.BoolFlag{Name: "dry-run", Usage: "with an admin command that changes the registry or the location map: print the counts before and after and whether the LEADER would keep its quorum; send nothing"},
 			&cli.BoolFlag{Name: "p", Usage: "plain lines (title:<TAB>fields), raw numbers; the default when stdout is not a terminal"},
 			&cli.BoolFlag{Name: "j", Usage: "one JSON object"},
 			&cli.IntFlag{Name: "o", Usage: "sort tables by column `N` (counted from 1)"},
@@ -68,9 +71,12 @@ func run(c *cli.Context) error {
 	if sh := c.String("completion"); sh != "" {
 		return writeCompletion(os.Stdout, sh)
 	}
+	if c.Bool("dry-run") && c.String("admin") == "" {
+		return fmt.Errorf("--dry-run goes with an admin command that changes the registry or the location map (%s)", dryRunCommandSet)
+	}
 	if args := c.Args().Slice(); len(args) > 0 {
 		if _, ok := kvUsage[args[0]]; !ok {
-			return cli.Exit(fmt.Sprintf("unknown command %q (get, set, cas, delete, list; or -SIM, -SCS, -SIG, -SLQ, -SLH, -C...)", args[0]), exitError)
+			return cli.Exit(fmt.Sprintf("unknown command %q (get, set, cas, delete, list; or -SIM, -SCS, -SIG, -SLQ, -SLH, -SQP, -C...)", args[0]), exitError)
 		}
 		if set := listingFlagsSet(c); len(set) > 0 {
 			return cli.Exit(fmt.Sprintf("%s: the namespace commands take no listing flags (%s)", args[0], strings.Join(set, " ")), exitError)
@@ -78,12 +84,24 @@ func run(c *cli.Context) error {
 		return namespaceCmd(c, args[0], args[1:])
 	}
 	if cmd := c.String("admin"); cmd != "" {
-		if set := listingFlagsSet(c); len(set) > 0 {
+		set := listingFlagsSet(c)
+		if c.Bool("dry-run") {
+			// A dry run prints like a listing: -p and -j choose how.
+			set = slices.DeleteFunc(set, func(f string) bool { return f == "-p" || f == "-j" })
+		}
+		if len(set) > 0 {
 			return fmt.Errorf("-C%s is an admin command: it cannot be combined with %s", cmd, strings.Join(set, " "))
 		}
 		answers, errs := find(c, clusterview.Parts{})
 		if !clusterview.ReachedAny(answers) {
 			return noMaster(answers, errs)
+		}
+		if c.Bool("dry-run") {
+			o, err := listingOptions(c)
+			if err != nil {
+				return err
+			}
+			return dryRun(os.Stdout, answers, errs, cmd, o)
 		}
 		return admin(answers, cmd, uint16(c.Int("P")), c.String("a"), c.Duration("timeout"))
 	}
@@ -97,7 +115,7 @@ func run(c *cli.Context) error {
 // listingFlagsSet names the listing flags given on the command line.
 func listingFlagsSet(c *cli.Context) []string {
 	var set []string
-	for _, f := range []string{"SIM", "SCS", "SIG", "SLQ", "SLH", "p", "j", "o", "r"} {
+	for _, f := range []string{"SIM", "SCS", "SIG", "SLQ", "SLH", "SQP", "p", "j", "o", "r"} {
 		if c.IsSet(f) {
 			set = append(set, "-"+f)
 		}
@@ -152,7 +170,7 @@ func noMaster(answers []clusterview.Answer, errs []string) error {
 func listings(c *cli.Context, o options) error {
 	answers, errs := find(c, o.parts())
 	now := clock()
-	ds := clusterview.Build(answers, c.String("H"), now)
+	ds := dataset(answers, c.String("H"), now, o)
 	if err := writeListings(os.Stdout, ds, errs, o, now); err != nil {
 		return err
 	}

@@ -38,6 +38,9 @@ type Dataset struct {
 	// (history.go).
 	History     []HistoryRow
 	HistoryInfo HistoryView
+	// Plan is the quorum plan (-SQP): nil unless asked for, since Build
+	// does not count it (PlanOf).
+	Plan *Plan
 }
 
 // SecurityView is what the masters run without: each list names the

@@ -6,10 +6,11 @@ import (
 )
 
 // Parts says which listings a Document carries: mfscli's -SIM, -SCS,
-// -SLQ, -SIG and -SLH.
-type Parts struct{ Masters, Chunkservers, Locations, Summary, History bool }
+// -SLQ, -SIG, -SLH and -SQP.
+type Parts struct{ Masters, Chunkservers, Locations, Summary, History, Plan bool }
 
-// AllParts is every listing (the masters' /api/v1/status).
+// AllParts is every listing the masters' /api/v1/status serves: all but
+// the quorum plan, which is counted on demand (PlanOf).
 var AllParts = Parts{Masters: true, Chunkservers: true, Locations: true, Summary: true, History: true}
 
 // Document is mfscli -j's object, MooseFS's shape: the listings asked for
@@ -38,6 +39,8 @@ type DocumentData struct {
 	Warnings     []LayoutWarning `json:"warnings,omitempty"`         // with the masters or the locations
 	History      *[]HistoryRow   `json:"election_history,omitempty"` // oldest first
 	HistoryInfo  *HistoryView    `json:"election_history_info,omitempty"`
+	Plan         *Plan           `json:"quorum_plan,omitempty"` // -SQP
+	DryRun       *DryRun         `json:"dry_run,omitempty"`     // an admin command's --dry-run
 }
 
 // NewDocument puts the parts p of ds into a Document; version is the
@@ -61,6 +64,9 @@ func NewDocument(ds Dataset, errs []string, p Parts, version string, now time.Ti
 	}
 	if p.History {
 		d.Dataset.History, d.Dataset.HistoryInfo = &ds.History, &ds.HistoryInfo
+	}
+	if p.Plan {
+		d.Dataset.Plan = ds.Plan
 	}
 	if p.Masters || p.Locations {
 		d.Dataset.Warnings = ds.Warnings
