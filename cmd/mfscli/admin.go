@@ -51,6 +51,7 @@ var adminCommands = []struct{ form, what string }{
 	{"LC/ip", "cancel USURPER on a master"},
 	{"LS", "step the LEADER down"},
 	{"MS/ip", "shut a master down (through DUMMY)"},
+	{"MR", "every master resolves MASTER_HOST again now (-CMR/ip: that master only)"},
 }
 
 // admin carries out one command; the reply names what was done.
@@ -69,6 +70,8 @@ var adminCommands = []struct{ form, what string }{
 //	LC/ip             cancel USURPER on the master at ip
 //	LS                step the LEADER down (it hands over to the best synced FOLLOWER)
 //	MS/ip             shut the master at ip down (through DUMMY)
+//	MR, MR/ip         every master (or the one at ip) resolves MASTER_HOST
+//	                  again now: masters added or removed are taken in
 func admin(answers []clusterview.Answer, cmd string, port uint16, password string, timeout time.Duration) error {
 	parts := strings.Split(cmd, "/")
 	leader := leaderOf(answers)
@@ -87,6 +90,8 @@ func admin(answers []clusterview.Answer, cmd string, port uint16, password strin
 		to, what, req.Kind, req.Change = leader.Addr, w, roles.AdminChange, c
 	case "TR":
 		return tempRemove(answers, cmd, parts, password, timeout)
+	case "MR":
+		return resolveAgain(answers, cmd, parts, port, password, timeout)
 	case "LU", "LC", "MS":
 		if len(parts) != 2 {
 			return fmt.Errorf("-C%s: give the master's address (-C%s/ip)", cmd, parts[0])
@@ -117,6 +122,45 @@ func admin(answers []clusterview.Answer, cmd string, port uint16, password strin
 }
 
 var errNoLeader = errors.New(clusterview.NoLeader)
+
+// resolveAgain is -CMR: each master mfscli found (or the one -CMR/ip
+// names) resolves MASTER_HOST again and answers with the masters it has
+// now. Chunkservers resolve on their own schedule, or on reload.
+func resolveAgain(answers []clusterview.Answer, cmd string, parts []string, port uint16, password string, timeout time.Duration) error {
+	var to []netip.AddrPort
+	switch len(parts) {
+	case 1:
+		for _, a := range answers {
+			to = append(to, a.Addr)
+		}
+	case 2:
+		a, err := netip.ParseAddr(parts[1])
+		if err != nil {
+			return fmt.Errorf("-C%s: %q is not an address", cmd, parts[1])
+		}
+		to = append(to, netip.AddrPortFrom(a, port))
+	default:
+		return fmt.Errorf("-C%s: want -CMR, or -CMR/ip for one master", cmd)
+	}
+	failed := 0
+	for _, t := range to {
+		r, err := send(t, protocol.AdminReq{ID: uint64(time.Now().UnixNano()), Kind: roles.AdminResolve}, password, timeout)
+		switch {
+		case err != nil:
+			fmt.Fprintf(os.Stdout, "%s: %v\n", t.Addr(), err)
+			failed++
+		default:
+			fmt.Fprintf(os.Stdout, "%s: %s\n", t.Addr(), r.Text)
+			if !r.OK {
+				failed++
+			}
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d masters did not resolve MASTER_HOST again", failed, len(to))
+	}
+	return nil
+}
 
 // leaderOf is the LEADER among the answers (nil: none answered as one).
 func leaderOf(answers []clusterview.Answer) *clusterview.Answer {

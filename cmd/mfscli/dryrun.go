@@ -63,7 +63,7 @@ func dryRunOf(answers []clusterview.Answer, cmd string) (clusterview.DryRun, err
 			return clusterview.DryRun{}, err
 		}
 		return clusterview.DryRunChange(answers, "-C"+cmd, c), nil
-	case "LU", "LC", "LS", "MS":
+	case "LU", "LC", "LS", "MS", "MR":
 		return clusterview.DryRun{}, fmt.Errorf("-C%s changes neither the registry nor the location map: --dry-run goes with %s", cmd, dryRunCommandSet)
 	}
 	return clusterview.DryRun{}, unknownAdmin(cmd)

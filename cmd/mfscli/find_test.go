@@ -71,6 +71,7 @@ func TestStateWords(t *testing.T) {
 		x.Sync, x.Transition = s, tr
 		return clusterview.Answer{St: x}
 	}
+	removed := func(a clusterview.Answer) clusterview.Answer { a.St.Removed = true; return a }
 	cases := []struct {
 		a    clusterview.Answer
 		word string
@@ -87,6 +88,7 @@ func TestStateWords(t *testing.T) {
 		{st(roles.Elect, roles.Desync, "ELECT -> LEADER"), "transition ELECT -> LEADER", clusterview.ToneTransition, 244},
 		{st(roles.Deputy, roles.Desync, ""), "DEPUTY", clusterview.ToneDeputy, 208},
 		{st(roles.Dummy, roles.Synced, ""), "DUMMY", clusterview.ToneDummy, 244},
+		{removed(st(roles.Follower, roles.Desync, "")), "FOLLOWER (REMOVED)", clusterview.ToneDummy, 244},
 		{clusterview.Answer{Err: errUnreachable}, "UNREACHABLE", clusterview.ToneUnreachable, 196},
 		{clusterview.Answer{Err: fmt.Errorf("%w: i/o timeout", client.ErrBusy)}, "BUSY", clusterview.ToneBusy, 55},
 	}

@@ -17,8 +17,9 @@ import (
 
 // TestMastersOnline follows docs/operations.md, "Add a master" and
 // "Remove a master", against real processes whose MASTER_HOST is a name
-// resolved through a hosts file (MASTER_HOSTS_FILE), re-read every
-// MASTER_RESOLVE_INTERVAL: the cluster grows from two masters to three
+// resolved through a hosts file (MASTER_HOSTS_FILE), re-read by the
+// chunkservers every MASTER_RESOLVE_INTERVAL and by the masters on mfscli
+// -CMR (their interval is 0 here): the cluster grows from two masters to three
 // with no restart, the new master syncs and can lead once the old LEADER
 // is killed; then a master is taken out of the name and nobody waits on
 // it (the LEADER's changelog, held back for it while it was a member, is
@@ -49,6 +50,7 @@ func TestMastersOnline(t *testing.T) {
 		for k, v := range resolve {
 			s.MasterCfg[k] = v
 		}
+		s.MasterCfg["MASTER_RESOLVE_INTERVAL"] = "0"
 		s.CSCfg = resolve
 		// Snapshots often, and a changelog kept for every master however
 		// long: only a member that lags holds the LEADER's trimming back.
@@ -58,8 +60,12 @@ func TestMastersOnline(t *testing.T) {
 		t.Fatalf("a write: %+v %v", r, err)
 	}
 
-	// Add a master: name it, then start it with -e.
+	// Add a master: name it, have the masters resolve again, then start
+	// it with -e.
 	writeHosts(c.Masters[0].Addr, c.Masters[1].Addr, third)
+	if out, err := mfscliAt(t, c.Spec.MasterHost(), "-CMR"); err != nil || strings.Count(out, "MASTER_HOST resolved: 3 masters") != 2 {
+		t.Fatalf("-CMR: %v\n%s", err, out)
+	}
 	p, err := c.AddMaster(third, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -135,6 +141,11 @@ func TestMastersOnline(t *testing.T) {
 		}
 	}
 	writeHosts(keep...)
+	for _, a := range keep {
+		if out, err := mfscliAt(t, a.String(), "-CMR/"+a.String()); err != nil || !strings.Contains(out, "MASTER_HOST resolved: 2 masters") {
+			t.Fatalf("-CMR/%s: %v\n%s", a, err, out)
+		}
+	}
 	eventually(t, 5*time.Second, 100*time.Millisecond, "the LEADER to trim without the removed master", func() error {
 		// A change or two, for a snapshot past the trim point.
 		if r, err := write(third, "after", 3*time.Second); err != nil || !r.OK {
@@ -148,6 +159,8 @@ func TestMastersOnline(t *testing.T) {
 	if err := c.Masters[gone].Signal(sigCont); err != nil {
 		t.Fatal(err)
 	}
+	// It has not resolved MASTER_HOST again: every master it reaches
+	// refuses it as a stranger.
 	eventually(t, 5*time.Second, 100*time.Millisecond, "the removed master to say it is out", func() error {
 		s, err := client.Status(cluster.ClientAddr(c.Masters[gone].Addr), time.Second)
 		if err != nil {
@@ -158,6 +171,9 @@ func TestMastersOnline(t *testing.T) {
 		}
 		return nil
 	})
+	if out, err := mfscliAt(t, c.Masters[gone].Addr.String(), "-SIM"); err != nil || !strings.Contains(out, "FOLLOWER (REMOVED)") {
+		t.Errorf("-SIM of the removed master: %v\n%s", err, out)
+	}
 	holdsLeader(t, c, 2, time.Second, "a master removed")
 }
 

@@ -107,7 +107,9 @@ func ReachedAny(answers []Answer) bool {
 
 // StateWord is the state as mfscli prints it: the role (FOLLOWER with its
 // sync suffix), "transition A -> B" while a role change is under way,
-// UNREACHABLE (no connection) or BUSY (connected, no answer).
+// "FOLLOWER (REMOVED)" for a master out of the set of masters (it takes
+// part in nothing: docs/roles.md §3.15), UNREACHABLE (no connection) or
+// BUSY (connected, no answer).
 func StateWord(a Answer) string {
 	switch {
 	case errors.Is(a.Err, client.ErrUnreachable):
@@ -116,6 +118,8 @@ func StateWord(a Answer) string {
 		return "BUSY"
 	case a.St.Transition != "":
 		return "transition " + a.St.Transition
+	case a.St.Removed:
+		return a.St.Role.String() + " (REMOVED)"
 	case a.St.Role == roles.Follower:
 		return a.St.Role.String() + a.St.Sync.Suffix()
 	}

@@ -36,6 +36,8 @@ func ToneOf(a Answer) Tone {
 		return ToneBusy
 	case a.St.Transition != "":
 		return ToneTransition
+	case a.St.Removed:
+		return ToneDummy // out of the set of masters: it takes part in nothing
 	}
 	return RoleTone(a.St)
 }

@@ -205,6 +205,12 @@ func (n *MasterNode) takeMasters(list []masterhost.Master) {
 				delete(n.strangerTo, id)
 			}
 		}
+		for c := range n.peersIn {
+			if _, ok := nb.member(wire.MasterID(c.peer.ID)); !ok {
+				// Its own link dials again, and is told it is a stranger.
+				c.close()
+			}
+		}
 		for _, m := range list {
 			if m.ID != n.opt.Core.ID && n.links[m.ID] == nil {
 				n.links[m.ID] = startLink(n, m)
