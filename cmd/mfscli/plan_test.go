@@ -151,6 +151,7 @@ var dryRuns = []struct {
 	{"cutoff.coff-dc1", cutOff, "OFF/dc1", []mode{modeTable, modeJSON}},
 	{"twosites.cdef-dc1", twoSites, "DEF/dc1", []mode{modeTable}},
 	{"election.ctr", election, "TR/127.0.2.2/9422", []mode{modeTable, modePlain}},
+	{"election.ctr-lower", election, "TR/127.0.2.1/9422", []mode{modePlain}},
 	{"election.coff-dc3", election, "OFF/dc3", []mode{modeTable}},
 }
 
@@ -158,7 +159,8 @@ var modeName = map[mode]string{modeTable: "table", modePlain: "plain", modeJSON:
 
 // TestGoldenDryRun prints dry runs: accepted, refused by the LEADER (a
 // connected chunkserver, a quorum lost), a new location, the tie-break
-// gained, -CTR (the count after is not computed) and no LEADER.
+// gained, -CTR (the count under the leave-out rule, and a chunkserver
+// the rule keeps) and no LEADER.
 func TestGoldenDryRun(t *testing.T) {
 	cliVersion = "0.3.0"
 	for _, c := range dryRuns {

@@ -108,20 +108,48 @@ func DryRunChange(answers []Answer, command string, c registry.Change) DryRun {
 
 // DryRunTempRemove is the dry run of -CTR: refused as mfscli would
 // refuse to send it (refused: a LEADER answers, or a master already
-// leaves out another of the location), else the count now without the
-// count after. Each master decides by its own leave-out rule whether it
-// may count without the chunkserver (docs/architecture.md §5.1); that
-// rule is pkg/roles' own and not exported, so mfscli cannot run it, and
-// the count after is not guessed.
+// leaves out another of the location), else the count of the master that
+// counts votes now and after, each under the masters' own leave-out rule
+// (roles.LeaveOut: at most one per location, never the last of its
+// location, in a location with an even number only the highest id:
+// docs/architecture.md §5.1), with the chunkservers it leaves out now.
 func DryRunTempRemove(answers []Answer, command string, cs protocol.CSStatus, refused string) DryRun {
 	d := dryRunOf(command)
 	d.Refused = refused
-	d.countBefore(VoteCounter(answers))
-	if d.Refused == "" {
-		d.Notes = append(d.Notes, fmt.Sprintf("the count without %s:%d (id %d) is not computed: each master decides by its own leave-out rule (at most one per location, never the last of its location, in a location with an even number only the highest id: docs/architecture.md §5.1), which mfscli cannot run",
-			cs.Addr, cs.Port, cs.ID))
+	counter := VoteCounter(answers)
+	lv, ok := d.countBefore(counter)
+	if d.Refused != "" || !ok {
+		return d.settle()
 	}
-	return d.settle()
+	votes := func(id wire.CSID) bool { return lv.votes[id] }
+	out := map[wire.CSID]bool{}
+	for _, id := range lv.st.TempRemoved {
+		out[id] = true
+	}
+	now, _ := roles.LeaveOut(lv.cfg, out)
+	before := tallyWith(now, votes)
+	d.Before = dryCount(now, before)
+	out[cs.ID] = true
+	next, left := roles.LeaveOut(lv.cfg, out)
+	if !left[cs.ID] {
+		d.Refused = fmt.Sprintf("the leave-out rule keeps %s:%d (id %d) in the count: it is the last of its location, another of its location is left out already, or its location holds an even number and it is not the highest id there", cs.Addr, cs.Port, cs.ID)
+		return d.settle()
+	}
+	after := tallyWith(next, votes)
+	d.After = dryCount(next, after)
+	d.Locations = dryLocRows(now, before, next, after)
+	d.Accepted = true
+	d = d.settle()
+	who := "the master that counts votes"
+	if counter != nil {
+		who = fmt.Sprintf("%s %s", StateWord(*counter), counter.Addr.Addr())
+	}
+	if after.Outcome == quorum.Won {
+		d.Verdict = fmt.Sprintf("dry run, nothing sent: every master would count without it, and %s would then hold a quorum: %s", who, d.After.Text)
+	} else {
+		d.Verdict = fmt.Sprintf("dry run, nothing sent: every master would count without it, and %s would still hold no quorum: %s", who, d.After.Text)
+	}
+	return d
 }
 
 func dryRunOf(command string) DryRun {

@@ -79,6 +79,13 @@ func (m *Master) tempRemove(id wire.CSID) (bool, wire.Code, string) {
 // n is odd (2(n-1)/2+2 > n) but may split an even location exactly in two;
 // in an even location every master can only leave out the same member.
 func leaveOut(c *registry.ClusterConfig, removed map[wire.CSID]bool) (*registry.ClusterConfig, map[wire.CSID]bool) {
+	return LeaveOut(c, removed)
+}
+
+// LeaveOut is the leave-out rule (leaveOut) for the tools that show what a
+// temporary removal would do (mfscli -CTR --dry-run): c counted without
+// the members of removed it leaves out, and which those are.
+func LeaveOut(c *registry.ClusterConfig, removed map[wire.CSID]bool) (*registry.ClusterConfig, map[wire.CSID]bool) {
 	perLoc := map[wire.LocationID]int{}
 	highest := map[wire.LocationID]wire.CSID{}
 	for _, mem := range c.Members {
