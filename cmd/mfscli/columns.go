@@ -166,6 +166,8 @@ func masterCols(zone *time.Location) []column[clusterview.MasterRow] {
 			func(in *clusterview.MasterInfo) cell { return cell{text: fmt.Sprintf("%.1f%%", in.CPU)} },
 			func(in *clusterview.MasterInfo) string { return strconv.FormatFloat(in.CPU, 'f', 1, 64) },
 			func(in *clusterview.MasterInfo) float64 { return in.CPU }),
+		// Last, so that -o numbers of the columns before it stay as they were.
+		infoText("protocol", false, func(in *clusterview.MasterInfo) string { return in.Protocol }),
 	}
 }
 
@@ -269,6 +271,8 @@ func csCols() []column[clusterview.CSRow] {
 			cmp: func(a, b clusterview.CSRow) int {
 				return strings.Compare(joinRefs(a.VoteWith, true), joinRefs(b.VoteWith, true))
 			}},
+		textCol("version", func(r clusterview.CSRow) string { return orDash(r.Version) }),
+		textCol("protocol", func(r clusterview.CSRow) string { return orDash(r.Protocol) }),
 	}
 }
 

@@ -193,7 +193,7 @@ func TestCheckSort(t *testing.T) {
 		want string
 	}{
 		{options{show: show(listMasters), sortCol: 19}, ""},
-		{options{show: show(listMasters), sortCol: 20}, `-o 20: the "Metadata Servers (masters)" table (-SIM) has 19 columns`},
+		{options{show: show(listMasters), sortCol: 21}, `-o 21: the "Metadata Servers (masters)" table (-SIM) has 20 columns`},
 		{options{show: show(listMasters, listLocations), sortCol: 12}, `-o 12: the "Locations and quorum" table (-SLQ) has 9 columns`},
 		{options{show: show(listSummary), sortCol: 1}, "-SIG is a list of values"},
 		{options{show: show(listSummary, listChunkservers), sortCol: 2}, ""},
@@ -217,7 +217,7 @@ func TestFlagCombinations(t *testing.T) {
 	}{
 		{[]string{"-j", "-p"}, "-j and -p are two output modes"},
 		{[]string{"-SIG", "-o", "1"}, "-SIG is a list of values"},
-		{[]string{"-SCS", "-o", "14"}, `"Chunkservers" table (-SCS) has 13 columns`},
+		{[]string{"-SCS", "-o", "16"}, `"Chunkservers" table (-SCS) has 15 columns`},
 		{[]string{"-CLS", "-SIM"}, "-CLS is an admin command: it cannot be combined with -SIM"},
 		{[]string{"-CRC/127.0.3.1/9422", "-j"}, "cannot be combined with -j"},
 		{[]string{"-SIM", "get", "k"}, "the namespace commands take no listing flags (-SIM)"},

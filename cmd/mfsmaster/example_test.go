@@ -36,8 +36,8 @@ func TestDefaultsMatchCore(t *testing.T) {
 }
 
 // TestKeysBindCore: each key sets one field of its own, every field of
-// roles.Config but the two MASTER_HOST gives (ID, Masters) and the
-// simulator's CheckCaches has a key, and
+// roles.Config but the two MASTER_HOST gives (ID, Masters), the binary's
+// own protocol version and the simulator's CheckCaches has a key, and
 // each core key takes exactly the range roles.Config.Ranges gives its
 // field, which Validate checks too.
 func TestKeysBindCore(t *testing.T) {
@@ -51,7 +51,7 @@ func TestKeysBindCore(t *testing.T) {
 	}
 	ct := reflect.TypeOf(roles.Config{})
 	for i := 0; i < ct.NumField(); i++ {
-		if f := ct.Field(i).Name; f != "ID" && f != "Masters" && f != "CheckCaches" && !set["Node.Core."+f] {
+		if f := ct.Field(i).Name; f != "ID" && f != "Masters" && f != "Protocol" && f != "CheckCaches" && !set["Node.Core."+f] {
 			t.Errorf("no mfsmaster.cfg key sets roles.Config.%s", f)
 		}
 	}

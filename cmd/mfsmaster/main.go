@@ -24,6 +24,7 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
 	"github.com/mfs-election/mfs-election/pkg/secret"
+	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
 )
@@ -196,7 +197,7 @@ func foreground(c *cli.Context, cfg config, v settings.Values, lockPath string, 
 	}
 	reg := obs.NewRegistry()
 	opt := cfg.Node
-	opt.Core.ID = masterhost.IDOf(self)
+	opt.Core.ID, opt.Core.Protocol = masterhost.IDOf(self), frame.ProtocolVersion
 	opt.Core.Masters = nil
 	for _, m := range list {
 		opt.Core.Masters = append(opt.Core.Masters, m.ID)

@@ -129,7 +129,7 @@ func handshake(nc net.Conn, timeout time.Duration, hello frame.Hello) (*Conn, er
 	}
 	c := &Conn{nc: nc, br: bufio.NewReaderSize(nc, 64<<10), timeout: timeout}
 	if hello.Proto == 0 {
-		hello.Proto = frame.ProtocolVersion
+		hello.Proto, hello.ProtoMax = frame.ProtocolMin, frame.ProtocolVersion
 	}
 	if err := c.Send(hello); err != nil {
 		nc.Close()

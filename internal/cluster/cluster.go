@@ -289,6 +289,10 @@ func (c *Cluster) addCS(cs CS, cfg map[string]string) (*Proc, error) {
 	return p, nil
 }
 
+// Use makes the next Start run the same daemon from the binaries in dir
+// (an upgrade, or a downgrade).
+func (p *Proc) Use(dir string) { p.bin = filepath.Join(dir, filepath.Base(p.bin)) }
+
 // Start runs the process (again), its output appended to its log.
 func (p *Proc) Start() error {
 	p.mu.Lock()

@@ -28,51 +28,7 @@ import (
 // up through snapshots.
 func TestLinearizableAcrossFailovers(t *testing.T) {
 	c, _ := start(t, snapshotsEvery(50, 20))
-	const clients = 4
-	var (
-		mu      sync.Mutex
-		history []porcupine.Operation
-		stop    atomic.Bool
-		wg      sync.WaitGroup
-		acked   atomic.Int64
-	)
-	for i := 0; i < clients; i++ {
-		cl := newClient(t, c, 300*time.Millisecond)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(i), 7))
-			for n := 0; !stop.Load() && n < 100000; n++ {
-				key := []string{"a", "b", "c"}[rng.IntN(3)]
-				in := linearize.Input{Key: key, Write: rng.IntN(10) < 6}
-				if in.Write {
-					in.Val = fmt.Sprintf("c%d.%d", i, n)
-				}
-				ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
-				call := time.Now().UnixNano()
-				var out linearize.Output
-				var err error
-				if in.Write {
-					_, err = cl.Put(ctx, key, in.Val)
-				} else {
-					out.Val, out.Found, err = cl.Get(ctx, key)
-				}
-				ret := time.Now().UnixNano()
-				cancel()
-				switch {
-				case err == nil:
-					acked.Add(1)
-				case in.Write && errors.Is(err, client.ErrUnknown):
-					out, ret = linearize.Output{Unknown: true}, linearize.Pending
-				default:
-					continue // never applied (or a read): no effect to check
-				}
-				mu.Lock()
-				history = append(history, porcupine.Operation{ClientId: i, Input: in, Call: call, Output: out, Return: ret})
-				mu.Unlock()
-			}
-		}()
-	}
+	ld := startLoad(t, c, 4)
 	faults := func() error {
 		time.Sleep(time.Second)
 		// kill -9.
@@ -147,16 +103,78 @@ func TestLinearizableAcrossFailovers(t *testing.T) {
 		return nil
 	}
 	ferr := faults()
-	stop.Store(true)
-	wg.Wait()
+	ld.finish(t, ferr)
+}
+
+// load is clients reading and writing three keys through pkg/client, each
+// operation recorded for porcupine.
+type load struct {
+	mu      sync.Mutex
+	history []porcupine.Operation
+	stop    atomic.Bool
+	wg      sync.WaitGroup
+	acked   atomic.Int64
+}
+
+// startLoad starts clients against c's masters.
+func startLoad(t *testing.T, c *cluster.Cluster, clients int) *load {
+	ld := &load{}
+	for i := 0; i < clients; i++ {
+		cl := newClient(t, c, 300*time.Millisecond)
+		ld.wg.Add(1)
+		go func() {
+			defer ld.wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(i), 7))
+			for n := 0; !ld.stop.Load() && n < 100000; n++ {
+				key := []string{"a", "b", "c"}[rng.IntN(3)]
+				in := linearize.Input{Key: key, Write: rng.IntN(10) < 6}
+				if in.Write {
+					in.Val = fmt.Sprintf("c%d.%d", i, n)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+				call := time.Now().UnixNano()
+				var out linearize.Output
+				var err error
+				if in.Write {
+					_, err = cl.Put(ctx, key, in.Val)
+				} else {
+					out.Val, out.Found, err = cl.Get(ctx, key)
+				}
+				ret := time.Now().UnixNano()
+				cancel()
+				switch {
+				case err == nil:
+					ld.acked.Add(1)
+				case in.Write && errors.Is(err, client.ErrUnknown):
+					out, ret = linearize.Output{Unknown: true}, linearize.Pending
+				default:
+					continue // never applied (or a read): no effect to check
+				}
+				ld.mu.Lock()
+				ld.history = append(ld.history, porcupine.Operation{ClientId: i, Input: in, Call: call, Output: out, Return: ret})
+				ld.mu.Unlock()
+			}
+		}()
+	}
+	return ld
+}
+
+// finish stops the clients, fails t with ferr (what went wrong meanwhile),
+// and checks that they made progress and that the history is
+// linearizable: no acknowledged change lost, no stale read, none applied
+// twice.
+func (ld *load) finish(t *testing.T, ferr error) {
+	t.Helper()
+	ld.stop.Store(true)
+	ld.wg.Wait()
 	if ferr != nil {
 		t.Fatal(ferr)
 	}
-	t.Logf("%d operations, %d acknowledged", len(history), acked.Load())
-	if acked.Load() < 100 {
-		t.Fatalf("only %d operations completed: the clients made no progress", acked.Load())
+	t.Logf("%d operations, %d acknowledged", len(ld.history), ld.acked.Load())
+	if ld.acked.Load() < 100 {
+		t.Fatalf("only %d operations completed: the clients made no progress", ld.acked.Load())
 	}
-	res, info := porcupine.CheckOperationsVerbose(linearize.KV, history, 60*time.Second)
+	res, info := porcupine.CheckOperationsVerbose(linearize.KV, ld.history, 60*time.Second)
 	switch res {
 	case porcupine.Illegal:
 		if f, err := os.CreateTemp("", "mfs-history-*.html"); err == nil {

@@ -23,7 +23,7 @@ const (
 	AlarmClockOffset    = "clock_offset"        // a master's clock more than 1 s off
 	AlarmFollowerBehind = "follower_behind"     // a FOLLOWER's metadata more than 6 s behind
 	AlarmLocationLoss   = "location_loss"       // losing one location would cost the quorum
-	AlarmVersionSkew    = "version_skew"        // the masters run different versions
+	AlarmVersionSkew    = "version_skew"        // the masters, or masters and chunkservers, run different versions
 )
 
 // AlarmKinds is every alarm, in the order they are listed.
@@ -51,7 +51,7 @@ func alarmsOf(answers []Answer, ds Dataset) []LayoutWarning {
 	add(keepWarning(answers))
 	add(locationLoss(ds.Quorum, answers))
 	add(tieWarning(ds.Locations))
-	add(versionSkew(ds.Masters))
+	add(versionSkew(ds.Masters, ds.Chunkservers))
 	return out
 }
 
@@ -132,13 +132,26 @@ func locationLoss(q QuorumView, answers []Answer) (LayoutWarning, bool) {
 		Text: "ALARM: losing location " + strings.Join(names, " or ") + " (all of its chunkservers, or the link to it) would leave no quorum, given the votes today: bring the missing chunkservers back, or add voters elsewhere"}, true
 }
 
-// versionSkew: the answering masters run different versions.
-func versionSkew(rows []MasterRow) (LayoutWarning, bool) {
+// versionSkew: the answering masters, and the chunkservers connected to
+// them, run different versions (binary, or protocol range): an upgrade
+// under way, or one left half done. Chunkservers are counted per version,
+// not named (there may be thousands).
+func versionSkew(rows []MasterRow, css []CSRow) (LayoutWarning, bool) {
 	by := map[string][]string{}
 	for _, m := range rows {
 		if m.MasterInfo != nil {
-			by[m.Version] = append(by[m.Version], m.IP.String())
+			v := m.Version + " (protocol " + m.Protocol + ")"
+			by[v] = append(by[v], m.IP.String())
 		}
+	}
+	csBy := map[string]int{}
+	for _, c := range css {
+		if c.Version != "" {
+			csBy[c.Version+" (protocol "+c.Protocol+")"]++
+		}
+	}
+	for v, n := range csBy {
+		by[v] = append(by[v], fmt.Sprintf("%d chunkserver(s)", n))
 	}
 	if len(by) < 2 {
 		return LayoutWarning{}, false
@@ -152,7 +165,7 @@ func versionSkew(rows []MasterRow) (LayoutWarning, bool) {
 	for i, v := range vs {
 		parts[i] = v + " on " + strings.Join(by[v], ", ")
 	}
-	return LayoutWarning{Kind: AlarmVersionSkew, Text: "ALARM: the masters run different versions (" + strings.Join(parts, "; ") + "): finish the upgrade"}, true
+	return LayoutWarning{Kind: AlarmVersionSkew, Text: "ALARM: different versions run (" + strings.Join(parts, "; ") + "): finish the upgrade (docs/operations.md, \"Upgrade\")"}, true
 }
 
 func addrList(ms []netip.Addr) string {

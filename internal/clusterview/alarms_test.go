@@ -86,6 +86,16 @@ func TestAlarms(t *testing.T) {
 			a[2].St.Version = "0.4.0"
 			return a
 		}, ""},
+		{AlarmVersionSkew, func(a []Answer) []Answer {
+			a[2].St.ProtoMin, a[2].St.Proto = 0, 0 // a master of version 2, which says no protocol
+			return a
+		}, ""},
+		{AlarmVersionSkew, func(a []Answer) []Answer {
+			for i := range a {
+				a[i].St.Chunkservers[0].Version = "0.2.9" // a chunkserver not upgraded yet
+			}
+			return a
+		}, ""},
 	} {
 		got := raised(c.fault(three()))
 		want := 1

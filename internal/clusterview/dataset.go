@@ -11,6 +11,7 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
+	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 )
 
 // Dataset is everything the listings show, built by build from the
@@ -127,6 +128,7 @@ type MasterRow struct {
 // with the others (clock offset, metadata id).
 type MasterInfo struct {
 	Version       string     `json:"strver"`
+	Protocol      string     `json:"protocol"` // the protocol versions it speaks, "2-3" (a version-2 master says none: "2")
 	Role          string     `json:"role"`
 	RoleID        int        `json:"role_id"` // MooseFS's state id
 	Sync          string     `json:"sync"`
@@ -175,6 +177,8 @@ type CSRow struct {
 	Maintenance bool         `json:"maintenance"`               // its absence is planned (-CM1)
 	LeftOutBy   []netip.Addr `json:"left_out_by"`               // masters counting without it (-CTR)
 	Removal     string       `json:"removal_command,omitempty"` // disconnected only
+	Version     string       `json:"strver"`                    // its binary ("" while connected to no master)
+	Protocol    string       `json:"protocol"`                  // the protocol versions it speaks ("" likewise)
 }
 
 // CloneRow is a chunkserver connection a master refused because its id was
@@ -389,9 +393,18 @@ func masterRows(answers []Answer, timeRef *Answer, refID string) []MasterRow {
 	return rows
 }
 
+// ProtocolText is a range of protocol versions as the listings show it:
+// "3", "2-3"; a node that names none is of version 2, which did not.
+func ProtocolText(oldest, newest uint16) string {
+	if newest == 0 {
+		return "2"
+	}
+	return frame.VersionsText(max(oldest, 1), newest)
+}
+
 func infoOf(st protocol.StatusResp, timeRef *Answer, refID string) *MasterInfo {
 	in := &MasterInfo{
-		Version: st.Version, Role: st.Role.String(), RoleID: int(st.Role), Sync: st.Sync.String(),
+		Version: st.Version, Protocol: ProtocolText(st.ProtoMin, st.Proto), Role: st.Role.String(), RoleID: int(st.Role), Sync: st.Sync.String(),
 		Transition: st.Transition, Epoch: st.Epoch, Leader: st.Leader,
 		LocalTimeMs: st.WallUnixMs, MetaVersion: st.MetaVersion, Commit: st.Commit, Behind: st.Behind,
 		Delay: st.Delay.Seconds(), DelayLevel: grade(st.Delay, DelayWarn, DelayFlag),
@@ -440,6 +453,9 @@ func csRows(answers []Answer, view *Answer, host string) []CSRow {
 			}
 		}
 		r.Labels, r.Total, r.Used = info.Labels, info.Total, info.Used
+		if r.Connected {
+			r.Version, r.Protocol = info.Version, ProtocolText(info.ProtoMin, info.Proto)
+		}
 		if !r.Connected {
 			r.Removal = RemovalCommand(host, c.Addr, c.Port)
 		}

@@ -317,7 +317,9 @@ func (n *ChunkserverNode) now() roles.Instant { return roles.Instant(n.clock.sin
 
 func (n *ChunkserverNode) hello() frame.Hello {
 	id := n.Identity()
-	return frame.Hello{Proto: frame.ProtocolVersion, Cluster: id.ClusterID, Kind: frame.KindChunkserver, ID: uint32(id.CS)}
+	h := frame.Ours(frame.KindChunkserver)
+	h.Cluster, h.ID = id.ClusterID, uint32(id.CS)
+	return h
 }
 
 func (n *ChunkserverNode) loop() {

@@ -402,8 +402,8 @@ func (n *MasterNode) loopNow() roles.Instant {
 // setHello records the hello this master opens with; the loop calls it at
 // start and when the cluster id is learnt, readers and links read it.
 func (n *MasterNode) setHello() {
-	h := frame.Hello{Proto: frame.ProtocolVersion, Cluster: n.store.ClusterID(), Kind: frame.KindMaster,
-		ID: uint32(n.opt.Core.ID), Incarnation: n.core.Hard().Incarnation}
+	h := frame.Ours(frame.KindMaster)
+	h.Cluster, h.ID, h.Incarnation = n.store.ClusterID(), uint32(n.opt.Core.ID), n.core.Hard().Incarnation
 	n.helloMu.Lock()
 	n.helloV = h
 	n.helloMu.Unlock()

@@ -10,6 +10,7 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
+	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 )
 
 // statusWith builds what mfscli sees (and the gauges beside the role), from
@@ -38,6 +39,7 @@ func (n *MasterNode) statusWith(req protocol.StatusReq) protocol.StatusResp {
 		st.ExportsOpen = true
 	}
 	st.NotEligible, st.Removed = n.notEligible(cfg), n.core.Removed()
+	st.ProtoMin, st.Proto = frame.ProtocolMin, frame.ProtocolVersion
 	if len(st.Clones) == 0 {
 		st.Clones = nil
 	}
@@ -67,12 +69,16 @@ func (n *MasterNode) statusWith(req protocol.StatusReq) protocol.StatusResp {
 		for _, m := range cfg.Members {
 			loc, _ := cfg.Locations.Location(cfg.Locations.Locate(m.Addr))
 			info := n.csInfo[m.ID]
-			_, connected := n.cs[m.ID]
-			st.Chunkservers = append(st.Chunkservers, protocol.CSStatus{
+			c, connected := n.cs[m.ID]
+			cs := protocol.CSStatus{
 				ID: m.ID, Addr: m.Addr, Port: m.Port, Location: loc.Name, VoterOnly: m.VoterOnly,
 				Connected: connected, Voting: counted[m.ID], Labels: info.Labels, Total: info.Total, Used: info.Used,
-				Maintenance: m.Maintenance,
-			})
+				Maintenance: m.Maintenance, Version: info.Version,
+			}
+			if connected {
+				cs.ProtoMin, cs.Proto = c.peer.Versions()
+			}
+			st.Chunkservers = append(st.Chunkservers, cs)
 		}
 	}
 	n.historyStatus(&st, req.History)

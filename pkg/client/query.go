@@ -43,7 +43,7 @@ func dial(addr netip.AddrPort, kind frame.Kind, cluster string, deadline time.Ti
 	if err != nil {
 		return nil, frame.Hello{}, fmt.Errorf("%w: %w", ErrUnreachable, err)
 	}
-	theirs, err := frame.DialHello(nc, frame.Hello{Proto: frame.ProtocolVersion, Kind: kind}, cluster, frame.KindMaster, time.Until(deadline))
+	theirs, err := frame.DialHello(nc, frame.Ours(kind), cluster, frame.KindMaster, time.Until(deadline))
 	if err != nil {
 		nc.Close()
 		return nil, theirs, fmt.Errorf("%w: %s: %w", ErrBusy, addr, err)

@@ -148,6 +148,10 @@ type StatusResp struct {
 	// no longer names it, or every master it reaches refuses it as a
 	// stranger): it takes part in nothing until it is named again.
 	Removed bool `msgpack:",omitempty"`
+	// ProtoMin-Proto: the protocol versions this master speaks (both 0
+	// from a master of version 2, which did not say).
+	ProtoMin uint16 `msgpack:",omitempty"`
+	Proto    uint16 `msgpack:",omitempty"`
 	// History: the newest records of the election history this master
 	// has applied (committed), oldest first; HistoryTotal how many it
 	// holds; LeaderChanges the LEADER changes ever recorded, by cause
@@ -223,6 +227,12 @@ type CSStatus struct {
 	// Maintenance: the operator marked it (mfscli -CM1): its absence is
 	// planned. It still counts towards quorum.
 	Maintenance bool `msgpack:",omitempty"`
+	// Version is its binary's version and ProtoMin-Proto the protocol
+	// versions it speaks, as it told this master (empty and 0 while it is
+	// not connected here; Proto 0 and ProtoMin 2 from a version-2 one).
+	Version  string `msgpack:",omitempty"`
+	ProtoMin uint16 `msgpack:",omitempty"`
+	Proto    uint16 `msgpack:",omitempty"`
 }
 
 // CloneStatus is a chunkserver connection refused because its id was

@@ -22,6 +22,10 @@ type Config struct {
 	// included (from MASTER_HOST).
 	ID      wire.MasterID
 	Masters []wire.MasterID
+	// Protocol is the newest wire protocol version this master speaks
+	// (frame.ProtocolVersion): its status says so, and a LEADER uses what
+	// a version brought only once every master says it speaks it.
+	Protocol uint16
 
 	// HeartbeatInterval: how often a master that takes votes renews them
 	// (HEARTBEAT_INTERVAL).
@@ -101,6 +105,7 @@ func DefaultConfig(id wire.MasterID, masters []wire.MasterID) Config {
 	return Config{
 		ID:                 id,
 		Masters:            append([]wire.MasterID(nil), masters...),
+		Protocol:           HistoryProtocol,
 		HeartbeatInterval:  150 * time.Millisecond,
 		VoteLease:          500 * time.Millisecond,
 		HeartbeatVoters:    750,

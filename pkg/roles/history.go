@@ -16,6 +16,12 @@ import (
 // election reads the history; it is written like any change, so it is as
 // durable as one and a new LEADER holds the old one's.
 
+// HistoryProtocol is the protocol version that brought the election
+// history: a master of an older one refuses to follow an EntryHistory
+// entry (a kind it does not know), so a LEADER writes records only once
+// every master of its set says it speaks this one (speaks).
+const HistoryProtocol = 3
+
 const (
 	// maxUnrecorded bounds the role changes a master keeps until it sees
 	// them in the history (a master cut off from every LEADER that keeps
@@ -153,7 +159,7 @@ func (m *Master) toReport() []changelog.RoleChange {
 // during a handover: the target must catch up with a log that stops
 // growing (the records come again in the next status).
 func (m *Master) writeHistory(from wire.MasterID, inc uint64, rs []changelog.RoleChange) {
-	if m.handover != wire.NoMaster {
+	if m.handover != wire.NoMaster || !m.speaks(HistoryProtocol) {
 		return
 	}
 	rs = m.newRecords(from, inc, rs)
@@ -165,6 +171,27 @@ func (m *Master) writeHistory(from wire.MasterID, inc uint64, rs []changelog.Rol
 	m.persist(Persist{Append: []changelog.Entry{e}})
 	m.replicateNew()
 	m.advanceReplicated()
+}
+
+// speaks reports whether every master of the set is known to speak
+// protocol version v: this one, and each other one by the newest status
+// this process heard from it (a master never heard may be an older
+// binary: until it is heard, nothing of v is used; a version-2 master
+// says no version, and counts as 2). Rolling upgrades rely on it
+// (docs/operations.md, "Upgrade").
+func (m *Master) speaks(v uint16) bool {
+	if m.cfg.Protocol < v {
+		return false
+	}
+	for _, id := range m.cfg.Masters {
+		if id == m.cfg.ID {
+			continue
+		}
+		if p := m.peers[id]; p == nil || !p.seen || max(p.st.Proto, 2) < v {
+			return false
+		}
+	}
+	return true
 }
 
 // newRecords keeps the records of master from (in its incarnation inc),

@@ -343,8 +343,10 @@ func (m *Master) enterLeader() {
 	// A new term starts with an entry of its own epoch, which carries this
 	// master's role changes for the history (this one included).
 	m.written = nil
-	e := changelog.Entry{Pos: changelog.Pos{Version: m.log.Len() + 1, Epoch: m.hard.Epoch}, Kind: changelog.EntryNoop,
-		History: m.newRecords(m.cfg.ID, m.hard.Incarnation, m.toReport())}
+	e := changelog.Entry{Pos: changelog.Pos{Version: m.log.Len() + 1, Epoch: m.hard.Epoch}, Kind: changelog.EntryNoop}
+	if m.speaks(HistoryProtocol) {
+		e.History = m.newRecords(m.cfg.ID, m.hard.Incarnation, m.toReport())
+	}
 	m.log.Append(e)
 	m.persist(Persist{Append: []changelog.Entry{e}})
 	m.replicated, m.acked = m.hard.Commit, m.hard.Commit
@@ -374,6 +376,11 @@ func (m *Master) timers() {
 		m.sendStatus()
 		if m.role == Leader {
 			m.replicate()
+			// Its own changes its first entry could not carry (a master
+			// not yet heard, or of an older protocol, then).
+			if len(m.unrecorded) > 0 {
+				m.writeHistory(m.cfg.ID, m.hard.Incarnation, m.toReport())
+			}
 		}
 		m.nextPeer = m.now.Add(m.cfg.PeerInterval)
 	}

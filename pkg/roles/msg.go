@@ -151,6 +151,9 @@ type PeerStatus struct {
 	// History: its role changes not yet seen in the election history
 	// (at most maxReport); the LEADER writes them.
 	History []changelog.RoleChange `msgpack:",omitempty"`
+	// Proto: the newest protocol version the sender speaks (0: a
+	// version-2 master, which does not say).
+	Proto uint16 `msgpack:",omitempty"`
 }
 
 // Append carries changelog entries from the LEADER to one follower; an empty

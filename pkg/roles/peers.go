@@ -41,7 +41,7 @@ func (m *Master) sendStatus() {
 		From: m.cfg.ID, Incarnation: m.hard.Incarnation, Role: m.role, Epoch: m.Epoch(), MaxEpoch: m.hard.MaxEpoch,
 		Last: m.log.Last(), Commit: m.hard.Commit, Eligible: m.Eligible(), Sync: m.Sync(),
 		Usurper: m.role == Usurper, Keep: m.keeps(), KeepSet: m.cfg.KeepLeadership, Placed: m.placed,
-		Leader: m.Leader(), Snap: m.SnapshotAt().Version, History: m.toReport(),
+		Leader: m.Leader(), Snap: m.SnapshotAt().Version, History: m.toReport(), Proto: m.cfg.Protocol,
 	}
 	for _, id := range m.cfg.Masters {
 		if id != m.cfg.ID {

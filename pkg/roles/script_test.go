@@ -306,6 +306,7 @@ var scriptEvents = map[string]func(h *harness, a map[string]string, cs wire.CSID
 		if l, ok := a["last"]; ok {
 			st.Last = parsePos(l)
 		}
+		st.Proto = uint16(mustU(orDefault(a["proto"], "0"))) // 0: a version-2 master, which does not say
 		return st
 	},
 	"append": func(h *harness, a map[string]string, cs wire.CSID, from wire.MasterID) Event {

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"io"
 	"reflect"
 	"strings"
@@ -111,16 +110,31 @@ func TestHelloCheck(t *testing.T) {
 			t.Errorf("%s: got %v, want %v", c.name, err, c.want)
 		}
 	}
-	// Version 2 knew no election history (version 1 had no AUTH_CODE
-	// challenge on 9419 nor the admin proof's target): a node of an older
-	// version is refused with both versions named.
-	for _, old := range []uint16{1, 2} {
-		err := Hello{Proto: old, Cluster: "abc", Kind: KindChunkserver}.Check("abc", KindChunkserver)
-		if want := fmt.Sprintf("peer speaks %d, this node 3", old); !errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), want) {
-			t.Errorf("a version %d peer: %v", old, err)
+	// Two peers use the newest version both speak; a peer of version 1
+	// (no AUTH_CODE challenge on 9419 nor the admin proof's target) shares
+	// none with this binary and is refused with both ranges named.
+	for _, c := range []struct {
+		h    Hello
+		want uint16
+	}{
+		{Hello{Proto: 2}, 2},              // a version-2 node: Proto only
+		{Hello{Proto: 2, ProtoMax: 3}, 3}, // this binary
+		{Hello{Proto: 3, ProtoMax: 7}, 3}, // a newer one that still speaks 3
+		{Hello{Proto: 1}, 0},
+		{Hello{Proto: 4, ProtoMax: 5}, 0},
+	} {
+		if got := c.h.Common(); got != c.want {
+			t.Errorf("%+v: common version %d, want %d", c.h, got, c.want)
 		}
 	}
-	err := good.Check("xyz", KindChunkserver)
+	err := Hello{Proto: 1, Cluster: "abc", Kind: KindChunkserver}.Check("abc", KindChunkserver)
+	if !errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), "peer speaks 1, this node 2-3") {
+		t.Errorf("a version 1 peer: %v", err)
+	}
+	if h := Ours(KindMaster); h.Proto != ProtocolMin || h.ProtoMax != ProtocolVersion || h.Check("", KindMaster) != nil {
+		t.Errorf("this binary's own hello %+v", h)
+	}
+	err = good.Check("xyz", KindChunkserver)
 	if !strings.Contains(err.Error(), "metadata id abc") || !strings.Contains(err.Error(), "clear its data directory") {
 		t.Errorf("the cluster refusal does not say what to do: %v", err)
 	}

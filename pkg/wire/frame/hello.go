@@ -11,15 +11,21 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
-// ProtocolVersion is the version of this wire protocol. A peer that speaks
-// another one is refused with a message naming both. 2: masters prove
-// AUTH_CODE to each other on 9419, every proof is keyed by the slow KDF of
-// its secret, and an admin command names its target master (a node of
-// version 1 could not take part anyway). 3: the changelog carries the
-// election history (a new entry kind a version-2 master would refuse to
-// follow), nominations say why the last LEADER went, and a status can be
-// asked for more of the history.
-const ProtocolVersion = 3
+// ProtocolVersion is the newest version of the wire protocol this binary
+// speaks, ProtocolMin the oldest: two peers use the newest both speak
+// (Common), and a peer with no version in common is refused with a message
+// naming both ranges. 2: masters prove AUTH_CODE to each other on 9419,
+// every proof is keyed by the slow KDF of its secret, and an admin command
+// names its target master (version 1 is not spoken). 3: the changelog
+// carries the election history, nominations say why the last LEADER went,
+// a status can be asked for more of the history; a LEADER writes the
+// history only once every master speaks 3 (a version-2 master refuses to
+// follow an entry kind it does not know: roles.HistoryProtocol). Every
+// other addition of 3 is a field a version-2 peer skips.
+const (
+	ProtocolMin     = 2
+	ProtocolVersion = 3
+)
 
 // Kind says what sort of node opened a connection.
 type Kind uint8
@@ -48,7 +54,11 @@ func (k Kind) String() string {
 
 // Hello is the first frame on every connection, in both directions.
 type Hello struct {
+	// Proto is the oldest version the sender speaks and ProtoMax the
+	// newest (0: Proto only, as a version-2 node, which compares Proto
+	// with its own version and knows no ProtoMax, says it).
 	Proto       uint16
+	ProtoMax    uint16 `msgpack:",omitempty"`
 	Cluster     string // the metadata id; empty only for a node that has none yet
 	Kind        Kind
 	ID          uint32 // MasterID, CSID or client session; 0 when not assigned yet
@@ -68,12 +78,40 @@ var (
 	ErrKind     = errors.New("peer kind not accepted on this port")
 )
 
+// Ours is a hello of this binary: the versions it speaks, the rest to be
+// filled in.
+func Ours(kind Kind) Hello { return Hello{Proto: ProtocolMin, ProtoMax: ProtocolVersion, Kind: kind} }
+
+// Versions is the range of protocol versions h says its sender speaks.
+func (h Hello) Versions() (oldest, newest uint16) { return h.Proto, max(h.Proto, h.ProtoMax) }
+
+// Common is the version a peer that sent h and this binary use: the
+// newest both speak (0: none).
+func (h Hello) Common() uint16 {
+	lo, hi := h.Versions()
+	if v := min(hi, ProtocolVersion); v >= max(lo, ProtocolMin) {
+		return v
+	}
+	return 0
+}
+
+// VersionsText is a range of versions as the refusals and listings write
+// it: "3", or "2-3".
+func VersionsText(oldest, newest uint16) string {
+	if newest <= oldest {
+		return fmt.Sprint(oldest)
+	}
+	return fmt.Sprintf("%d-%d", oldest, newest)
+}
+
 // Check decides whether a peer's hello is acceptable on a port that takes
 // the given kinds and belongs to cluster (empty: this node has no metadata
 // yet and accepts any). The error says what to do about it.
 func (h Hello) Check(cluster string, kinds ...Kind) error {
-	if h.Proto != ProtocolVersion {
-		return fmt.Errorf("%w: peer speaks %d, this node %d", ErrProtocol, h.Proto, ProtocolVersion)
+	if h.Common() == 0 {
+		lo, hi := h.Versions()
+		return fmt.Errorf("%w: peer speaks %s, this node %s; upgrade the older one (docs/operations.md, \"Upgrade\")",
+			ErrProtocol, VersionsText(lo, hi), VersionsText(ProtocolMin, ProtocolVersion))
 	}
 	if cluster != "" && h.Cluster != "" && h.Cluster != cluster {
 		return fmt.Errorf("%w: peer has metadata id %s, this node %s; point it at its own masters, or clear its data directory to join this cluster", ErrCluster, h.Cluster, cluster)
