@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -178,6 +179,24 @@ func Start(s Spec) (*Cluster, error) {
 	return c, nil
 }
 
+// layered is kv with each layer's keys over it, later layers winning: the
+// harness's keys, the spec's for every daemon of a kind, one daemon's,
+// a call's.
+func layered(kv map[string]string, layers ...map[string]string) map[string]string {
+	for _, l := range layers {
+		maps.Copy(kv, l)
+	}
+	return kv
+}
+
+// at is per[i], or nothing past its end.
+func at(per []map[string]string, i int) map[string]string {
+	if i < len(per) {
+		return per[i]
+	}
+	return nil
+}
+
 // AddMaster prepares one more master (not started: Start it) at a, with
 // extra config keys over the spec's: a master added to a running cluster,
 // which starts with -e and syncs from the LEADER.
@@ -194,22 +213,11 @@ func (c *Cluster) addMaster(a netip.Addr, cfg map[string]string) (*Proc, error) 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	kv := map[string]string{
+	kv := layered(map[string]string{
 		"DATA_PATH": dir, "MASTER_HOST": s.MasterHost(),
 		"MATOML_LISTEN_HOST": a.String(), "MATOCS_LISTEN_HOST": a.String(),
 		"MATOCL_LISTEN_HOST": a.String(), "HTTP_LISTEN_HOST": a.String(),
-	}
-	for k, v := range s.MasterCfg {
-		kv[k] = v
-	}
-	if i < len(s.PerMaster) {
-		for k, v := range s.PerMaster[i] {
-			kv[k] = v
-		}
-	}
-	for k, v := range cfg {
-		kv[k] = v
-	}
+	}, s.MasterCfg, at(s.PerMaster, i), cfg)
 	p := &Proc{Name: fmt.Sprintf("master%d", i+1), Addr: a, Cfg: filepath.Join(dir, "mfsmaster.cfg"),
 		Log: filepath.Join(s.Dir, fmt.Sprintf("master%d.log", i+1)), bin: filepath.Join(s.Bin, "mfsmaster"), netns: s.Netns}
 	if err := writeCfg(p.Cfg, kv); err != nil {
@@ -263,22 +271,11 @@ func (c *Cluster) addCS(cs CS, cfg map[string]string) (*Proc, error) {
 	if err := os.WriteFile(hdd, []byte(disks), 0o644); err != nil {
 		return nil, err
 	}
-	kv := map[string]string{
+	kv := layered(map[string]string{
 		"DATA_PATH": dir, "MASTER_HOST": s.MasterHost(), "BIND_HOST": cs.Addr.String(),
 		"CSSERV_LISTEN_HOST": cs.Addr.String(), "HTTP_LISTEN_HOST": cs.Addr.String(),
 		"HDD_CONF_FILENAME": hdd,
-	}
-	for k, v := range s.CSCfg {
-		kv[k] = v
-	}
-	if i < len(s.PerCS) {
-		for k, v := range s.PerCS[i] {
-			kv[k] = v
-		}
-	}
-	for k, v := range cfg {
-		kv[k] = v
-	}
+	}, s.CSCfg, at(s.PerCS, i), cfg)
 	p := &Proc{Name: fmt.Sprintf("cs%d", i+1), Addr: cs.Addr, Cfg: filepath.Join(dir, "mfschunkserver.cfg"),
 		Log: filepath.Join(s.Dir, fmt.Sprintf("cs%d.log", i+1)), bin: filepath.Join(s.Bin, "mfschunkserver"), netns: s.Netns}
 	if err := writeCfg(p.Cfg, kv); err != nil {

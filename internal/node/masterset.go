@@ -127,7 +127,7 @@ func (n *MasterNode) answerResolve(w adminWait, err error) {
 	}
 	text := fmt.Sprintf("MASTER_HOST resolved: %d masters (%s)", len(names), strings.Join(names, ", "))
 	if !n.member {
-		text += "; this master is not among them: it takes part in nothing"
+		text += "; this master is out of the set of masters (not named, or refused as a stranger by every master it reaches): it takes part in nothing"
 	}
 	w.c.send(protocol.AdminResp{ID: w.id, OK: true, Text: text})
 }
