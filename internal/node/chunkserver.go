@@ -10,7 +10,6 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/obs"
@@ -100,13 +99,10 @@ type ChunkserverNode struct {
 
 	links   map[wire.MasterID]*csLink
 	masters []masterhost.Master // the set now (loop only)
-	// resolveNow asks for MASTER_HOST now (Resolve); masterHost is it
-	// (a reload may change it).
-	resolveNow chan struct{}
-	masterHost atomic.Pointer[string]
-	addrOf     map[wire.MasterID]netip.Addr
-	named      map[wire.MasterID]string // addrOf as the metrics' labels
-	conns      map[string]bool          // observe's, reused
+	host    *hostSpec           // MASTER_HOST, resolved again (resolveLoop)
+	addrOf  map[wire.MasterID]netip.Addr
+	named   map[wire.MasterID]string // addrOf as the metrics' labels
+	conns   map[string]bool          // observe's, reused
 
 	idMu sync.Mutex
 	id   metadata.Identity // zero before registration
@@ -147,8 +143,8 @@ func StartChunkserver(opt ChunkserverOptions, store ChunkserverStore) (*Chunkser
 		opt: opt, log: opt.Log, store: store, start: time.Now(), clock: newVoterClock(),
 		inbox: make(chan csInput, cmp.Or(opt.Inbox, csInbox)), stopReq: make(chan struct{}), done: make(chan struct{}),
 		links: map[wire.MasterID]*csLink{}, addrOf: map[wire.MasterID]netip.Addr{}, masters: slices.Clone(opt.Masters),
-		resolveNow: make(chan struct{}, 1),
-		named:      map[wire.MasterID]string{}, conns: map[string]bool{},
+		host:  newHostSpec(opt.MasterHost),
+		named: map[wire.MasterID]string{}, conns: map[string]bool{},
 		state: ChunkserverState{Up: make([]bool, len(opt.Masters))},
 	}
 	var names []string
@@ -213,11 +209,10 @@ func StartChunkserver(opt ChunkserverOptions, store ChunkserverStore) (*Chunkser
 	for _, m := range opt.Masters {
 		n.links[m.ID] = startCSLink(n, m)
 	}
-	n.masterHost.Store(&opt.MasterHost)
 	go n.loop()
 	if opt.MasterHost != "" {
-		go resolveLoop(n.log, func() string { return *n.masterHost.Load() }, opt.HostsFile, opt.MasterPort, opt.ResolveInterval,
-			n.resolveNow, n.done, func(list []masterhost.Master) bool {
+		go resolveLoop(n.log, n.host, opt.HostsFile, opt.MasterPort, opt.ResolveInterval, n.done,
+			func(list []masterhost.Master) bool {
 				select {
 				case n.inbox <- csInput{masters: list}:
 					return true
@@ -231,22 +226,14 @@ func StartChunkserver(opt ChunkserverOptions, store ChunkserverStore) (*Chunkser
 
 // SetMasterHost puts a new MASTER_HOST in force (a reload) and resolves
 // it now.
-func (n *ChunkserverNode) SetMasterHost(spec string) {
-	n.masterHost.Store(&spec)
-	n.Resolve()
-}
+func (n *ChunkserverNode) SetMasterHost(spec string) { n.host.set(spec) }
 
 // Reload resolves MASTER_HOST again (SIGHUP: service.Serve calls it).
 func (n *ChunkserverNode) Reload() { n.Resolve() }
 
 // Resolve asks for MASTER_HOST to be resolved again now (SIGHUP); it does
 // not wait.
-func (n *ChunkserverNode) Resolve() {
-	select {
-	case n.resolveNow <- struct{}{}:
-	default:
-	}
-}
+func (n *ChunkserverNode) Resolve() { n.host.ask() }
 
 // takeMasters puts a resolved list in force (loop only): links to the
 // masters added, none to those gone, the voter told. A master gone may

@@ -84,12 +84,11 @@ type MasterNode struct {
 
 	// book: the set of masters and every master's address (masterset.go),
 	// replaced whole by the loop, read by any goroutine.
-	book       atomic.Pointer[masterBook]
-	masterHost atomic.Pointer[string] // MASTER_HOST now (a reload may change it)
-	// resolveNow asks the resolver for MASTER_HOST now; strangerTo: the
-	// masters whose link refused this one as a stranger (true) or took
-	// it (false); member: this master is in the set (loop only).
-	resolveNow chan struct{}
+	book atomic.Pointer[masterBook]
+	host *hostSpec // MASTER_HOST, resolved again by resolver
+	// strangerTo: the masters whose link refused this one as a stranger
+	// (true) or took it (false); member: this master is in the set (loop
+	// only).
 	strangerTo map[wire.MasterID]bool
 	member     bool
 	foreign    map[wire.MasterID]bool  // masters of another cluster, reported once
@@ -261,7 +260,7 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 		opt: opt, log: opt.Log, store: store, start: time.Now(), clock: newClock(), stages: newStages(),
 		inbox: make(chan input, 4096), clInbox: make(chan input, 1024), stopReq: make(chan struct{}), done: make(chan struct{}),
 		foreign: map[wire.MasterID]bool{}, links: map[wire.MasterID]*link{},
-		resolveNow: make(chan struct{}, 1), strangerTo: map[wire.MasterID]bool{}, member: true,
+		host: newHostSpec(opt.MasterHost), strangerTo: map[wire.MasterID]bool{}, member: true,
 		cs: map[wire.CSID]*conn{}, csInfo: map[wire.CSID]protocol.CSInfo{}, peersIn: map[*conn]bool{},
 		clConns: map[*conn]bool{}, clients: map[changelog.ClientID]*conn{}, admins: map[uint64]adminWait{}, hbSent: map[hbKey]time.Time{},
 		snapDone: make(chan snapResult, 1), snapRetry: snapRetryMin,
@@ -280,7 +279,6 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 	n.metrics = obs.NewMasterMetrics(opt.Metrics)
 	obs.RegisterStoreCommits(opt.Metrics, "master", store.Commits)
 	n.book.Store(newBook(opt.Masters))
-	n.masterHost.Store(&opt.MasterHost)
 	st, err := store.Load()
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/obs"
@@ -80,27 +81,48 @@ func (n *MasterNode) addrKnown(id wire.MasterID) (netip.Addr, bool) {
 // Masters is the current set of masters (MASTER_HOST as last resolved).
 func (n *MasterNode) Masters() []masterhost.Master { return slices.Clone(n.book.Load().set) }
 
-// SetMasterHost puts a new MASTER_HOST in force (a reload) and resolves
-// it now.
-func (n *MasterNode) SetMasterHost(spec string) {
-	n.masterHost.Store(&spec)
-	n.Resolve()
+// hostSpec is MASTER_HOST as a node resolves it: the value now (a reload
+// may change it) and the asks to resolve it at once, read by resolveLoop.
+type hostSpec struct {
+	spec atomic.Pointer[string]
+	now  chan struct{}
 }
 
-// Resolve asks for MASTER_HOST to be resolved again now (SIGHUP, mfscli
-// -CMR); the resolution runs on its own goroutine and its result goes
-// through the loop. It does not wait.
-func (n *MasterNode) Resolve() {
+func newHostSpec(spec string) *hostSpec {
+	h := &hostSpec{now: make(chan struct{}, 1)}
+	h.spec.Store(&spec)
+	return h
+}
+
+func (h *hostSpec) get() string { return *h.spec.Load() }
+
+// set puts a new value in force and asks for it to be resolved.
+func (h *hostSpec) set(spec string) {
+	h.spec.Store(&spec)
+	h.ask()
+}
+
+// ask asks for a resolution now; it does not wait.
+func (h *hostSpec) ask() {
 	select {
-	case n.resolveNow <- struct{}{}:
+	case h.now <- struct{}{}:
 	default: // one is asked for already
 	}
 }
 
+// SetMasterHost puts a new MASTER_HOST in force (a reload) and resolves
+// it now.
+func (n *MasterNode) SetMasterHost(spec string) { n.host.set(spec) }
+
+// Resolve asks for MASTER_HOST to be resolved again now (SIGHUP, mfscli
+// -CMR); the resolution runs on its own goroutine and its result goes
+// through the loop. It does not wait.
+func (n *MasterNode) Resolve() { n.host.ask() }
+
 // resolveFor is mfscli -CMR: MASTER_HOST resolved now, off the loop, the
 // result put in force and the command answered with the set of masters.
 func (n *MasterNode) resolveFor(c *conn, id uint64) {
-	spec, r := *n.masterHost.Load(), masterhost.Resolver{HostsFile: n.opt.HostsFile}
+	spec, r := n.host.get(), masterhost.Resolver{HostsFile: n.opt.HostsFile}
 	go func() {
 		in := input{kind: inMasters, asked: &adminWait{c: c, id: id}}
 		if spec == "" {
@@ -137,8 +159,8 @@ func (n *MasterNode) resolver() {
 	if n.opt.MasterHost == "" {
 		return // a test node built with a fixed list
 	}
-	resolveLoop(n.log, func() string { return *n.masterHost.Load() }, n.opt.HostsFile, n.opt.MLPort, n.opt.ResolveInterval,
-		n.resolveNow, n.done, func(list []masterhost.Master) bool {
+	resolveLoop(n.log, n.host, n.opt.HostsFile, n.opt.MLPort, n.opt.ResolveInterval, n.done,
+		func(list []masterhost.Master) bool {
 			select {
 			case n.inbox <- input{kind: inMasters, masters: list}:
 				return true
@@ -148,12 +170,12 @@ func (n *MasterNode) resolver() {
 		})
 }
 
-// resolveLoop resolves spec() every `every` (0: only when asked) and
-// whenever now is signalled, and hands each list to deliver until done
-// closes or deliver says stop. A resolution that fails keeps the set as
-// it is (logged): a DNS outage must not empty the cluster.
-func resolveLoop(log zerolog.Logger, spec func() string, hostsFile string, port uint16, every time.Duration,
-	now, done <-chan struct{}, deliver func([]masterhost.Master) bool) {
+// resolveLoop resolves host every `every` (0: only when asked) and
+// whenever asked, and hands each list to deliver until done closes or
+// deliver says stop. A resolution that fails keeps the set as it is
+// (logged): a DNS outage must not empty the cluster.
+func resolveLoop(log zerolog.Logger, host *hostSpec, hostsFile string, port uint16, every time.Duration,
+	done <-chan struct{}, deliver func([]masterhost.Master) bool) {
 	var tick <-chan time.Time
 	if every > 0 {
 		t := time.NewTicker(every)
@@ -166,9 +188,9 @@ func resolveLoop(log zerolog.Logger, spec func() string, hostsFile string, port 
 		case <-done:
 			return
 		case <-tick:
-		case <-now:
+		case <-host.now:
 		}
-		list, err := r.Resolve(spec(), port)
+		list, err := r.Resolve(host.get(), port)
 		if err != nil {
 			log.Error().Err(err).Msg("MASTER_HOST not resolved: the set of masters stays as it was")
 			continue

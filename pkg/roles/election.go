@@ -50,7 +50,7 @@ type election struct {
 
 	// tempRemoved: chunkservers an operator declared down while this
 	// master knew no live LEADER (AdminTempRemove). Every tally leaves
-	// them out where leaveOut's rules allow, until the removal is written
+	// them out where LeaveOut's rules allow, until the removal is written
 	// and in force, the chunkserver asks for a vote session here, or this
 	// master hears a LEADER (docs/architecture.md, "Temporary removal").
 	tempRemoved map[wire.CSID]bool

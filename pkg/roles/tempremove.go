@@ -18,7 +18,7 @@ import (
 //
 //   - at most one chunkserver per location, never the last of its
 //     location, and in a location with an even number of members only the
-//     one with the highest id (leaveOut), applied to each config on its
+//     one with the highest id (LeaveOut), applied to each config on its
 //     own: whatever any two masters leave out, at any two times, they count
 //     over the same locations and their majorities in each location share
 //     a member;
@@ -58,7 +58,7 @@ func (m *Master) tempRemove(id wire.CSID) (bool, wire.Code, string) {
 		try = map[wire.CSID]bool{}
 	}
 	try[id] = true
-	if _, left := leaveOut(cfg, try); !left[id] {
+	if _, left := LeaveOut(cfg, try); !left[id] {
 		return false, wire.CodeState, fmt.Sprintf("chunkserver %v can't be left out: another of its location already is, it is the last of its location (switch the location OFF instead), or its location has an even number of chunkservers and only the one with the highest id may be left out there", id)
 	}
 	m.tempRemoved = try
@@ -67,7 +67,7 @@ func (m *Master) tempRemove(id wire.CSID) (bool, wire.Code, string) {
 	return true, wire.CodeNone, fmt.Sprintf("chunkserver %v left out of the count until it votes again; removed for good once a LEADER is elected", id)
 }
 
-// leaveOut applies the temporary removals to c where the rules allow:
+// LeaveOut applies the temporary removals to c where the rules allow:
 // going by id, a member is left out unless another of its location already
 // is, it is the last of its location, or its location has an even number
 // of members and it is not the one with the highest id. It returns the
@@ -78,13 +78,9 @@ func (m *Master) tempRemove(id wire.CSID) (bool, wire.Code, string) {
 // location of n, each leaving out a different member, share a member when
 // n is odd (2(n-1)/2+2 > n) but may split an even location exactly in two;
 // in an even location every master can only leave out the same member.
-func leaveOut(c *registry.ClusterConfig, removed map[wire.CSID]bool) (*registry.ClusterConfig, map[wire.CSID]bool) {
-	return LeaveOut(c, removed)
-}
-
-// LeaveOut is the leave-out rule (leaveOut) for the tools that show what a
-// temporary removal would do (mfscli -CTR --dry-run): c counted without
-// the members of removed it leaves out, and which those are.
+//
+// Exported for the tools that show what a temporary removal would do
+// (mfscli -CTR --dry-run), so they run this rule, not a copy of it.
 func LeaveOut(c *registry.ClusterConfig, removed map[wire.CSID]bool) (*registry.ClusterConfig, map[wire.CSID]bool) {
 	perLoc := map[wire.LocationID]int{}
 	highest := map[wire.LocationID]wire.CSID{}
@@ -127,7 +123,7 @@ func (m *Master) withoutTempRemoved(c *registry.ClusterConfig) *registry.Cluster
 	if len(m.tempRemoved) == 0 {
 		return c
 	}
-	n, _ := leaveOut(c, m.tempRemoved)
+	n, _ := LeaveOut(c, m.tempRemoved)
 	return n
 }
 

@@ -18,7 +18,7 @@ import (
 // TestTempRemovalKeepsQuorumsIntersecting: two masters (or one master at
 // two times, or a LEADER whose quorum acknowledged a change and a later
 // ELECT) that leave out any chunkservers by the temporary-removal rules
-// (leaveOut) cannot both win, whoever the left-out chunkservers vote for:
+// (LeaveOut) cannot both win, whoever the left-out chunkservers vote for:
 // their quorums share a voter. This is the argument of
 // docs/architecture.md, "Temporary removal", checked on random registries.
 func TestTempRemovalKeepsQuorumsIntersecting(t *testing.T) {
@@ -48,8 +48,8 @@ func TestTempRemovalKeepsQuorumsIntersecting(t *testing.T) {
 			}
 			return r
 		}
-		ca, leftA := leaveOut(cfg, pick("removedA"))
-		cb, leftB := leaveOut(cfg, pick("removedB"))
+		ca, leftA := LeaveOut(cfg, pick("removedA"))
+		cb, leftB := LeaveOut(cfg, pick("removedB"))
 		votes := map[wire.CSID]int{}
 		for _, c := range cfg.Members {
 			votes[c.ID] = rapid.IntRange(0, 2).Draw(t, "vote") // 0 none, 1 A, 2 B
@@ -139,10 +139,10 @@ func TestLeaveOutEvenLocation(t *testing.T) {
 	cfg := &registry.ClusterConfig{Version: 2, Locations: locs, Members: []registry.Chunkserver{
 		{ID: 1, Addr: netip.MustParseAddr("10.1.0.1")}, {ID: 2, Addr: netip.MustParseAddr("10.1.0.2")},
 	}}
-	if _, left := leaveOut(cfg, map[wire.CSID]bool{1: true}); len(left) != 0 {
+	if _, left := LeaveOut(cfg, map[wire.CSID]bool{1: true}); len(left) != 0 {
 		t.Errorf("the lower id of an even location was left out: %v", left)
 	}
-	if _, left := leaveOut(cfg, map[wire.CSID]bool{2: true}); !left[2] {
+	if _, left := LeaveOut(cfg, map[wire.CSID]bool{2: true}); !left[2] {
 		t.Errorf("the highest id of an even location was not left out: %v", left)
 	}
 }
