@@ -213,3 +213,46 @@ func TestBackgroundRefusesLinkedLog(t *testing.T) {
 	}
 	check()
 }
+
+// TestWritePidReportsFailure: a lock file whose truncate or pid write
+// fails is an error, not a lock that names no pid (Acquire once shadowed
+// the write's error and went on). A file opened read-only fails the
+// truncate; one opened for appending truncates but refuses WriteAt, the
+// write failure the shadowed err used to hide.
+func TestWritePidReportsFailure(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		flag int
+	}{
+		{"read-only: the truncate fails", os.O_RDONLY},
+		{"append-only: the write fails", os.O_WRONLY | os.O_APPEND},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "lock")
+			if err := os.WriteFile(path, []byte("12345\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.OpenFile(path, c.flag, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if err := writePid(f); err == nil {
+				b, _ := os.ReadFile(path)
+				t.Fatalf("writePid on a file opened %s: no error, file holds %q", c.name, b)
+			}
+		})
+	}
+	path := filepath.Join(t.TempDir(), "lock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := writePid(f); err != nil {
+		t.Fatalf("writePid on a writable file: %v", err)
+	}
+	if got := readPid(path); got != os.Getpid() {
+		t.Fatalf("lock file names pid %d, want %d", got, os.Getpid())
+	}
+}

@@ -52,14 +52,23 @@ func Acquire(path string) (*Lock, error) {
 		}
 		return nil, fmt.Errorf("lock file %s: %w", path, err)
 	}
-	if err := f.Truncate(0); err == nil {
-		_, err = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	}
-	if err != nil {
+	if err := writePid(f); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("lock file %s: %w", path, err)
 	}
 	return &Lock{f: f}, nil
+}
+
+// writePid replaces the lock file's content with this process's pid (what
+// "in use by process N" reads back). A failed truncate or write is an
+// error: a lock file that names no pid, or a stale one, would send the
+// operator after the wrong process.
+func writePid(f *os.File) error {
+	if err := f.Truncate(0); err != nil {
+		return err
+	}
+	_, err := f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	return err
 }
 
 // ownFile checks that f is a regular file with a single link, owned by this
