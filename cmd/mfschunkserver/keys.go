@@ -46,6 +46,7 @@ func defaults() config {
 			ReconnectDelay:  5 * time.Second,
 			TrustRefused:    true,
 			ResolveInterval: 30 * time.Second, // as the masters' (mfsmaster.cfg)
+			RecordVerify:    5 * time.Minute,
 		},
 		DataPath:   "/var/lib/mfs",
 		MasterHost: "mfsmaster",
@@ -94,6 +95,8 @@ func keys(c *config) []settings.Key {
 			"1: start without AUTH_CODE even though masters or BIND_HOST are off loopback (warned at every start). 0: such a chunkserver refuses to start without AUTH_CODE."),
 		settings.Ranged("MASTER_RECONNECTION_DELAY", &c.Node.ReconnectDelay, 10*time.Millisecond, 10*time.Minute,
 			"Longest wait between attempts to reach a master that is down (the first retry after a lost connection is immediate, then back-off doubles up to this)."),
+		settings.Ranged("RECORD_VERIFY_INTERVAL", &c.Node.RecordVerify, 0, 24*time.Hour,
+			"How often the voter record (DATA_PATH/chunkserver.mfs, 8 KiB) is read back from the disk, past the page cache, and compared with what was written: rot or a stray write is found, logged, counted and shown while the record in memory is still whole, and both copies are rewritten from it; a restart then never depends on a damaged copy. 0 = never (damage is then found only at the next start)."),
 		settings.Field("LOG_LEVEL", &c.LogLevel, "debug, info, warn or error.").Live(),
 		settings.Field("HTTP_LISTEN_HOST", &c.HTTP.Host, "Address of the HTTP endpoint (/metrics, /healthz)."),
 		settings.Ranged("HTTP_LISTEN_PORT", &c.HTTP.Port, 0, 65535, "Port of the HTTP endpoint."),

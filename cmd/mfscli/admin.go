@@ -52,6 +52,7 @@ var adminCommands = []struct{ form, what string }{
 	{"LS", "step the LEADER down"},
 	{"MS/ip", "shut a master down (through DUMMY)"},
 	{"MR", "every master resolves MASTER_HOST again now (-CMR/ip: that master only)"},
+	{"TRUST/ip/port", "no LEADER: vouch for an uncertain chunkserver's voter record as it is (see the risk it prints)"},
 }
 
 // admin carries out one command; the reply names what was done.
@@ -72,6 +73,8 @@ var adminCommands = []struct{ form, what string }{
 //	MS/ip             shut the master at ip down (through DUMMY)
 //	MR, MR/ip         every master (or the one at ip) resolves MASTER_HOST
 //	                  again now: masters added or removed are taken in
+//	TRUST/ip/port     no LEADER: an uncertain chunkserver (its voter record
+//	                  damaged or lost) votes on its record as it is
 func admin(answers []clusterview.Answer, cmd string, port uint16, password string, timeout time.Duration) error {
 	parts := strings.Split(cmd, "/")
 	leader := leaderOf(answers)
@@ -92,6 +95,8 @@ func admin(answers []clusterview.Answer, cmd string, port uint16, password strin
 		return tempRemove(answers, cmd, parts, password, timeout)
 	case "MR":
 		return resolveAgain(answers, cmd, parts, port, password, timeout)
+	case "TRUST":
+		return trustRecord(answers, cmd, parts, password, timeout)
 	case "LU", "LC", "MS":
 		if len(parts) != 2 {
 			return fmt.Errorf("-C%s: give the master's address (-C%s/ip)", cmd, parts[0])

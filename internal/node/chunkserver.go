@@ -60,6 +60,10 @@ type ChunkserverOptions struct {
 	// Metrics: where the mfs_chunkserver_* gauges are registered; nil
 	// exports none (the swarm's voters, which State reports instead).
 	Metrics prometheus.Registerer
+	// RecordVerify: how often the voter record is read back from the disk
+	// and compared with what was written (metadata.ChunkserverStore.Verify;
+	// 0: never). A store without Verify is never checked.
+	RecordVerify time.Duration
 	// Inbox is how many inputs the links may queue for the loop (0:
 	// csInbox, mfschunkserver's). A link whose input finds the inbox full
 	// waits (nothing is dropped), so the length only bounds how far the
@@ -111,6 +115,13 @@ type ChunkserverNode struct {
 	state ChunkserverState // as of the last flush (observe)
 
 	regAt time.Time
+
+	// damaged: the store opened from the older copy of the record (its
+	// Damage), not yet told to a voter (RecordDamaged). uncertain: what
+	// the CSInfo last said (loop only).
+	damaged   bool
+	uncertain bool
+	trusted   wire.MasterID // the master an operator's TrustRecord came through, until it is stepped
 }
 
 // ChunkserverState is what a chunkserver's loop saw at its last flush: for
@@ -123,6 +134,11 @@ type ChunkserverState struct {
 	Crowd      int           // the most chunkservers a master said its registry holds
 	InCrowd    bool          // more than PROBE_VOTERS of them (roles.Voter.InCrowd)
 	Up         []bool        // by index in the set of masters now (Masters at the start): the link is connected
+	// Record: what was found wrong with the voter record this run (empty:
+	// nothing); Uncertain: the voter grants nothing until a LEADER
+	// restores its record (roles.Voter.Uncertain). CSInfo tells both.
+	Record    string
+	Uncertain bool
 }
 
 type csInput struct {
@@ -134,6 +150,9 @@ type csInput struct {
 	up      bool // the link just came up
 	// masters: MASTER_HOST resolved again (the rest is unset).
 	masters []masterhost.Master
+	// record: the voter record was found changed on the disk (Verify's
+	// report; the rest is unset).
+	record string
 }
 
 // StartChunkserver listens on the CSSERV port (unless opt.Port names it),
@@ -181,6 +200,15 @@ func StartChunkserver(opt ChunkserverOptions, store ChunkserverStore) (*Chunkser
 			}
 		}()
 	}
+	if d, ok := store.(interface{ Damage() string }); ok && d.Damage() != "" {
+		n.damaged = true
+		n.state.Record = d.Damage()
+		n.log.Error().Str("file", d.Damage()).Msg("voter record damaged: " + d.Damage() +
+			". The chunkserver runs, but its voter grants no vote until a LEADER's heartbeat has restored what the record may have lost (mfscli -SCS shows it)")
+		if n.metrics != nil {
+			n.metrics.RecordDamaged()
+		}
+	}
 	if id, ok := store.Identity(); ok {
 		switch {
 		case id.Addr.Port() != n.port:
@@ -210,6 +238,9 @@ func StartChunkserver(opt ChunkserverOptions, store ChunkserverStore) (*Chunkser
 		n.links[m.ID] = startCSLink(n, m)
 	}
 	go n.loop()
+	if v, ok := store.(interface{ Verify() (string, error) }); ok && opt.RecordVerify > 0 {
+		go n.verifyLoop(v.Verify)
+	}
 	if opt.MasterHost != "" {
 		go resolveLoop(n.log, n.host, opt.HostsFile, opt.MasterPort, opt.ResolveInterval, n.done,
 			func(list []masterhost.Master) bool {
@@ -469,6 +500,7 @@ func (n *ChunkserverNode) startVoter(local netip.Addr, lost bool) error {
 		return err
 	}
 	cfg.RecordLost = lost && hard.NeverPromised()
+	cfg.RecordDamaged, n.damaged = n.damaged, false
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -485,8 +517,12 @@ func (n *ChunkserverNode) startVoter(local netip.Addr, lost bool) error {
 	quiet := roles.QuietAfterStart(cfg, hard)
 	why := "its last run may have left a promise: quiet until it has lapsed"
 	switch {
+	case cfg.RecordDamaged:
+		why = "its record was read from the older copy (the newer is damaged): quiet as after a crash, then uncertain until a LEADER restores the record"
 	case quiet > 0 && cfg.RecordLost:
-		why = "an empty record for an id already registered (data directory wiped?): quiet as after a crash"
+		why = "an empty record for an id already registered (data directory wiped?): quiet as after a crash, then uncertain until a LEADER restores the record"
+	case v.Uncertain():
+		why = "its record is still uncertain from an earlier run: it grants no vote until a LEADER restores it"
 	case quiet == 0 && hard.CleanStop:
 		why = "its last run stopped in order with no promise standing: voting at once"
 	case quiet == 0:
@@ -494,15 +530,27 @@ func (n *ChunkserverNode) startVoter(local netip.Addr, lost bool) error {
 	}
 	n.log.Info().Str(obs.FieldCS, id.Addr.String()).Uint32("id", uint32(id.CS)).Str("cluster", id.ClusterID).
 		Dur("quiet", quiet).Msg("voter started: " + why)
-	for _, l := range n.links {
-		l.sendInfo()
-	}
+	n.uncertain = !v.Uncertain() // noteUncertain says it, and sends every link the info
+	n.noteUncertain()
 	return nil
 }
 
 func (n *ChunkserverNode) handle(in csInput) error {
 	if in.masters != nil {
 		return n.takeMasters(in.masters)
+	}
+	if in.record != "" {
+		n.stMu.Lock()
+		n.state.Record = in.record
+		n.stMu.Unlock()
+		n.log.Error().Str("file", in.record).Msg("voter record changed on the disk since it was written (rot, a bad sector, a stray write): " + in.record)
+		if n.metrics != nil {
+			n.metrics.RecordDamaged()
+		}
+		for _, l := range n.links {
+			l.sendInfo()
+		}
+		return nil
 	}
 	if in.from != wire.NoMaster && n.links[in.from] == nil {
 		return nil // from a link stopped since: that master is gone
@@ -542,6 +590,8 @@ func (n *ChunkserverNode) handle(in csInput) error {
 		return nil // the fast path is off: a promise to a dead master lapses
 	}
 	switch e := in.ev.(type) {
+	case roles.TrustRecord:
+		n.trusted = in.from
 	case roles.VoteConnLost:
 		n.log.Debug().Str("master", n.addrOf[e.Master].String()).Bool("closed", e.Closed).Msg("master connection lost")
 	case roles.Refused:
@@ -566,8 +616,71 @@ func (n *ChunkserverNode) flush() error {
 	if err := roles.Carry(n.store, csFx{n}, group...); err != nil {
 		return err
 	}
+	n.noteUncertain()
 	n.observe()
 	return nil
+}
+
+// noteUncertain tells the masters and the log when the voter became
+// uncertain or stopped being so (loop only, after the record is durable).
+func (n *ChunkserverNode) noteUncertain() {
+	now := n.voter != nil && n.voter.Uncertain()
+	by := n.trusted
+	n.trusted = wire.NoMaster
+	if now == n.uncertain {
+		return
+	}
+	n.uncertain = now
+	n.stMu.Lock()
+	n.state.Uncertain = now
+	n.stMu.Unlock()
+	if !now {
+		h := n.voter.Hard()
+		ev := n.log.Warn().Str("file", n.recordPath()).Uint64(obs.FieldEpoch, h.MaxEpoch).Str("commit", h.Commit.String())
+		if by != wire.NoMaster {
+			ev.Str("master", n.addrOf[by].String()).Msg("voter record vouched for by the operator (mfscli -CTRUST): voting on it as it is")
+		} else {
+			ev.Str("master", n.addrOf[h.EpochOwner].String()).Msg("voter record restored from the LEADER's heartbeat: voting again")
+		}
+	}
+	for _, l := range n.links {
+		l.sendInfo()
+	}
+}
+
+// recordPath names the voter record's file for the log.
+func (n *ChunkserverNode) recordPath() string {
+	if p, ok := n.store.(interface{ Path() string }); ok {
+		return p.Path()
+	}
+	return metadata.ChunkserverFile
+}
+
+// verifyLoop reads the voter record back every RecordVerify and hands
+// what it found changed to the loop (Verify rewrote it already).
+func (n *ChunkserverNode) verifyLoop(verify func() (string, error)) {
+	t := time.NewTicker(n.opt.RecordVerify)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.done:
+			return
+		case <-t.C:
+		}
+		report, err := verify()
+		if err != nil {
+			n.log.Error().Err(err).Msg("voter record could not be read back")
+			continue
+		}
+		if report == "" {
+			continue
+		}
+		select {
+		case n.inbox <- csInput{record: report}:
+		case <-n.done:
+			return
+		}
+	}
 }
 
 // csFx carries a voter's batch out to the links and the log
@@ -663,6 +776,7 @@ func (n *ChunkserverNode) observe() {
 			s.PromiseLeft = time.Duration(until - n.at) // as of the newest step
 		}
 		s.MaxEpoch = n.voter.Hard().MaxEpoch
+		s.Uncertain = n.voter.Uncertain()
 	}
 	n.metrics.Set(s)
 }
@@ -722,8 +836,11 @@ func (l *csLink) sendInfo() {
 			total, used = total+t, used+u
 		}
 	}
+	l.n.stMu.Lock()
+	record, uncertain := l.n.state.Record, l.n.state.Uncertain
+	l.n.stMu.Unlock()
 	l.send(protocol.CSInfo{ID: id.CS, Port: l.n.port, Labels: l.n.opt.Labels, VoterOnly: len(l.n.opt.Disks) == 0,
-		Total: total, Used: used, Version: l.n.opt.Version})
+		Total: total, Used: used, Version: l.n.opt.Version, Record: record, Uncertain: uncertain})
 }
 
 func (l *csLink) reconnect() {
@@ -914,6 +1031,11 @@ func (l *csLink) read(c *conn) (closed bool) {
 		case roles.Redirect:
 			v.From = l.to.ID
 			l.deliver(csInput{ev: v})
+		case protocol.TrustRecord:
+			if v.CS == l.n.Identity().CS {
+				l.n.log.Warn().Str("master", l.to.Addr.String()).Msg("the operator vouches for this voter's record (mfscli -CTRUST)")
+				l.deliver(csInput{ev: roles.TrustRecord{}})
+			}
 		}
 	}
 }

@@ -18,7 +18,7 @@ var (
 	// A master on 9420, from chunkservers.
 	matocsIn = frame.RegistryOf(protocol.AuthProof{}, protocol.RegisterReq{}, protocol.CSInfo{}, roles.Probe{}, roles.VoteHello{}, roles.VoteBye{}, roles.HeartbeatAck{})
 	// A chunkserver, from a master.
-	cstomaIn = frame.RegistryOf(protocol.AuthChallenge{}, protocol.RegisterReply{}, roles.ProbeReply{}, roles.Heartbeat{}, roles.VoteRelease{}, roles.Redirect{})
+	cstomaIn = frame.RegistryOf(protocol.AuthChallenge{}, protocol.RegisterReply{}, roles.ProbeReply{}, roles.Heartbeat{}, roles.VoteRelease{}, roles.Redirect{}, protocol.TrustRecord{})
 	// A master on 9421, from clients and mfscli. (What a client reads
 	// there: protocol.ClientIn.)
 	matoclIn = frame.RegistryOf(protocol.StatusReq{}, protocol.AdminReq{}, roles.ClientWrite{}, roles.ClientRead{}, protocol.ClientAuth{})

@@ -12,6 +12,8 @@ type ChunkserverMetrics struct {
 	masters                           []string
 	per                               []masterGauges // by masters index
 	promiseLeft, maxEpoch, registered prometheus.Gauge
+	uncertain                         prometheus.Gauge
+	recordDamage                      prometheus.Counter
 }
 
 // masterGauges are one master's series, looked up once: Set runs on every
@@ -26,6 +28,7 @@ type ChunkserverSnapshot struct {
 	MaxEpoch    uint64
 	Registered  bool
 	Connected   map[string]bool // master -> connection up
+	Uncertain   bool            // the voter grants nothing until a LEADER restores its record
 }
 
 // NewChunkserverMetrics registers the chunkserver metrics on reg. masters
@@ -47,6 +50,10 @@ func NewChunkserverMetrics(reg prometheus.Registerer, masters []string) *Chunkse
 		promiseLeft: g("mfs_chunkserver_promise_remaining_seconds", "Seconds until the current promise expires (0 when unbound)."),
 		maxEpoch:    g("mfs_chunkserver_max_epoch", "Highest election epoch this chunkserver has seen."),
 		registered:  g("mfs_chunkserver_registered", "1 if this chunkserver is registered with the LEADER, else 0."),
+		uncertain: g("mfs_chunkserver_voter_uncertain", "1 while the voter's record may lack what it acknowledged (a damaged copy, a lost record): "+
+			"it grants no vote until a LEADER's heartbeat restores it, else 0."),
+		recordDamage: f.NewCounter(prometheus.CounterOpts{Name: "mfs_chunkserver_record_damage_total",
+			Help: "Copies of the voter record (chunkserver.mfs) found unreadable at start or changed on the disk since they were written."}),
 	}
 	for _, m := range c.masters {
 		c.per = append(c.per, masterGauges{vote.WithLabelValues(m), promise.WithLabelValues(m), conn.WithLabelValues(m)})
@@ -66,4 +73,8 @@ func (c *ChunkserverMetrics) Set(s ChunkserverSnapshot) {
 	c.promiseLeft.Set(max(s.PromiseLeft, 0).Seconds())
 	c.maxEpoch.Set(float64(s.MaxEpoch))
 	c.registered.Set(b2f(s.Registered))
+	c.uncertain.Set(b2f(s.Uncertain))
 }
+
+// RecordDamaged counts a damaged copy of the voter record.
+func (c *ChunkserverMetrics) RecordDamaged() { c.recordDamage.Inc() }

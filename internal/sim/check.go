@@ -8,6 +8,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/mfs-election/mfs-election/pkg/changelog"
+	"github.com/mfs-election/mfs-election/pkg/quorum"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
@@ -28,6 +29,14 @@ type failover struct {
 type checker struct {
 	lastHard       []roles.HardState
 	lastVoter      []roles.VoterHardState
+	diskFaults     int    // chunkserver records set back, torn or lost
+	stuckUncertain string // no LEADER after the heal, and uncertain voters are why
+	// forgot: chunkserver i's record lost knowledge it had acted on (a
+	// disk fault set it back), and no LEADER has restored it since: an
+	// operator's -CTRUST of it could lose an acknowledged change. trusts:
+	// -CTRUSTs the simulated operator sent (only where forgot is false).
+	forgot []bool
+	trusts int
 	refusals       map[string]int // what voters ignored (refused heartbeats among it), by reason
 	leaderSince    []int64        // per master: when it last became LEADER
 	handoversAfter int            // LEADER -> FOLLOWER by handover after the heal
@@ -66,6 +75,7 @@ type Snapshots struct {
 func (c *checker) init(w *world) {
 	c.lastHard = make([]roles.HardState, len(w.masters))
 	c.lastVoter = make([]roles.VoterHardState, len(w.css))
+	c.forgot = make([]bool, len(w.css))
 	c.refusals = map[string]int{}
 	c.leaderSince = make([]int64, len(w.masters))
 	c.failovers = map[string][]time.Duration{}
@@ -199,6 +209,16 @@ func (c *checker) refusal(w *world, r ref, to roles.Peer, ack roles.HeartbeatAck
 	}
 }
 
+// diskFault: chunkserver i's record was set back or lost by a disk fault
+// (the fault itself, not a bug of the voter's: V1 judges what follows).
+func (c *checker) diskFault(i int, h roles.VoterHardState) {
+	if l := c.lastVoter[i]; h.MaxEpoch != l.MaxEpoch || h.EpochOwner != l.EpochOwner || h.EpochInc != l.EpochInc || h.Commit != l.Commit || h.CommitTag != l.CommitTag {
+		c.forgot[i] = true // until a LEADER restores it (persisted)
+	}
+	c.lastVoter[i] = h
+	c.diskFaults++
+}
+
 // restored: master i's store was replaced by an older copy; its epochs on
 // disk went down by the operator's hand, and are judged from there on.
 func (c *checker) restored(i int, h roles.HardState) { c.lastHard[i] = h }
@@ -220,6 +240,9 @@ func (c *checker) persisted(w *world, r ref) {
 				r, h.MaxEpoch, last.EpochOwner, last.EpochInc, h.EpochOwner, h.EpochInc)
 		}
 		c.lastVoter[r.i] = h
+		if !h.Uncertain {
+			c.forgot[r.i] = false
+		}
 		return
 	}
 	if r.k != kMaster {
@@ -293,6 +316,12 @@ func (c *checker) final(w *world, healAt, end int64) {
 	bound := w.livenessBound()
 	switch {
 	case c.liveness != "":
+	case !c.ledAfterHeal && w.uncertainBlock():
+		// Documented, not a failure: too many voters' records were damaged
+		// or lost for a quorum of whole ones, and only a LEADER (or the
+		// operator's -CTRUST) can restore them (docs/architecture.md §7,
+		// "Voters that forgot").
+		c.stuckUncertain = fmt.Sprintf("no LEADER: no quorum of certain voters (%s)", rolesLine(w))
 	case !c.ledAfterHeal:
 		c.liveness = fmt.Sprintf("no LEADER within %v of the heal (%s)", bound, rolesLine(w))
 	case c.healToLead > bound:
@@ -351,4 +380,34 @@ func rolesLine(w *world) string {
 		}
 	}
 	return s
+}
+
+// uncertainBlock: the voters that are up and certain make no quorum under
+// any up master's registry, and uncertain ones would (so they are why no
+// LEADER can be elected: only a LEADER restores them).
+func (w *world) uncertainBlock() bool {
+	uncertain := false
+	for _, c := range w.css {
+		uncertain = uncertain || (c.up && c.v != nil && c.v.Uncertain())
+	}
+	if !uncertain {
+		return false
+	}
+	for _, m := range w.masters {
+		if !m.up {
+			continue
+		}
+		t := m.m.Registry().Electorate().Tally(func(id wire.CSID) quorum.Vote {
+			for _, c := range w.css {
+				if c.cfg.ID == id && c.up && c.v != nil && !c.v.Uncertain() {
+					return quorum.For
+				}
+			}
+			return quorum.Unknown
+		})
+		if t.Outcome == quorum.Won {
+			return false
+		}
+	}
+	return true
 }

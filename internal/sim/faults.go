@@ -38,8 +38,15 @@ const (
 	fAdversary
 	fRestore
 	fMasterSet
+	fRotCS
+	fTornCS
+	fLoseCS
 	numFaults
 )
+
+// The disk faults come after the others: their draws (drawProfile) come
+// last, so that adding them left every earlier fault's draw as it was.
+const firstDiskFault = fRotCS
 
 // profile is everything drawn from the seed before the run starts: sizes,
 // network quality, config within its documented ranges, and which faults
@@ -149,7 +156,7 @@ func drawProfile(r *rand.Rand) profile {
 	case k == 7:
 		p.keep = 1<<p.masters - 1
 	}
-	for f := faultKind(0); f < numFaults; f++ {
+	for f := faultKind(0); f < firstDiskFault; f++ {
 		if r.Intn(10) < 6 {
 			p.faults = append(p.faults, f)
 		}
@@ -160,6 +167,11 @@ func drawProfile(r *rand.Rand) profile {
 	p.meanGap = time.Duration(700+r.Intn(2000)) * time.Millisecond
 	p.extremeClocks = r.Intn(2) == 0
 	p.reject = r.Intn(3) == 0
+	for f := firstDiskFault; f < numFaults; f++ {
+		if r.Intn(10) < 6 {
+			p.faults = append(p.faults, f)
+		}
+	}
 	return p
 }
 
@@ -403,10 +415,19 @@ var faultMenu = [numFaults]struct {
 		return hostile{kind: hostileKind(d.mode), master: d.pick % len(w.masters), cs: d.pick % len(w.css), bomb: d.pick, dur: d.dur}
 	}},
 	fRestore: {"restore-master", func(w *world, d draw) fault {
-		return masterRestore{i: w.aimedMaster(d), after: d.dur}
+		return masterRestore{i: w.aimedMaster(d), after: d.dur, behind: d.mode != 0}
 	}},
 	fMasterSet: {"master-set", func(w *world, d draw) fault {
 		return masterSetChange{i: w.aimedMaster(d), pick: d.pick, dur: d.dur}
+	}},
+	fRotCS: {"rot-cs", func(w *world, d draw) fault {
+		return csRot{i: d.pick % len(w.css), newest: d.mode != 0, downFor: d.dur}
+	}},
+	fTornCS: {"torn-cs", func(w *world, d draw) fault {
+		return csTear{i: d.pick % len(w.css), how: 1 + d.mode%2, downFor: d.dur}
+	}},
+	fLoseCS: {"lose-cs", func(w *world, d draw) fault {
+		return csLose{i: d.pick % len(w.css), downFor: d.dur}
 	}},
 }
 
@@ -760,16 +781,28 @@ func (f tempRemoval) fire(w *world, _ *adminIDs) {
 // masterRestore copies master i's store now and, after a while, restarts the
 // master from that copy (restoreMaster).
 type masterRestore struct {
-	i     int
-	after int64
+	i      int
+	after  int64
+	behind bool
 }
 
 func (f masterRestore) fire(w *world, _ *adminIDs) {
 	// An operator copies a master's DATA_PATH (a VM snapshot, a backup)
-	// and later brings the master back from that copy.
+	// and later brings the master back from that copy, half the time on
+	// a host whose wall clock is behind the start of the run the copy was
+	// taken in (a rebuilt VM before NTP stepped it): its incarnation must
+	// not repeat that run's (security review N5).
 	backup := w.masters[f.i].store.Copy()
 	w.tracef("M%d data directory copied (log %v, epoch %d)", f.i+1, backup.Last(), backup.Hard().Epoch)
-	w.at(w.now+f.after, func() { w.restoreMaster(f.i, backup) })
+	w.at(w.now+f.after, func() {
+		if f.behind {
+			n := w.masters[f.i]
+			started := int64(backup.Hard().Incarnation>>32) * 1000 // that run's start, in wall ms
+			n.wallJump += (started - 5000 - n.wallMs(w.now)) * 1e6
+			w.tracef("M%d wall clock set behind the copy's run: %d ms", f.i+1, n.wallMs(w.now))
+		}
+		w.restoreMaster(f.i, backup)
+	})
 }
 
 // restoreMaster stops master i and starts it again from an older copy of
@@ -873,4 +906,94 @@ func (w *world) tempRemove(pick int, anyCS bool) {
 			w.admin(i, roles.Admin{ID: uint64(1000000 + pick), Kind: roles.AdminTempRemove, Change: registry.Change{ID: uint32(c.cfg.ID)}}, 0)
 		}
 	}
+}
+
+// ---- disk faults (security review N1-N3) --------------------------------------
+
+// tearEarly and tearLate: a torn write of a chunkserver's record. Early:
+// the power went before the write reached the disk whole; the slot it
+// wrote is unreadable, the other holds the record before it, and the next
+// start finds the damage. Late: the write was whole but the process died
+// before anything of its batch left.
+const (
+	tearEarly = 1
+	tearLate  = 2
+)
+
+// csRot: chunkserver i crashes, and its next start finds one copy of its
+// record unreadable: the newest (newest: it starts from the record before,
+// which may be behind what it acted on) or the older one (it starts from
+// the newest). Either way it must start uncertain.
+type csRot struct {
+	i       int
+	newest  bool
+	downFor int64
+}
+
+func (f csRot) fire(w *world, _ *adminIDs) {
+	n := w.css[f.i]
+	if !n.started || !n.up || n.stopping {
+		return
+	}
+	w.killCS(f.i)
+	if f.newest {
+		n.hard = n.prev
+	}
+	n.damaged = true
+	w.chk.diskFault(f.i, n.hard)
+	w.tracef("CS%d ROT of its %s copy (starts from epoch %d commit %v)", f.i+1, map[bool]string{true: "newest", false: "older"}[f.newest], n.hard.MaxEpoch, n.hard.Commit)
+	w.at(w.now+f.downFor, func() { w.upCS(f.i) })
+}
+
+// csTear arms a torn write of chunkserver i's next record (how: tearEarly
+// or tearLate); unfired after downFor, it is disarmed.
+type csTear struct {
+	i, how  int
+	downFor int64
+}
+
+func (f csTear) fire(w *world, _ *adminIDs) {
+	n := w.css[f.i]
+	if !n.started || !n.up || n.stopping {
+		return
+	}
+	n.tear = f.how
+	w.at(w.now+f.downFor, func() { n.tear = 0 })
+}
+
+// tearWrite is the power cut during chunkserver i's write of b's record:
+// nothing of the batch leaves, the process is gone, and it starts again
+// after a while.
+func (w *world) tearWrite(i int, b roles.Batch) {
+	n := w.css[i]
+	how := n.tear
+	n.tear = 0
+	if how == tearLate {
+		_ = voterDisk{n}.Apply(b.Persist...)
+	}
+	w.killCS(i)
+	n.damaged = how == tearEarly
+	w.chk.diskFault(i, n.hard)
+	w.tracef("CS%d TORN write (%s)", i+1, map[bool]string{true: "early: that copy unreadable", false: "late: whole, nothing sent"}[how == tearEarly])
+	w.at(w.now+int64(200*time.Millisecond), func() { w.upCS(i) })
+}
+
+// csLose: chunkserver i crashes and its record file is lost (removed as an
+// operator might, a wiped DATA_PATH); it registers again and gets its id
+// back as a known member's (roles.VoterConfig.RecordLost).
+type csLose struct {
+	i       int
+	downFor int64
+}
+
+func (f csLose) fire(w *world, _ *adminIDs) {
+	n := w.css[f.i]
+	if !n.started || !n.up || n.stopping {
+		return
+	}
+	w.killCS(f.i)
+	n.hard, n.prev, n.lost = roles.VoterHardState{}, roles.VoterHardState{}, true
+	w.chk.diskFault(f.i, n.hard)
+	w.tracef("CS%d record LOST", f.i+1)
+	w.at(w.now+f.downFor, func() { w.upCS(f.i) })
 }

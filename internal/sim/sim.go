@@ -54,6 +54,11 @@ type Result struct {
 	Profile    string
 	Violations []string
 	Liveness   string // empty when the liveness phase passed
+	// StuckUncertain: no LEADER after the heal because too few voters are
+	// certain for a quorum (documented; not a failure). DiskFaults: how
+	// many chunkserver records the run damaged, tore or lost.
+	StuckUncertain string
+	DiskFaults     int
 	TraceHash  uint64
 	Trace      []string // the last lines
 	Events     int
@@ -204,6 +209,13 @@ type csNode struct {
 	spare    bool // starts later: a registration
 	started  bool
 	stopping bool // an orderly stop was asked and has not ended
+	// The disk faults (faults.go): prev is what the record file's other
+	// copy holds (the record before hard); tear arms a torn write of the
+	// next persist (tearEarly, tearLate); damaged and lost are what the
+	// next start finds (roles.VoterConfig.RecordDamaged, RecordLost).
+	prev          roles.VoterHardState
+	tear          int
+	damaged, lost bool
 }
 
 // ---- events -------------------------------------------------------------------
@@ -552,6 +564,10 @@ func (w *world) handle(r ref, b roles.Batch) {
 		w.carry(r, b)
 		return
 	}
+	if r.k == kCS && w.css[r.i].tear != 0 {
+		w.tearWrite(r.i, b)
+		return
+	}
 	p.busy = true
 	// A LEADER's appends leave as the write begins (roles.Send.Early): a
 	// kill during the write leaves followers holding entries this master
@@ -593,21 +609,20 @@ func (w *world) disk(r ref) roles.Persister {
 	if r.k == kMaster {
 		return w.masters[r.i].store
 	}
-	return voterDisk{&w.css[r.i].hard}
+	return voterDisk{w.css[r.i]}
 }
 
 func (w *world) fx(r ref) *simFx {
 	return &simFx{w: w, r: r, loc: w.proc(r).clk.local(w.now)}
 }
 
-// voterDisk is a chunkserver's disk: its newest record.
-type voterDisk struct{ hard *roles.VoterHardState }
+// voterDisk is a chunkserver's disk, its record file: the newest record,
+// written over the copy before the one it replaces (one write a batch).
+type voterDisk struct{ n *csNode }
 
 func (d voterDisk) Apply(ps ...roles.Persist) error {
-	for _, p := range ps {
-		if p.Voter != nil {
-			*d.hard = *p.Voter
-		}
+	if h := roles.NewestVoter(ps); h != nil {
+		d.n.prev, d.n.hard = d.n.hard, *h
 	}
 	return nil
 }
@@ -753,9 +768,10 @@ func (w *world) startMaster(i int) {
 	n.setUp(true)
 	st, _ := n.store.Load()
 	// As the daemon does: a store restored from an older copy has
-	// forgotten its last incarnation, and the wall clock keeps the new one
-	// above it (docs/architecture.md §10).
-	st.Hard.Incarnation = max(st.Hard.Incarnation, uint64(n.wallMs(w.now)))
+	// forgotten its last incarnation; the wall clock keeps the new one
+	// above it, and random bits keep it from repeating an earlier one on
+	// a clock that is behind (roles.IncarnationBase).
+	st.Hard.Incarnation = roles.IncarnationBase(st.Hard.Incarnation, n.wallMs(w.now), w.rng.Uint32())
 	var b roles.Batch
 	func() {
 		defer func() {
@@ -800,9 +816,12 @@ func (w *world) startCS(i int) {
 	if n.hard.CleanStop {
 		w.cleanStarts++
 	}
+	cfg := n.cfg
+	cfg.RecordDamaged, cfg.RecordLost = n.damaged, n.lost
+	n.damaged, n.lost = false, false
 	var acts roles.Batch
-	n.v, acts = roles.NewVoter(n.cfg, n.hard, roles.Instant(n.clk.local(w.now)))
-	w.tracef("CS%d start (clean=%v)", i+1, n.hard.CleanStop)
+	n.v, acts = roles.NewVoter(cfg, n.hard, roles.Instant(n.clk.local(w.now)))
+	w.tracef("CS%d start (clean=%v damaged=%v lost=%v uncertain=%v)", i+1, n.hard.CleanStop, cfg.RecordDamaged, cfg.RecordLost, n.v.Uncertain())
 	w.handle(n.ref, acts)
 	w.drain(n.ref)
 }
@@ -1008,6 +1027,7 @@ func (w *world) run() Result {
 	}
 	res.Violations = w.viol
 	res.Liveness = w.chk.liveness
+	res.StuckUncertain, res.DiskFaults = w.chk.stuckUncertain, w.chk.diskFaults
 	res.Failovers = w.chk.failovers
 	res.HealToLead = w.chk.healToLead
 	res.Leaders = w.chk.leaderTerms
@@ -1074,6 +1094,27 @@ func (w *world) heal() {
 			w.upCS(i)
 		} else if c.paused {
 			w.resume(c.ref)
+		}
+	}
+	w.at(w.now+int64(w.prof.maxPromise)+int64(time.Second), w.operatorTrust)
+}
+
+// operatorTrust is the runbook's last step (docs/operations.md, "Lost or
+// damaged chunkserver disk"): with no LEADER, and uncertain voters the
+// reason, the operator vouches for them with mfscli -CTRUST. The
+// simulated operator does it only where it cannot lose anything (the
+// record lost nothing it had acted on: an older copy rotted, a torn write
+// that never completed); where it could, the seed stays without a LEADER,
+// as the docs say it must, and the run reports why.
+func (w *world) operatorTrust() {
+	if w.leaderIdx() >= 0 || !w.uncertainBlock() {
+		return
+	}
+	for i, c := range w.css {
+		if c.up && c.v != nil && c.v.Uncertain() && !w.chk.forgot[i] {
+			w.chk.trusts++
+			w.tracef("operator: mfscli -CTRUST CS%d", i+1)
+			w.enqueue(c.ref, roles.TrustRecord{})
 		}
 	}
 }

@@ -27,7 +27,7 @@ func TestSeeds(t *testing.T) {
 	}
 	failed := 0
 	var snaps Snapshots
-	forged, clean, restores := 0, 0, 0
+	forged, clean, restores, disk, stuck := 0, 0, 0, 0, 0
 	keeps, refusals := map[string]int{}, map[string]int{}
 	RunSeeds(*firstFlag, n, func(r Result) {
 		forged += r.Forged
@@ -36,6 +36,10 @@ func TestSeeds(t *testing.T) {
 		}
 		clean += r.CleanStarts
 		restores += r.Restores
+		disk += r.DiskFaults
+		if r.StuckUncertain != "" {
+			stuck++
+		}
 		switch {
 		case r.AllKeep:
 			keeps["every master"]++
@@ -76,10 +80,13 @@ func TestSeeds(t *testing.T) {
 	if n >= 50 && restores == 0 {
 		t.Fatalf("%d seeds and no master restored from a copy: the M7 paths went untested", n)
 	}
+	if n >= 50 && disk == 0 {
+		t.Fatalf("%d seeds and no chunkserver record damaged, torn or lost: the uncertain-voter paths went untested", n)
+	}
 	if n >= 50 && clean == 0 {
 		t.Fatalf("%d seeds and no chunkserver started from a clean-stop mark: the orderly-stop path went untested", n)
 	}
-	t.Logf("%d seeds: %d trims, %d snapshots installed, %d forged messages, KEEP_LEADERSHIP on %v, %d starts after an orderly stop, %d masters restored from a copy, voter refusals %v", n, snaps.Trims, snaps.Installed, forged, keeps, clean, restores, refusals)
+	t.Logf("%d seeds: %d trims, %d snapshots installed, %d forged messages, KEEP_LEADERSHIP on %v, %d starts after an orderly stop, %d masters restored from a copy, %d chunkserver records damaged, torn or lost (%d seeds left with no quorum of certain voters), voter refusals %v", n, snaps.Trims, snaps.Installed, forged, keeps, clean, restores, disk, stuck, refusals)
 }
 
 // TestReplay plays one seed with the full trace: the command a failure

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -19,6 +20,7 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 	bolt "go.etcd.io/bbolt"
+	"golang.org/x/sys/unix"
 )
 
 // ChunkserverFile is the chunkserver's store, in its DATA_PATH.
@@ -39,14 +41,26 @@ type Identity struct {
 // writes; in a VM every one of those is dear, and the chunkservers' rounds
 // were half the cluster's processor at one client. So chunkserver.mfs is a
 // record file: two slots of csSlot bytes, each holding the whole state
-// (identity and voter record) with a sequence number and a CRC-32C. A write
-// fills the slot that does not hold the newest record and is made durable
-// with one fdatasync; the file's size never changes after it is created,
-// so that fdatasync writes no metadata. A write torn by a crash damages
-// only the slot being written, and the other still holds the state before
-// that write, which is what was durable when the write began: nothing that
-// depended on the new record had left (roles.Carry). Both slots damaged is
-// an error naming the file; nothing is guessed.
+// (identity and voter record) with a sequence number and a CRC-32C. A
+// write fills the slot that does not hold the newest record, and is made
+// durable with one fdatasync; the file's size
+// never changes after it is created, so that fdatasync writes no metadata.
+// Creation (and the conversion of the older bbolt layout) writes the same
+// state into both slots, as records 0 and 1: the first write after it
+// overwrites a copy, never the only one.
+//
+// One unreadable slot is never taken lightly. A write torn by a crash
+// looks exactly like a slot that rotted after the voter acted on it (a
+// grant, an acknowledged commit point), and in the second case the other
+// slot is one record behind what the voter told the masters. So the file
+// opens from the good slot but says so (Damage): the daemon logs it at
+// error level, counts it, shows it in the listings, and starts the voter
+// uncertain (roles.VoterConfig.RecordDamaged), which grants nothing until
+// a LEADER's heartbeat has restored what it may have lost. Both slots
+// unreadable is an error naming the file; nothing is guessed, and the file
+// is not modified. Verify reads both slots back from the disk while the
+// daemon runs, so that rot is found before a restart depends on it, and
+// rewrites them from the state in memory, which is whole.
 //
 // A chunkserver.mfs in the earlier bbolt layout (schema 1 or 2) is read
 // with every check it always had, then replaced by a record file holding
@@ -69,6 +83,10 @@ type csState struct {
 	HasIdentity bool
 	Identity    Identity
 	Voter       roles.VoterHardState
+	// Both: written by a build that keeps two copies from the file's
+	// creation on. A slot of an earlier build's file may be all zeros
+	// (never written); in a file of this build that is damage.
+	Both bool `msgpack:",omitempty"`
 }
 
 // ChunkserverStore is an open chunkserver.mfs: identity and VoterHardState.
@@ -80,7 +98,13 @@ type ChunkserverStore struct {
 	mu  sync.Mutex
 	f   *os.File // locked (flock) while open
 	st  csState
-	seq uint64 // of the newest slot
+	seq uint64 // of the newest record
+	at  int    // the slot holding it: the next write goes to the other
+	// img: what each slot holds on the disk, as this process wrote or read
+	// it (nil: unknown, it was unreadable at open and is not written yet).
+	img [2][]byte
+	// damage: what open found unreadable (empty: both slots were whole).
+	damage string
 }
 
 // OpenChunkserver opens DATA_PATH/chunkserver.mfs, creating it empty when
@@ -97,7 +121,7 @@ func OpenChunkserver(dir string) (*ChunkserverStore, error) {
 	case err != nil:
 		return nil, fmt.Errorf("metadata file %s: %w", path, err)
 	case len(img) == 0:
-		return nil, fmt.Errorf("metadata file %s is empty: remove it to start as a chunkserver that never registered", path)
+		return nil, fmt.Errorf("metadata file %s is empty; the file was not modified. %s", path, csLostAdvice)
 	case !isRecordFile(img):
 		// The earlier bbolt layout, or damage that layout's checks name.
 		if err := convertBolt(dir, path); err != nil {
@@ -154,12 +178,23 @@ var chunkserverSpec = spec{kind: "chunkserver", daemon: "mfschunkserver", record
 	return err
 }}
 
-// createRecordFile writes a record file holding st (in its first slot, the
-// second zeros) beside path, makes it durable and renames it over path.
+// csLostAdvice ends every message about a chunkserver.mfs that cannot be
+// read at all: what is safe to do, in the terms of the uncertain voter.
+const csLostAdvice = "This chunkserver's voter record (its id, the epochs it granted, the commit point it acknowledged) cannot be read. " +
+	"Safe: move the file aside (keep it for inspection) and start again: the chunkserver registers again (a LEADER must be up) and, " +
+	"if its address is a member's, gets its id back as an uncertain voter that grants no vote until it has heard that LEADER " +
+	"(mfscli -SCS shows it). Not safe: copying another chunkserver's file here, or vouching for it with mfscli -CTRUST while " +
+	"enough other voters are whole (see \"Lost or damaged chunkserver disk\" in docs/operations.md)"
+
+// createRecordFile writes a record file holding st in both slots (records
+// 0 and 1) beside path, makes it durable and renames it over path.
 func createRecordFile(path string, st csState) error {
+	st.Both = true
 	img := make([]byte, 2*csSlot)
-	if err := encodeSlot(img[:csSlot], 1, st); err != nil {
-		return err
+	for seq := range uint64(2) {
+		if err := encodeSlot(img[seq*csSlot:(seq+1)*csSlot], seq, st); err != nil {
+			return err
+		}
 	}
 	tmp := path + ".new"
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
@@ -194,25 +229,132 @@ func openRecordFile(path string) (*ChunkserverStore, error) {
 	if err != io.ErrUnexpectedEOF || n != 2*csSlot {
 		f.Close()
 		if err == nil || err == io.ErrUnexpectedEOF || err == io.EOF {
-			return nil, fmt.Errorf("metadata file %s is damaged: %d bytes, a record file has %d; the file was not modified (remove it to start as a chunkserver that never registered: it registers again and, if its address is a member's, keeps quiet as after a crash)", path, n, 2*csSlot)
+			return nil, fmt.Errorf("metadata file %s is damaged: %d bytes, a record file has %d; the file was not modified. %s", path, n, 2*csSlot, csLostAdvice)
 		}
 		return nil, fmt.Errorf("metadata file %s: %w", path, err)
 	}
 	s := &ChunkserverStore{path: path, f: f}
-	var errs [2]error
-	found := false
+	good, damage, err := readSlots(img[:2*csSlot])
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("metadata file %s is damaged: %v; the file was not modified. %s", path, err, csLostAdvice)
+	}
+	s.seq, s.st, s.at = good.seq, good.st, good.at
 	for i := range 2 {
-		seq, st, err := decodeSlot(img[i*csSlot : (i+1)*csSlot])
-		errs[i] = err
-		if err == nil && (!found || seq > s.seq) {
-			s.seq, s.st, found = seq, st, true
+		if damage == "" || i == good.at {
+			s.img[i] = bytes.Clone(img[i*csSlot : (i+1)*csSlot])
 		}
 	}
-	if !found {
-		f.Close()
-		return nil, fmt.Errorf("metadata file %s is damaged: neither of its two copies is readable (%v; %v); the file was not modified (remove it to start as a chunkserver that never registered: it registers again and, if its address is a member's, keeps quiet as after a crash)", path, errs[0], errs[1])
+	if damage != "" {
+		s.damage = fmt.Sprintf("%s: %s", path, damage)
+	}
+	if !s.st.Both {
+		// An earlier build's file, with one copy (the other never
+		// written): make the second before anything depends on it.
+		s.mu.Lock()
+		err := s.write(s.st)
+		s.mu.Unlock()
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
 	}
 	return s, nil
+}
+
+// slot is one decoded slot.
+type slot struct {
+	at  int // which of the two
+	seq uint64
+	st  csState
+}
+
+// readSlots decodes both slots of img and picks the newest. damage says
+// which slot was unreadable and why, when one was; an error, when both
+// were. An all-zero second slot beside record 1 or 2 of an earlier build in
+// the first is no damage: that build's creation wrote one slot only.
+func readSlots(img []byte) (good slot, damage string, err error) {
+	var errs [2]error
+	var got [2]slot
+	for i := range 2 {
+		got[i].at = i
+		got[i].seq, got[i].st, errs[i] = decodeSlot(img[i*csSlot : (i+1)*csSlot])
+	}
+	switch {
+	case errs[0] != nil && errs[1] != nil:
+		return slot{}, "", fmt.Errorf("neither of its two copies is readable (copy 1: %v; copy 2: %v)", errs[0], errs[1])
+	case errs[0] == nil && errs[1] == nil:
+		if got[1].seq > got[0].seq {
+			return got[1], "", nil
+		}
+		return got[0], "", nil
+	}
+	ok := 0
+	if errs[0] != nil {
+		ok = 1
+	}
+	bad := 1 - ok
+	if bad == 1 && got[0].seq <= 2 && !got[0].st.Both && allZero(img[csSlot:2*csSlot]) {
+		return got[0], "", nil
+	}
+	return got[ok], fmt.Sprintf("copy %d of 2 (bytes %d-%d) is unreadable (%v); the voter started from copy %d (record %d), "+
+		"which may be one record older than what it acted on: it is uncertain until a LEADER has restored its record",
+		bad+1, bad*csSlot, (bad+1)*csSlot-1, errs[bad], ok+1, got[ok].seq), nil
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Damage says what OpenChunkserver found unreadable, naming the file
+// (empty: both copies were whole). The voter must then start uncertain.
+func (s *ChunkserverStore) Damage() string { return s.damage }
+
+// Verify reads both slots back from the disk (past the page cache) and
+// compares them with what this process wrote or read. A slot that differs
+// has rotted since (a bad sector, a stray write): both are rewritten from
+// the state in memory, which is whole, and the report names the file and
+// the slot. Empty: both slots are as written.
+func (s *ChunkserverStore) Verify() (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f == nil {
+		return "", nil
+	}
+	fd := int(s.f.Fd())
+	// Drop the cached pages (clean after the fdatasync) so the read is the
+	// disk's; a kernel that ignores the advice only makes this weaker.
+	_ = unix.Fadvise(fd, 0, 2*csSlot, unix.FADV_DONTNEED)
+	img := make([]byte, 2*csSlot)
+	if _, err := s.f.ReadAt(img, 0); err != nil {
+		return "", fmt.Errorf("metadata file %s: reading it back: %w", s.path, err)
+	}
+	var bad []string
+	for i := range 2 {
+		if s.img[i] != nil && !bytes.Equal(img[i*csSlot:(i+1)*csSlot], s.img[i]) {
+			_, _, err := decodeSlot(img[i*csSlot : (i+1)*csSlot])
+			if err == nil {
+				err = errors.New("it reads as another record")
+			}
+			bad = append(bad, fmt.Sprintf("copy %d of 2 (bytes %d-%d) changed on the disk since it was written (%v)", i+1, i*csSlot, (i+1)*csSlot-1, err))
+		}
+	}
+	if len(bad) == 0 {
+		return "", nil
+	}
+	// Two writes: the slot not holding the newest record, then the other,
+	// so that a crash between them leaves one whole copy of this state.
+	for range 2 {
+		if err := s.write(s.st); err != nil {
+			return "", err
+		}
+	}
+	return fmt.Sprintf("%s: %s; both copies were rewritten from the record in memory", s.path, strings.Join(bad, "; ")), nil
 }
 
 // lockFile takes an exclusive flock on f, waiting at most lockTimeout.
@@ -270,17 +412,18 @@ func decodeSlot(b []byte) (uint64, csState, error) {
 // (one write, one fdatasync), then makes it the one held. Under mu.
 func (s *ChunkserverStore) write(st csState) error {
 	b := make([]byte, csSlot)
-	seq := s.seq + 1
+	seq, at := s.seq+1, 1-s.at
+	st.Both = true
 	if err := encodeSlot(b, seq, st); err != nil {
 		return fmt.Errorf("metadata file %s: %w", s.path, err)
 	}
-	if _, err := s.f.WriteAt(b, int64(seq%2)*csSlot); err != nil {
+	if _, err := s.f.WriteAt(b, int64(at)*csSlot); err != nil {
 		return fmt.Errorf("metadata file %s: %w", s.path, err)
 	}
 	if err := syscall.Fdatasync(int(s.f.Fd())); err != nil {
 		return fmt.Errorf("metadata file %s: fdatasync: %w", s.path, err)
 	}
-	s.seq, s.st = seq, st
+	s.seq, s.st, s.at, s.img[at] = seq, st, at, b
 	s.commits.Add(1)
 	return nil
 }

@@ -60,6 +60,22 @@ type CSInfo struct {
 	Total     uint64
 	Used      uint64
 	Version   string
+	// Record: what was found wrong with its voter record this run (a copy
+	// of chunkserver.mfs unreadable at start or changed on the disk since
+	// it was written), naming the file; empty when nothing was. Uncertain:
+	// its voter grants nothing until a LEADER restores its record
+	// (roles.VoterHardState.Uncertain). Only a chunkserver of this release
+	// or later says either.
+	Record    string `msgpack:",omitempty"`
+	Uncertain bool   `msgpack:",omitempty"`
+}
+
+// TrustRecord is the operator vouching for an uncertain chunkserver's
+// voter record as it is (mfscli -CTRUST): a master sends it on that
+// chunkserver's connection, and only to one that said it is uncertain (so
+// never to a build that would not know it). CS names the chunkserver.
+type TrustRecord struct {
+	CS wire.CSID
 }
 
 // StatusReq asks a master (port 9421) for its state. History: how many
@@ -162,6 +178,22 @@ type StatusResp struct {
 	LeaderChanges  map[string]uint64  `msgpack:",omitempty"`
 	HistoryWaiting int                `msgpack:",omitempty"`
 	HistoryLost    uint64             `msgpack:",omitempty"`
+	// What a LEADER's acknowledgements rest on (roles.Durability, review
+	// N7); a LEADER only says it (AckKnown). AckRequired is its
+	// ACK_REPLICAS, AckFollowers the other masters of its set,
+	// AckReplicas the followers known to hold its newest acknowledged
+	// change. AckShort: an acknowledgement rested on fewer than
+	// AckRequired follower copies and the newest still does, for
+	// AckShortFor up to this answer (a duration, not a time, so that no
+	// two clocks are compared); AckUnheard are the masters of its set it
+	// has not heard within PEER_TIMEOUT.
+	AckKnown     bool          `msgpack:",omitempty"`
+	AckRequired  int           `msgpack:",omitempty"`
+	AckFollowers int           `msgpack:",omitempty"`
+	AckReplicas  int           `msgpack:",omitempty"`
+	AckShort     bool          `msgpack:",omitempty"`
+	AckShortFor  time.Duration `msgpack:",omitempty"`
+	AckUnheard   []netip.Addr  `msgpack:",omitempty"`
 }
 
 // RoleChangeStatus is one record of the election history as the listings
@@ -233,6 +265,9 @@ type CSStatus struct {
 	Version  string `msgpack:",omitempty"`
 	ProtoMin uint16 `msgpack:",omitempty"`
 	Proto    uint16 `msgpack:",omitempty"`
+	// Record and Uncertain as its CSInfo said them (see there).
+	Record    string `msgpack:",omitempty"`
+	Uncertain bool   `msgpack:",omitempty"`
 }
 
 // CloneStatus is a chunkserver connection refused because its id was
@@ -286,3 +321,4 @@ func (StatusResp) MsgType() wire.Type    { return wire.TypeStatusResp }
 func (AdminReq) MsgType() wire.Type      { return wire.TypeAdminReq }
 func (AdminResp) MsgType() wire.Type     { return wire.TypeAdminResp }
 func (ClientAuth) MsgType() wire.Type    { return wire.TypeClientAuth }
+func (TrustRecord) MsgType() wire.Type   { return wire.TypeTrustRecord }

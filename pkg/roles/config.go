@@ -308,6 +308,12 @@ type VoterConfig struct {
 	// record that is new: a wiped data directory). The voter then keeps
 	// quiet as after a crash, even though the record says it never voted.
 	RecordLost bool
+	// RecordDamaged: the record was read from the older of its two copies,
+	// the newer one being unreadable (a torn write, rot, a bad sector): it
+	// may be one record behind what the voter acted on. Like RecordLost,
+	// the voter keeps quiet as after a crash and starts uncertain
+	// (VoterHardState.Uncertain).
+	RecordDamaged bool
 }
 
 // DefaultVoterConfig returns the shipped chunkserver defaults.

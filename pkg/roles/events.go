@@ -56,6 +56,13 @@ type LinkUp struct{ Master wire.MasterID }
 // once no promise stands (released, proven void or lapsed).
 type StopRequested struct{}
 
+// TrustRecord: the operator vouches for this voter's record as it is
+// (mfscli -CTRUST), when too many voters are uncertain for any quorum. The
+// voter stops being uncertain and votes on what its record says: a change
+// acknowledged by a quorum this voter was part of, and forgot, may be lost
+// (docs/operations.md, "Lost or damaged chunkserver disk").
+type TrustRecord struct{}
+
 // ForeignCluster: Master, one of MASTER_HOST, answered with another
 // cluster's metadata id (its driver refused the connection). A founder
 // that hears it does not bootstrap.
@@ -86,6 +93,10 @@ const (
 	// driver carries it out (it owns the resolver) and steps the result
 	// as MasterSet; the core never sees it.
 	AdminResolve
+	// AdminTrust (mfscli -CTRUST): send the chunkserver Change.ID, if it
+	// said it is uncertain, the operator's TrustRecord. The driver
+	// carries it out (it owns the connections); the core never sees it.
+	AdminTrust
 )
 
 // Admin is an operator command. ID is echoed in the AdminReply.
@@ -106,6 +117,7 @@ func (Refused) event()        {}
 func (VoteConnLost) event()   {}
 func (LinkUp) event()         {}
 func (StopRequested) event()  {}
+func (TrustRecord) event()    {}
 func (ForeignCluster) event() {}
 func (Admin) event()          {}
 func (MasterSet) event()      {}

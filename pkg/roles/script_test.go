@@ -178,6 +178,8 @@ func (h *harness) run(cmd string) string {
 		}
 		hs.CleanStop = a["clean"] == "true"
 		cfg.RecordLost = a["lost"] == "true"
+		cfg.RecordDamaged = a["damaged"] == "true"
+		hs.Uncertain = a["uncertain"] == "true"
 		var b Batch
 		h.v, b = NewVoter(cfg, hs, h.now)
 		return h.format(b)
@@ -399,6 +401,9 @@ var scriptEvents = map[string]func(h *harness, a map[string]string, cs wire.CSID
 	"stop": func(h *harness, a map[string]string, cs wire.CSID, from wire.MasterID) Event {
 		return StopRequested{}
 	},
+	"trust": func(h *harness, a map[string]string, cs wire.CSID, from wire.MasterID) Event {
+		return TrustRecord{}
+	},
 }
 
 func (h *harness) event(name string, a map[string]string) Event {
@@ -492,6 +497,9 @@ func persistText(p Persist) string {
 		clean := ""
 		if v.CleanStop {
 			clean = " clean"
+		}
+		if v.Uncertain {
+			clean += " uncertain"
 		}
 		parts = append(parts, fmt.Sprintf("voter{epoch=%d owner=%v reg=%d inforce=%d commit=%v%s}", v.MaxEpoch, v.EpochOwner, v.KnownReg, v.InForce, v.Commit, clean))
 	}

@@ -57,6 +57,15 @@ type VoterHardState struct {
 	// Persist, which is durable before any grant of the new run: so a
 	// crash can never leave it set while a promise stands.
 	CleanStop bool `msgpack:",omitempty"`
+	// Uncertain: this record may lack something the voter acknowledged
+	// before (it was read from the older of its two copies because the
+	// newer one was damaged, or it was lost and the id came back from a
+	// registration). Until a LEADER's heartbeat restores its epoch and
+	// commit knowledge (Voter.onHeartbeat), the voter grants nothing, so
+	// no quorum, lease or catch-up rests on what it may have forgotten
+	// (docs/architecture.md §7, "Voters that forgot"). Only that heartbeat
+	// or the operator (TrustRecord) clears it.
+	Uncertain bool `msgpack:",omitempty"`
 }
 
 // NeverPromised reports that the record shows no promise ever made. The

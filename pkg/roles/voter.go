@@ -116,6 +116,13 @@ func NewVoter(cfg VoterConfig, hard VoterHardState, now Instant) (*Voter, Batch)
 	v := &Voter{cfg: cfg, now: now, hard: hard, rng: cfg.Seed | 1, views: map[wire.MasterID]*view{}}
 	v.hard.Boot++
 	v.hard.CleanStop = false
+	if cfg.RecordLost || cfg.RecordDamaged {
+		// What it granted or acknowledged may be missing from the record
+		// (docs/architecture.md §7, "Voters that forgot"). Its sessions are
+		// numbered far from any run the lost record may have counted.
+		v.hard.Uncertain = true
+		v.hard.Boot += 1 + uint64(v.rand(1<<16))
+	}
 	v.voteAfter = now.Add(QuietAfterStart(cfg, hard))
 	v.nextProbe = now
 	h := v.hard
@@ -134,12 +141,17 @@ func NewVoter(cfg VoterConfig, hard VoterHardState, now Instant) (*Voter, Batch)
 // (MaxPromise, or MaxGranted if MAX_PROMISE was lowered since).
 func QuietAfterStart(cfg VoterConfig, hard VoterHardState) time.Duration {
 	switch {
-	case cfg.RecordLost:
+	case cfg.RecordLost, cfg.RecordDamaged:
 	case hard.CleanStop, hard.NeverPromised():
 		return 0
 	}
 	return max(cfg.MaxPromise, hard.MaxGranted)
 }
+
+// Uncertain reports that the voter's record may lack what it
+// acknowledged before (VoterHardState.Uncertain): it grants nothing until
+// a LEADER's heartbeat restores it, or the operator vouches for it.
+func (v *Voter) Uncertain() bool { return v.hard.Uncertain }
 
 // Stopped reports that the voter ended in order (Stopped was emitted).
 func (v *Voter) Stopped() bool { return v.stopped }
@@ -336,6 +348,13 @@ func (v *Voter) Step(now Instant, ev Event) Batch {
 		}
 	case Refused:
 		v.onRefused(e)
+	case TrustRecord:
+		if !v.hard.Uncertain {
+			v.ignore("not-uncertain")
+			break
+		}
+		v.hard.Uncertain = false
+		v.persist(v.hard)
 	case MasterSet:
 		v.onMasterSet(e)
 	case VoteConnLost:
@@ -452,6 +471,17 @@ func (v *Voter) onHeartbeat(h Heartbeat) {
 		// copy. Its log at this epoch may differ from what it wrote before.
 		nack("epoch-reused")
 		return
+	case v.hard.Uncertain && h.Role != Leader:
+		// Only a LEADER's word restores what this voter may have forgotten
+		// (docs/architecture.md §7, "Voters that forgot"); until then it
+		// gives no vote an ELECT could count.
+		nack("uncertain")
+		v.send(h.From, VoteBye{CS: v.cfg.ID, Session: v.session})
+		v.endSession()
+		if w := v.views[h.From]; w != nil {
+			w.r.Role, w.at = h.Role, v.now // what it said itself, now: no session again
+		}
+		return
 	}
 	if v.promiseTo != wire.NoMaster && v.promiseTo != h.From && v.now < v.promiseUntil {
 		panic(fmt.Sprintf("invariant one-promise: voting for %v while promised to %v", h.From, v.promiseTo))
@@ -460,7 +490,19 @@ func (v *Voter) onHeartbeat(h Heartbeat) {
 		panic("invariant stopping-grants-nothing: a vote session while stopping")
 	}
 	grant := min(h.Lease, v.cfg.MaxPromise)
-	if v.learn(h, grant) {
+	restored := v.hard.Uncertain
+	if restored {
+		// A LEADER sends this heartbeat only while its lease stands, and on
+		// a session opened after this voter started: it was the one LEADER
+		// then, its epoch at or above every epoch won before and its commit
+		// point at or above every change acknowledged before. Learning both
+		// (here and in learn) leaves this voter knowing all that its lost
+		// record could have held that a later quorum may rest on
+		// (docs/architecture.md §7, "Voters that forgot").
+		v.hard.Uncertain = false
+		v.hard.Commit, v.hard.CommitTag = h.Commit, h.Epoch
+	}
+	if v.learn(h, grant) || restored {
 		// Quorum intersection needs these remembered across a restart, so
 		// they are durable before the acknowledgement leaves.
 		hs := v.hard

@@ -180,10 +180,18 @@ func (v *Voter) worthLeaving(leader, elect wire.MasterID) bool {
 func (v *Voter) choose(leader, elect wire.MasterID) {
 	target, nominate := wire.NoMaster, false
 	switch {
-	case v.nominateNext != wire.NoMaster:
+	case v.nominateNext != wire.NoMaster && !v.hard.Uncertain:
 		target, nominate = v.nominateNext, true
 	case leader != wire.NoMaster:
 		target, v.leaderless = leader, false
+	case v.hard.Uncertain:
+		// It grants nothing but to a LEADER, whose heartbeat restores what
+		// it may have forgotten: no ELECT session, no nomination turn.
+		v.nominateNext, v.leaderless = wire.NoMaster, false
+		if v.hint == wire.NoMaster || v.freshView(v.hint) == nil {
+			return
+		}
+		target, v.hint = v.hint, wire.NoMaster
 	case elect != wire.NoMaster:
 		target, v.leaderless = elect, false
 	case v.hint != wire.NoMaster && v.freshView(v.hint) != nil:

@@ -43,6 +43,7 @@ const (
 	TypeAdminReq      Type = 47
 	TypeAdminResp     Type = 48
 	TypeClientAuth    Type = 49
+	TypeTrustRecord   Type = 50
 )
 
 // typeNames names each number of the table above by its message: the Go
@@ -76,6 +77,7 @@ var typeNames = map[Type]string{
 	TypeAdminReq:      "AdminReq",
 	TypeAdminResp:     "AdminResp",
 	TypeClientAuth:    "ClientAuth",
+	TypeTrustRecord:   "TrustRecord",
 }
 
 // String is the message's name ("Heartbeat"), or "type(N)" for a number
