@@ -26,7 +26,7 @@ func main() {
 	var heal []time.Duration
 	var failed []sim.Result
 	var snaps sim.Snapshots
-	tempRemovals, forged := 0, 0
+	tempRemovals, forged, diskFaults, stuck := 0, 0, 0, 0
 	sim.RunSeeds(*first, *seeds, func(r sim.Result) {
 		violations += len(r.Violations)
 		if r.Liveness != "" {
@@ -40,6 +40,10 @@ func main() {
 		acked += r.Acked
 		tempRemovals += r.TempRemovals
 		forged += r.Forged
+		diskFaults += r.DiskFaults
+		if r.StuckUncertain != "" {
+			stuck++
+		}
 		snaps.Saved += r.Snapshots.Saved
 		snaps.Trims += r.Snapshots.Trims
 		snaps.Installed += r.Snapshots.Installed
@@ -54,13 +58,14 @@ func main() {
 		fmt.Fprint(os.Stderr, r.Report())
 	}
 	if *doc != "" {
-		if err := writeDoc(*doc, *seeds, violations, liveness, elapsed, events, terms, acked, snaps, tempRemovals, forged, fail, heal); err != nil {
+		if err := writeDoc(*doc, *seeds, violations, liveness, elapsed, events, terms, acked, snaps, tempRemovals, forged, diskFaults, stuck, fail, heal); err != nil {
 			fmt.Fprintln(os.Stderr, "chaos:", err)
 			os.Exit(2)
 		}
 	}
 	fmt.Printf("sim: seeds=%d violations=%d liveness_failures=%d elapsed=%.0fs\n", *seeds, violations, liveness, elapsed.Seconds())
 	fmt.Printf("snapshots: saved=%d trims=%d installed=%d (by an ELECT %d); temporary removals accepted: %d; forged messages: %d\n", snaps.Saved, snaps.Trims, snaps.Installed, snaps.ElectInstall, tempRemovals, forged)
+	fmt.Printf("disk faults: %d chunkserver records damaged, torn or lost; %d seeds left with no quorum of certain voters after the heal (documented, not failures)\n", diskFaults, stuck)
 	if violations > 0 || liveness > 0 {
 		os.Exit(1)
 	}
@@ -76,7 +81,7 @@ func pct(ds []time.Duration, p float64) time.Duration {
 	return s[i].Round(time.Millisecond)
 }
 
-func writeDoc(path string, seeds, violations, liveness int, elapsed time.Duration, events, terms, acked int, snaps sim.Snapshots, tempRemovals, forged int, fail map[string][]time.Duration, heal []time.Duration) error {
+func writeDoc(path string, seeds, violations, liveness int, elapsed time.Duration, events, terms, acked int, snaps sim.Snapshots, tempRemovals, forged, diskFaults, stuck int, fail map[string][]time.Duration, heal []time.Duration) error {
 	old, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -97,7 +102,9 @@ func writeDoc(path string, seeds, violations, liveness int, elapsed time.Duratio
 	fmt.Fprintf(&b, "| snapshots saved / log trims | %d / %d |\n", snaps.Saved, snaps.Trims)
 	fmt.Fprintf(&b, "| snapshots sent to a lagging master (to an ELECT) | %d (%d) |\n", snaps.Installed, snaps.ElectInstall)
 	fmt.Fprintf(&b, "| temporary removals (-CTR) a master took | %d |\n", tempRemovals)
-	fmt.Fprintf(&b, "| forged messages (impostor acks, a clone's echoes, epoch bombs) | %d |\n\n", forged)
+	fmt.Fprintf(&b, "| forged messages (impostor acks, a clone's echoes, epoch bombs) | %d |\n", forged)
+	fmt.Fprintf(&b, "| chunkserver records damaged, torn or lost (rot-cs, torn-cs, lose-cs) | %d |\n", diskFaults)
+	fmt.Fprintf(&b, "| seeds with no quorum of certain voters after the heal (no LEADER, as documented) | %d |\n\n", stuck)
 	fmt.Fprintf(&b, "Virtual time from the fault to the next LEADER (only faults that hit the sitting LEADER):\n\n")
 	fmt.Fprintf(&b, "| fault | samples | median | p90 | p99 | max |\n|---|---|---|---|---|---|\n")
 	kinds := []string{"kill", "pause", "partition", "step-down", "usurper"}
