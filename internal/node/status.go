@@ -124,6 +124,7 @@ func (n *MasterNode) observe() {
 		n.lastLeader = leader
 		n.leaderChangeMs = time.Now().UnixMilli()
 	}
+	n.observeGuards()
 	if role == n.observedRole && time.Since(n.observedAt) < observeEvery {
 		return
 	}

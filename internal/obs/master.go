@@ -19,6 +19,8 @@ var (
 	// not read; auth_rate: too many failed proofs from the source lately.
 	refuseReasons = []string{"garbage", "oversized", "unknown_type", "cluster", "protocol", "kind", "auth", "identity",
 		"stranger", "clone", "limit", "idle", "slow", "auth_rate"}
+	// authScopes: what a block of failed proofs covers (AuthBlocks).
+	authScopes = []string{"address", "prefix", "all"}
 )
 
 // MasterMetrics are the metrics of one mfsmaster.
@@ -33,7 +35,7 @@ type MasterMetrics struct {
 	stage                                     *prometheus.HistogramVec
 	rtt, snapWrite, round                     prometheus.Histogram
 	roundVoters                               prometheus.Gauge
-	ignored, refused                          *prometheus.CounterVec
+	ignored, refused, authBlocks              *prometheus.CounterVec
 	mu                                        sync.Mutex
 }
 
@@ -111,12 +113,20 @@ func NewMasterMetrics(reg prometheus.Registerer) *MasterMetrics {
 			Help: "Election messages this master ignored, by reason."}, []string{"reason"}),
 		refused: f.NewCounterVec(prometheus.CounterOpts{Name: "mfs_master_connections_refused_total",
 			Help: "Connections this master closed, by listening port and reason."}, []string{"port", "reason"}),
+		authBlocks: f.NewCounterVec(prometheus.CounterOpts{Name: "mfs_master_auth_blocks_total",
+			Help: "Times failed proofs (AUTH_CODE, ADMIN_PASSWORD, export passwords) got sources refused a proof for a while, by scope: " +
+				"address (too many from one address), prefix (from the addresses of one /24 or /64: all of them refused but the masters and registered chunkservers), " +
+				"all (from all sources: every source refused but the masters and registered chunkservers). The refusals themselves count in mfs_master_connections_refused_total{reason=\"auth_rate\"}."},
+			[]string{"scope"}),
 	}
 	reg.MustRegister(m.roleGauges, m.leaderChangesBy)
 	for _, p := range refusePorts {
 		for _, r := range refuseReasons {
 			m.refused.WithLabelValues(p, r)
 		}
+	}
+	for _, s := range authScopes {
+		m.authBlocks.WithLabelValues(s)
 	}
 	return m
 }
@@ -187,6 +197,12 @@ func (m *MasterMetrics) Ignored(reason string) { m.ignored.WithLabelValues(reaso
 // for reason (one of refuseReasons).
 func (m *MasterMetrics) ConnRefused(port, reason string) {
 	m.refused.WithLabelValues(port, reason).Inc()
+}
+
+// AuthBlocks counts n blocks of failed proofs begun for scope (one of
+// authScopes).
+func (m *MasterMetrics) AuthBlocks(scope string, n int) {
+	m.authBlocks.WithLabelValues(scope).Add(float64(n))
 }
 
 func b2f(b bool) float64 {
