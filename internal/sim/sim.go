@@ -41,6 +41,11 @@ type Options struct {
 	// clean-stop path: an orderly stop writes the clean-stop mark at once,
 	// with the promise still standing, and the process ends.
 	SabotageCleanStop bool
+	// SabotageForget, for the test that proves the checks see a voter
+	// that forgot: a chunkserver restarted from a damaged or lost record
+	// keeps quiet as it should, but is not uncertain (as before the
+	// uncertain voter: security review N1, N3).
+	SabotageForget bool
 }
 
 // DefaultOptions are what `make test` and `make chaos` run.
@@ -821,6 +826,11 @@ func (w *world) startCS(i int) {
 	n.damaged, n.lost = false, false
 	var acts roles.Batch
 	n.v, acts = roles.NewVoter(cfg, n.hard, roles.Instant(n.clk.local(w.now)))
+	if w.opt.SabotageForget && n.v.Uncertain() {
+		n.v.Step(roles.Instant(n.clk.local(w.now)), roles.TrustRecord{}) // its Persist is folded into the start's below
+		h := n.v.Hard()
+		acts.Persist = append(acts.Persist, roles.Persist{Voter: &h})
+	}
 	w.tracef("CS%d start (clean=%v damaged=%v lost=%v uncertain=%v)", i+1, n.hard.CleanStop, cfg.RecordDamaged, cfg.RecordLost, n.v.Uncertain())
 	w.handle(n.ref, acts)
 	w.drain(n.ref)
