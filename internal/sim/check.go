@@ -35,8 +35,8 @@ type checker struct {
 	// disk fault set it back), and no LEADER has restored it since: an
 	// operator's -CTRUST of it could lose an acknowledged change. trusts:
 	// -CTRUSTs the simulated operator sent (only where forgot is false).
-	forgot []bool
-	trusts int
+	forgot         []bool
+	trusts         int
 	refusals       map[string]int // what voters ignored (refused heartbeats among it), by reason
 	leaderSince    []int64        // per master: when it last became LEADER
 	handoversAfter int            // LEADER -> FOLLOWER by handover after the heal

@@ -64,15 +64,15 @@ type Result struct {
 	// many chunkserver records the run damaged, tore or lost.
 	StuckUncertain string
 	DiskFaults     int
-	TraceHash  uint64
-	Trace      []string // the last lines
-	Events     int
-	Failovers  map[string][]time.Duration // fault kind -> time to the next LEADER
-	HealToLead time.Duration
-	Bound      time.Duration
-	Leaders    int
-	Acked      int
-	Snapshots  Snapshots
+	TraceHash      uint64
+	Trace          []string // the last lines
+	Events         int
+	Failovers      map[string][]time.Duration // fault kind -> time to the next LEADER
+	HealToLead     time.Duration
+	Bound          time.Duration
+	Leaders        int
+	Acked          int
+	Snapshots      Snapshots
 	// TempRemovals: temporary removals (mfscli -CTR) a master took.
 	TempRemovals int
 	// Forged: messages the adversary fault sent (impostor acks, a clone's
