@@ -175,6 +175,7 @@ var scenarios = []struct {
 	{"keep", keep},
 	{"twosites", twoSites},
 	{"orphaned", orphaned},
+	{"acklone", ackLone},
 }
 
 // keep: mfsmaster.cfg with KEEP_LEADERSHIP = 1 was copied to every master.
@@ -241,6 +242,27 @@ func orphaned() []clusterview.Answer {
 		{Addr: at("127.0.0.12"), St: f},
 		{Addr: at("127.0.0.13"), St: i},
 	}
+}
+
+// ackLone: the links between the masters were cut 3 minutes ago (mfscli
+// still reaches all three). The LEADER hears neither follower, so the ack
+// rule falls back to its own disk (review N7): it says it acknowledges on
+// 0 of ACK_REPLICAS=1 follower copies, naming both; the followers follow
+// nobody and fall behind.
+func ackLone() []clusterview.Answer {
+	as := healthy()
+	for i := range as {
+		st := &as[i].St
+		switch as[i].Addr.Addr() {
+		case addr("127.0.0.11"):
+			st.MetaVersion, st.Commit = 1710, 1710
+			st.AckKnown, st.AckRequired, st.AckFollowers, st.AckReplicas = true, 1, 2, 0
+			st.AckShort, st.AckShortFor, st.AckUnheard = true, 3*time.Minute, []netip.Addr{addr("127.0.0.12"), addr("127.0.0.13")}
+		default:
+			st.Sync, st.Leader, st.Behind, st.Delay = roles.Desync, netip.Addr{}, 0, 3*time.Minute
+		}
+	}
+	return as
 }
 
 // open: the healthy cluster run as make run runs it: no master has

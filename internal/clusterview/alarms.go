@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/mfs-election/mfs-election/pkg/quorum"
 	"github.com/mfs-election/mfs-election/pkg/roles"
@@ -24,11 +25,12 @@ const (
 	AlarmFollowerBehind = "follower_behind"     // a FOLLOWER's metadata more than 6 s behind
 	AlarmLocationLoss   = "location_loss"       // losing one location would cost the quorum
 	AlarmVersionSkew    = "version_skew"        // the masters, or masters and chunkservers, run different versions
+	AlarmAckDurability  = "ack_durability"      // the LEADER's acknowledgements rest on fewer follower copies than ACK_REPLICAS
 )
 
 // AlarmKinds is every alarm, in the order they are listed.
 var AlarmKinds = []string{AlarmTwoLeaders, AlarmSingleMaster, AlarmMetadataID, AlarmClockOffset,
-	AlarmFollowerBehind, WarnKeep, AlarmLocationLoss, WarnTieBreak, AlarmVersionSkew}
+	AlarmFollowerBehind, AlarmAckDurability, WarnKeep, AlarmLocationLoss, WarnTieBreak, AlarmVersionSkew}
 
 // alarmsOf lists the alarms raised by the answers and the dataset built so
 // far (its masters, locations and quorum), in AlarmKinds' order.
@@ -48,6 +50,7 @@ func alarmsOf(answers []Answer, ds Dataset) []LayoutWarning {
 	add(masterAlarm(ds.Masters, AlarmFollowerBehind, func(m MasterRow) bool {
 		return m.Role != roles.Leader.String() && m.DelayLevel == LevelFlag
 	}, "ALARM: metadata more than 6 s behind the LEADER's on %s: a master that far behind cannot take over until it has caught up"))
+	add(ackDurability(answers))
 	add(keepWarning(answers))
 	add(locationLoss(ds.Quorum, answers))
 	add(tieWarning(ds.Locations))
@@ -94,6 +97,42 @@ func masterAlarm(rows []MasterRow, kind string, bad func(MasterRow) bool, text s
 		return LayoutWarning{}, false
 	}
 	return LayoutWarning{Kind: kind, Masters: ms, Text: fmt.Sprintf(text, addrList(ms))}, true
+}
+
+// ackDurability: a LEADER says its newest acknowledged change rests on
+// fewer follower copies than its ACK_REPLICAS (roles.Durability; review
+// N7): the ack rule fell back to the masters it hears, none or too few,
+// and a loss of its disk would lose acknowledged changes. The time is the
+// LEADER's own (its wall clock less how long, both from its answer).
+func ackDurability(answers []Answer) (LayoutWarning, bool) {
+	var ms []netip.Addr
+	var texts []string
+	for _, a := range answers {
+		st := a.St
+		if a.Err != nil || st.Role != roles.Leader || !st.AckShort {
+			continue
+		}
+		ms = append(ms, a.Addr.Addr())
+		var why string
+		switch {
+		case len(st.AckUnheard) > 0:
+			why = "it has not heard " + addrList(st.AckUnheard) + " within PEER_TIMEOUT"
+		case st.AckFollowers == 0:
+			why = "its MASTER_HOST names no other master"
+		case st.AckFollowers < st.AckRequired:
+			why = fmt.Sprintf("its MASTER_HOST names %d other master(s)", st.AckFollowers)
+		default:
+			why = "its followers have not confirmed them"
+		}
+		since := time.UnixMilli(st.WallUnixMs).Add(-st.AckShortFor).UTC().Format("2006-01-02 15:04:05")
+		texts = append(texts, fmt.Sprintf("the LEADER %s acknowledges changes on %d of ACK_REPLICAS=%d follower copies, for %v (since %s UTC by its clock): %s",
+			a.Addr.Addr(), st.AckReplicas, st.AckRequired, st.AckShortFor.Round(time.Second), since, why))
+	}
+	if len(ms) == 0 {
+		return LayoutWarning{}, false
+	}
+	return LayoutWarning{Kind: AlarmAckDurability, Masters: ms, Text: "ALARM: " + strings.Join(texts, "; ") +
+		"; a loss of its disk now loses acknowledged changes: bring a follower master back, or check MASTER_HOST (mfscli -CMR resolves it again); with one master on purpose, set ACK_REPLICAS = 0"}, true
 }
 
 // locationLoss: the quorum is held, and losing one of the locations it is

@@ -2,6 +2,8 @@ package clusterview
 
 import (
 	"net/netip"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,10 +13,12 @@ import (
 )
 
 // three is a healthy cluster: a LEADER carrying all three locations and
-// two synced FOLLOWERs, every clock within 1 s, one version.
+// two synced FOLLOWERs, every clock within 1 s, one version; both
+// followers hold the LEADER's newest acknowledged change (ACK_REPLICAS 1).
 func three() []Answer {
 	l := fixture.Master("127.0.0.11", roles.Leader, 7, 1532)
 	l.Leader, l.HoldsQuorum, l.Connected, l.Registered, l.Voters = fixture.Addr("127.0.0.11"), true, 6, 6, 6
+	l.AckKnown, l.AckRequired, l.AckFollowers, l.AckReplicas = true, 1, 2, 2
 	l.Chunkservers = fixture.RegistryOf(fixture.All, fixture.All)
 	l.Tallies = []protocol.TallyStatus{fixture.Tally(3, "WON", fixture.Loc("dc1", 2, 2, 2), fixture.Loc("dc2", 2, 2, 2), fixture.Loc("dc3", 2, 2, 2))}
 	return []Answer{{Addr: fixture.At("127.0.0.11"), St: l},
@@ -32,6 +36,28 @@ func raised(answers []Answer) map[string][]netip.Addr {
 		}
 	}
 	return out
+}
+
+// textOf is the text of the alarm of kind Build raises for answers.
+func textOf(answers []Answer, kind string) string {
+	for _, w := range Build(answers, "mfsmaster", fixture.T0).Warnings {
+		if w.Kind == kind {
+			return w.Text
+		}
+	}
+	return ""
+}
+
+// ackShort makes the LEADER of three() say its newest acknowledged change
+// rests on replicas of its ACK_REPLICAS follower copies, for 5 minutes,
+// with the masters unheard.
+func ackShort(a []Answer, required, followers, replicas int, unheard ...string) []Answer {
+	st := &a[0].St
+	st.AckRequired, st.AckFollowers, st.AckReplicas, st.AckShort, st.AckShortFor = required, followers, replicas, true, 5*time.Minute
+	for _, u := range unheard {
+		st.AckUnheard = append(st.AckUnheard, fixture.Addr(u))
+	}
+	return a
 }
 
 // TestAlarms: each alarm is raised by the fault it names, and only by it,
@@ -82,6 +108,17 @@ func TestAlarms(t *testing.T) {
 			a[0].St.Tallies = []protocol.TallyStatus{fixture.Tally(3, "WON", fixture.Loc("dc1", 2, 2, 2), fixture.Loc("dc2", 2, 2, 2))}
 			return a
 		}, AlarmLocationLoss}, // two locations, no tie-break: losing either loses the quorum
+		{AlarmAckDurability, func(a []Answer) []Answer {
+			// Both followers cut off from the LEADER (they still answer
+			// mfscli): the ack rule falls back to this disk alone.
+			return ackShort(a, 1, 2, 0, "127.0.0.12", "127.0.0.13")
+		}, ""},
+		{AlarmAckDurability, func(a []Answer) []Answer {
+			return ackShort(a, 1, 0, 0) // MASTER_HOST re-resolved to the LEADER alone
+		}, ""},
+		{AlarmAckDurability, func(a []Answer) []Answer {
+			return ackShort(a, 2, 2, 1, "127.0.0.13") // ACK_REPLICAS 2, one follower heard
+		}, ""},
 		{AlarmVersionSkew, func(a []Answer) []Answer {
 			a[2].St.Version = "0.4.0"
 			return a
@@ -117,7 +154,42 @@ func TestAlarms(t *testing.T) {
 		}
 		seen[k] = true
 	}
-	if len(seen) != 9 {
-		t.Errorf("%d alarm kinds, the issue names 9", len(seen))
+	if len(seen) != 10 {
+		t.Errorf("%d alarm kinds, want 10: the issue's 9 and ack_durability (review N7)", len(seen))
+	}
+}
+
+// TestAckDurabilityText: the alarm names the LEADER, the copies against
+// ACK_REPLICAS, since when (the LEADER's clock), the cause and the fix;
+// -SIM and -SLQ both print it. A LEADER that does not say (an older
+// version), or says its copies are enough, raises nothing.
+func TestAckDurabilityText(t *testing.T) {
+	for _, c := range []struct {
+		answers []Answer
+		want    string
+	}{
+		{ackShort(three(), 1, 2, 0, "127.0.0.12", "127.0.0.13"), "ALARM: the LEADER 127.0.0.11 acknowledges changes on 0 of ACK_REPLICAS=1 follower copies, " +
+			"for 5m0s (since 2026-03-14 09:55:00 UTC by its clock): it has not heard 127.0.0.12, 127.0.0.13 within PEER_TIMEOUT; " +
+			"a loss of its disk now loses acknowledged changes: bring a follower master back, or check MASTER_HOST (mfscli -CMR resolves it again); " +
+			"with one master on purpose, set ACK_REPLICAS = 0"},
+		{ackShort(three(), 1, 0, 0), "follower copies, for 5m0s (since 2026-03-14 09:55:00 UTC by its clock): its MASTER_HOST names no other master;"},
+		{ackShort(three(), 3, 2, 2), "on 2 of ACK_REPLICAS=3 follower copies, for 5m0s (since 2026-03-14 09:55:00 UTC by its clock): its MASTER_HOST names 2 other master(s);"},
+	} {
+		if got := textOf(c.answers, AlarmAckDurability); !strings.Contains(got, c.want) {
+			t.Errorf("text %q, want it to hold %q", got, c.want)
+		}
+	}
+	if !slices.Contains(SIMAlarms, AlarmAckDurability) || !slices.Contains(SLQAlarms, AlarmAckDurability) {
+		t.Errorf("%s not printed under both -SIM %v and -SLQ %v", AlarmAckDurability, SIMAlarms, SLQAlarms)
+	}
+	old := three()
+	old[0].St.AckKnown, old[0].St.AckRequired, old[0].St.AckFollowers, old[0].St.AckReplicas = false, 0, 0, 0
+	if got := raised(old); len(got) != 0 {
+		t.Errorf("a LEADER that says nothing of its copies raises %v", got)
+	}
+	follower := ackShort(three(), 1, 2, 0, "127.0.0.12")
+	follower[0].St.Role = roles.Follower // an answer built after it stepped down says FOLLOWER
+	if _, ok := raised(follower)[AlarmAckDurability]; ok {
+		t.Errorf("raised for a master that is not LEADER")
 	}
 }

@@ -29,8 +29,8 @@ const (
 // SIMAlarms are the alarms mfscli prints under -SIM, SLQAlarms those under
 // -SLQ.
 var (
-	SIMAlarms = []string{AlarmTwoLeaders, AlarmSingleMaster, AlarmMetadataID, AlarmClockOffset, AlarmFollowerBehind, WarnKeep, AlarmVersionSkew}
-	SLQAlarms = []string{WarnKeep, AlarmLocationLoss, WarnTieBreak}
+	SIMAlarms = []string{AlarmTwoLeaders, AlarmSingleMaster, AlarmMetadataID, AlarmClockOffset, AlarmFollowerBehind, AlarmAckDurability, WarnKeep, AlarmVersionSkew}
+	SLQAlarms = []string{AlarmAckDurability, WarnKeep, AlarmLocationLoss, WarnTieBreak}
 )
 
 func keepWarning(answers []Answer) (LayoutWarning, bool) {

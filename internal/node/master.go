@@ -133,6 +133,7 @@ type MasterNode struct {
 	observedRole   roles.Role
 	observedAt     time.Time
 	layout         layoutWarnings
+	acks           ackWatch // the LEADER's acknowledgement durability, last seen (ackdurability.go)
 
 	helloMu sync.Mutex
 	helloV  frame.Hello
@@ -689,6 +690,7 @@ func (n *MasterNode) flush() error {
 			n.roundStart = time.Time{}
 		}
 		n.observe()
+		n.watchAcks()
 	} else {
 		n.publishFence() // acknowledgements renew votes without an action
 	}

@@ -83,6 +83,9 @@ func (n *MasterNode) statusWith(req protocol.StatusReq) protocol.StatusResp {
 	}
 	n.historyStatus(&st, req.History)
 	n.fenceStatus(&st, f, now)
+	if st.Role == roles.Leader {
+		n.ackStatus(&st, now)
+	}
 	return st
 }
 
@@ -168,6 +171,9 @@ func (n *MasterNode) gauges() obs.MasterSnapshot {
 		FollowerDelay: n.delay(r.Sync), Sync: r.Sync,
 		SnapshotVersion: n.core.SnapshotAt().Version, ChangelogEntries: n.core.Log().Held(),
 		LeaderChanges: n.core.LeaderChanges(),
+	}
+	if d := n.core.Durability(); r.Role == roles.Leader {
+		g.AckShort, g.AckReplicas = d.Short, d.Replicas
 	}
 	if cfg := n.core.Registry(); cfg != nil {
 		g.Registered = len(cfg.Members)

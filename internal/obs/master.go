@@ -35,6 +35,7 @@ type MasterMetrics struct {
 	stage                                     *prometheus.HistogramVec
 	rtt, snapWrite, round                     prometheus.Histogram
 	roundVoters                               prometheus.Gauge
+	ackShort, ackReplicas                     prometheus.Gauge
 	ignored, refused, authBlocks              *prometheus.CounterVec
 	mu                                        sync.Mutex
 }
@@ -66,6 +67,11 @@ type MasterSnapshot struct {
 	// LeaderChanges: the LEADER changes the applied election history
 	// counts, by cause.
 	LeaderChanges map[string]uint64
+	// AckShort: this LEADER's newest acknowledgement rests on fewer
+	// follower copies than ACK_REPLICAS; AckReplicas: on how many it rests
+	// (roles.Durability; both 0 on a master that is not LEADER).
+	AckShort    bool
+	AckReplicas int
 }
 
 // NewMasterMetrics creates the master metrics and registers them on reg.
@@ -109,6 +115,10 @@ func NewMasterMetrics(reg prometheus.Registerer) *MasterMetrics {
 				"against HEARTBEAT_INTERVAL it shows how much of the interval the votes cost.",
 			Buckets: prometheus.ExponentialBuckets(50e-6, 2, 14)}), // 50µs .. 0.41s
 		roundVoters: g("mfs_master_heartbeat_round_voters", "Vote sessions the last heartbeat round went to."),
+		ackShort: g("mfs_master_ack_replicas_short",
+			"1 while this LEADER's newest acknowledged change rests on fewer other masters than ACK_REPLICAS (none heard within PEER_TIMEOUT, or fewer than ACK_REPLICAS in MASTER_HOST): a loss of its disk then loses acknowledged changes; 0 otherwise, and on a master that is not LEADER."),
+		ackReplicas: g("mfs_master_ack_replicas",
+			"On the LEADER, the other masters known to hold its newest acknowledged change durably (the ack rule asks for ACK_REPLICAS of them); 0 on a master that is not LEADER."),
 		ignored: f.NewCounterVec(prometheus.CounterOpts{Name: "mfs_master_ignored_total",
 			Help: "Election messages this master ignored, by reason."}, []string{"reason"}),
 		refused: f.NewCounterVec(prometheus.CounterOpts{Name: "mfs_master_connections_refused_total",
@@ -145,6 +155,8 @@ func (m *MasterMetrics) Set(s MasterSnapshot) {
 	m.snapVersion.Set(float64(s.SnapshotVersion))
 	m.changelog.Set(float64(s.ChangelogEntries))
 	m.leaderChangesBy.set(s.LeaderChanges)
+	m.ackShort.Set(b2f(s.AckShort))
+	m.ackReplicas.Set(float64(s.AckReplicas))
 }
 
 // RoleFrom makes every scrape build mfs_master_role, _epoch,

@@ -19,7 +19,11 @@ func AckRule(leaderDurable uint64, followerDurable []uint64, required int, candi
 
 // ReplicatedVersion is (a) and (b) of the ack rule: the newest version held
 // durably by the LEADER and by `required` others. With fewer followers than
-// required it needs all of them.
+// required it needs all of them, and with none only the LEADER: the caller
+// passes the followers heard lately, so a LEADER that hears none
+// acknowledges on its own disk. That fallback keeps the LEADER writing;
+// roles.Master.Durability reports each acknowledgement it carried (review
+// N7).
 func ReplicatedVersion(leaderDurable uint64, followerDurable []uint64, required int) uint64 {
 	if required > len(followerDurable) {
 		required = len(followerDurable)

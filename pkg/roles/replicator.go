@@ -16,6 +16,7 @@ type replication struct {
 	replicated changelog.Pos
 	acked      changelog.Pos
 	fetchAt    Instant
+	dur        ackDurability // what the newest acknowledgement rests on (durability.go)
 }
 
 // maxBatch and maxBatchBytes bound what one Append or FetchResp carries
@@ -251,7 +252,10 @@ func (m *Master) onAppendAck(a AppendAck) {
 }
 
 // followerMatches lists the durable versions of the followers that count
-// for the ack rule: those heard from within the peer timeout.
+// for the ack rule: those of its set heard from within the peer timeout.
+// Fewer of them than ACK_REPLICAS lowers (b) to what they are (none: this
+// master's disk alone); noteAcked and recheckDurability keep that from
+// going unseen (durability.go).
 func (m *Master) followerMatches() []uint64 {
 	var out []uint64
 	for _, id := range m.cfg.Masters {
@@ -270,6 +274,7 @@ func (m *Master) advanceReplicated() {
 		m.replicated = m.log.PosAt(r)
 		m.commitRound()
 	}
+	m.recheckDurability()
 }
 
 // commitRound tells the voters a new commit point: at once, unless a round
@@ -320,6 +325,7 @@ func (m *Master) advanceAcked() {
 	}
 	m.ackGate.done()
 	m.acked = m.log.PosAt(best)
+	m.noteAcked()
 	// Not persisted on its own: the answers below would wait for one more
 	// disk write, and nothing needs the LEADER to remember this figure (a
 	// quorum of voters holds it, and a later LEADER holds every entry it
