@@ -21,7 +21,7 @@ func TestPartition(t *testing.T) {
 		t.Skipf("no network namespace for a partition: %v", err)
 	}
 	t.Cleanup(func() { _ = cluster.DeleteNetns(ns) })
-	c, lead := start(t, func(s *cluster.Spec) { s.Netns = ns })
+	c, _ := start(t, func(s *cluster.Spec) { s.Netns = ns })
 	// The partition starts from a settled cluster: the founder's first
 	// term can end soon after the chunkservers register (a second election
 	// follows; issue 13's note), and a cut in the middle of that election

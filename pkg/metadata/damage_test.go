@@ -45,16 +45,16 @@ func damageStore(t *testing.T) []byte {
 // openAndLoad is what a master does at start, with memory faults turned
 // into panics so that one escaping OpenMaster or Load is counted here
 // instead of killing the test binary.
-func openAndLoad(dir string) (st roles.Stored, err error, escaped any) {
+func openAndLoad(dir string) (st roles.Stored, escaped any, err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() { escaped = recover() }()
 	s, err := OpenMaster(dir)
 	if err != nil {
-		return st, err, nil
+		return st, nil, err
 	}
 	defer s.Close()
 	st, err = s.Load()
-	return st, err, nil
+	return st, nil, err
 }
 
 // TestDamagedStore (the review's T4): one byte of a 256 KiB store set to
@@ -70,7 +70,7 @@ func TestDamagedStore(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, MasterFile)
 	must(t, os.WriteFile(path, good, 0o600))
-	want, err, _ := openAndLoad(dir)
+	want, _, err := openAndLoad(dir)
 	must(t, err)
 	// make test samples every 13th position (still three or four in every
 	// 4 KiB page); MFS_DAMAGE_FULL=1 runs the review's whole sweep.
@@ -92,7 +92,7 @@ func TestDamagedStore(t *testing.T) {
 			// the old one.
 			_ = os.Remove(path)
 			must(t, os.WriteFile(path, bad, 0o600))
-			st, err, escaped := openAndLoad(dir)
+			st, escaped, err := openAndLoad(dir)
 			switch {
 			case escaped != nil:
 				panicked++
@@ -234,7 +234,7 @@ func TestDamagedStructure(t *testing.T) {
 			must(t, os.WriteFile(path, bad, 0o600))
 			done := make(chan error, 1)
 			go func() {
-				_, err, escaped := openAndLoad(dir)
+				_, escaped, err := openAndLoad(dir)
 				done <- errors.Join(err, fmt.Errorf("panic: %v", escaped))
 			}()
 			select {

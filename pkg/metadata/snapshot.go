@@ -57,6 +57,7 @@ type snapHeader struct {
 // snapItem is one key of the namespace (an array, not a map: millions of
 // them need no field names).
 type snapItem struct {
+	//lint:ignore U1000 the codec reads this field's tag (toarray), never its value
 	_struct struct{} `codec:",toarray"` // the codec reads its tag
 	Key     string
 	Value   string
@@ -65,6 +66,7 @@ type snapItem struct {
 
 // snapSession is one session of the session table.
 type snapSession struct {
+	//lint:ignore U1000 the codec reads this field's tag (toarray), never its value
 	_struct struct{} `codec:",toarray"` // the codec reads its tag
 	Client  changelog.ClientID
 	Seq     uint64

@@ -19,13 +19,6 @@ func (i Instant) Sub(j Instant) time.Duration { return time.Duration(i - j) }
 // Before reports whether i is strictly before j.
 func (i Instant) Before(j Instant) bool { return i < j }
 
-func minInstant(a, b Instant) Instant {
-	if a < b {
-		return a
-	}
-	return b
-}
-
 // Lease arithmetic (docs/architecture.md, "Vote leases").
 //
 // A voter that receives a heartbeat at its own time r promises not to vote

@@ -126,6 +126,7 @@ type snapHeader struct {
 }
 
 type snapItem struct {
+	//lint:ignore U1000 the codec reads this field's tag (toarray), never its value
 	_struct struct{} `codec:",toarray"`
 	Key     string
 	Value   string
@@ -133,6 +134,7 @@ type snapItem struct {
 }
 
 type snapSession struct {
+	//lint:ignore U1000 the codec reads this field's tag (toarray), never its value
 	_struct struct{} `codec:",toarray"`
 	Client  changelog.ClientID
 	Seq     uint64
