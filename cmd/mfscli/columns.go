@@ -273,7 +273,23 @@ func csCols() []column[clusterview.CSRow] {
 			}},
 		textCol("version", func(r clusterview.CSRow) string { return orDash(r.Version) }),
 		textCol("protocol", func(r clusterview.CSRow) string { return orDash(r.Protocol) }),
+		textCol("voter record", voterRecordWord),
 	}
+}
+
+// voterRecordWord: UNCERTAIN while the voter grants no vote until a LEADER
+// restores its record, damaged once it was restored (the alarm says what
+// and where), ok, or - while it is connected to no master.
+func voterRecordWord(r clusterview.CSRow) string {
+	switch {
+	case r.Uncertain:
+		return "UNCERTAIN"
+	case r.Record != "":
+		return "damaged"
+	case !r.Connected:
+		return "-"
+	}
+	return "ok"
 }
 
 func joinAddrs(list []netip.Addr) string {

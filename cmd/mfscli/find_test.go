@@ -217,7 +217,7 @@ func TestFlagCombinations(t *testing.T) {
 	}{
 		{[]string{"-j", "-p"}, "-j and -p are two output modes"},
 		{[]string{"-SIG", "-o", "1"}, "-SIG is a list of values"},
-		{[]string{"-SCS", "-o", "16"}, `"Chunkservers" table (-SCS) has 15 columns`},
+		{[]string{"-SCS", "-o", "17"}, `"Chunkservers" table (-SCS) has 16 columns`},
 		{[]string{"-CLS", "-SIM"}, "-CLS is an admin command: it cannot be combined with -SIM"},
 		{[]string{"-CRC/127.0.3.1/9422", "-j"}, "cannot be combined with -j"},
 		{[]string{"-SIM", "get", "k"}, "the namespace commands take no listing flags (-SIM)"},

@@ -187,6 +187,9 @@ func writeListings(out io.Writer, ds clusterview.Dataset, errs []string, o optio
 		if l == listMasters {
 			writeWarnings(out, ds.Warnings, clusterview.SIMAlarms, o)
 		}
+		if l == listChunkservers {
+			writeWarnings(out, ds.Warnings, clusterview.SCSAlarms, o)
+		}
 		if l == listHistory {
 			writeHistoryInfo(out, ds.HistoryInfo, o)
 		}

@@ -26,11 +26,12 @@ const (
 	AlarmLocationLoss   = "location_loss"       // losing one location would cost the quorum
 	AlarmVersionSkew    = "version_skew"        // the masters, or masters and chunkservers, run different versions
 	AlarmAckDurability  = "ack_durability"      // the LEADER's acknowledgements rest on fewer follower copies than ACK_REPLICAS
+	AlarmVoterRecord    = "voter_record"        // a chunkserver's voter record was damaged or lost: named, and whether it is uncertain
 )
 
 // AlarmKinds is every alarm, in the order they are listed.
 var AlarmKinds = []string{AlarmTwoLeaders, AlarmSingleMaster, AlarmMetadataID, AlarmClockOffset,
-	AlarmFollowerBehind, AlarmAckDurability, WarnKeep, AlarmLocationLoss, WarnTieBreak, AlarmVersionSkew}
+	AlarmFollowerBehind, AlarmAckDurability, WarnKeep, AlarmLocationLoss, WarnTieBreak, AlarmVersionSkew, AlarmVoterRecord}
 
 // alarmsOf lists the alarms raised by the answers and the dataset built so
 // far (its masters, locations and quorum), in AlarmKinds' order.
@@ -55,7 +56,40 @@ func alarmsOf(answers []Answer, ds Dataset) []LayoutWarning {
 	add(locationLoss(ds.Quorum, answers))
 	add(tieWarning(ds.Locations))
 	add(versionSkew(ds.Masters, ds.Chunkservers))
+	add(voterRecord(ds.Chunkservers))
 	return out
+}
+
+// voterRecord: a chunkserver said its voter record was damaged this run (a
+// copy unreadable at start or changed on the disk since it was written),
+// or that its voter is uncertain (a damaged or lost record: it grants no
+// vote until a LEADER restores it). Raised for as long as that
+// chunkserver process runs, naming the file and the chunkserver: damage is
+// never silent, even once the record is whole again.
+func voterRecord(rows []CSRow) (LayoutWarning, bool) {
+	var parts []string
+	for _, r := range rows {
+		if !r.Uncertain && r.Record == "" {
+			continue
+		}
+		p := fmt.Sprintf("chunkserver %s:%d (id %d)", r.IP, r.Port, r.ID)
+		if r.Record != "" {
+			p += ": " + r.Record
+		} else {
+			p += ": its voter record was lost (registered again under its old id)"
+		}
+		if r.Uncertain {
+			p += "; UNCERTAIN: it grants no vote until a LEADER's heartbeat restores its record"
+		} else {
+			p += "; its record is whole again"
+		}
+		parts = append(parts, p)
+	}
+	if len(parts) == 0 {
+		return LayoutWarning{}, false
+	}
+	return LayoutWarning{Kind: AlarmVoterRecord, Text: "ALARM: voter record: " + strings.Join(parts, "; ") +
+		" (check that disk; docs/operations.md, Lost or damaged chunkserver disk)"}, true
 }
 
 // twoLeaders: more than one master reports LEADER. Each answer is fenced,

@@ -1,6 +1,7 @@
 package clusterview
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
@@ -133,6 +134,23 @@ func TestAlarms(t *testing.T) {
 			}
 			return a
 		}, ""},
+		{AlarmVoterRecord, func(a []Answer) []Answer {
+			// A damaged copy found at start: uncertain until restored.
+			for i := range a {
+				a[i].St.Chunkservers[1].Record = "/var/lib/mfs/chunkserver.mfs: copy 2 of 2 (bytes 4096-8191) is unreadable"
+				a[i].St.Chunkservers[1].Uncertain = true
+			}
+			return a
+		}, ""},
+		{AlarmVoterRecord, func(a []Answer) []Answer {
+			// Restored by the LEADER: the damage is still named.
+			a[0].St.Chunkservers[1].Record = "/var/lib/mfs/chunkserver.mfs: copy 2 of 2 (bytes 4096-8191) is unreadable"
+			return a
+		}, ""},
+		{AlarmVoterRecord, func(a []Answer) []Answer {
+			a[2].St.Chunkservers[3].Uncertain = true // its record lost: no damage to name
+			return a
+		}, ""},
 	} {
 		got := raised(c.fault(three()))
 		want := 1
@@ -154,8 +172,33 @@ func TestAlarms(t *testing.T) {
 		}
 		seen[k] = true
 	}
-	if len(seen) != 10 {
-		t.Errorf("%d alarm kinds, want 10: the issue's 9 and ack_durability (review N7)", len(seen))
+	if len(seen) != 11 {
+		t.Errorf("%d alarm kinds, want 11: the issue's 9, ack_durability (review N7) and voter_record (N1-N3)", len(seen))
+	}
+}
+
+// TestVoterRecordText: the alarm names the chunkserver and the file, says
+// whether the voter is uncertain, and the quorum verdict names the
+// uncertain voters when no quorum is held.
+func TestVoterRecordText(t *testing.T) {
+	a := three()
+	for i := range a {
+		a[i].St.Chunkservers[1].Record = "/var/lib/mfs/chunkserver.mfs: copy 2 of 2 (bytes 4096-8191) is unreadable"
+		a[i].St.Chunkservers[1].Uncertain = true
+	}
+	text := textOf(a, AlarmVoterRecord)
+	cs := a[0].St.Chunkservers[1]
+	for _, want := range []string{fmt.Sprintf("%s:%d (id %d)", cs.Addr, cs.Port, cs.ID), "/var/lib/mfs/chunkserver.mfs", "UNCERTAIN"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("alarm %q does not say %q", text, want)
+		}
+	}
+	if v := Build(a, "mfsmaster", fixture.T0).Quorum.Verdict; strings.Contains(v, "uncertain") {
+		t.Errorf("a quorum held, yet the verdict names uncertain voters: %q", v)
+	}
+	a[0].St.Tallies = []protocol.TallyStatus{fixture.Tally(3, "LOST", fixture.Loc("dc1", 2, 1, 1), fixture.Loc("dc2", 2, 0, 0), fixture.Loc("dc3", 2, 0, 0))}
+	if v := Build(a, "mfsmaster", fixture.T0).Quorum.Verdict; !strings.Contains(v, "1 chunkserver(s) uncertain") || !strings.Contains(v, "-CTRUST") {
+		t.Errorf("no quorum held and an uncertain voter, yet the verdict: %q", v)
 	}
 }
 

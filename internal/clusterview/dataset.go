@@ -179,6 +179,12 @@ type CSRow struct {
 	Removal     string       `json:"removal_command,omitempty"` // disconnected only
 	Version     string       `json:"strver"`                    // its binary ("" while connected to no master)
 	Protocol    string       `json:"protocol"`                  // the protocol versions it speaks ("" likewise)
+	// Uncertain: its voter record may lack what it acknowledged (a
+	// damaged copy, a lost file): it grants no vote until a LEADER
+	// restores it. Record: what was found wrong with the record this run,
+	// naming the file ("" when nothing was).
+	Uncertain bool   `json:"uncertain"`
+	Record    string `json:"record,omitempty"`
 }
 
 // CloneRow is a chunkserver connection a master refused because its id was
@@ -444,6 +450,10 @@ func csRows(answers []Answer, view *Answer, host string) []CSRow {
 				}
 				r.Connected = true
 				r.ConnectedTo = append(r.ConnectedTo, a.Addr.Addr())
+				r.Uncertain = r.Uncertain || seen.Uncertain
+				if r.Record == "" {
+					r.Record = seen.Record
+				}
 			}
 			if seen.Voting {
 				r.VoteWith = append(r.VoteWith, refOf(a))

@@ -87,7 +87,7 @@ func countOf(lt protocol.LocTally) *LocCount {
 // verdict line.
 func quorumOf(answers []Answer, counter *Answer) QuorumView {
 	if counter == nil {
-		return QuorumView{Tallies: []TallyRow{}, Verdict: noCounterVerdict(answers)}
+		return QuorumView{Tallies: []TallyRow{}, Verdict: noCounterVerdict(answers) + uncertainNote(answers)}
 	}
 	st := counter.St
 	q := QuorumView{Master: refOf(*counter), ConfigVersion: st.ConfigVersion, InForce: st.InForce,
@@ -98,7 +98,36 @@ func quorumOf(answers []Answer, counter *Answer) QuorumView {
 		q.Held = q.Held && won(t)
 	}
 	q.Verdict = verdict(*counter)
+	if !q.Held {
+		q.Verdict += uncertainNote(answers)
+	}
 	return q
+}
+
+// uncertainNote names the chunkservers whose votes wait for a LEADER to
+// restore their records (docs/architecture.md §7, "Voters that forgot"):
+// with no quorum held, they may be what the election waits for, and only
+// the operator can vouch for them.
+func uncertainNote(answers []Answer) string {
+	seen := map[netip.AddrPort]bool{}
+	var list []string
+	for _, a := range answers {
+		if a.Err != nil {
+			continue
+		}
+		for _, c := range a.St.Chunkservers {
+			if ap := netip.AddrPortFrom(c.Addr, c.Port); c.Connected && c.Uncertain && !seen[ap] {
+				seen[ap] = true
+				list = append(list, ap.String())
+			}
+		}
+	}
+	if len(list) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d chunkserver(s) uncertain, granting no vote until a LEADER restores their records: %s "+
+		"(if the others cannot make a quorum, bring back those that are down, or vouch with mfscli -CTRUST/ip/port at the risk it states)",
+		len(list), strings.Join(list, ", "))
 }
 
 func won(t protocol.TallyStatus) bool { return t.Outcome == "WON" }

@@ -27,10 +27,11 @@ const (
 )
 
 // SIMAlarms are the alarms mfscli prints under -SIM, SLQAlarms those under
-// -SLQ.
+// -SLQ, SCSAlarms those under -SCS.
 var (
-	SIMAlarms = []string{AlarmTwoLeaders, AlarmSingleMaster, AlarmMetadataID, AlarmClockOffset, AlarmFollowerBehind, AlarmAckDurability, WarnKeep, AlarmVersionSkew}
-	SLQAlarms = []string{AlarmAckDurability, WarnKeep, AlarmLocationLoss, WarnTieBreak}
+	SIMAlarms = []string{AlarmTwoLeaders, AlarmSingleMaster, AlarmMetadataID, AlarmClockOffset, AlarmFollowerBehind, AlarmAckDurability, WarnKeep, AlarmVersionSkew, AlarmVoterRecord}
+	SLQAlarms = []string{AlarmAckDurability, WarnKeep, AlarmLocationLoss, WarnTieBreak, AlarmVoterRecord}
+	SCSAlarms = []string{AlarmVoterRecord}
 )
 
 func keepWarning(answers []Answer) (LayoutWarning, bool) {

@@ -288,11 +288,13 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 	// its peers and the voters would ignore it as a stale process: a store
 	// that never held a hard state (a new master, or one emptied to start
 	// again with -e), or one restored from an older copy (a VM snapshot, a
-	// backup), remembers a lower one than it used. The wall clock (ms) is
-	// above any count of restarts; the stored value rises even if the wall
-	// clock went back. (A voter refuses an epoch it gave to another
-	// incarnation, so a restored master cannot reuse one: architecture §4.)
-	st.Hard.Incarnation = max(st.Hard.Incarnation, uint64(time.Now().UnixMilli()))
+	// backup), remembers a lower one than it used. The wall clock is above
+	// any count of restarts, the stored value rises even if the wall clock
+	// went back, and random bits keep a restored copy on a clock that is
+	// behind from repeating the incarnation of the run it was copied in
+	// (roles.IncarnationBase). A voter refuses an epoch it gave to another
+	// incarnation, so a restored master cannot reuse one: architecture §4.
+	st.Hard.Incarnation = roles.IncarnationBase(st.Hard.Incarnation, time.Now().UnixMilli(), randomSalt())
 	// The slow key derivations now (tens of ms each), not in the first
 	// handshakes; a master started with -e derives again for the cluster
 	// id it learns, in the readers and links that need it.
@@ -1093,6 +1095,7 @@ func (n *MasterNode) fromCS(c *conn, msg wire.Message) error {
 			var cut1, cut2 bool
 			m.Labels, cut1 = clip(m.Labels, maxInfoString)
 			m.Version, cut2 = clip(m.Version, maxInfoString)
+			m.Record, _ = clip(m.Record, maxRecordReport)
 			if (cut1 || cut2) && !n.infoClipped[id] {
 				n.infoClipped[id] = true
 				n.log.Warn().Uint32("id", uint32(id)).Str(obs.FieldPeer, c.remote.String()).
@@ -1200,6 +1203,10 @@ func (n *MasterNode) fromClient(in input) error {
 		}
 		if m.Kind == roles.AdminResolve {
 			n.resolveFor(c, m.ID)
+			return nil
+		}
+		if m.Kind == roles.AdminTrust {
+			n.trustFor(c, m)
 			return nil
 		}
 		n.nextAdm++

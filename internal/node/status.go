@@ -73,7 +73,7 @@ func (n *MasterNode) statusWith(req protocol.StatusReq) protocol.StatusResp {
 			cs := protocol.CSStatus{
 				ID: m.ID, Addr: m.Addr, Port: m.Port, Location: loc.Name, VoterOnly: m.VoterOnly,
 				Connected: connected, Voting: counted[m.ID], Labels: info.Labels, Total: info.Total, Used: info.Used,
-				Maintenance: m.Maintenance, Version: info.Version,
+				Maintenance: m.Maintenance, Version: info.Version, Record: info.Record, Uncertain: info.Uncertain,
 			}
 			if connected {
 				cs.ProtoMin, cs.Proto = c.peer.Versions()

@@ -18,7 +18,7 @@ var every = []wire.Message{
 	roles.PeerStatus{}, roles.Append{}, roles.AppendAck{}, roles.FetchReq{}, roles.FetchResp{}, roles.SnapshotChunk{},
 	roles.ClientWrite{}, roles.ClientRead{}, roles.ClientReply{},
 	AuthChallenge{}, AuthProof{}, RegisterReq{}, RegisterReply{}, CSInfo{}, StatusReq{}, StatusResp{},
-	AdminReq{}, AdminResp{}, ClientAuth{},
+	AdminReq{}, AdminResp{}, ClientAuth{}, TrustRecord{},
 }
 
 // TestTypeTable: every number of pkg/wire's table is carried by exactly
