@@ -126,6 +126,7 @@ func admin(answers []clusterview.Answer, cmd string, port uint16, password strin
 	return nil
 }
 
+//lint:ignore ST1005 MooseFS's own wording, kept as its users know it
 var errNoLeader = errors.New(clusterview.NoLeader)
 
 // resolveAgain is -CMR: each master mfscli found (or the one -CMR/ip

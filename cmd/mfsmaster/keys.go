@@ -20,6 +20,7 @@ type config struct {
 	// (MATOCL) and the HTTP endpoint.
 	ML, CS, CL, HTTP listen
 	Pprof            string // PPROF_LISTEN: "" = off
+	HTTPAllowOrigin  string // HTTP_ALLOW_ORIGIN: "" = the masters' own pages only
 	Insecure         bool
 	LogLevel         string
 }
@@ -86,6 +87,8 @@ func keys(c *config) []settings.Key {
 		settings.Ranged("MATOCL_LISTEN_PORT", &c.CL.Port, 0, 65535, "Port for clients and mfscli (MooseFS: 9421)."),
 		settings.Field("HTTP_LISTEN_HOST", &c.HTTP.Host, "Address of the HTTP endpoint (/metrics, /healthz)."),
 		settings.Ranged("HTTP_LISTEN_PORT", &c.HTTP.Port, 0, 65535, "Port of the HTTP endpoint (MooseFS GUI port: 9425)."),
+		settings.Field("HTTP_ALLOW_ORIGIN", &c.HTTPAllowOrigin,
+			"Web pages of other origins that may read /api/v1/status through their visitor's browser (CORS), besides the masters' own: origins (scheme://host[:port], http or https, e.g. https://grafana.example.com), comma-separated, or * for any page. Empty: only the page of a master of the cluster (http or https://ADDRESS:HTTP_LISTEN_PORT for an address of the current set of masters or a name MASTER_HOST lists), which asks the other masters when its own is down. The document lists every master, chunkserver and location and what is left open, so * lets any web site a person inside the network visits read it. mfscli and scripts are not browsers: this does not concern them."),
 		settings.Field("PPROF_LISTEN", &c.Pprof,
 			"Address (loopback HOST:PORT, e.g. 127.0.0.1:6060) where Go's profiles are served (go tool pprof http://ADDR/debug/pprof/profile): to find where this daemon's processor goes. Loopback only (reach it through ssh -L); a CPU profile costs a few percent while it runs. Empty: off."),
 		settings.Field("AUTH_CODE", &c.Node.AuthCode,

@@ -175,6 +175,10 @@ func foreground(c *cli.Context, cfg config, v settings.Values, lockPath string, 
 	if err != nil {
 		return err
 	}
+	allOrigins, extraOrigins, err := parseOrigins(cfg.HTTPAllowOrigin)
+	if err != nil {
+		return err
+	}
 	warnings, err := startChecks(cfg, list)
 	if err != nil {
 		return err
@@ -226,7 +230,13 @@ func foreground(c *cli.Context, cfg config, v settings.Values, lockPath string, 
 	}
 	// /api/v1/status: the whole cluster as mfscli -j shows it, and its
 	// alarms as mfs_cluster_alarm; the page at / is drawn from it.
-	api := newStatusAPI(n.Masters, uint16(cfg.CL.Port), cfg.MasterHost, time.Second)
+	// A browser lets another page read it only if it is a master's page
+	// or one HTTP_ALLOW_ORIGIN names (review N4).
+	origins := &originRule{httpPort: uint16(cfg.HTTP.Port), own: []netip.Addr{self}, host: n.MasterHost, all: allOrigins, extra: extraOrigins}
+	if a, err := netip.ParseAddr(cfg.HTTP.Host); err == nil {
+		origins.own = append(origins.own, a)
+	}
+	api := newStatusAPI(n.Masters, uint16(cfg.CL.Port), cfg.MasterHost, time.Second, origins)
 	reg.MustRegister(api)
 	page := webui.Handler()
 	// /healthz: 200 only while this master is LEADER holding a quorum at

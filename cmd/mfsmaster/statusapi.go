@@ -24,14 +24,17 @@ import (
 // Answers are kept for statusFresh: however many pages poll, a master
 // asks the others at most that often, one round at a time (a request that
 // comes during a round waits for it). The document is read-only and
-// carries nothing the client port does not answer to anyone, so any page
-// may read it (Access-Control-Allow-Origin: *): a page loaded from one
-// master asks the others when that one is down.
+// carries nothing the client port does not answer to anyone, but it is an
+// inventory of the cluster and of what is left open: a browser lets a
+// page of another origin read it only when origins allows that origin
+// (the page of a master of the set, which asks the others when its own
+// master is down, and HTTP_ALLOW_ORIGIN), never any page (review N4).
 type statusAPI struct {
 	masters    func() []masterhost.Master // the set of masters now (it changes: MASTER_RESOLVE_INTERVAL)
 	clientPort uint16
 	host       string // MASTER_HOST, for the removal commands
 	timeout    time.Duration
+	origins    *originRule
 
 	mu     sync.Mutex
 	at     time.Time
@@ -42,14 +45,24 @@ type statusAPI struct {
 // statusFresh is how long one round of answers is served again.
 const statusFresh = 500 * time.Millisecond
 
-func newStatusAPI(masters func() []masterhost.Master, clientPort uint16, host string, timeout time.Duration) *statusAPI {
-	return &statusAPI{masters: masters, clientPort: clientPort, host: host, timeout: timeout}
+func newStatusAPI(masters func() []masterhost.Master, clientPort uint16, host string, timeout time.Duration, origins *originRule) *statusAPI {
+	return &statusAPI{masters: masters, clientPort: clientPort, host: host, timeout: timeout, origins: origins}
 }
 
-func (s *statusAPI) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+func (s *statusAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	doc, _, err := s.round()
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Access-Control-Allow-Origin", "*")
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	// The answer depends on the Origin: a cache between must not hand
+	// one page's answer to another.
+	h.Set("Vary", "Origin")
+	if o := r.Header.Get("Origin"); s.origins.allow(o, r.Host, s.masters()) {
+		if s.origins.all {
+			h.Set("Access-Control-Allow-Origin", "*")
+		} else {
+			h.Set("Access-Control-Allow-Origin", o)
+		}
+	}
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return

@@ -17,12 +17,20 @@ import (
 	"github.com/mfs-election/mfs-election/internal/clusterview"
 )
 
-// getStatusAPI is a master's GET /api/v1/status, decoded as mfscli -j's
-// document, and its CORS header.
-func getStatusAPI(c *cluster.Cluster, i int) (listing, string, error) {
+// getStatusAPI is a master's GET /api/v1/status asked with origin as the
+// Origin header ("" none), decoded as mfscli -j's document, and its CORS
+// header.
+func getStatusAPI(c *cluster.Cluster, i int, origin string) (listing, string, error) {
 	var l listing
 	hc := http.Client{Timeout: 3 * time.Second}
-	r, err := hc.Get("http://" + cluster.MasterHTTP(c.Masters[i].Addr).String() + "/api/v1/status")
+	req, err := http.NewRequest(http.MethodGet, "http://"+cluster.MasterHTTP(c.Masters[i].Addr).String()+"/api/v1/status", nil)
+	if err != nil {
+		return l, "", err
+	}
+	if origin != "" {
+		req.Header.Set("Origin", origin)
+	}
+	r, err := hc.Do(req)
 	if err != nil {
 		return l, "", err
 	}
@@ -52,9 +60,10 @@ func states(l listing) string {
 
 // TestStatusAPI: every master's /api/v1/status is the document mfscli -j
 // prints with every listing (the same masters in the same states, the
-// chunkservers, the locations, the verdict), readable from any page; after
-// kill -9 of the LEADER another master's shows it UNREACHABLE and the new
-// LEADER.
+// chunkservers, the locations, the verdict), readable from the page of
+// another master of the set and not from another web site (review N4);
+// after kill -9 of the LEADER another master's shows it UNREACHABLE and
+// the new LEADER.
 func TestStatusAPI(t *testing.T) {
 	c, lead := start(t, nil)
 	var cli listing
@@ -67,12 +76,16 @@ func TestStatusAPI(t *testing.T) {
 			return err
 		}
 		for i := range c.Masters {
-			api, cors, err := getStatusAPI(c, i)
+			page := "http://" + cluster.MasterHTTP(c.Masters[(i+1)%len(c.Masters)].Addr).String()
+			api, cors, err := getStatusAPI(c, i, page)
 			if err != nil {
 				return fmt.Errorf("master %d: %v", i+1, err)
 			}
-			if cors != "*" {
-				return fmt.Errorf("master %d: Access-Control-Allow-Origin %q", i+1, cors)
+			if cors != page {
+				return fmt.Errorf("master %d asked from %s's page: Access-Control-Allow-Origin %q", i+1, page, cors)
+			}
+			if _, cors, err := getStatusAPI(c, i, "http://evil.example"); err != nil || cors != "" {
+				return fmt.Errorf("master %d asked from another web site: Access-Control-Allow-Origin %q (%v)", i+1, cors, err)
 			}
 			if states(api) != states(cli) || len(api.Dataset.Chunkservers) != len(cli.Dataset.Chunkservers) ||
 				len(api.Dataset.Locations) != len(cli.Dataset.Locations) || api.Dataset.Quorum != cli.Dataset.Quorum {
@@ -112,7 +125,7 @@ func TestStatusAPI(t *testing.T) {
 	other := (lead + 1) % len(c.Masters)
 	dead := c.Masters[lead].Addr.String() + "=UNREACHABLE"
 	eventually(t, 10*time.Second, 200*time.Millisecond, "another master's document showing the dead LEADER and a new one", func() error {
-		l, _, err := getStatusAPI(c, other)
+		l, _, err := getStatusAPI(c, other, "")
 		if err != nil {
 			return err
 		}

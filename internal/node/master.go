@@ -1063,7 +1063,7 @@ func (n *MasterNode) fromCS(c *conn, msg wire.Message) error {
 			if ok, missed := n.refusals.allow("register|"+c.remote.String(), time.Now()); ok {
 				n.log.Warn().Str(obs.FieldPeer, c.remote.String()).Uint16("cs_port", m.Port).Int("not_logged", missed).
 					Str(obs.FieldReason, "register_flood").
-					Msgf("registration refused: this address asked for more than %d new ids within %v", regPerSource, regWindow)
+					Msgf("registration refused: this address asked for more than %d new ids within %v, or its /24 (/64) for more than %d", regPerSource, regWindow, regPerPrefix)
 			}
 			return nil
 		}
@@ -1370,8 +1370,8 @@ func (n *MasterNode) serveConn(nc net.Conn, port masterPort, reg *frame.Registry
 		m, member := n.book.Load().member(wire.MasterID(peer.ID))
 		switch {
 		case masterhost.IDOf(c.remote) != wire.MasterID(peer.ID) || (member && m.Addr.Addr() != c.remote):
+			n.refuse(nc, src, port, errIdentity) // counted before the peer can see the close
 			c.close()
-			n.refuse(nc, src, port, errIdentity)
 			return
 		case !member:
 			// A master this one's MASTER_HOST does not name (removed, or
@@ -1384,8 +1384,8 @@ func (n *MasterNode) serveConn(nc net.Conn, port masterPort, reg *frame.Registry
 	}
 	if port == portCS || port == portML {
 		if err := n.challenge(c, port, ours.Cluster); err != nil {
+			n.refuse(nc, src, port, err) // counted before the peer can see the close
 			c.close()
-			n.refuse(nc, src, port, err)
 			return
 		}
 	}

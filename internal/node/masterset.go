@@ -114,6 +114,9 @@ func (h *hostSpec) ask() {
 // it now.
 func (n *MasterNode) SetMasterHost(spec string) { n.host.set(spec) }
 
+// MasterHost is MASTER_HOST in force (the last SetMasterHost).
+func (n *MasterNode) MasterHost() string { return n.host.get() }
+
 // Resolve asks for MASTER_HOST to be resolved again now (SIGHUP, mfscli
 // -CMR); the resolution runs on its own goroutine and its result goes
 // through the loop. It does not wait.

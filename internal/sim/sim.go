@@ -315,14 +315,6 @@ type world struct {
 	restores    int // masters started again from an older copy of their store
 }
 
-func (w *world) masterIDs() []wire.MasterID {
-	ids := make([]wire.MasterID, len(w.masters))
-	for i := range w.masters {
-		ids[i] = wire.MasterID(i + 1)
-	}
-	return ids
-}
-
 func (w *world) push(e *event) {
 	w.seq++
 	e.seq = w.seq
