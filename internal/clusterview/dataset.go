@@ -293,9 +293,24 @@ const (
 	LevelFlag
 )
 
+// levelWords are the levels as JSON spells them.
+var levelWords = [...]string{"ok", "warn", "flag"}
+
 // MarshalText prints the level in JSON: ok, warn, flag.
 func (l Level) MarshalText() ([]byte, error) {
-	return []byte([...]string{"ok", "warn", "flag"}[l]), nil
+	return []byte(levelWords[l]), nil
+}
+
+// UnmarshalText reads what MarshalText wrote, so that a script can decode
+// mfscli -j into a Document; another word is an error naming it.
+func (l *Level) UnmarshalText(b []byte) error {
+	for i, w := range levelWords {
+		if string(b) == w {
+			*l = Level(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("level %q: want ok, warn or flag", b)
 }
 
 // Thresholds of MooseFS's mfscli: a master's clock more than 1 s off the

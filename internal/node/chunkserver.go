@@ -203,7 +203,7 @@ func StartChunkserver(opt ChunkserverOptions, store ChunkserverStore) (*Chunkser
 	if d, ok := store.(interface{ Damage() string }); ok && d.Damage() != "" {
 		n.damaged = true
 		n.state.Record = d.Damage()
-		n.log.Error().Str("file", d.Damage()).Msg("voter record damaged: " + d.Damage() +
+		n.log.Error().Str("file", n.recordPath()).Msg("voter record damaged: " + d.Damage() +
 			". The chunkserver runs, but its voter grants no vote until a LEADER's heartbeat has restored what the record may have lost (mfscli -SCS shows it)")
 		if n.metrics != nil {
 			n.metrics.RecordDamaged()
@@ -501,6 +501,16 @@ func (n *ChunkserverNode) startVoter(local netip.Addr, lost bool) error {
 	}
 	cfg.RecordLost = lost && hard.NeverPromised()
 	cfg.RecordDamaged, n.damaged = n.damaged, false
+	if cfg.RecordLost {
+		n.stMu.Lock()
+		n.state.Record = n.recordPath() + ": lost (an empty record for an id that was already a member: removed, or a wiped DATA_PATH)"
+		n.stMu.Unlock()
+		n.log.Error().Str("file", n.recordPath()).Uint32("id", uint32(id.CS)).
+			Msg("voter record lost: " + n.state.Record + ". The voter grants no vote until a LEADER's heartbeat has restored what it forgot")
+		if n.metrics != nil {
+			n.metrics.RecordDamaged()
+		}
+	}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -530,8 +540,13 @@ func (n *ChunkserverNode) startVoter(local netip.Addr, lost bool) error {
 	}
 	n.log.Info().Str(obs.FieldCS, id.Addr.String()).Uint32("id", uint32(id.CS)).Str("cluster", id.ClusterID).
 		Dur("quiet", quiet).Msg("voter started: " + why)
-	n.uncertain = !v.Uncertain() // noteUncertain says it, and sends every link the info
-	n.noteUncertain()
+	n.uncertain = v.Uncertain()
+	n.stMu.Lock()
+	n.state.Uncertain = n.uncertain
+	n.stMu.Unlock()
+	for _, l := range n.links {
+		l.sendInfo()
+	}
 	return nil
 }
 

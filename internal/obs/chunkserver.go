@@ -53,7 +53,7 @@ func NewChunkserverMetrics(reg prometheus.Registerer, masters []string) *Chunkse
 		uncertain: g("mfs_chunkserver_voter_uncertain", "1 while the voter's record may lack what it acknowledged (a damaged copy, a lost record): "+
 			"it grants no vote until a LEADER's heartbeat restores it, else 0."),
 		recordDamage: f.NewCounter(prometheus.CounterOpts{Name: "mfs_chunkserver_record_damage_total",
-			Help: "Copies of the voter record (chunkserver.mfs) found unreadable at start or changed on the disk since they were written."}),
+			Help: "Copies of the voter record (chunkserver.mfs) found unreadable at start or changed on the disk since they were written, and records found lost (an empty record for an id that was a member)."}),
 	}
 	for _, m := range c.masters {
 		c.per = append(c.per, masterGauges{vote.WithLabelValues(m), promise.WithLabelValues(m), conn.WithLabelValues(m)})

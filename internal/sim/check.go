@@ -9,6 +9,7 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/quorum"
+	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
@@ -383,8 +384,9 @@ func rolesLine(w *world) string {
 }
 
 // uncertainBlock: the voters that are up and certain make no quorum under
-// any up master's registry, and uncertain ones would (so they are why no
-// LEADER can be elected: only a LEADER restores them).
+// the newest registry an up master holds (the one the voters know of, which
+// a LEADER must have), and uncertain ones are up (so they are why no LEADER
+// can be elected: only a LEADER restores them).
 func (w *world) uncertainBlock() bool {
 	uncertain := false
 	for _, c := range w.css {
@@ -393,11 +395,24 @@ func (w *world) uncertainBlock() bool {
 	if !uncertain {
 		return false
 	}
+	// The configs a LEADER must win under: the newest, and while it is not
+	// in force the one before it too (roles.Master.Tallies).
+	var need []*registry.ClusterConfig
 	for _, m := range w.masters {
 		if !m.up {
 			continue
 		}
-		t := m.m.Registry().Electorate().Tally(func(id wire.CSID) quorum.Vote {
+		latest, prev := m.m.Log().Configs(m.m.Log().Len())
+		if latest == nil || (len(need) > 0 && latest.Version <= need[0].Version) {
+			continue
+		}
+		need = []*registry.ClusterConfig{latest}
+		if prev != nil && latest.Version > m.m.InForce() {
+			need = append(need, prev)
+		}
+	}
+	for _, cfg := range need {
+		t := cfg.Electorate().Tally(func(id wire.CSID) quorum.Vote {
 			for _, c := range w.css {
 				if c.cfg.ID == id && c.up && c.v != nil && !c.v.Uncertain() {
 					return quorum.For
@@ -405,9 +420,9 @@ func (w *world) uncertainBlock() bool {
 			}
 			return quorum.Unknown
 		})
-		if t.Outcome == quorum.Won {
-			return false
+		if t.Outcome != quorum.Won {
+			return true
 		}
 	}
-	return true
+	return false
 }

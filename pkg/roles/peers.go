@@ -73,7 +73,15 @@ func (m *Master) onPeerStatus(st PeerStatus) {
 		p = &peerView{}
 		m.peers[st.From] = p
 	}
-	if p.seen && st.Incarnation < p.st.Incarnation {
+	if p.seen && st.Incarnation < p.st.Incarnation && m.fresh(p) {
+		// A view not heard within PeerTimeout takes a lower incarnation
+		// too: a master restored from an older copy of its DATA_PATH, on a
+		// clock behind the run it replaced, starts below that run, and was
+		// ignored by every peer for good (its handover never taken, its
+		// status never counted: found by TestDiskFaults). The voters' views
+		// do the same (voter_choice.go). Liveness only: a status is what a
+		// live, authenticated master says now, and nothing safe rests on
+		// the order of incarnations among statuses.
 		m.ignore("stale-incarnation")
 		return
 	}

@@ -620,3 +620,25 @@ func TestGrantsDurableBeforeSent(t *testing.T) {
 	}
 	t.Logf("%d grants, each durable before it was sent", grants)
 }
+
+// A master restored from an older copy on a clock that is behind starts
+// below the incarnation of the run it replaced: a peer takes its status
+// once its view of that run is older than PeerTimeout (and ignores a
+// lower incarnation while the view is fresh: a late status of a run that
+// is gone).
+func TestPeerTakesLowerIncarnationWhenStale(t *testing.T) {
+	h := newHarness(t)
+	h.run("master id=1 masters=1,2 registry=1@10.0.1.1 acks=0")
+	m := h.m
+	m.Step(h.now, PeerStatus{From: 2, Incarnation: 10, Role: Follower, Epoch: 1, MaxEpoch: 1})
+	h.now = h.now.Add(m.cfg.PeerTimeout / 2)
+	m.Step(h.now, PeerStatus{From: 2, Incarnation: 5, Role: Follower, Epoch: 1, MaxEpoch: 1})
+	if got := m.peers[2].st.Incarnation; got != 10 {
+		t.Fatalf("a fresh view took a lower incarnation: %d", got)
+	}
+	h.now = h.now.Add(m.cfg.PeerTimeout)
+	m.Step(h.now, PeerStatus{From: 2, Incarnation: 5, Role: Follower, Epoch: 1, MaxEpoch: 1})
+	if got := m.peers[2].st.Incarnation; got != 5 {
+		t.Fatalf("a view older than PeerTimeout ignored the restored run: incarnation %d", got)
+	}
+}
