@@ -205,7 +205,7 @@ func TestChunkserverRestartKinds(t *testing.T) {
 		"it never promised a vote: voting at once",
 		"its last run stopped in order with no promise standing: voting at once",
 		"its last run may have left a promise: quiet until it has lapsed",
-		"an empty record for an id already registered (data directory wiped?): quiet as after a crash",
+		"an empty record for an id already registered (data directory wiped?): quiet as after a crash, then uncertain until a LEADER restores the record",
 	}
 	if len(starts) != len(want) {
 		t.Fatalf("voter starts logged: %q, want %q", starts, want)
