@@ -558,7 +558,7 @@ func (n *ChunkserverNode) handle(in csInput) error {
 		n.stMu.Lock()
 		n.state.Record = in.record
 		n.stMu.Unlock()
-		n.log.Error().Str("file", in.record).Msg("voter record changed on the disk since it was written (rot, a bad sector, a stray write): " + in.record)
+		n.log.Error().Str("file", n.recordPath()).Msg("voter record changed on the disk since it was written (rot, a bad sector, a stray write): " + in.record)
 		if n.metrics != nil {
 			n.metrics.RecordDamaged()
 		}
