@@ -122,15 +122,7 @@ func TestChunkserverFromBolt(t *testing.T) {
 	dir := t.TempDir()
 	id := Identity{CS: 7, ClusterID: "c9", Addr: netip.MustParseAddrPort("10.0.0.7:9422")}
 	voter := voterAt(9)
-	old, err := open(dir, ChunkserverFile, chunkserverSpec)
-	must(t, err)
-	must(t, old.db.Update(func(tx *bolt.Tx) error {
-		if err := put(tx, keyIdentity, &id); err != nil {
-			return err
-		}
-		return put(tx, keyVoter, &voter)
-	}))
-	must(t, old.Close())
+	writeBolt(t, dir, id, voter)
 	path := filepath.Join(dir, ChunkserverFile)
 	boltBytes, err := os.ReadFile(path)
 	must(t, err)
