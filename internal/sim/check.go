@@ -317,12 +317,19 @@ func (c *checker) final(w *world, healAt, end int64) {
 	bound := w.livenessBound()
 	switch {
 	case c.liveness != "":
-	case !c.ledAfterHeal && w.uncertainBlock():
+	case c.opsAfterLead == 0 && w.leaderIdx() < 0 && w.uncertainBlock():
 		// Documented, not a failure: too many voters' records were damaged
 		// or lost for a quorum of whole ones, and only a LEADER (or the
 		// operator's -CTRUST) can restore them (docs/architecture.md §7,
-		// "Voters that forgot").
-		c.stuckUncertain = fmt.Sprintf("no LEADER: no quorum of certain voters (%s)", rolesLine(w))
+		// "Voters that forgot"). A LEADER seen after the heal can only be
+		// one that held votes given before a voter's crash: no faults come
+		// after the heal, so one elected then by certain voters would
+		// still have them, and there would be no block.
+		who := "no LEADER"
+		if c.ledAfterHeal {
+			who = "the LEADER at the heal lost its quorum when the votes a damaged voter gave before its crash ran out, and none can follow it"
+		}
+		c.stuckUncertain = fmt.Sprintf("%s: no quorum of certain voters (%s)", who, rolesLine(w))
 	case !c.ledAfterHeal:
 		c.liveness = fmt.Sprintf("no LEADER within %v of the heal (%s)", bound, rolesLine(w))
 	case c.healToLead > bound:

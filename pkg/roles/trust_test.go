@@ -642,3 +642,26 @@ func TestPeerTakesLowerIncarnationWhenStale(t *testing.T) {
 		t.Fatalf("a view older than PeerTimeout ignored the restored run: incarnation %d", got)
 	}
 }
+
+// A voter's view of a master takes a lower incarnation once it is no longer
+// fresh: a master restarted from a restored copy on a clock that is behind
+// starts below the run the voter heard last, and was ignored by every voter
+// for good when the voter had not seen the old run die (simulator seed
+// 5898: no LEADER after the heal). While the view is fresh, a lower
+// incarnation is a late answer of a run that is gone, and is ignored.
+func TestVoterViewTakesLowerIncarnationWhenStale(t *testing.T) {
+	cfg := DefaultVoterConfig(3, netip.MustParseAddr("10.0.1.3"), []wire.MasterID{1, 2})
+	v, _ := NewVoter(cfg, VoterHardState{}, 0)
+	now := Instant(cfg.MaxPromise + time.Second)
+	v.Step(now, ProbeReply{From: 1, Incarnation: 10, Role: Follower, Epoch: 1, Eligible: true})
+	now = now.Add(v.probeEvery())
+	v.Step(now, ProbeReply{From: 1, Incarnation: 5, Role: Elect, Epoch: 2, Eligible: true})
+	if w := v.views[1]; w.r.Incarnation != 10 || w.r.Role != Follower {
+		t.Fatalf("a fresh view took a lower incarnation: %+v", w.r)
+	}
+	now = now.Add(3 * v.probeEvery())
+	v.Step(now, ProbeReply{From: 1, Incarnation: 5, Role: Elect, Epoch: 2, Eligible: true})
+	if w := v.views[1]; w.r.Incarnation != 5 || w.r.Role != Elect {
+		t.Fatalf("a view no longer fresh ignored the restored run: %+v", w.r)
+	}
+}

@@ -33,17 +33,19 @@ func (v *Voter) view(m wire.MasterID) *view {
 
 func (v *Voter) onProbeReply(r ProbeReply) {
 	w := v.view(r.From)
-	if w.seen && !w.dead && r.Incarnation < w.r.Incarnation {
+	if w.seen && !w.dead && r.Incarnation < w.r.Incarnation && v.now.Sub(w.at) <= 3*v.probeEvery() {
 		v.ignore("stale-incarnation")
 		return
 	}
-	// A view marked dead takes any answer, a lower incarnation's too: a
-	// master restarted with its data directory restored from an older
-	// copy after its wall clock went back starts with a lower incarnation
-	// than the run the voter saw die, and was ignored by every voter for
-	// good (simulator seed 12401: no LEADER after the heal). Only the view
-	// is revived; a promise is still released early only by a higher
-	// incarnation (below), so this can only keep a voter waiting longer.
+	// A view marked dead, or no longer fresh (see freshView), takes any
+	// answer, a lower incarnation's too: a master restarted with its data
+	// directory restored from an older copy after its wall clock went back
+	// starts with a lower incarnation than the run the voter saw last, and
+	// was ignored by every voter for good (simulator seed 12401: no LEADER
+	// after the heal, the voter saw the old run die; seed 5898 in the
+	// chaos run of e867979, it did not). Only the view is revived; a
+	// promise is still released early only by a higher incarnation
+	// (below), so this can only keep a voter waiting longer.
 
 	w.r, w.at, w.seen, w.dead, w.closed = r, v.now, true, false, false
 	v.crowd = max(v.crowd, r.Registered)
