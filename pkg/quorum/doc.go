@@ -15,8 +15,10 @@
 //     is carried by the master holding strictly more than half of that
 //     location's registered chunkservers (a location split exactly in half
 //     is carried by nobody). A master has quorum with strictly more than half
-//     of the participating locations, or exactly half when the default
-//     location is among those it carries.
+//     of the participating locations, or exactly half when the tie is
+//     broken for it: by the default location among those it carries, or,
+//     when the registry names a witness, by holding the witness lease (the
+//     default location then breaks nothing).
 //
 // The undivided rule is the divided rule with one location (carrying the
 // only location means a strict majority of all chunkservers), so one code
@@ -28,7 +30,8 @@
 //   - Safety: under one Electorate, at most one master can be Won at a time,
 //     because a chunkserver's vote goes to at most one master, so two masters
 //     can carry disjoint location sets only, and two disjoint sets cannot
-//     both be a strict majority or both be exactly half with the default.
+//     both be a strict majority or both be exactly half with the default
+//     (or with the witness lease, which one master holds at a time).
 //     Two Electorates (a registry change in flight) give no such guarantee
 //     on their own: use Joint to require a win under both.
 //   - An empty electorate (no counting chunkserver) is Lost with Empty set;

@@ -361,3 +361,148 @@ func TestThreshold(t *testing.T) {
 		}
 	})
 }
+
+// TestPropertyWitnessAtMostOneWinner: with ties broken by the witness, and
+// the lease held by at most one master (any one, or none), at most one
+// master wins however the votes are spread; and the default location
+// breaks no tie then.
+func TestPropertyWitnessAtMostOneWinner(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		m, members := genRegistry(t)
+		e := NewElectorate(m, members).WithWitness(true)
+		k := rapid.IntRange(1, 4).Draw(t, "masters")
+		holder := wire.MasterID(rapid.IntRange(0, k).Draw(t, "holder"))
+		votes := map[wire.CSID]wire.MasterID{}
+		for _, mb := range members {
+			if with := wire.MasterID(rapid.IntRange(0, k).Draw(t, "with")); with != wire.NoMaster {
+				votes[mb.ID] = with
+			}
+		}
+		winner := wire.NoMaster
+		for master := wire.MasterID(1); master <= wire.MasterID(k); master++ {
+			w := Unknown
+			switch {
+			case holder == master:
+				w = For
+			case holder != wire.NoMaster:
+				w = Against
+			}
+			got := e.TallyWitness(func(id wire.CSID) Vote {
+				switch with, ok := votes[id]; {
+				case !ok:
+					return Unknown
+				case with == master:
+					return For
+				}
+				return Against
+			}, w)
+			if got.DefaultCarried {
+				t.Fatalf("with a witness the default location broke a tie: %s", got)
+			}
+			if got.Outcome != Won {
+				continue
+			}
+			if 2*got.Carried == got.Participating && holder != master {
+				t.Fatalf("%s won exactly half without the lease (held by %s): %s", master, holder, got)
+			}
+			if winner != wire.NoMaster {
+				t.Fatalf("both %s and %s win (lease with %s)\nelectorate %s\nvotes %v", winner, master, holder, e, votes)
+			}
+			winner = master
+		}
+	})
+}
+
+// TestPropertyWitnessTieBreak: with a witness every split of whole locations
+// between two masters elects exactly the one that holds the lease when the
+// split is even, and the majority side otherwise.
+func TestPropertyWitnessTieBreak(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		m, members := genRegistry(t)
+		e := NewElectorate(m, members).WithWitness(true)
+		if len(e.places) == 0 {
+			return
+		}
+		if !e.TieBreak() {
+			t.Fatalf("a witness breaks every tie, TieBreak false: %s", e)
+		}
+		side := map[wire.LocationID]wire.MasterID{}
+		n1 := 0
+		for _, p := range e.places {
+			side[p.id] = wire.MasterID(rapid.IntRange(1, 2).Draw(t, "side"))
+			if side[p.id] == 1 {
+				n1++
+			}
+		}
+		holder := wire.MasterID(rapid.IntRange(1, 2).Draw(t, "holder"))
+		want := holder
+		switch {
+		case 2*n1 > len(e.places):
+			want = 1
+		case 2*n1 < len(e.places):
+			want = 2
+		}
+		for master := wire.MasterID(1); master <= 2; master++ {
+			w := Against
+			if master == holder {
+				w = For
+			}
+			got := e.TallyWitness(func(id wire.CSID) Vote {
+				for _, v := range e.voters {
+					if v.ID == id {
+						if side[v.Loc] == master {
+							return For
+						}
+						return Against
+					}
+				}
+				return Unknown
+			}, w)
+			if (got.Outcome == Won) != (master == want) {
+				t.Fatalf("master %s: %s, want the winner %s (lease with %s, sides %v, electorate %s)", master, got, want, holder, side, e)
+			}
+		}
+	})
+}
+
+// TestThresholdWitness checks ThresholdWitness against TallyWitness: the
+// witness counts at x while its own value is at least x.
+func TestThresholdWitness(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		m, members := genRegistry(t)
+		e := NewElectorate(m, members).WithWitness(rapid.Bool().Draw(t, "witness"))
+		vals := map[wire.CSID]int{}
+		for _, v := range e.voters {
+			if rapid.IntRange(0, 4).Draw(t, "has") > 0 {
+				vals[v.ID] = rapid.IntRange(0, 6).Draw(t, "value")
+			}
+		}
+		w, has := rapid.IntRange(0, 6).Draw(t, "w"), rapid.Bool().Draw(t, "has w")
+		value := func(id wire.CSID) (int, bool) { v, ok := vals[id]; return v, ok }
+		winsAt := func(x int) bool {
+			wv := Unknown
+			if has && w >= x {
+				wv = For
+			}
+			return e.TallyWitness(func(id wire.CSID) Vote {
+				if v, ok := vals[id]; ok && v >= x {
+					return For
+				}
+				return Unknown
+			}, wv).Outcome == Won
+		}
+		x, ok := ThresholdWitness(e, value, w, has)
+		if !ok {
+			if winsAt(-1) {
+				t.Fatalf("no threshold, yet every voter with a value wins (%v, w=%d/%v)", vals, w, has)
+			}
+			return
+		}
+		if !winsAt(x) {
+			t.Fatalf("threshold %d does not win (%v, w=%d/%v, %s)", x, vals, w, has, e)
+		}
+		if winsAt(x + 1) {
+			t.Fatalf("threshold %d, yet %d wins too (%v, w=%d/%v, %s)", x, x+1, vals, w, has, e)
+		}
+	})
+}

@@ -92,7 +92,21 @@ type Electorate struct {
 	// at[i] is the index in places of voters[i]'s location (precomputed:
 	// Tally runs on every step of every master).
 	at []int
+	// witness: an even split of the locations is broken by the witness
+	// lease (the registry names one), not by the default location.
+	witness bool
 }
+
+// WithWitness returns the electorate with its ties broken by the witness
+// (on) or by the default location (off). Every master must agree on it,
+// so it comes from the registry, never from one master's own settings.
+func (e Electorate) WithWitness(on bool) Electorate {
+	e.witness = on
+	return e
+}
+
+// Witness reports whether ties are broken by the witness.
+func (e Electorate) Witness() bool { return e.witness }
 
 // NewElectorate builds the electorate from the location map and the
 // registered chunkservers. Members of OFF locations are left out; locations
@@ -132,13 +146,14 @@ func (e Electorate) Winnable() bool { return len(e.voters) > 0 }
 func (e Electorate) Divided() bool { return len(e.places) >= 2 }
 
 // TieBreak reports whether an even split of the participating locations
-// has a winner: true with an odd number of them (no even split), or when
-// the default location participates (it is carried by one side). False
-// means two halves of the locations elect nobody: losing either half (a
-// site, a link) leaves no LEADER. The fix is a chunkserver, voter-only is
-// enough, in the default location, or a default that has chunkservers.
+// has a winner: true with an odd number of them (no even split), with a
+// witness (its lease goes to one side), or when the default location
+// participates (it is carried by one side). False means two halves of the
+// locations elect nobody: losing either half (a site, a link) leaves no
+// LEADER. The fix is a witness, a chunkserver (voter-only is enough) in the
+// default location, or a default that has chunkservers.
 func (e Electorate) TieBreak() bool {
-	if len(e.places)%2 == 1 {
+	if len(e.places)%2 == 1 || e.witness {
 		return true
 	}
 	for _, p := range e.places {
@@ -211,38 +226,58 @@ type Tally struct {
 	// Participating locations, and how many of them this master carries.
 	Participating, Carried int
 	// Needed is the least number of carried locations that wins, given
-	// whether the default location is carried (the tie-break lowers it).
+	// whether the tie is broken for this master (the tie-break lowers it).
 	Needed int
-	// DefaultCarried: the default location participates and is carried.
+	// DefaultCarried: the default location participates and is carried,
+	// and breaks ties (no witness is configured).
 	DefaultCarried bool
+	// Witness: ties are broken by the witness; WitnessHeld: this master
+	// holds its lease (the tie is broken for it).
+	Witness, WitnessHeld bool
 	// Locations has one entry per participating location, sorted by id.
 	Locations []LocationTally
 }
 
 // wins is the quorum rule on location votes: a strict majority of the
-// participating locations, or exactly half including the default. With one
-// location it is the undivided rule (carrying it is a strict majority of
-// all chunkservers).
-func wins(carried, participating int, defaultCarried bool) bool {
-	return 2*carried > participating || (2*carried == participating && defaultCarried)
+// participating locations, or exactly half with the tie broken (the default
+// location among them, or the witness lease held, whichever the registry
+// names). With one location it is the undivided rule (carrying it is a
+// strict majority of all chunkservers).
+func wins(carried, participating int, tieBroken bool) bool {
+	return 2*carried > participating || (2*carried == participating && tieBroken)
 }
 
 // Wins is the quorum rule on a count of locations (wins): what a reader of
 // a reported tally (mfscli, the alarms) asks of a count it changes, e.g.
 // one location fewer carried.
-func Wins(carried, participating int, defaultCarried bool) bool {
-	return wins(carried, participating, defaultCarried)
+func Wins(carried, participating int, tieBroken bool) bool {
+	return wins(carried, participating, tieBroken)
 }
 
-// Tally counts for one master. vote is called once per counting chunkserver,
-// in ascending id order; a value other than For or Against is taken as
-// Unknown.
+// Tally counts for one master with the witness's vote Unknown (no lease
+// held, but one might be taken). vote is called once per counting
+// chunkserver, in ascending id order; a value other than For or Against is
+// taken as Unknown.
 func (e Electorate) Tally(vote func(wire.CSID) Vote) Tally {
+	return e.TallyWitness(vote, Unknown)
+}
+
+// TallyWitness is Tally with the witness's vote: For while this master
+// holds the lease, Against while another is known to, Unknown otherwise.
+// Without a witness configured the vote is not looked at.
+//
+// Safety is unchanged: the lease is held by one master at a time (docs/
+// architecture.md §7, "The witness"), so it is a vote like a chunkserver's
+// that breaks only an exact half, and two disjoint halves cannot both hold
+// it.
+func (e Electorate) TallyWitness(vote func(wire.CSID) Vote, witness Vote) Tally {
 	t := Tally{
 		Empty:         len(e.voters) == 0,
 		Divided:       e.Divided(),
 		Participating: len(e.places),
 		Locations:     make([]LocationTally, len(e.places)),
+		Witness:       e.witness,
+		WitnessHeld:   e.witness && witness == For,
 	}
 	for i, p := range e.places {
 		t.Locations[i] = LocationTally{Loc: p.id, Default: p.def, Registered: p.n}
@@ -268,14 +303,18 @@ func (e Electorate) Tally(vote func(wire.CSID) Vote) Tally {
 		lt.CanCarry = 2*(lt.For+lt.Unknown) > lt.Registered
 		if lt.Carried {
 			t.Carried++
-			t.DefaultCarried = t.DefaultCarried || lt.Default
+			t.DefaultCarried = t.DefaultCarried || (lt.Default && !e.witness)
 		}
 		if lt.CanCarry {
 			bestCarried++
 			bestDefault = bestDefault || lt.Default
 		}
 	}
-	if t.DefaultCarried {
+	tie, bestTie := t.DefaultCarried, bestDefault
+	if e.witness {
+		tie, bestTie = t.WitnessHeld, witness != Against
+	}
+	if tie {
 		t.Needed = (t.Participating + 1) / 2
 	} else {
 		t.Needed = t.Participating/2 + 1
@@ -283,9 +322,9 @@ func (e Electorate) Tally(vote func(wire.CSID) Vote) Tally {
 	switch {
 	case t.Empty:
 		t.Outcome = Lost
-	case wins(t.Carried, t.Participating, t.DefaultCarried):
+	case wins(t.Carried, t.Participating, tie):
 		t.Outcome = Won
-	case wins(bestCarried, t.Participating, bestDefault):
+	case wins(bestCarried, t.Participating, bestTie):
 		t.Outcome = Pending
 	default:
 		t.Outcome = Lost
@@ -344,7 +383,10 @@ func (t Tally) String() string {
 		return fmt.Sprintf("%s %d/%d chunkservers (needs %d)", t.Outcome, l.For, l.Registered, l.Registered/2+1)
 	}
 	s := fmt.Sprintf("%s %d/%d locations (needs %d", t.Outcome, t.Carried, t.Participating, t.Needed)
-	if t.DefaultCarried {
+	switch {
+	case t.WitnessHeld:
+		s += ", witness held"
+	case t.DefaultCarried:
 		s += ", default carried"
 	}
 	return s + ")"

@@ -381,3 +381,40 @@ func TestTallyOutOfRangeVoteIsUnknown(t *testing.T) {
 		t.Errorf("Tally = %s %+v, want PENDING with 3 unknown", got, l)
 	}
 }
+
+// TestWitnessTally: the two-site cases of docs/architecture.md §7 ("The
+// witness"): exactly half wins only with the lease, the default location
+// breaks no tie once a witness is configured, and a strict majority needs
+// no witness.
+func TestWitnessTally(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		sites   []site
+		witness Vote
+		want    Outcome
+		str     string
+	}{
+		{"half with the lease", []site{{name: "a", votes: "FFF"}, {name: "b", votes: "UUU"}}, For, Won, "WON 1/2 locations (needs 1, witness held)"},
+		{"half, lease unknown", []site{{name: "a", votes: "FFF"}, {name: "b", votes: "UUU"}}, Unknown, Pending, "PENDING 1/2 locations (needs 2)"},
+		{"half, lease with another", []site{{name: "a", votes: "FFF"}, {name: "b", votes: "AAA"}}, Against, Lost, "LOST 1/2 locations (needs 2)"},
+		{"half, lease with another, b unknown", []site{{name: "a", votes: "FFF"}, {name: "b", votes: "UUA"}}, Against, Pending, "PENDING 1/2 locations (needs 2)"},
+		{"default breaks no tie", []site{{name: "a", def: true, votes: "FF"}, {name: "b", votes: "AA"}}, Unknown, Pending, "PENDING 1/2 locations (needs 2)"},
+		{"majority needs no lease", []site{{name: "a", votes: "FF"}, {name: "b", votes: "FFU"}}, Against, Won, "WON 2/2 locations (needs 2)"},
+		{"three sites: two of three", []site{{name: "a", votes: "F"}, {name: "b", votes: "F"}, {name: "c", votes: "A"}}, Against, Won, "WON 2/3 locations (needs 2)"},
+		{"four sites: two with the lease", []site{{name: "a", votes: "F"}, {name: "b", votes: "F"}, {name: "c", votes: "A"}, {name: "d", votes: "U"}}, For, Won, "WON 2/4 locations (needs 2, witness held)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m, members, vote := cluster(t, tt.sites...)
+			e := NewElectorate(m, members).WithWitness(true)
+			got := e.TallyWitness(vote, tt.witness)
+			if got.Outcome != tt.want || got.String() != tt.str {
+				t.Errorf("%s, want %s (%q)", got, tt.want, tt.str)
+			}
+			// Without a witness the vote is not looked at.
+			plain := NewElectorate(m, members)
+			if a, b := plain.TallyWitness(vote, tt.witness), plain.Tally(vote); a.String() != b.String() {
+				t.Errorf("no witness configured, yet its vote changed the tally: %s vs %s", a, b)
+			}
+		})
+	}
+}

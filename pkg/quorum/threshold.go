@@ -24,6 +24,15 @@ import (
 // answer is the largest carry point at which the locations carried there
 // win. TestThreshold checks it against Tally for random electorates.
 func Threshold[T cmp.Ordered](e Electorate, value func(wire.CSID) (T, bool)) (x T, ok bool) {
+	var none T
+	return ThresholdWitness(e, value, none, false)
+}
+
+// ThresholdWitness is Threshold with the witness's value too (w, when has):
+// with a witness configured, the locations carried at a point that are
+// exactly half win there only up to w. So the answer is the larger of the
+// strict-majority point and the smaller of the half point and w.
+func ThresholdWitness[T cmp.Ordered](e Electorate, value func(wire.CSID) (T, bool), w T, has bool) (x T, ok bool) {
 	vals := make([][]T, len(e.places))
 	for i, v := range e.voters {
 		if val, has := value(v.ID); has {
@@ -47,13 +56,22 @@ func Threshold[T cmp.Ordered](e Electorate, value func(wire.CSID) (T, bool)) (x 
 	carried, withDefault := 0, false
 	for i, p := range points {
 		carried++
-		withDefault = withDefault || p.def
+		withDefault = withDefault || (p.def && !e.witness)
 		if i+1 < len(points) && points[i+1].at == p.at {
 			continue // carried together: decide once all of them are in
 		}
 		if wins(carried, len(e.places), withDefault) {
+			if ok {
+				return max(x, p.at), true
+			}
 			return p.at, true
 		}
+		if e.witness && has && !ok && wins(carried, len(e.places), true) {
+			// Exactly half here: with the witness up to w. Larger points
+			// came first, so this is the best half point; go on for a
+			// strict majority further down.
+			x, ok = min(p.at, w), true
+		}
 	}
-	return x, false
+	return x, ok
 }
