@@ -18,6 +18,13 @@ type Pos struct {
 	Epoch   uint64
 }
 
+// Covers reports whether a log whose last entry is p holds the commit
+// point c: log matching makes the same position and epoch the same entry,
+// and a log at least as new as c holds every committed entry up to it.
+func (p Pos) Covers(c Pos) bool {
+	return p.Version >= c.Version && !c.NewerThan(p)
+}
+
 // NewerThan orders logs by how up to date their last entry is: a higher
 // epoch wins, then a higher version.
 func (p Pos) NewerThan(q Pos) bool {

@@ -54,8 +54,5 @@ func MayNominate(c Candidate, knownCommit changelog.Pos) bool {
 	if !c.Eligible {
 		return false
 	}
-	if c.Last.Version < knownCommit.Version {
-		return false
-	}
-	return !knownCommit.NewerThan(c.Last)
+	return c.Last.Covers(knownCommit)
 }
