@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 
 	"github.com/mfs-election/mfs-election/pkg/locations"
 	"github.com/mfs-election/mfs-election/pkg/quorum"
@@ -46,6 +47,12 @@ type ClusterConfig struct {
 	// promised, votes at once (docs/architecture.md §3, Restart). 0 in
 	// configs written before it was kept: the members' highest id then.
 	TopID wire.CSID `msgpack:",omitempty"`
+	// Witness names the object-store witness whose lease breaks an even
+	// split of the locations ("" = none: the default location breaks it).
+	// It is the id written in the lease object, never an address: every
+	// master must agree on which store it is, and a store reached by two
+	// names is still one witness (docs/architecture.md §7, "The witness").
+	Witness string `msgpack:",omitempty"`
 }
 
 // Electorate is who counts under this config.
@@ -54,7 +61,7 @@ func (c *ClusterConfig) Electorate() quorum.Electorate {
 	for i, m := range c.Members {
 		ms[i] = locations.Member{ID: m.ID, Addr: m.Addr}
 	}
-	return quorum.NewElectorate(c.Locations, ms)
+	return quorum.NewElectorate(c.Locations, ms).WithWitness(c.Witness != "")
 }
 
 // Member returns the registered chunkserver with this id.
@@ -104,7 +111,12 @@ const (
 	ChangeSetDefault
 	ChangeSetOn
 	ChangeMaintenance
+	// ChangeWitness sets the witness (Name: its id) or removes it ("").
+	ChangeWitness
 )
+
+// MaxWitnessID bounds a witness id.
+const MaxWitnessID = 64
 
 // Change is one registry or location change, made by the LEADER as a
 // config entry. Only one is in flight at a time (docs/architecture.md).
@@ -136,6 +148,11 @@ func (c Change) String() string {
 		return fmt.Sprintf("location %s on=%v", c.Name, c.On)
 	case ChangeMaintenance:
 		return fmt.Sprintf("maintenance CS%d on=%v", c.ID, c.On)
+	case ChangeWitness:
+		if c.Name == "" {
+			return "witness off"
+		}
+		return fmt.Sprintf("witness %s", c.Name)
 	}
 	return "change?"
 }
@@ -188,6 +205,20 @@ func (c Change) Apply(cur *ClusterConfig) (*ClusterConfig, error) {
 			return nil, fmt.Errorf("chunkserver CS%d is already %s maintenance", c.ID, map[bool]string{true: "in", false: "out of"}[c.On])
 		}
 		n.Members[i].Maintenance = c.On
+	case ChangeWitness:
+		switch {
+		case len(c.Name) > MaxWitnessID || strings.ContainsFunc(c.Name, func(r rune) bool { return r <= ' ' || r > '~' }):
+			return nil, fmt.Errorf("witness id %q: want up to %d printable characters", c.Name, MaxWitnessID)
+		case c.Name == cur.Witness && c.Name == "":
+			return nil, fmt.Errorf("no witness is configured")
+		case c.Name == cur.Witness:
+			return nil, fmt.Errorf("witness %s is already configured", c.Name)
+		case c.Name != "" && cur.Witness != "":
+			// Two witnesses under one joint count would need both leases
+			// at once; off, then on, keeps every count under one.
+			return nil, fmt.Errorf("witness %s is configured; turn it off before configuring %s", cur.Witness, c.Name)
+		}
+		n.Witness = c.Name
 	default:
 		return nil, fmt.Errorf("unknown change kind %d", c.Kind)
 	}

@@ -49,3 +49,34 @@ func TestChanges(t *testing.T) {
 		t.Error("an overlapping range was accepted")
 	}
 }
+
+// TestWitnessChange: a witness is set and removed by config entries, never
+// replaced by another in one step, and its id is checked; with one, the
+// electorate's ties go to the witness.
+func TestWitnessChange(t *testing.T) {
+	cfg := changelog.Genesis(1)[0].Config
+	w := func(id string) registry.Change { return registry.Change{Kind: registry.ChangeWitness, Name: id} }
+	on, err := w("w-1").Apply(cfg)
+	if err != nil || on.Witness != "w-1" || !on.Electorate().Witness() || cfg.Witness != "" {
+		t.Fatalf("witness on: %v %+v", err, on)
+	}
+	for _, tt := range []struct {
+		from *registry.ClusterConfig
+		id   string
+		want string
+	}{
+		{on, "w-2", "turn it off before"},
+		{on, "w-1", "already configured"},
+		{cfg, "", "no witness"},
+		{cfg, "bad id", "printable"},
+		{cfg, strings.Repeat("x", registry.MaxWitnessID+1), "up to"},
+	} {
+		if _, err := w(tt.id).Apply(tt.from); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q from %q: %v, want %q", tt.id, tt.from.Witness, err, tt.want)
+		}
+	}
+	off, err := w("").Apply(on)
+	if err != nil || off.Witness != "" || off.Electorate().Witness() || w("").String() != "witness off" {
+		t.Fatalf("witness off: %v %+v", err, off)
+	}
+}

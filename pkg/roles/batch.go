@@ -6,6 +6,7 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/namespace"
 	"github.com/mfs-election/mfs-election/pkg/wire"
+	"github.com/mfs-election/mfs-election/pkg/witness"
 )
 
 // Batch is everything one Step (or NewMaster, NewVoter) asks of its
@@ -37,6 +38,10 @@ type Batch struct {
 	// carries the clean-stop mark (VoterHardState.CleanStop). The driver
 	// makes it durable and exits; it steps the voter no more.
 	Stopped bool
+	// Witness: calls on the witness's store, made after Persist (a write
+	// carries the epoch, which must be durable first); each answer comes
+	// back as a WitnessResult.
+	Witness []witness.Request
 	// Ignored: input that was stale, duplicated or foreign, by a stable,
 	// low-cardinality reason (counted, never an error).
 	Ignored []string
@@ -45,7 +50,7 @@ type Batch struct {
 // Empty reports whether the batch asks for nothing at all.
 func (b *Batch) Empty() bool {
 	return len(b.Persist) == 0 && len(b.AdminReplies) == 0 && len(b.Transitions) == 0 && len(b.Sends) == 0 &&
-		b.SaveSnapshot == nil && b.IDTaken == nil && !b.Stopped && len(b.Ignored) == 0
+		b.SaveSnapshot == nil && b.IDTaken == nil && !b.Stopped && len(b.Ignored) == 0 && len(b.Witness) == 0
 }
 
 // Persister makes Persists durable: in order, all of them or (a failure

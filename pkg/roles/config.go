@@ -91,6 +91,9 @@ type Config struct {
 	// holds waiting for their acknowledgement; one more is refused with
 	// CodeBusy (MAX_PENDING; 0: no bound, for tests).
 	MaxPending int
+	// Witness is this master's side of the object-store witness (the
+	// WITNESS_* keys); it matters only where the registry names one.
+	Witness WitnessConfig
 	// CheckCaches makes cached counts (pkg/roles/scale.go) check
 	// themselves against a full tally, and panic on a difference: every
 	// one at 1, every CheckCaches-th at more (a full tally per step is
@@ -122,6 +125,7 @@ func DefaultConfig(id wire.MasterID, masters []wire.MasterID) Config {
 		LogRetain:          100000,
 		LeaseReads:         false,
 		MaxPending:         4096,
+		Witness:            DefaultWitnessConfig(),
 	}
 }
 
@@ -268,6 +272,17 @@ func (c Config) Validate() error {
 	}
 	if c.PeerTimeout < 2*c.PeerInterval {
 		add("peer timeout %v must be at least twice the peer interval %v", c.PeerTimeout, c.PeerInterval)
+	}
+	if c.Witness.Store {
+		if err := c.witnessLease().Validate(); err != nil {
+			add("%v", err)
+		}
+		if c.Witness.Delay < 0 || c.Witness.Delay > time.Minute {
+			add("witness delay %v outside [0, 1m]", c.Witness.Delay)
+		}
+		if c.Witness.Cluster == "" {
+			add("witness: the cluster (metadata) id is not set")
+		}
 	}
 	if c.ElectTimeout < c.VoteLease {
 		add("elect timeout %v must be at least the vote lease %v", c.ElectTimeout, c.VoteLease)

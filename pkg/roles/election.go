@@ -167,14 +167,19 @@ func (m *Master) sessionsQuorum() bool {
 // outcome tallies the votes for which counts holds under the newest config
 // and, while that is not yet in force, the one before it too (joint).
 func (m *Master) outcome(counts func(*voterRec) bool) quorum.Outcome {
+	return m.outcomeW(counts, func(c *registry.ClusterConfig) quorum.Vote { return m.witnessVote(c, counts) })
+}
+
+// outcomeW is outcome with the witness's vote under each config from wv.
+func (m *Master) outcomeW(counts func(*voterRec) bool, wv func(*registry.ClusterConfig) quorum.Vote) quorum.Outcome {
 	latest, prev := m.log.Configs(m.log.Len())
 	if latest == nil {
 		return quorum.Lost
 	}
 	if prev != nil && latest.Version > m.hard.InForce {
-		return quorum.Joint(m.tally(prev, counts), m.tally(latest, counts))
+		return quorum.Joint(m.tallyW(prev, counts, wv(prev)), m.tallyW(latest, counts, wv(latest)))
 	}
-	return m.tally(latest, counts).Outcome
+	return m.tallyW(latest, counts, wv(latest)).Outcome
 }
 
 // tallyUnder counts the votes valid at t under one config.
@@ -186,6 +191,12 @@ func (m *Master) tallyUnder(c *registry.ClusterConfig, t Instant, pred func(*vot
 // founder, and only before any chunkserver ever registered (bootstrap:
 // docs/roles.md §5.2, docs/architecture.md §6).
 func (m *Master) tally(c *registry.ClusterConfig, counts func(*voterRec) bool) quorum.Tally {
+	return m.tallyW(c, counts, m.witnessVote(c, counts))
+}
+
+// tallyW is tally with the witness's vote wv (docs/architecture.md §7,
+// "The witness": it breaks an exact half only).
+func (m *Master) tallyW(c *registry.ClusterConfig, counts func(*voterRec) bool, wv quorum.Vote) quorum.Tally {
 	e := m.electorate(c)
 	if e.Size() == 0 {
 		if m.mayBootstrap(c) {
@@ -193,14 +204,14 @@ func (m *Master) tally(c *registry.ClusterConfig, counts func(*voterRec) bool) q
 		}
 		return quorum.Tally{Outcome: quorum.Lost, Empty: true}
 	}
-	return e.Tally(func(id wire.CSID) quorum.Vote {
+	return e.TallyWitness(func(id wire.CSID) quorum.Vote {
 		// A session from another address than the member's is not that
 		// member's vote (an id handed out twice: see Chunkserver.Is).
 		if v := m.voters[id]; v != nil && counts(v) && v.isMemberOf(c, id) {
 			return quorum.For
 		}
 		return quorum.Unknown
-	})
+	}, wv)
 }
 
 func (m *Master) electorate(c *registry.ClusterConfig) quorum.Electorate {
@@ -561,7 +572,7 @@ func (m *Master) tryWin() {
 	if m.quorumAt(m.now, satisfied) != quorum.Won {
 		var need changelog.Pos
 		var tag uint64
-		for _, v := range m.counted() {
+		for _, v := range m.withWitness(m.counted()) {
 			if !satisfied(v) && (v.commitTag > tag || (v.commitTag == tag && v.commit.Version > need.Version)) {
 				need, tag = v.commit, v.commitTag
 			}
@@ -570,7 +581,7 @@ func (m *Master) tryWin() {
 		return
 	}
 	commit := m.hard.Commit
-	for _, v := range m.counted() {
+	for _, v := range m.withWitness(m.counted()) {
 		if satisfied(v) && v.commit.Version > commit.Version {
 			commit = v.commit
 		}

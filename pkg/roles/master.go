@@ -33,6 +33,7 @@ type Master struct {
 	registration  // chunkservers being registered (registration.go)
 	snapshots     // its snapshots, taken and received (snapshot.go)
 	historyState  // its role changes for the election history (history.go)
+	witnessState  // the object-store witness's lease (witness.go)
 }
 
 // NewMaster starts a master from what its disk holds. The caller must carry
@@ -80,6 +81,7 @@ func NewMaster(cfg Config, st Stored, now Instant) (*Master, Batch) {
 	m.kv.ApplyUpTo(&m.log, m.hard.Commit.Version)
 	m.hard.Incarnation++
 	m.persistHard()
+	m.initWitness()
 	return m, m.flush()
 }
 
@@ -123,6 +125,12 @@ func (m *Master) NextDeadline() Instant {
 	case Leader:
 		if m.handover != wire.NoMaster {
 			at(m.handoverSince.Add(m.cfg.HandoverTimeout))
+		}
+	}
+	if m.wit != nil {
+		at(Instant(m.wit.NextDeadline()))
+		if m.role == Elect && m.halfSince != 0 {
+			at(m.halfSince.Add(m.cfg.Witness.Delay))
 		}
 	}
 	return d
@@ -194,10 +202,13 @@ func (m *Master) Step(now Instant, ev Event) Batch {
 			m.foreign[e.Master] = true
 			m.ignore("foreign-cluster")
 		}
+	case WitnessResult:
+		m.witnessStep(e.Result)
 	default:
 		m.ignore("unknown-event")
 	}
 	m.timers()
+	m.witnessStep(nil)
 	m.clearForced()
 	m.maybeSnapshot()
 	return m.flush()

@@ -1,6 +1,8 @@
 package roles
 
 import (
+	"crypto/md5"
+	"encoding/hex"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -8,6 +10,7 @@ import (
 
 	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/wire"
+	"github.com/mfs-election/mfs-election/pkg/witness"
 )
 
 // Multi-node scripts: "net masters=1,2 cs=1,2,3" starts real Masters and
@@ -17,6 +20,12 @@ import (
 //	net masters=1,2 cs=1,2,3   masters with a registry of the chunkservers
 //	                           (10.0.1.N, one location), voters that never
 //	                           promised (they vote at once)
+//	net ... sites=2 witness=W  the chunkservers split in two locations, a
+//	                           (10.0.1.N, the first half) and b (10.0.2.N),
+//	                           the registry naming witness W, every master
+//	                           with a store (a 2s lease): its calls print as
+//	                           "S3: M1 swap ok" when delivered
+//	store down / store up      the store answers nothing / again
 //	time +D                    every node's clock moves on; each is ticked
 //	run +D                     time moves on in steps of 10ms, each
 //	                           followed by a stabilize (a network with no
@@ -39,6 +48,41 @@ type netScript struct {
 	nodes map[string]*netNode
 	queue []netMsg
 	cut   map[string]bool
+	// The witness's store: a linearizable object, its calls queued like
+	// messages; down, it answers none (each master's lease then gives the
+	// call up as ambiguous).
+	store     scriptStore
+	calls     []storeCall
+	storeDown bool
+}
+
+type storeCall struct {
+	from string
+	req  witness.Request
+}
+
+// scriptStore is the lease object, its ETag the MD5 of its content.
+type scriptStore struct {
+	exists bool
+	etag   string
+	body   []byte
+}
+
+func (s *scriptStore) apply(r witness.Request) witness.Result {
+	res := witness.Result{Seq: r.Seq}
+	switch {
+	case r.Op == witness.Get && !s.exists:
+		res.Class = witness.Absent
+	case r.Op == witness.Get:
+		res.ETag, res.Body = s.etag, s.body
+	case r.Op == witness.Create && s.exists, r.Op == witness.Swap && (!s.exists || s.etag != r.ETag):
+		res.Class = witness.Conflict
+	default:
+		sum := md5.Sum(r.Body)
+		s.exists, s.etag, s.body = true, hex.EncodeToString(sum[:4]), r.Body
+		res.ETag = s.etag
+	}
+	return res
 }
 
 type netNode struct {
@@ -50,7 +94,7 @@ type netNode struct {
 
 type netMsg struct {
 	from, to string
-	msg      wire.Message
+	msg      any // a wire.Message, or a WitnessResult from the store
 }
 
 // runStep is how far "run" moves the clocks between ticks: finer than
@@ -67,28 +111,51 @@ func csName(id wire.CSID) string         { return fmt.Sprintf("CS%d", id) }
 
 func (h *harness) netStart(a map[string]string) string {
 	masters := ids(a["masters"])
+	css := strings.Split(a["cs"], ",")
+	addrOf := func(i int, c string) string {
+		if a["sites"] == "2" && i >= len(css)/2 {
+			return "10.0.2." + c
+		}
+		return "10.0.1." + c
+	}
 	var reg []string
-	for _, c := range strings.Split(a["cs"], ",") {
-		reg = append(reg, fmt.Sprintf("%s@10.0.1.%s", c, c))
+	for i, c := range css {
+		reg = append(reg, fmt.Sprintf("%s@%s", c, addrOf(i, c)))
+	}
+	ranges := ""
+	if a["sites"] == "2" {
+		ranges = "10.0.1.0/24:a,10.0.2.0/24:b"
 	}
 	n := &netScript{nodes: map[string]*netNode{}, cut: map[string]bool{}}
 	h.net = n
 	var lines []string
 	for _, id := range masters {
-		entries, inForce := registryLog(strings.Join(reg, ","), "")
+		entries, inForce := registryLog(strings.Join(reg, ","), ranges)
+		if w := a["witness"]; w != "" {
+			entries[len(entries)-1].Config.Witness = w
+		}
 		st := Stored{Entries: entries, Hard: HardState{InForce: inForce, Commit: changelog.Pos{Version: 2}}}
 		cfg := DefaultConfig(id, masters)
 		cfg.CheckCaches = 1
 		cfg.VoteLease = 800 * time.Millisecond // the lease the scripts were written for
+		if w := a["witness"]; w != "" {
+			cfg.Witness.Store, cfg.Witness.Cluster = true, "c1"
+			cfg.Witness.Lease.Lease, cfg.Witness.Lease.RenewEvery, cfg.Witness.Lease.CallTimeout = 2*time.Second, 500*time.Millisecond, 200*time.Millisecond
+			if id == masters[0] && !n.store.exists {
+				// Made once, when the witness is configured.
+				n.store.apply(witness.Request{Op: witness.Create, Body: witness.Record{Format: witness.Format, WitnessID: w,
+					Cluster: "c1", State: witness.Free, Holder: id, Incarnation: 0}.Encode()})
+			}
+		}
 		m, b := NewMaster(cfg, st, h.now)
 		name := masterName(id)
 		n.names = append(n.names, name)
 		n.nodes[name] = &netNode{m: m}
 		lines = append(lines, h.netCarry(name, b)...)
 	}
-	for _, c := range strings.Split(a["cs"], ",") {
+	for i, c := range css {
 		id := wire.CSID(mustU(c))
-		addr := netip.MustParseAddr("10.0.1." + c)
+		addr := netip.MustParseAddr(addrOf(i, c))
 		cfg := DefaultVoterConfig(id, addr, masters)
 		cfg.Seed = uint64(id)
 		v, b := NewVoter(cfg, VoterHardState{}, h.now)
@@ -141,6 +208,9 @@ func (h *harness) netRun(cmd string, fields []string, a map[string]string) strin
 	case "kill":
 		n.nodes[fields[1]].down = true
 		return "(nothing)"
+	case "store":
+		n.storeDown = fields[1] == "down"
+		return "(nothing)"
 	case "on":
 		rest := fields[2:]
 		ev := h.event(rest[0], parseArgs(rest[1:]))
@@ -157,7 +227,7 @@ func (h *harness) netRun(cmd string, fields []string, a map[string]string) strin
 // netStabilize delivers until nothing is queued.
 func (h *harness) netStabilize() []string {
 	var lines []string
-	for rounds := 0; len(h.net.queue) > 0; rounds++ {
+	for rounds := 0; len(h.net.queue) > 0 || len(h.net.calls) > 0; rounds++ {
 		if rounds == stabilizeBound {
 			h.t.Fatalf("stabilize: still talking after %d deliveries", stabilizeBound)
 		}
@@ -173,13 +243,29 @@ func (h *harness) netDeliver(verbose bool) []string {
 	q := n.queue
 	n.queue = nil
 	var lines []string
+	calls := n.calls
+	n.calls = nil
+	for _, c := range calls {
+		if n.storeDown || n.cut[c.from] || n.nodes[c.from].down {
+			continue // lost: the caller's lease gives it up
+		}
+		res := n.store.apply(c.req)
+		lines = append(lines, fmt.Sprintf("S3: %s %v %v", c.from, c.req.Op, res.Class))
+		n.queue = append(n.queue, netMsg{"S3", c.from, WitnessResult{res}})
+	}
 	for _, m := range q {
+		if m.from == "S3" {
+			if !n.cut[m.to] {
+				lines = append(lines, h.netStep(m.to, m.msg.(Event))...)
+			}
+			continue
+		}
 		to := n.nodes[m.to]
 		if to == nil || to.down || n.cut[m.from] || n.cut[m.to] {
 			continue
 		}
-		if verbose && !routine(m.msg) {
-			lines = append(lines, fmt.Sprintf("%s -> %s %s", m.from, m.to, msgText(m.msg)))
+		if verbose && !routine(m.msg.(wire.Message)) {
+			lines = append(lines, fmt.Sprintf("%s -> %s %s", m.from, m.to, msgText(m.msg.(wire.Message))))
 		}
 		ev, ok := m.msg.(Event)
 		if !ok {
@@ -231,6 +317,9 @@ func (h *harness) netCarry(name string, b Batch) []string {
 	for _, r := range b.Ignored {
 		lines = append(lines, fmt.Sprintf("%s: ignored %s", name, r))
 	}
+	for _, r := range b.Witness {
+		n.calls = append(n.calls, storeCall{name, r})
+	}
 	return lines
 }
 
@@ -278,6 +367,15 @@ func (h *harness) netStatus() string {
 				cs = append(cs, csName(id))
 			}
 			state = fmt.Sprintf("%v epoch %d counts [%s]", node.m.Role(), node.m.Epoch(), strings.Join(cs, " "))
+			if w := node.m.Witness(h.now); w.Counted {
+				state += " and the witness"
+			} else if w.Lease.Blocked != "" {
+				state += " (witness: " + w.Lease.Blocked + ")"
+			} else if w.Lease.Waiting {
+				state += " (waiting for the witness)"
+			} else if c := w.Lease.LastClass; w.Configured && (c == witness.Ambiguous || c == witness.Refused) {
+				state += fmt.Sprintf(" (witness: %v, %s)", c, w.Lease.LastErr)
+			}
 		default:
 			vote := "nobody"
 			if f := node.v.VoteFor(); f != wire.NoMaster {

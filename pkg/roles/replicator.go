@@ -314,6 +314,11 @@ func (m *Master) advanceAcked() {
 			best = c
 		}
 	}
+	if w := m.witnessFor(m.Registry()); w != nil {
+		if c := w.commit.Version; c > best && c <= min(known, limit) && ok(w) && mine(w) {
+			best = c
+		}
+	}
 	if m.checking() {
 		if want := m.ackRuleByTally(mine); want != best && max(want, best) > m.acked.Version {
 			panic(fmt.Sprintf("invariant ack-threshold: %d by threshold, %d by tallies", best, want))
@@ -342,7 +347,7 @@ func (m *Master) advanceAcked() {
 // tally per candidate, as it was before thresholds: CheckCaches compares.
 func (m *Master) ackRuleByTally(mine func(*voterRec) bool) uint64 {
 	var cands []uint64
-	for _, v := range m.counted() {
+	for _, v := range m.withWitness(m.counted()) {
 		if v.commit.Version > m.acked.Version && mine(v) {
 			cands = append(cands, v.commit.Version)
 		}

@@ -50,6 +50,7 @@ type quorumKey struct {
 	epoch, inForce      uint64
 	latest, prev        *registry.ClusterConfig
 	votersGen, electGen uint64
+	witGen              uint64
 }
 
 type quorumCache struct {
@@ -69,7 +70,7 @@ type sessionsCache struct {
 func (m *Master) quorumKey() quorumKey {
 	latest, prev := m.log.Configs(m.log.Len())
 	return quorumKey{role: m.role, epoch: m.hard.Epoch, inForce: m.hard.InForce, latest: latest, prev: prev,
-		votersGen: m.votersGen, electGen: m.electGen}
+		votersGen: m.votersGen, electGen: m.electGen, witGen: m.witGen}
 }
 
 // FenceStamp is an opaque value that changes whenever the quorum this
@@ -201,12 +202,15 @@ func (m *Master) sessionsCached() bool {
 	key.votersGen = m.sessionsGen
 	c := &m.sessions
 	if c.valid && c.key == key && (c.won || (len(m.voters) < c.gate.next && c.round == m.roundSeq)) {
-		if c.won && m.checking() && m.outcome(func(*voterRec) bool { return true }) != quorum.Won {
+		if c.won && m.checking() && m.outcomeW(func(*voterRec) bool { return true }, m.witnessHope) != quorum.Won {
 			panic("invariant sessions-cache: the cache says the sessions make a quorum, the tally says not")
 		}
 		return c.won
 	}
-	won := m.outcome(func(*voterRec) bool { return true }) == quorum.Won
+	// The witness as a vote that could be had: an ELECT on one side of an
+	// even split proposes its epoch once its half is in session, or it
+	// would never hold the votes the lease then breaks the tie for.
+	won := m.outcomeW(func(*voterRec) bool { return true }, m.witnessHope) == quorum.Won
 	*c = sessionsCache{valid: true, key: key, won: won, round: m.roundSeq}
 	c.gate.next = len(m.voters) + max(1, len(m.voters)/8)
 	return won
@@ -239,7 +243,12 @@ func thresholdUnder[T cmp.Ordered](m *Master, c *registry.ClusterConfig, top T, 
 		}
 		return x, false
 	}
-	return quorum.Threshold(e, func(id wire.CSID) (T, bool) {
+	var w T
+	has := false
+	if wr := m.witnessFor(c); wr != nil {
+		w, has = value(wr)
+	}
+	return quorum.ThresholdWitness(e, func(id wire.CSID) (T, bool) {
 		v := m.voters[id]
 		if v == nil {
 			var zero T
@@ -250,5 +259,5 @@ func thresholdUnder[T cmp.Ordered](m *Master, c *registry.ClusterConfig, top T, 
 			return zero, false
 		}
 		return value(v)
-	})
+	}, w, has)
 }

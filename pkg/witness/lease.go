@@ -102,8 +102,10 @@ type Want struct {
 	Need bool
 	// Epoch is the master's election epoch, written as lease_epoch.
 	Epoch uint64
-	// Commit is the commit point to write (the record keeps the larger).
-	Commit changelog.Pos
+	// Commit is the commit point to write, KnownReg the registry version
+	// (the record keeps the larger of each).
+	Commit   changelog.Pos
+	KnownReg uint64
 	// WitnessID is the registry's witness ("" when none is configured: the
 	// lease is never taken then).
 	WitnessID string
@@ -275,6 +277,12 @@ func (l *Lease) Until(now Instant) Instant {
 // counts the witness only at that epoch.
 func (l *Lease) HeldEpoch() uint64 { return l.heldRec.Epoch }
 
+// HeldWitnessID is the witness id of the record this master counts.
+func (l *Lease) HeldWitnessID() string { return l.heldRec.WitnessID }
+
+// HeldKnownReg is the registry version in the record this master counts.
+func (l *Lease) HeldKnownReg() uint64 { return l.heldRec.KnownReg }
+
 // HeldCommit is the commit point in the record this master last wrote and
 // counts: what the witness is known to hold for the ack rule.
 func (l *Lease) HeldCommit() changelog.Pos { return l.heldRec.Commit.Changelog() }
@@ -440,7 +448,7 @@ func (l *Lease) decide(now Instant) []Request {
 	}
 	if l.held {
 		due := now >= l.lastWrite.add(l.cfg.RenewEvery)
-		if due || l.want.Epoch > l.heldRec.Epoch || l.want.Commit.NewerThan(l.heldRec.Commit.Changelog()) {
+		if due || l.want.Epoch > l.heldRec.Epoch || l.want.Commit.NewerThan(l.heldRec.Commit.Changelog()) || l.want.KnownReg > l.heldRec.KnownReg {
 			return l.call(now, Swap, l.heldETag, l.next(now))
 		}
 		return nil
@@ -517,9 +525,16 @@ func (l *Lease) next(now Instant) Record {
 	if c := l.heldRec.Commit.Changelog(); l.held && c.NewerThan(commit) {
 		commit = c
 	}
+	reg := l.want.KnownReg
+	if l.known && !l.absent && l.recErr == "" {
+		reg = max(reg, l.rec.KnownReg)
+	}
+	if l.held {
+		reg = max(reg, l.heldRec.KnownReg)
+	}
 	l.seq++
 	return Record{Format: Format, WitnessID: l.want.WitnessID, Cluster: l.self.Cluster, State: Held,
-		Holder: l.self.ID, Incarnation: l.self.Incarnation, Epoch: l.want.Epoch, Commit: PosOf(commit), Nonce: l.seq}
+		Holder: l.self.ID, Incarnation: l.self.Incarnation, Epoch: l.want.Epoch, Commit: PosOf(commit), KnownReg: reg, Nonce: l.seq}
 }
 
 func (l *Lease) call(now Instant, op Op, etag string, rec Record) []Request {

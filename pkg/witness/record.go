@@ -58,6 +58,10 @@ type Record struct {
 	// of its own and this). A master that counts the witness toward an
 	// election must hold it in its log before it may lead.
 	Commit Pos `json:"commit"`
+	// KnownReg: the newest registry version the writer knew committed;
+	// like Commit it never goes down, and it makes the witness count as a
+	// voter that knows that version when a config change is put in force.
+	KnownReg uint64 `json:"known_reg"`
 	// Nonce makes every write's content unique, so that an ETag (an MD5
 	// of the content on most stores) never repeats: a taker's "unchanged
 	// for the lease" is then a fact about writes, and a read-back after an

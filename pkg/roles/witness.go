@@ -1,0 +1,305 @@
+package roles
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/mfs-election/mfs-election/pkg/quorum"
+	"github.com/mfs-election/mfs-election/pkg/registry"
+	"github.com/mfs-election/mfs-election/pkg/witness"
+)
+
+// The object-store witness (docs/architecture.md §7, "The witness"). When
+// the registry names one, an even split of the locations is broken by its
+// lease instead of by the default location. To the tally the lease is one
+// more vote, cast only for an exact half: the master that holds it counts
+// it like a voter's, from the witness's own record (witRec), which also
+// carries what a voter knows (the commit point and registry version the
+// holder wrote into the object). Every rule that counts votes (the quorum
+// deadline, the catch-up rule, the ack rule, a config put in force) so
+// counts the witness too, with nothing of its own.
+//
+// A healthy cluster never calls the store: a master asks for the lease only
+// while a strict majority of the locations is out of its reach (a LEADER
+// whose majority is about to lapse, an ELECT that has carried exactly half
+// for WitnessConfig.Delay), and gives it up once a strict majority has
+// held for a whole witness lease.
+
+// WitnessConfig is one master's side of the witness.
+type WitnessConfig struct {
+	// Store: this master can reach the witness's store (its WITNESS_* keys
+	// are set). Without it the master never takes the lease, and where the
+	// registry names a witness it wins only with a strict majority.
+	Store bool
+	// Cluster is the metadata id the lease record is written with.
+	Cluster string
+	// Lease is the lease's timing (WITNESS_LEASE and the clock drift).
+	Lease witness.Config
+	// Delay: an ELECT that carries exactly half of the locations waits this
+	// long for more before it asks for the lease (WITNESS_DELAY): the other
+	// half's votes usually come within it in a healthy election.
+	Delay time.Duration
+}
+
+// DefaultWitnessConfig: the lease's defaults, and a delay of two heartbeat
+// intervals of the shipped defaults.
+func DefaultWitnessConfig() WitnessConfig {
+	return WitnessConfig{Lease: witness.DefaultConfig(), Delay: 300 * time.Millisecond}
+}
+
+// witnessState is what a master keeps of the witness.
+type witnessState struct {
+	wit *witness.Lease
+	// witRec is the witness as a vote while this master counts the lease
+	// (nil when it does not): validUntil the lease's end, ackEpoch and
+	// commitTag its lease_epoch, commit and knownReg what the record holds.
+	witRec *voterRec
+	// witID is the witness id of the record witRec stands for.
+	witID string
+	// witGen changes whenever witRec does: a cached deadline counted with
+	// it may no longer hold (quorumKey).
+	witGen  uint64
+	witWant witness.Want
+	// halfSince: since when an ELECT has carried exactly half (0: not).
+	halfSince Instant
+	// strictSince: since when a LEADER that holds the lease has had a
+	// strict majority well ahead of it (0: not).
+	strictSince Instant
+	// noWitness leaves the witness out of counts while set (strictUntil).
+	noWitness bool
+}
+
+// WitnessResult is the driver's answer to a call the witness asked for.
+type WitnessResult struct{ witness.Result }
+
+func (WitnessResult) event() {}
+
+func (m *Master) initWitness() {
+	m.wit = witness.New(m.cfg.witnessLease(), witness.Self{ID: m.cfg.ID, Incarnation: m.hard.Incarnation, Cluster: m.cfg.Witness.Cluster})
+}
+
+// witnessLease is the lease's timing under this master's clock bound: one
+// MAX_CLOCK_DRIFT for votes and the witness alike.
+func (c Config) witnessLease() witness.Config {
+	l := c.Witness.Lease
+	l.Drift = c.MaxClockDrift
+	return l
+}
+
+// witnessFor is the witness's vote record under config c: witRec when c
+// names the witness this master holds the lease of, else nil.
+func (m *Master) witnessFor(c *registry.ClusterConfig) *voterRec {
+	if c == nil || c.Witness == "" || m.witRec == nil || m.witID != c.Witness || m.noWitness {
+		return nil
+	}
+	return m.witRec
+}
+
+// withWitness adds the witness's record to vs, votes counted now, when it
+// counts now too: what the witness knows weighs in the catch-up and ack
+// rules like a voter's report.
+func (m *Master) withWitness(vs []*voterRec) []*voterRec {
+	if w := m.witnessFor(m.Registry()); w != nil && m.countable(m.now, nil)(w) {
+		return append(vs, w)
+	}
+	return vs
+}
+
+// witnessVote is what the witness does in a tally under c that counts the
+// votes for which counts holds.
+func (m *Master) witnessVote(c *registry.ClusterConfig, counts func(*voterRec) bool) quorum.Vote {
+	if w := m.witnessFor(c); w != nil && counts(w) {
+		return quorum.For
+	}
+	return quorum.Unknown
+}
+
+// witnessHope is the witness's vote in a count of what could be won: For
+// where c names a witness this master can ask for, unless it is known to
+// be another's now.
+func (m *Master) witnessHope(c *registry.ClusterConfig) quorum.Vote {
+	if c == nil || c.Witness == "" || !m.cfg.Witness.Store {
+		return quorum.Unknown
+	}
+	return quorum.For
+}
+
+// strictUntil is the quorum deadline without the witness: until when the
+// votes counted now make a quorum by a strict majority (0: they do not).
+func (m *Master) strictUntil() Instant {
+	m.noWitness = true
+	defer func() { m.noWitness = false }()
+	epoch := m.hard.Epoch
+	x, ok := thresholdOf(m, Never, func(v *voterRec) (Instant, bool) { return v.validUntil, v.ackEpoch == epoch })
+	if !ok || x <= m.now {
+		return 0
+	}
+	return x
+}
+
+// halfCarried: the votes counted now make a quorum with the witness's vote
+// and not without it.
+func (m *Master) halfCarried() bool {
+	ok := m.countable(m.now, nil)
+	won := func(wv func(*registry.ClusterConfig) quorum.Vote) bool {
+		return m.outcomeW(ok, wv) == quorum.Won
+	}
+	return won(m.witnessHope) && !won(func(*registry.ClusterConfig) quorum.Vote { return quorum.Unknown })
+}
+
+// witnessNeed says whether this master should hold the lease now.
+func (m *Master) witnessNeed() bool {
+	if !m.cfg.Witness.Store || !m.HasMetadata() || m.Registry().Witness == "" {
+		m.halfSince, m.strictSince = 0, 0
+		return false
+	}
+	switch m.role {
+	case Leader:
+		m.halfSince = 0
+		ahead := m.strictUntil() - m.now
+		if m.witRec == nil {
+			m.strictSince = 0
+			// Ask before the majority lapses: half a lease ahead leaves a
+			// read and a swap the time they take. (Its votes count now, a
+			// strict majority or not: with the lease they would win.)
+			return ahead < Instant(m.cfg.VoteLease/2) && m.outcomeW(m.countable(m.now, nil), m.witnessHope) == quorum.Won
+		}
+		if ahead < Instant(m.cfg.VoteLease/2) {
+			m.strictSince = 0
+			return true
+		}
+		if m.strictSince == 0 {
+			m.strictSince = m.now
+		}
+		return m.now.Sub(m.strictSince) < m.cfg.Witness.Lease.Lease
+	case Elect:
+		m.strictSince = 0
+		if m.witRec != nil {
+			return true // taken: keep it while the election lasts
+		}
+		if !m.halfCarried() {
+			m.halfSince = 0
+			return false
+		}
+		if m.halfSince == 0 {
+			m.halfSince = m.now
+		}
+		return m.now.Sub(m.halfSince) >= m.cfg.Witness.Delay
+	}
+	m.halfSince, m.strictSince = 0, 0
+	return false
+}
+
+// witnessStep brings the lease up to date with what this master wants,
+// and with in (a Result, or nil).
+func (m *Master) witnessStep(in any) {
+	if m.wit == nil {
+		return
+	}
+	w := witness.Want{Need: m.witnessNeed(), Epoch: m.hard.Epoch, WitnessID: ""}
+	if m.HasMetadata() {
+		w.WitnessID = m.Registry().Witness
+		commit := m.hard.Commit
+		if m.role == Leader {
+			commit = m.replicated
+		}
+		w.Commit = commit
+		if latest, _ := m.log.Configs(m.hard.Commit.Version); latest != nil {
+			w.KnownReg = latest.Version
+		}
+	}
+	now := witness.Instant(m.now)
+	var reqs []witness.Request
+	switch {
+	case in != nil:
+		m.witWant = w
+		reqs = m.wit.Step(now, w)
+		reqs = append(reqs, m.wit.Step(now, in)...)
+	case w != m.witWant || m.wit.NextDeadline() <= now:
+		m.witWant = w
+		reqs = m.wit.Step(now, w)
+	}
+	m.out.Witness = append(m.out.Witness, reqs...)
+	gen := m.witGen
+	m.refreshWitRec()
+	if m.witGen != gen && m.witRec != nil {
+		// The witness's vote, or what it knows, changed: what waited for
+		// it may move now (a win, an acknowledgement, a config in force).
+		switch m.role {
+		case Elect:
+			m.tryWin()
+		case Leader:
+			m.advanceAcked()
+			if m.configPending() {
+				m.checkInForce()
+			}
+		}
+	}
+	if e := m.wit.NeedEpoch(); e != 0 && m.role == Elect && e >= m.hard.Epoch && !m.implausible(e) {
+		// Another master wrote the lease at this epoch or a later one:
+		// ask again above it, as for a voter's refusal.
+		m.onHigherEpoch(e)
+	}
+}
+
+// refreshWitRec makes witRec what the lease says now.
+func (m *Master) refreshWitRec() {
+	until := Instant(m.wit.Until(witness.Instant(m.now)))
+	if until == 0 {
+		if m.witRec != nil {
+			m.witRec, m.witID = nil, ""
+			m.witGen++
+		}
+		return
+	}
+	rec := voterRec{validUntil: until, ackEpoch: m.wit.HeldEpoch(), commit: m.wit.HeldCommit(),
+		commitTag: m.wit.HeldEpoch(), knownReg: m.wit.HeldKnownReg()}
+	id := m.wit.HeldWitnessID()
+	if w := m.witRec; w != nil && w.validUntil == rec.validUntil && w.ackEpoch == rec.ackEpoch && w.commit == rec.commit &&
+		w.knownReg == rec.knownReg && m.witID == id {
+		return
+	}
+	m.witRec, m.witID = &rec, id
+	m.witGen++
+}
+
+// WitnessStatus is the witness as this master sees it, for operators.
+type WitnessStatus struct {
+	// Configured: the registry names a witness (ID); Store: this master
+	// can reach a store.
+	Configured, Store bool
+	ID                string
+	// Counted: this master counts the lease now, until Until.
+	Counted bool
+	Until   Instant
+	// Lease: what the lease machine knows (the record, the last answer).
+	Lease witness.Status
+}
+
+// Witness returns the witness as this master sees it at now.
+func (m *Master) Witness(now Instant) WitnessStatus {
+	s := WitnessStatus{Store: m.cfg.Witness.Store}
+	if m.HasMetadata() {
+		s.ID = m.Registry().Witness
+		s.Configured = s.ID != ""
+	}
+	if m.wit != nil {
+		s.Lease = m.wit.Status(witness.Instant(now))
+		if u := Instant(m.wit.Until(witness.Instant(now))); u != 0 {
+			s.Counted, s.Until = true, u
+		}
+	}
+	return s
+}
+
+func (s WitnessStatus) String() string {
+	switch {
+	case !s.Configured:
+		return "no witness"
+	case s.Counted:
+		return fmt.Sprintf("witness %s: lease held", s.ID)
+	case s.Lease.Blocked != "":
+		return fmt.Sprintf("witness %s: %s", s.ID, s.Lease.Blocked)
+	}
+	return fmt.Sprintf("witness %s", s.ID)
+}
