@@ -13,6 +13,7 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/client"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 )
 
 // previousRelease is the last commit of protocol version 2 (before the
@@ -102,7 +103,7 @@ func TestRollingUpgrade(t *testing.T) {
 				return err
 			}
 			for _, cs := range st.Chunkservers {
-				if !cs.Connected || cs.Proto != 3 {
+				if !cs.Connected || cs.Proto != frame.ProtocolVersion {
 					return fmt.Errorf("chunkserver %s: connected %v, protocol %d", cs.Addr, cs.Connected, cs.Proto)
 				}
 			}
@@ -131,7 +132,7 @@ func upgradeMaster(c *cluster.Cluster, i int) error {
 		if err != nil {
 			return err
 		}
-		if st.Proto != 3 || (st.Role != roles.Leader && st.Sync != roles.Synced) {
+		if st.Proto != frame.ProtocolVersion || (st.Role != roles.Leader && st.Sync != roles.Synced) {
 			return fmt.Errorf("%s after its upgrade: %v (%v), protocol %d", m.Addr, st.Role, st.Sync, st.Proto)
 		}
 		return nil

@@ -69,6 +69,11 @@ func (m *Master) admin(a Admin) (bool, wire.Code, string) {
 		if m.configPending() {
 			return false, wire.CodeChangePending, ErrChangePending + "; retry shortly"
 		}
+		if a.Change.Kind == registry.ChangeWitness && a.Change.Name != "" && !m.speaks(WitnessProtocol) {
+			// A master that cannot read the field would break ties by the
+			// default location while the others use the witness.
+			return false, wire.CodeState, fmt.Sprintf("a witness needs every master to speak protocol %d or later; upgrade them first (mfscli -SIM shows each one's)", WitnessProtocol)
+		}
 		if a.Change.Kind == registry.ChangeRemove {
 			if v := m.voters[wire.CSID(a.Change.ID)]; v != nil {
 				return false, wire.CodeState, fmt.Sprintf("chunkserver CS%d can't be removed because it is still active", a.Change.ID)

@@ -108,7 +108,7 @@ func DefaultConfig(id wire.MasterID, masters []wire.MasterID) Config {
 	return Config{
 		ID:                 id,
 		Masters:            append([]wire.MasterID(nil), masters...),
-		Protocol:           HistoryProtocol,
+		Protocol:           WitnessProtocol,
 		HeartbeatInterval:  150 * time.Millisecond,
 		VoteLease:          500 * time.Millisecond,
 		HeartbeatVoters:    750,

@@ -25,6 +25,10 @@ import (
 // for WitnessConfig.Delay), and gives it up once a strict majority has
 // held for a whole witness lease.
 
+// WitnessProtocol is the protocol version that brought the witness: a
+// LEADER names one in the registry only once every master speaks it.
+const WitnessProtocol = 4
+
 // WitnessConfig is one master's side of the witness.
 type WitnessConfig struct {
 	// Store: this master can reach the witness's store (its WITNESS_* keys

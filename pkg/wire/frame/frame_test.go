@@ -118,17 +118,18 @@ func TestHelloCheck(t *testing.T) {
 		want uint16
 	}{
 		{Hello{Proto: 2}, 2},              // a version-2 node: Proto only
-		{Hello{Proto: 2, ProtoMax: 3}, 3}, // this binary
-		{Hello{Proto: 3, ProtoMax: 7}, 3}, // a newer one that still speaks 3
+		{Hello{Proto: 2, ProtoMax: 3}, 3}, // a version-3 node
+		{Hello{Proto: 2, ProtoMax: 4}, 4}, // this binary
+		{Hello{Proto: 3, ProtoMax: 7}, 4}, // a newer one that still speaks 4
 		{Hello{Proto: 1}, 0},
-		{Hello{Proto: 4, ProtoMax: 5}, 0},
+		{Hello{Proto: 5, ProtoMax: 6}, 0},
 	} {
 		if got := c.h.Common(); got != c.want {
 			t.Errorf("%+v: common version %d, want %d", c.h, got, c.want)
 		}
 	}
 	err := Hello{Proto: 1, Cluster: "abc", Kind: KindChunkserver}.Check("abc", KindChunkserver)
-	if !errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), "peer speaks 1, this node 2-3") {
+	if !errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), "peer speaks 1, this node 2-4") {
 		t.Errorf("a version 1 peer: %v", err)
 	}
 	if h := Ours(KindMaster); h.Proto != ProtocolMin || h.ProtoMax != ProtocolVersion || h.Check("", KindMaster) != nil {

@@ -21,10 +21,14 @@ import (
 // a status can be asked for more of the history; a LEADER writes the
 // history only once every master speaks 3 (a version-2 master refuses to
 // follow an entry kind it does not know: roles.HistoryProtocol). Every
-// other addition of 3 is a field a version-2 peer skips.
+// other addition of 3 is a field a version-2 peer skips. 4: the registry
+// can name an object-store witness (registry.ClusterConfig.Witness); a
+// LEADER writes one only once every master speaks 4 (roles.WitnessProtocol):
+// an older master would skip the field and break ties by the default
+// location, a second rule beside the witness's.
 const (
 	ProtocolMin     = 2
-	ProtocolVersion = 3
+	ProtocolVersion = 4
 )
 
 // Kind says what sort of node opened a connection.
