@@ -21,6 +21,7 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/secret"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
+	"github.com/mfs-election/mfs-election/pkg/witness"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
@@ -742,6 +743,11 @@ func (fx csFx) IDTaken(t roles.IDTaken) error {
 
 // Stopped: the loop ends after this flush (it asks voter.Stopped()).
 func (fx csFx) Stopped() {}
+
+// Witness is a master's: a voter's batches never carry it.
+func (fx csFx) Witness(witness.Request) {
+	panic("invariant batch-kinds: a voter's batch asked for a witness call")
+}
 
 func (fx csFx) Ignored(reason string) { fx.n.log.Debug().Str(obs.FieldReason, reason).Msg("ignored") }
 

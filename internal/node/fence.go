@@ -92,8 +92,9 @@ func (n *MasterNode) publishFence() {
 // goroutine.
 type roleReport struct {
 	roles.RoleReport
-	quorum bool
-	votes  map[string]int // per location of registered chunkservers
+	quorum  bool
+	witness bool           // it counts the witness's lease
+	votes   map[string]int // per location of registered chunkservers
 }
 
 // reportNow judges the newest published fence at this instant. The fence
@@ -105,7 +106,7 @@ func (n *MasterNode) reportNow() roleReport {
 }
 
 func (o *outward) at(t roles.Instant) roleReport {
-	r := roleReport{RoleReport: o.fence.ReportAt(t), quorum: o.fence.HoldsQuorum(t), votes: map[string]int{}}
+	r := roleReport{RoleReport: o.fence.ReportAt(t), quorum: o.fence.HoldsQuorum(t), witness: o.fence.WitnessAt(t), votes: map[string]int{}}
 	for _, name := range o.locs.names {
 		r.votes[name] = 0
 	}
@@ -120,7 +121,7 @@ func (o *outward) at(t roles.Instant) roleReport {
 // metricsRole is the role gauges' source (obs.MasterMetrics.RoleFrom).
 func (n *MasterNode) metricsRole() obs.MasterRole {
 	r := n.reportNow()
-	return obs.MasterRole{Role: r.Role, Epoch: r.Epoch, Sync: r.Sync, QuorumHeld: r.quorum, VotesByLocation: r.votes}
+	return obs.MasterRole{Role: r.Role, Epoch: r.Epoch, Sync: r.Sync, QuorumHeld: r.quorum, VotesByLocation: r.votes, WitnessHeld: r.witness}
 }
 
 // Health is the /healthz answer: healthy only while this master is LEADER

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/obs"
+	"github.com/mfs-election/mfs-election/internal/witness/s3store"
 	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
@@ -23,6 +24,7 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/secret"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
+	"github.com/mfs-election/mfs-election/pkg/witness"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
@@ -50,6 +52,11 @@ type MasterOptions struct {
 	Version     string
 	Log         zerolog.Logger
 	Metrics     prometheus.Registerer
+
+	// Witness is the witness's store (WITNESS_* keys; nil: none). The
+	// master uses it only once it passed its self-test, and only where
+	// the registry names a witness.
+	Witness *s3store.Config
 
 	// Tests shorten the read deadlines (0: the defaults of guard.go).
 	idleOverride, frameOverride time.Duration
@@ -144,6 +151,10 @@ type MasterNode struct {
 	snapCancel context.CancelFunc
 	snapWG     sync.WaitGroup
 	snapDone   chan snapResult
+	// wit makes the witness's calls (nil: no store); witDone is its
+	// answers (nil, so never ready, without one).
+	wit     *witnessClient
+	witDone chan witnessDone
 	// snapRetry is the first back-off after a failed snapshot write
 	// (tests shorten it); it doubles up to snapRetryMax.
 	snapRetry time.Duration
@@ -254,6 +265,17 @@ const (
 // StartMaster opens the listeners and starts the loop. The store must hold
 // whatever this master has (nothing, for one started with -e).
 func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, error) {
+	var wstore *s3store.Store
+	if opt.Witness != nil {
+		var err error
+		if wstore, err = s3store.New(*opt.Witness); err != nil {
+			return nil, fmt.Errorf("witness: %w", err)
+		}
+		// The lease record names the cluster: a master started with -e
+		// learns the id later and uses the witness after its next start.
+		opt.Core.Witness.Cluster = store.ClusterID()
+		opt.Core.Witness.Store = opt.Core.Witness.Cluster != ""
+	}
 	if err := opt.Core.Validate(); err != nil {
 		return nil, err
 	}
@@ -273,6 +295,13 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 		n.log.Info().Uint64("need", need).Uint64("have", have).Msg("RLIMIT_NOFILE is below what the connection caps may hold: connections past it are refused by the kernel (accept fails) rather than by the caps; raise LimitNOFILE= in the systemd unit or ulimit -n for a cluster that large")
 	}
 	n.snapCtx, n.snapCancel = context.WithCancel(context.Background())
+	if wstore != nil {
+		if !opt.Core.Witness.Store {
+			n.log.Warn().Msg("witness: this master has no metadata yet (started with -e): it uses the witness from its next start")
+		}
+		n.wit = startWitness(wstore, n.log)
+		n.witDone = n.wit.done
+	}
 	ex, err := loadExports(opt.ExportsFile)
 	if err != nil {
 		return nil, err
@@ -457,6 +486,9 @@ func (n *MasterNode) loop() {
 		case r := <-n.snapDone:
 			n.readClock()
 			err = n.snapshotSaved(r)
+		case d := <-n.witDone:
+			n.readClock()
+			n.witnessAnswered(d)
 		case <-n.stopReq:
 			n.readClock()
 			n.step(roles.Admin{Kind: roles.AdminShutdown})
@@ -633,6 +665,9 @@ func (n *MasterNode) shutdown(err error) {
 	// removed); the entries it covers are all still in the changelog.
 	n.snapCancel()
 	n.snapWG.Wait()
+	if n.wit != nil {
+		n.wit.stop() // a call out is abandoned: the lease counts nothing after the process
+	}
 	n.closeListeners()
 	all := []*conn{}
 	for _, c := range n.cs {
@@ -771,6 +806,9 @@ func (fx masterFx) IDTaken(t roles.IDTaken) error {
 }
 
 func (fx masterFx) Stopped() { panic("invariant batch-kinds: a master's batch said Stopped") }
+
+// Witness hands a call on the witness's store to its client.
+func (fx masterFx) Witness(r witness.Request) { fx.n.witnessCall(r) }
 
 func (fx masterFx) Ignored(reason string) {
 	fx.n.metrics.Ignored(reason)

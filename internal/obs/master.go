@@ -37,6 +37,8 @@ type MasterMetrics struct {
 	roundVoters                               prometheus.Gauge
 	ackShort, ackReplicas                     prometheus.Gauge
 	ignored, refused, authBlocks              *prometheus.CounterVec
+	witnessCalls                              *prometheus.CounterVec
+	witnessTook                               prometheus.Histogram
 	mu                                        sync.Mutex
 }
 
@@ -49,6 +51,8 @@ type MasterRole struct {
 	Sync            roles.SyncState
 	QuorumHeld      bool
 	VotesByLocation map[string]int // location name -> votes this master counts now
+	// WitnessHeld: this master counts the witness's lease now.
+	WitnessHeld bool
 }
 
 // MasterSnapshot is the master state exported as gauges.
@@ -129,6 +133,12 @@ func NewMasterMetrics(reg prometheus.Registerer) *MasterMetrics {
 				"all (from all sources: every source refused but the masters and registered chunkservers). The refusals themselves count in mfs_master_connections_refused_total{reason=\"auth_rate\"}."},
 			[]string{"scope"}),
 	}
+	m.witnessCalls = f.NewCounterVec(prometheus.CounterOpts{Name: "mfs_master_witness_requests_total",
+		Help: "Calls this master made on the witness's store, by operation (get, create, swap) and result (ok, absent, conflict: not ours now, ambiguous: a timeout or 5xx, the write may have landed, refused: credentials, bucket, no conditional writes, or a store that failed its self-test)."},
+		[]string{"op", "result"})
+	m.witnessTook = f.NewHistogram(prometheus.HistogramOpts{Name: "mfs_master_witness_request_seconds",
+		Help:    "Time of one call on the witness's store that reached it, in seconds.",
+		Buckets: prometheus.ExponentialBuckets(1e-3, 2, 14)}) // 1ms .. 8s
 	reg.MustRegister(m.roleGauges, m.leaderChangesBy)
 	for _, p := range refusePorts {
 		for _, r := range refuseReasons {
@@ -166,6 +176,15 @@ func (m *MasterMetrics) Set(s MasterSnapshot) {
 // earlier may say LEADER for a master whose quorum has since lapsed (one
 // frozen, say), which is what src is there to prevent.
 func (m *MasterMetrics) RoleFrom(src func() MasterRole) { m.roleGauges.from(src) }
+
+// WitnessCall counts one call on the witness's store and its time (took 0:
+// it never reached the store).
+func (m *MasterMetrics) WitnessCall(op, result string, took time.Duration) {
+	m.witnessCalls.WithLabelValues(op, result).Inc()
+	if took > 0 {
+		m.witnessTook.Observe(took.Seconds())
+	}
+}
 
 // SnapshotInstalled counts one snapshot received from another master.
 func (m *MasterMetrics) SnapshotInstalled() { m.snapInstalls.Inc() }

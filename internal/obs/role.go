@@ -13,6 +13,7 @@ import (
 // never mixes the role of one instant with the quorum of another.
 type roleCollector struct {
 	role, sync, votes, epoch, quorum *prometheus.Desc
+	witness                          *prometheus.Desc
 
 	mu   sync.Mutex
 	src  func() MasterRole // nil: last
@@ -32,6 +33,8 @@ func newRoleCollector() *roleCollector {
 		epoch: prometheus.NewDesc("mfs_master_epoch", "Election epoch this master is in.", nil, nil),
 		quorum: prometheus.NewDesc("mfs_master_quorum_held",
 			"1 if this master holds a quorum of chunkserver votes at the instant of the scrape, else 0.", nil, nil),
+		witness: prometheus.NewDesc("mfs_master_witness_lease_held",
+			"1 if this master counts the object-store witness's lease at the instant of the scrape (it breaks an even split of the locations for it), else 0.", nil, nil),
 		last: MasterRole{Role: roles.Dummy},
 	}
 }
@@ -50,7 +53,7 @@ func (c *roleCollector) from(src func() MasterRole) {
 
 // Describe implements prometheus.Collector.
 func (c *roleCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.role, c.sync, c.votes, c.epoch, c.quorum} {
+	for _, d := range []*prometheus.Desc{c.role, c.sync, c.votes, c.epoch, c.quorum, c.witness} {
 		ch <- d
 	}
 }
@@ -67,6 +70,7 @@ func (c *roleCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, role := range allRoles {
 		ch <- prometheus.MustNewConstMetric(c.role, prometheus.GaugeValue, b2f(role == r.Role), role.String())
 	}
+	ch <- prometheus.MustNewConstMetric(c.witness, prometheus.GaugeValue, b2f(r.WitnessHeld))
 	for _, st := range allSyncStates {
 		ch <- prometheus.MustNewConstMetric(c.sync, prometheus.GaugeValue, b2f(st == r.Sync), st.String())
 	}

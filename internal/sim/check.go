@@ -57,6 +57,8 @@ type checker struct {
 	tempRemovals   int // temporary removals (-CTR) a master took
 	// happened: every role change made (historyKey), for H1.
 	happened map[string]bool
+	// witnessHeld: events after which some master counted the witness.
+	witnessHeld int
 }
 
 // historyKey names a role change by what a history record says of it.
@@ -262,6 +264,7 @@ func (c *checker) persisted(w *world, r ref) {
 // of countable votes as LEADER at any instant.
 func (c *checker) after(w *world) {
 	c.checkEpochs(w)
+	c.checkWitness(w)
 	leaders := 0
 	for _, m := range w.masters {
 		if m.up && m.m.Role() == roles.Leader {
@@ -419,14 +422,19 @@ func (w *world) uncertainBlock() bool {
 		}
 	}
 	for _, cfg := range need {
-		t := cfg.Electorate().Tally(func(id wire.CSID) quorum.Vote {
+		// The witness breaks an even split for a master that can take it.
+		wv := quorum.Unknown
+		if cfg.Witness != "" && w.wprof.on && !w.wprof.refused && w.wprof.noStore != 1<<len(w.masters)-1 {
+			wv = quorum.For
+		}
+		t := cfg.Electorate().TallyWitness(func(id wire.CSID) quorum.Vote {
 			for _, c := range w.css {
 				if c.cfg.ID == id && c.up && c.v != nil && !c.v.Uncertain() {
 					return quorum.For
 				}
 			}
 			return quorum.Unknown
-		})
+		}, wv)
 		if t.Outcome != quorum.Won {
 			return true
 		}

@@ -304,6 +304,7 @@ func (w *world) scheduleFaults() {
 			w.change(&ids, registry.Change{Kind: registry.ChangeMapRange, Prefix: locPrefix(l), Name: locNames[l]}, mapRetries)
 		})
 	}
+	w.scheduleWitness(&ids)
 	t := int64(5 * time.Second)
 	end := int64(w.opt.ChaosTime) - int64(time.Second)
 	for {

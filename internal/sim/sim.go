@@ -24,6 +24,7 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/namespace"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
+	"github.com/mfs-election/mfs-election/pkg/witness"
 )
 
 // Options bound one run.
@@ -46,6 +47,10 @@ type Options struct {
 	// keeps quiet as it should, but is not uncertain (as before the
 	// uncertain voter: security review N1, N3).
 	SabotageForget bool
+	// SabotageWitness, for the test that proves W1 can fail: every
+	// two-location seed gets a witness on a store that is not atomic, and
+	// the self-test that would refuse it is skipped.
+	SabotageWitness bool
 }
 
 // DefaultOptions are what `make test` and `make chaos` run.
@@ -92,6 +97,16 @@ type Result struct {
 	// Restores: masters started again from an older copy of their store
 	// (the restore-master fault).
 	Restores int
+	// Witness: what the witness did on a seed that drew one (nil: none).
+	Witness *WitnessRun
+}
+
+// WitnessRun is what the witness did in one run.
+type WitnessRun struct {
+	Refused    bool // the self-test refused the store (a non-atomic one)
+	Calls      int  // calls the masters made on the store
+	Writes     int  // writes the store took
+	HeldEvents int  // events after which some master counted the lease
 }
 
 // Failed reports whether the run broke an invariant or liveness.
@@ -221,6 +236,8 @@ type csNode struct {
 	prev          roles.VoterHardState
 	tear          int
 	damaged, lost bool
+	// gone: lost for good at the heal (witness.go): never started again.
+	gone bool
 }
 
 // ---- events -------------------------------------------------------------------
@@ -313,6 +330,9 @@ type world struct {
 
 	cleanStarts int // chunkserver starts from a clean-stop mark
 	restores    int // masters started again from an older copy of their store
+
+	wprof witnessProfile // the witness (witness.go)
+	store *simStore
 }
 
 func (w *world) push(e *event) {
@@ -720,6 +740,9 @@ func (fx *simFx) Stopped() {
 // Ignored inputs are counted by the checker when the batch is made.
 func (fx *simFx) Ignored(string) {}
 
+// Witness: the call goes to the simulated store (witness.go).
+func (fx *simFx) Witness(r witness.Request) { fx.w.call(fx.r, r) }
+
 func (w *world) peerRef(p roles.Peer) ref {
 	switch p.Kind {
 	case roles.PeerMaster:
@@ -808,6 +831,9 @@ func (w *world) killMaster(i int) {
 
 func (w *world) startCS(i int) {
 	n := w.css[i]
+	if n.gone {
+		return
+	}
 	n.setUp(true)
 	n.started, n.stopping = true, false
 	if n.hard.CleanStop {
@@ -942,6 +968,7 @@ func Run(opt Options) Result {
 func newWorld(opt Options) *world {
 	w := &world{opt: opt, rng: rand.New(rand.NewSource(opt.Seed))}
 	w.prof = drawProfile(w.rng)
+	w.wprof = drawWitness(opt.Seed, w.prof, opt.SabotageWitness)
 	w.build()
 	return w
 }
@@ -955,8 +982,10 @@ func (w *world) build() {
 	for i := range ids {
 		ids[i] = wire.MasterID(i + 1)
 	}
+	w.setupWitness(w.prof.masters)
 	for i := 0; i < w.prof.masters; i++ {
 		cfg := w.prof.masterCfg
+		cfg.Witness = w.witnessCfg(i, cfg.Witness)
 		if err := cfg.Validate(); err != nil {
 			panic(fmt.Sprintf("sim: seed %d drew a config outside the documented ranges: %v", opt.Seed, err))
 		}
@@ -1022,7 +1051,10 @@ func (w *world) run() Result {
 		}
 		w.dispatch(e)
 	}
-	res := Result{Seed: w.opt.Seed, Profile: w.prof.String(), Bound: bound, Events: w.events}
+	res := Result{Seed: w.opt.Seed, Profile: w.prof.String() + " witness=" + w.wprof.String(), Bound: bound, Events: w.events}
+	if w.wprof.on {
+		res.Witness = &WitnessRun{Refused: w.wprof.refused, Calls: w.store.calls, Writes: w.store.writes, HeldEvents: w.chk.witnessHeld}
+	}
 	if !w.stopped {
 		w.now = end
 		w.chk.final(w, healAt, end)
@@ -1074,7 +1106,7 @@ func (w *world) livenessBound() time.Duration {
 	c := w.prof.masterCfg
 	slot := roles.DefaultVoterConfig(1, netip.Addr{}, nil).NominateSlot
 	_, lease := c.Scaled(len(w.css)) // the lease a crowd is asked for
-	return w.prof.maxPromise + 2*max(c.VoteLease, min(lease, w.prof.maxPromise)) + c.ElectTimeout + time.Duration(len(w.css)+16)*slot + 2*time.Second
+	return w.prof.maxPromise + 2*max(c.VoteLease, min(lease, w.prof.maxPromise)) + c.ElectTimeout + time.Duration(len(w.css)+16)*slot + 2*time.Second + w.witnessBound()
 }
 
 // heal ends every fault: the liveness phase starts.
@@ -1098,6 +1130,7 @@ func (w *world) heal() {
 			w.resume(c.ref)
 		}
 	}
+	w.healWitness()
 	w.at(w.now+int64(w.prof.maxPromise)+int64(time.Second), w.operatorTrust)
 }
 

@@ -28,6 +28,7 @@ func TestSeeds(t *testing.T) {
 	failed := 0
 	var snaps Snapshots
 	forged, clean, restores, disk, stuck := 0, 0, 0, 0, 0
+	var wit struct{ seeds, refused, calls, held int }
 	keeps, refusals := map[string]int{}, map[string]int{}
 	RunSeeds(*firstFlag, n, func(r Result) {
 		forged += r.Forged
@@ -37,6 +38,16 @@ func TestSeeds(t *testing.T) {
 		clean += r.CleanStarts
 		restores += r.Restores
 		disk += r.DiskFaults
+		if w := r.Witness; w != nil {
+			wit.seeds++
+			wit.calls += w.Calls
+			if w.Refused {
+				wit.refused++
+			}
+			if w.HeldEvents > 0 {
+				wit.held++
+			}
+		}
 		if r.StuckUncertain != "" {
 			stuck++
 		}
@@ -83,10 +94,15 @@ func TestSeeds(t *testing.T) {
 	if n >= 50 && disk == 0 {
 		t.Fatalf("%d seeds and no chunkserver record damaged, torn or lost: the uncertain-voter paths went untested", n)
 	}
+	// The witness must be drawn, taken, and (a non-atomic store) refused,
+	// or W1 and the even-split elections went untested.
+	if n >= 200 && (wit.seeds == 0 || wit.held == 0 || wit.refused == 0) {
+		t.Fatalf("%d seeds: %d with a witness, %d where a master held its lease, %d where the self-test refused the store: the witness paths went untested", n, wit.seeds, wit.held, wit.refused)
+	}
 	if n >= 50 && clean == 0 {
 		t.Fatalf("%d seeds and no chunkserver started from a clean-stop mark: the orderly-stop path went untested", n)
 	}
-	t.Logf("%d seeds: %d trims, %d snapshots installed, %d forged messages, KEEP_LEADERSHIP on %v, %d starts after an orderly stop, %d masters restored from a copy, %d chunkserver records damaged, torn or lost (%d seeds left with no quorum of certain voters), voter refusals %v", n, snaps.Trims, snaps.Installed, forged, keeps, clean, restores, disk, stuck, refusals)
+	t.Logf("%d seeds: %d trims, %d snapshots installed, %d forged messages, KEEP_LEADERSHIP on %v, %d starts after an orderly stop, %d masters restored from a copy, %d chunkserver records damaged, torn or lost (%d seeds left with no quorum of certain voters), voter refusals %v, witness on %d seeds (held on %d, store refused on %d, %d calls)", n, snaps.Trims, snaps.Installed, forged, keeps, clean, restores, disk, stuck, refusals, wit.seeds, wit.held, wit.refused, wit.calls)
 }
 
 // TestReplay plays one seed with the full trace: the command a failure
@@ -289,4 +305,24 @@ func TestLinearizabilityModel(t *testing.T) {
 	if porcupine.CheckOperations(linearize.KV, stale) {
 		t.Error("a stale read after a completed overwrite was accepted")
 	}
+}
+
+// TestChecksCatchNonAtomicStore proves W1 (and the self-test) matter: on
+// a store that takes every conditional write whatever its condition (as
+// emulators that ignore the headers do), with the self-test that refuses
+// it skipped, two masters come to count the witness's lease at once on
+// some seed.
+func TestChecksCatchNonAtomicStore(t *testing.T) {
+	for s := int64(1); s <= 300; s++ {
+		opt := DefaultOptions(s)
+		opt.SabotageWitness = true
+		r := Run(opt)
+		for _, v := range r.Violations {
+			if strings.Contains(v, "W1") || strings.Contains(v, "S1") {
+				t.Logf("seed %d: %s", s, v)
+				return
+			}
+		}
+	}
+	t.Fatal("300 seeds on a non-atomic store with the self-test skipped and no two holders of the witness's lease: W1 is blind")
 }

@@ -107,6 +107,9 @@ type Effects interface {
 	Stopped()
 	// Ignored counts an input the core ignored.
 	Ignored(reason string)
+	// Witness makes a call on the witness's store, and steps its answer
+	// (a WitnessResult) by the call's deadline whatever happens.
+	Witness(r witness.Request)
 }
 
 // Carry carries out a group of batches the driver stepped one after
@@ -211,6 +214,9 @@ func deliver(b *Batch, fx Effects, early bool) error {
 	}
 	for _, r := range b.Ignored {
 		fx.Ignored(r)
+	}
+	for _, r := range b.Witness {
+		fx.Witness(r)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package roles
 
 import (
 	"github.com/mfs-election/mfs-election/pkg/wire"
+	"github.com/mfs-election/mfs-election/pkg/witness"
 )
 
 // RoleReport is what a master tells the outside about its role (listings,
@@ -47,6 +48,9 @@ type Fence struct {
 	// any other role.
 	Fenced RoleReport
 	Votes  []VoteLease // the votes counted at At, by id
+	// Witness: until when the master counts the witness's lease (0: it
+	// does not), judged like a vote's lease.
+	Witness Instant
 }
 
 // Fence returns the master's fence as of its last step.
@@ -54,6 +58,9 @@ func (m *Master) Fence() Fence {
 	f := Fence{At: m.now, Until: m.now,
 		Now: RoleReport{Role: m.role, Epoch: m.Epoch(), Leader: m.Leader(), Sync: m.Sync()}}
 	f.Fenced = f.Now
+	if m.wit != nil {
+		f.Witness = Instant(m.wit.Until(witness.Instant(m.now)))
+	}
 	ok := m.countable(m.now, nil)
 	for _, id := range m.voterIDs() {
 		if v := m.voters[id]; ok(v) {
@@ -91,6 +98,10 @@ func (m *Master) quorumLapse() Instant {
 func (f Fence) HoldsQuorum(t Instant) bool {
 	return f.Now.Role == Leader && t < f.Until
 }
+
+// WitnessAt reports whether the master counts the witness's lease at t
+// (t >= At).
+func (f Fence) WitnessAt(t Instant) bool { return t < f.Witness }
 
 // ReportAt is what the master may report of its role at t (t >= At): Now,
 // or Fenced once a LEADER's quorum has lapsed.

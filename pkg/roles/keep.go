@@ -40,7 +40,15 @@ func (m *Master) mayReclaim() bool {
 	if m.role != Follower || !m.keeps() || !m.Eligible() || !m.leaderFresh() || m.leader == m.cfg.ID || m.Sync() != Synced {
 		return false
 	}
-	if p := m.peers[m.leader]; p != nil && p.st.Placed {
+	p := m.peers[m.leader]
+	if p != nil && p.st.Placed {
+		return false
+	}
+	if m.Registry().Witness != "" && !m.witnessUsable() && (p == nil || p.st.Role != Leader || p.st.WitnessHeld) {
+		// The LEADER may lead on half of the locations with the witness's
+		// lease, which this master could not take: it would win nothing,
+		// and hand the voters back (§3.6, no-witness). Only the LEADER's
+		// own word that it does not counts.
 		return false
 	}
 	// Just started, it may not know yet of a master ranked above it:

@@ -132,6 +132,9 @@ func (m *Master) NextDeadline() Instant {
 		if m.role == Elect && m.halfSince != 0 {
 			at(m.halfSince.Add(m.cfg.Witness.Delay))
 		}
+		if m.role == Elect && m.asideSince != 0 {
+			at(m.asideSince.Add(m.cfg.Witness.Delay))
+		}
 	}
 	return d
 }

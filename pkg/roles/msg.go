@@ -154,6 +154,12 @@ type PeerStatus struct {
 	// Proto: the newest protocol version the sender speaks (0: a
 	// version-2 master, which does not say).
 	Proto uint16 `msgpack:",omitempty"`
+	// Witness: it can take the witness's lease (its store is set and not
+	// refusing it). An ELECT that cannot hands an even split to one that
+	// can (§3.6).
+	Witness bool `msgpack:",omitempty"`
+	// WitnessHeld: it counts the witness's lease now.
+	WitnessHeld bool `msgpack:",omitempty"`
 }
 
 // Append carries changelog entries from the LEADER to one follower; an empty

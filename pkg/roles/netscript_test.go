@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 //	                           the registry naming witness W, every master
 //	                           with a store (a 2s lease): its calls print as
 //	                           "S3: M1 swap ok" when delivered
+//	net ... nostore=1          master 1 has no store (it cannot take the lease)
 //	store down / store up      the store answers nothing / again
 //	time +D                    every node's clock moves on; each is ticked
 //	run +D                     time moves on in steps of 10ms, each
@@ -139,7 +141,7 @@ func (h *harness) netStart(a map[string]string) string {
 		cfg.CheckCaches = 1
 		cfg.VoteLease = 800 * time.Millisecond // the lease the scripts were written for
 		if w := a["witness"]; w != "" {
-			cfg.Witness.Store, cfg.Witness.Cluster = true, "c1"
+			cfg.Witness.Store, cfg.Witness.Cluster = !slices.Contains(ids(orDefault(a["nostore"], "0")), id), "c1"
 			cfg.Witness.Lease.Lease, cfg.Witness.Lease.RenewEvery, cfg.Witness.Lease.CallTimeout = 2*time.Second, 500*time.Millisecond, 200*time.Millisecond
 			if id == masters[0] && !n.store.exists {
 				// Made once, when the witness is configured.

@@ -42,6 +42,7 @@ func (m *Master) sendStatus() {
 		Last: m.log.Last(), Commit: m.hard.Commit, Eligible: m.Eligible(), Sync: m.Sync(),
 		Usurper: m.role == Usurper, Keep: m.keeps(), KeepSet: m.cfg.KeepLeadership, Placed: m.placed,
 		Leader: m.Leader(), Snap: m.SnapshotAt().Version, History: m.toReport(), Proto: m.cfg.Protocol,
+		Witness: m.witnessUsable(), WitnessHeld: m.WitnessCounted(m.now),
 	}
 	for _, id := range m.cfg.Masters {
 		if id != m.cfg.ID {

@@ -168,6 +168,9 @@ func (m *Master) askReadRound() {
 func (m *Master) confirmedSeq() uint64 {
 	ok := m.countable(m.now, nil)
 	newest := uint64(0) // an empty registry the founder may bootstrap is won by any
+	for _, v := range m.withWitness(nil) {
+		newest = max(newest, v.ackedSeq)
+	}
 	for _, v := range m.voters {
 		if ok(v) {
 			newest = max(newest, v.ackedSeq)

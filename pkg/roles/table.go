@@ -19,6 +19,7 @@ const (
 	ReasonLeaderSeen    = "leader-seen"
 	ReasonBetterElect   = "better-elect"
 	ReasonNoVotes       = "no-votes"
+	ReasonNoWitness     = "no-witness"
 	ReasonQuorumBack    = "quorum-available"
 	ReasonQuorumLost    = "quorum-lost"
 	ReasonHigherEpoch   = "higher-epoch"
@@ -43,6 +44,7 @@ var Transitions = []Rule{
 	{"§3.6", Elect, Follower, ReasonLeaderSeen, true},
 	{"§3.6", Elect, Follower, ReasonBetterElect, true},
 	{"§3.6", Elect, Follower, ReasonNoVotes, true},
+	{"§3.6", Elect, Follower, ReasonNoWitness, true},
 	{"§3.7", Deputy, Follower, ReasonQuorumBack, true},
 	{"§3.7", Deputy, Follower, ReasonLeaderSeen, true},
 	{"§3.7", Deputy, Follower, ReasonHigherEpoch, true},

@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
+
 	"github.com/mfs-election/mfs-election/pkg/quorum"
 	"github.com/mfs-election/mfs-election/pkg/registry"
+	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/witness"
 )
 
@@ -69,8 +72,15 @@ type witnessState struct {
 	// strictSince: since when a LEADER that holds the lease has had a
 	// strict majority well ahead of it (0: not).
 	strictSince Instant
+	// asideSince: since when an ELECT that cannot take the lease has had
+	// exactly half of the locations in session (0: not; stepAside).
+	asideSince Instant
 	// noWitness leaves the witness out of counts while set (strictUntil).
 	noWitness bool
+	// relying: a LEADER whose strict majority is about to lapse, so that
+	// its acknowledgements and read rounds rest on the witness: only then
+	// are its commit point and read rounds written into the record.
+	relying bool
 }
 
 // WitnessResult is the driver's answer to a call the witness asked for.
@@ -153,6 +163,7 @@ func (m *Master) halfCarried() bool {
 
 // witnessNeed says whether this master should hold the lease now.
 func (m *Master) witnessNeed() bool {
+	m.relying = false
 	if !m.cfg.Witness.Store || !m.HasMetadata() || m.Registry().Witness == "" {
 		m.halfSince, m.strictSince = 0, 0
 		return false
@@ -161,6 +172,7 @@ func (m *Master) witnessNeed() bool {
 	case Leader:
 		m.halfSince = 0
 		ahead := m.strictUntil() - m.now
+		m.relying = ahead < Instant(m.cfg.VoteLease/2)
 		if m.witRec == nil {
 			m.strictSince = 0
 			// Ask before the majority lapses: half a lease ahead leaves a
@@ -194,12 +206,65 @@ func (m *Master) witnessNeed() bool {
 	return false
 }
 
+// witnessUsable: this master can take the witness's lease as far as it
+// knows (a store is set, and it does not refuse it).
+func (m *Master) witnessUsable() bool {
+	return m.cfg.Witness.Store && m.wit != nil && m.wit.Unusable() == ""
+}
+
+// stepAside: an ELECT that has carried exactly half of the locations for
+// WITNESS_DELAY and cannot take the lease hands its voters to the best
+// master that can (a VoteRelease naming it, as a handover does), or every
+// voter would stay with a candidate that can never win (§3.6). With no
+// such master it stays: nobody could do better.
+func (m *Master) stepAside() {
+	if m.role != Elect || m.witnessUsable() || !m.HasMetadata() || m.Registry().Witness == "" {
+		return
+	}
+	// Its sessions, not its votes: without the lease to hope for it never
+	// proposes its epoch (sessionsQuorum), so it never counts a vote.
+	all := func(*voterRec) bool { return true }
+	named := func(c *registry.ClusterConfig) quorum.Vote {
+		if c != nil && c.Witness != "" {
+			return quorum.For
+		}
+		return quorum.Unknown
+	}
+	if m.outcomeW(all, named) != quorum.Won || m.outcomeW(all, func(*registry.ClusterConfig) quorum.Vote { return quorum.Unknown }) == quorum.Won {
+		m.asideSince = 0
+		return
+	}
+	if m.asideSince == 0 {
+		m.asideSince = m.now
+	}
+	if m.now.Sub(m.asideSince) < m.cfg.Witness.Delay {
+		return
+	}
+	best := wire.NoMaster
+	var bc Candidate
+	for _, id := range m.cfg.Masters {
+		p := m.peers[id]
+		if id == m.cfg.ID || !m.fresh(p) || !p.st.Witness || !p.st.Eligible || !p.st.Last.Covers(m.hard.Commit) {
+			continue
+		}
+		if c := peerCandidate(p.st); best == wire.NoMaster || Better(c, bc) {
+			best, bc = id, c
+		}
+	}
+	if best == wire.NoMaster {
+		return
+	}
+	m.releaseNext = best
+	m.stepDown(ReasonNoWitness)
+}
+
 // witnessStep brings the lease up to date with what this master wants,
 // and with in (a Result, or nil).
 func (m *Master) witnessStep(in any) {
 	if m.wit == nil {
 		return
 	}
+	m.stepAside()
 	w := witness.Want{Need: m.witnessNeed(), Epoch: m.hard.Epoch, WitnessID: ""}
 	if m.HasMetadata() {
 		w.WitnessID = m.Registry().Witness
@@ -210,6 +275,16 @@ func (m *Master) witnessStep(in any) {
 		w.Commit = commit
 		if latest, _ := m.log.Configs(m.hard.Commit.Version); latest != nil {
 			w.KnownReg = latest.Version
+		}
+		switch {
+		case m.role == Leader && !m.relying:
+			// A strict majority of the locations knows and confirms what
+			// the acknowledgements need: no write for them.
+			w.Commit, w.KnownReg = changelog.Pos{}, 0
+		case m.role == Leader:
+			// A read round: a write emitted from now on confirms the lease
+			// as a heartbeat acknowledged after the reads does a vote.
+			w.Confirm = m.readHB
 		}
 	}
 	now := witness.Instant(m.now)
@@ -237,6 +312,9 @@ func (m *Master) witnessStep(in any) {
 			if m.configPending() {
 				m.checkInForce()
 			}
+			if m.readHB != 0 {
+				m.answerPending()
+			}
 		}
 	}
 	if e := m.wit.NeedEpoch(); e != 0 && m.role == Elect && e >= m.hard.Epoch && !m.implausible(e) {
@@ -257,14 +335,20 @@ func (m *Master) refreshWitRec() {
 		return
 	}
 	rec := voterRec{validUntil: until, ackEpoch: m.wit.HeldEpoch(), commit: m.wit.HeldCommit(),
-		commitTag: m.wit.HeldEpoch(), knownReg: m.wit.HeldKnownReg()}
+		commitTag: m.wit.HeldEpoch(), knownReg: m.wit.HeldKnownReg(), ackedSeq: m.wit.HeldConfirm()}
 	id := m.wit.HeldWitnessID()
 	if w := m.witRec; w != nil && w.validUntil == rec.validUntil && w.ackEpoch == rec.ackEpoch && w.commit == rec.commit &&
-		w.knownReg == rec.knownReg && m.witID == id {
+		w.knownReg == rec.knownReg && w.ackedSeq == rec.ackedSeq && m.witID == id {
 		return
 	}
 	m.witRec, m.witID = &rec, id
 	m.witGen++
+}
+
+// WitnessCounted reports whether this master counts the witness's lease at
+// now (cheap: the simulator's W1 asks it after every event).
+func (m *Master) WitnessCounted(now Instant) bool {
+	return m.wit != nil && m.wit.Until(witness.Instant(now)) != 0
 }
 
 // WitnessStatus is the witness as this master sees it, for operators.

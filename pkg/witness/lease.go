@@ -106,6 +106,10 @@ type Want struct {
 	// (the record keeps the larger of each).
 	Commit   changelog.Pos
 	KnownReg uint64
+	// Confirm: a write emitted from now on confirms that the master still
+	// held the lease after this point (a LEADER's read round); the lease
+	// writes at once while Confirm is above what its last write confirmed.
+	Confirm uint64
 	// WitnessID is the registry's witness ("" when none is configured: the
 	// lease is never taken then).
 	WitnessID string
@@ -216,10 +220,17 @@ type Lease struct {
 	outAt     Instant
 	pending   Record  // the record a write out (or being verified) carries
 	pendingAt Instant // when that write was emitted: a count runs from there
-	verify    bool    // a read to tell whether an ambiguous write landed
-	retryAt   Instant
-	seq       uint64
-	needFrom  uint64 // the lowest epoch that may take the record (0: none)
+	// pendingConfirm: Want.Confirm when that write was emitted;
+	// heldConfirm: the same of the last write of ours the store took.
+	pendingConfirm, heldConfirm uint64
+	verify                      bool // a read to tell whether an ambiguous write landed
+	retryAt                     Instant
+	seq                         uint64
+	needFrom                    uint64 // the lowest epoch that may take the record (0: none)
+
+	// unusable says why the store cannot be used now: it refused us, or
+	// its lease object is not this cluster's witness ("" when usable).
+	unusable string
 
 	st Status
 }
@@ -280,6 +291,10 @@ func (l *Lease) HeldEpoch() uint64 { return l.heldRec.Epoch }
 // HeldWitnessID is the witness id of the record this master counts.
 func (l *Lease) HeldWitnessID() string { return l.heldRec.WitnessID }
 
+// HeldConfirm is Want.Confirm as it was when this master emitted the
+// write it counts the lease from.
+func (l *Lease) HeldConfirm() uint64 { return l.heldConfirm }
+
 // HeldKnownReg is the registry version in the record this master counts.
 func (l *Lease) HeldKnownReg() uint64 { return l.heldRec.KnownReg }
 
@@ -296,6 +311,11 @@ func (l *Lease) SeenCommit() changelog.Pos {
 	}
 	return l.rec.Commit.Changelog()
 }
+
+// Unusable says why this master cannot take the lease whatever its epoch
+// or log ("" when it can, as far as it knows): the store refuses it, or
+// the object is missing or not this cluster's witness.
+func (l *Lease) Unusable() string { return l.unusable }
 
 // NeedEpoch is the epoch this master must rise above before it may take
 // the record (0 if none): another master wrote it at this epoch or a
@@ -338,8 +358,10 @@ func (l *Lease) onResult(now Instant, r Result) {
 	op := l.out.Op
 	l.out = nil
 	l.count(op, r.Class, r.Err, now)
+	l.unusable = ""
 	if r.Class == Refused {
 		l.st.Blocked = "the store refuses: " + r.Err
+		l.unusable = l.st.Blocked
 		l.retryAt = now.add(10 * l.cfg.Backoff)
 		l.verify = false
 		return
@@ -416,6 +438,7 @@ func (l *Lease) won(etag string, rec Record) {
 	// answer.
 	l.held, l.heldETag, l.heldRec = true, etag, rec
 	l.until, l.lastWrite = l.pendingAt.add(l.cfg.Counted()), l.pendingAt
+	l.heldConfirm = l.pendingConfirm
 }
 
 // mine: the record was written by this run of this master.
@@ -448,7 +471,8 @@ func (l *Lease) decide(now Instant) []Request {
 	}
 	if l.held {
 		due := now >= l.lastWrite.add(l.cfg.RenewEvery)
-		if due || l.want.Epoch > l.heldRec.Epoch || l.want.Commit.NewerThan(l.heldRec.Commit.Changelog()) || l.want.KnownReg > l.heldRec.KnownReg {
+		if due || l.want.Epoch > l.heldRec.Epoch || l.want.Commit.NewerThan(l.heldRec.Commit.Changelog()) || l.want.KnownReg > l.heldRec.KnownReg ||
+			l.want.Confirm > l.heldConfirm {
 			return l.call(now, Swap, l.heldETag, l.next(now))
 		}
 		return nil
@@ -461,6 +485,7 @@ func (l *Lease) decide(now Instant) []Request {
 		// then goes into the registry); a missing one is not re-made here,
 		// or two stores could come to carry the same id.
 		l.st.Blocked = "the lease object " + Key + " does not exist: configure the witness again (mfscli -CWITNESS)"
+		l.unusable = l.st.Blocked
 		l.known = false
 		l.retryAt = now.add(10 * l.cfg.Backoff)
 		return nil
@@ -492,7 +517,7 @@ func (l *Lease) decide(now Instant) []Request {
 // block stops taking for a reason the store's content gives, and reads
 // again later.
 func (l *Lease) block(now Instant, why string) []Request {
-	l.st.Blocked = why
+	l.st.Blocked, l.unusable = why, why
 	l.known = false
 	l.retryAt = now.add(10 * l.cfg.Backoff)
 	return nil
@@ -541,7 +566,7 @@ func (l *Lease) call(now Instant, op Op, etag string, rec Record) []Request {
 	l.seq++
 	req := Request{Seq: l.seq, Op: op, ETag: etag}
 	if op != Get {
-		l.pending, l.pendingAt = rec, now
+		l.pending, l.pendingAt, l.pendingConfirm = rec, now, l.want.Confirm
 		req.Body = rec.Encode()
 	}
 	l.out, l.outAt = &req, now

@@ -1,0 +1,183 @@
+package node
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mfs-election/mfs-election/internal/witness/s3store"
+	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/witness"
+)
+
+// witnessClient makes the calls the core's witness lease asks for
+// (roles.Batch.Witness) on the store, one at a time, each within the
+// store's call timeout, and hands every answer back to the loop. Until the
+// store has passed its self-test (at start, and again every
+// witnessRetest while it fails) every call is answered Refused with the
+// self-test's finding: the master then never counts the witness, says
+// why, and takes it up by itself once the store passes.
+type witnessClient struct {
+	store *s3store.Store
+	log   zerolog.Logger
+	calls chan witness.Request
+	done  chan witnessDone
+	// ready: nil before the first self-test ended, then "" (passed) or
+	// what it found.
+	ready  atomic.Pointer[string]
+	report atomic.Pointer[s3store.SelfTestReport]
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// witnessDone is one answered call.
+type witnessDone struct {
+	res  witness.Result
+	op   witness.Op
+	took time.Duration
+}
+
+// witnessRetest: how long after a failed self-test the next one runs.
+const witnessRetest = 30 * time.Second
+
+func startWitness(store *s3store.Store, log zerolog.Logger) *witnessClient {
+	w := &witnessClient{store: store, log: log, calls: make(chan witness.Request, 4), done: make(chan witnessDone, 4)}
+	w.ctx, w.cancel = context.WithCancel(context.Background())
+	w.wg.Add(2)
+	go w.selfTests()
+	go w.worker()
+	return w
+}
+
+func (w *witnessClient) stop() {
+	w.cancel()
+	w.wg.Wait()
+}
+
+// selfTests runs the self-test until the store passes it.
+func (w *witnessClient) selfTests() {
+	defer w.wg.Done()
+	for {
+		ctx, cancel := context.WithTimeout(w.ctx, 30*time.Second)
+		rep, err := s3store.SelfTest(ctx, w.store, s3store.SelfTestOptions{})
+		cancel()
+		if w.ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			ok := ""
+			w.ready.Store(&ok)
+			w.report.Store(&rep)
+			w.log.Info().Str("store", w.store.String()).Str("report", rep.String()).Msg("witness: the store passed its self-test (conditional writes are atomic); it may break ties")
+			return
+		}
+		why := err.Error()
+		w.ready.Store(&why)
+		w.log.Error().Err(err).Str("store", w.store.String()).Dur("retry_in", witnessRetest).
+			Msg("witness: the store failed its self-test and is not used: this master wins only with a strict majority of the locations until it passes")
+		select {
+		case <-time.After(witnessRetest):
+		case <-w.ctx.Done():
+			return
+		}
+	}
+}
+
+// Ready is "" once the store passed its self-test, else why it is not
+// used ("" and false before the first test ended).
+func (w *witnessClient) Ready() (string, bool) {
+	p := w.ready.Load()
+	if p == nil {
+		return "", false
+	}
+	return *p, true
+}
+
+func (w *witnessClient) worker() {
+	defer w.wg.Done()
+	for {
+		select {
+		case req := <-w.calls:
+			d := w.do(req)
+			select {
+			case w.done <- d:
+			case <-w.ctx.Done():
+				return
+			}
+		case <-w.ctx.Done():
+			return
+		}
+	}
+}
+
+// do makes one call. The store bounds it by its call timeout; every
+// failure comes back classified (s3store.Classify), never as a crash.
+func (w *witnessClient) do(req witness.Request) witnessDone {
+	start := time.Now()
+	res := witness.Result{Seq: req.Seq}
+	if why, tested := w.Ready(); !tested || why != "" {
+		if !tested {
+			why = "the store's self-test has not finished"
+		}
+		res.Class, res.Err = witness.Refused, why
+		return witnessDone{res: res, op: req.Op}
+	}
+	var err error
+	switch req.Op {
+	case witness.Get:
+		res.Body, res.ETag, err = w.store.Get(w.ctx, witness.Key)
+	case witness.Create:
+		res.ETag, err = w.store.Create(w.ctx, witness.Key, req.Body)
+	case witness.Swap:
+		res.ETag, err = w.store.Swap(w.ctx, witness.Key, req.ETag, req.Body)
+	}
+	res.Class = classOf(s3store.Classify(err))
+	if err != nil {
+		res.Err = err.Error()
+	}
+	return witnessDone{res: res, op: req.Op, took: time.Since(start)}
+}
+
+func classOf(c s3store.Class) witness.Class {
+	switch c {
+	case s3store.OK:
+		return witness.OK
+	case s3store.Absent:
+		return witness.Absent
+	case s3store.Conflict:
+		return witness.Conflict
+	case s3store.Refused:
+		return witness.Refused
+	}
+	return witness.Ambiguous
+}
+
+// witnessCall queues a call of the core's (masterFx.Witness). The core has
+// one out at a time, so the queue never fills; if it did, the call is
+// dropped rather than block the loop, and the lease gives it up as
+// ambiguous after twice the call timeout.
+func (n *MasterNode) witnessCall(r witness.Request) {
+	if n.wit == nil {
+		panic("invariant witness-store: the core asked for a witness call, and this master has no store")
+	}
+	select {
+	case n.wit.calls <- r:
+	default:
+		n.log.Error().Str("op", r.Op.String()).Msg("witness: call queue full; the call is dropped")
+	}
+}
+
+// witnessAnswered logs and counts an answer, and steps it.
+func (n *MasterNode) witnessAnswered(d witnessDone) {
+	n.metrics.WitnessCall(d.op.String(), d.res.Class.String(), d.took)
+	ev := n.log.Debug()
+	if d.res.Class == witness.Ambiguous || d.res.Class == witness.Refused {
+		ev = n.log.Warn()
+	}
+	ev.Str("op", d.op.String()).Str("result", d.res.Class.String()).Str("error", d.res.Err).Dur("took", d.took).Msg("witness call")
+	n.step(roles.WitnessResult{Result: d.res})
+}
