@@ -267,7 +267,7 @@ func (e Electorate) Tally(vote func(wire.CSID) Vote) Tally {
 // Without a witness configured the vote is not looked at.
 //
 // Safety is unchanged: the lease is held by one master at a time (docs/
-// architecture.md §7, "The witness"), so it is a vote like a chunkserver's
+// architecture.md §7.4), so it is a vote like a chunkserver's
 // that breaks only an exact half, and two disjoint halves cannot both hold
 // it.
 func (e Electorate) TallyWitness(vote func(wire.CSID) Vote, witness Vote) Tally {

@@ -382,8 +382,8 @@ func TestTallyOutOfRangeVoteIsUnknown(t *testing.T) {
 	}
 }
 
-// TestWitnessTally: the two-site cases of docs/architecture.md §7 ("The
-// witness"): exactly half wins only with the lease, the default location
+// TestWitnessTally: the two-site cases of docs/architecture.md §7.4:
+// exactly half wins only with the lease, the default location
 // breaks no tie once a witness is configured, and a strict majority needs
 // no witness.
 func TestWitnessTally(t *testing.T) {

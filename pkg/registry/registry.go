@@ -51,7 +51,7 @@ type ClusterConfig struct {
 	// split of the locations ("" = none: the default location breaks it).
 	// It is the id written in the lease object, never an address: every
 	// master must agree on which store it is, and a store reached by two
-	// names is still one witness (docs/architecture.md §7, "The witness").
+	// names is still one witness (docs/architecture.md §7.4).
 	Witness string `msgpack:",omitempty"`
 }
 

@@ -194,8 +194,8 @@ func (m *Master) tally(c *registry.ClusterConfig, counts func(*voterRec) bool) q
 	return m.tallyW(c, counts, m.witnessVote(c, counts))
 }
 
-// tallyW is tally with the witness's vote wv (docs/architecture.md §7,
-// "The witness": it breaks an exact half only).
+// tallyW is tally with the witness's vote wv (docs/architecture.md §7.4:
+// it breaks an exact half only).
 func (m *Master) tallyW(c *registry.ClusterConfig, counts func(*voterRec) bool, wv quorum.Vote) quorum.Tally {
 	e := m.electorate(c)
 	if e.Size() == 0 {

@@ -12,7 +12,7 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/witness"
 )
 
-// The object-store witness (docs/architecture.md §7, "The witness"). When
+// The object-store witness (docs/architecture.md §7.4). When
 // the registry names one, an even split of the locations is broken by its
 // lease instead of by the default location. To the tally the lease is one
 // more vote, cast only for an exact half: the master that holds it counts

@@ -1,7 +1,7 @@
 // Package witness is the object-store witness: one lease object in an
 // S3-compatible bucket (lease.json under the cluster's prefix) that breaks
 // the tie when a master holds exactly half of the location votes
-// (docs/architecture.md §7, "The witness"). It is pure: no I/O, no clock,
+// (docs/architecture.md §7.4). It is pure: no I/O, no clock,
 // no goroutines. The master's role machine drives a Lease with its clock
 // readings and what it wants; the daemon makes the calls it asks for
 // (internal/witness/s3store) and feeds the answers back; the simulator

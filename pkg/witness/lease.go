@@ -125,8 +125,7 @@ type Self struct {
 	Cluster     string
 }
 
-// Config holds the lease's timing (docs/architecture.md §7, "The
-// witness").
+// Config holds the lease's timing (docs/architecture.md §7.4).
 type Config struct {
 	// Lease (D): how long a taker watches a held record unchanged, on its
 	// own clock, before it swaps it.
