@@ -23,6 +23,9 @@ type config struct {
 	HTTPAllowOrigin  string // HTTP_ALLOW_ORIGIN: "" = the masters' own pages only
 	Insecure         bool
 	LogLevel         string
+	// Witness: where the witness's store is (witness.go); the lease's
+	// timing is the core's, Node.Core.Witness.
+	Witness witnessKeys
 }
 
 // listen is a *_LISTEN_HOST and *_LISTEN_PORT pair.
@@ -53,6 +56,7 @@ func defaults() config {
 		CL:       listen{"*", 9421},
 		HTTP:     listen{"*", 9425},
 		LogLevel: "info",
+		Witness:  witnessDefaults(),
 	}
 }
 
@@ -68,7 +72,7 @@ var spec = settings.Spec[config]{Daemon: "mfsmaster", Defaults: defaults, Keys: 
 func keys(c *config) []settings.Key {
 	core := &c.Node.Core
 	r := core.Ranges()
-	return []settings.Key{
+	return append([]settings.Key{
 		settings.Field("DATA_PATH", &c.DataPath,
 			"Where the metadata (metadata.mfs: changelog and state; snapshot.mfs: the newest snapshot), the lock file and the log of a background start live."),
 		settings.Field("MASTER_HOST", &c.MasterHost,
@@ -134,5 +138,33 @@ func keys(c *config) []settings.Key {
 			"At most this many changelog entries are kept below the snapshot for a master that is down or far behind (MooseFS keeps BACK_LOGS changelog files); entries every master has a snapshot past are trimmed sooner. A master further behind is sent the LEADER's snapshot instead of entries; with the default, one restarted after a few minutes of heavy writing still catches up from entries."),
 		settings.Ranged("ACK_REPLICAS", &core.AckReplicas, r.AckReplicas.Min, r.AckReplicas.Max,
 			"How many other eligible masters must hold a change durably before it is acknowledged (fewer when fewer are connected). The default, one, keeps every acknowledged change through the loss of the LEADER's disk."),
+	}, witnessKeyTable(c)...)
+}
+
+// witnessKeyTable is the WITNESS_* keys (docs/operations.md, the witness;
+// docs/architecture.md §7.4). None is changed by a reload: restart to
+// change them. The lease's bounds are the ones witness.Config.Validate and
+// roles.Config.Validate check.
+func witnessKeyTable(c *config) []settings.Key {
+	w := &c.Node.Core.Witness
+	return []settings.Key{
+		settings.Field("WITNESS_ENDPOINT", &c.Witness.Endpoint,
+			"URL of the S3-compatible object store that holds the witness (http:// or https://, e.g. http://10.0.3.5:7070): one lease object whose holder breaks an even split of the locations, so that with two sites the one that takes the lease may lead alone. Put the store at a third site, reachable from every master, and set the same store on every master; then name it in the registry with mfscli -CWITNESS/on. The master uses the store only once it passed its self-test (at start, and every 30 s while it fails: logged, and shown by mfscli). Empty: no store on this master; where the registry names a witness it then wins only with a strict majority of the locations. Restart to change any WITNESS_* key."),
+		settings.Field("WITNESS_BUCKET", &c.Witness.Bucket,
+			"The bucket that holds the lease object; required with WITNESS_ENDPOINT. It must exist: a missing one is no start error, the self-test reports it."),
+		settings.Field("WITNESS_PREFIX", &c.Witness.Prefix,
+			"The folder of the lease object (PREFIX/lease.json) and of the self-test's probes in the bucket. One prefix per cluster: the lease object names its cluster, and mfscli -CWITNESS/on refuses another cluster's, so clusters that share a bucket need a prefix each (mfs/cluster1, mfs/cluster2). Empty: the bucket's root."),
+		settings.Field("WITNESS_REGION", &c.Witness.Region,
+			"The region requests are signed for (SigV4). AWS S3 wants the bucket's region; most other S3-compatible stores (versitygw, MinIO, Ceph) take any and default to us-east-1."),
+		settings.Field("WITNESS_CREDENTIALS", &c.Witness.Credentials,
+			"A file holding the store's access key and secret key, separated by a space or a newline (lines starting with # are skipped), readable by this daemon's user only: a file its group or other users may read or write is refused (chmod 600), since whoever holds the keys can write the lease object. Empty: the daemon's environment, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY. The secret is never printed or logged."),
+		settings.Ranged("WITNESS_LEASE", &w.Lease.Lease, time.Second, 10*time.Minute,
+			"How long a master watches another's held lease record unchanged before it takes it: the longest a crashed holder keeps anyone from breaking a tie (a record its holder set free is taken at once). The holder counts the lease for this x (1-MAX_CLOCK_DRIFT)/(1+MAX_CLOCK_DRIFT) less 50 ms from when it sent the write that took it, so no two masters ever count it at once, whatever their clocks read. 10 s leaves several renewals and call timeouts inside one lease and is short next to a site's failover."),
+		settings.Ranged("WITNESS_RENEW", &w.Lease.RenewEvery, 10*time.Millisecond, 10*time.Minute,
+			"While it needs the lease, the holder writes its record again this long after its last write. With two WITNESS_CALL_TIMEOUTs it must stay below the lease counted from a write (checked at start): a quarter of the lease lets a renewal fail and the next still land in time. A healthy cluster never calls the store: the lease is needed only while a strict majority of the locations is out of reach."),
+		settings.Ranged("WITNESS_CALL_TIMEOUT", &w.Lease.CallTimeout, 10*time.Millisecond, time.Minute,
+			"Deadline of each call on the store (a read or a conditional write), with no retry inside it; one not answered within twice this is taken as ambiguous (it may have landed) and read back. Well below the lease: WITNESS_RENEW + 2 x this must stay below the lease counted from a write. A conditional write of a small object takes milliseconds on a LAN and tens of milliseconds on a public cloud."),
+		settings.Ranged("WITNESS_DELAY", &w.Delay, 0, time.Minute,
+			"An ELECT that carries exactly half of the locations waits this long for more votes before it asks for the witness's lease: in a healthy election the other half's votes come within it and the store is not called. Two heartbeat intervals at the defaults."),
 	}
 }

@@ -186,6 +186,10 @@ func foreground(c *cli.Context, cfg config, v settings.Values, lockPath string, 
 	for _, w := range warnings {
 		log.Warn().Msg(w)
 	}
+	wstore, err := witnessStore(cfg, os.Getenv)
+	if err != nil {
+		return err
+	}
 	lock, err := service.Acquire(lockPath)
 	if err != nil {
 		return err
@@ -201,6 +205,7 @@ func foreground(c *cli.Context, cfg config, v settings.Values, lockPath string, 
 	}
 	reg := obs.NewRegistry()
 	opt := cfg.Node
+	opt.Witness = wstore // its cluster id and Store flag: node.StartMaster
 	opt.Core.ID, opt.Core.Protocol = masterhost.IDOf(self), frame.ProtocolVersion
 	opt.Core.Masters = nil
 	for _, m := range list {
