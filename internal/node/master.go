@@ -155,6 +155,7 @@ type MasterNode struct {
 	// answers (nil, so never ready, without one).
 	wit     *witnessClient
 	witDone chan witnessDone
+	witAdm  witnessAdmin // the listings' view of the store's answers (witnessadmin.go)
 	// snapRetry is the first back-off after a failed snapshot write
 	// (tests shorten it); it doubles up to snapRetryMax.
 	snapRetry time.Duration
@@ -186,8 +187,9 @@ type MasterNode struct {
 
 // adminWait is an admin command waiting for the core's reply.
 type adminWait struct {
-	c  *conn
-	id uint64 // the requester's own id, echoed back
+	c    *conn
+	id   uint64 // the requester's own id, echoed back
+	note string // put before the core's reply (what the driver did first)
 }
 
 type listKey struct {
@@ -227,6 +229,7 @@ const (
 	inClosed                // c ended
 	inMasters               // MASTER_HOST resolved again (masters)
 	inLink                  // a link to master from was answered (stranger: refused as not in its set)
+	inCall                  // call runs on the loop: the result of work done off it (witnessadmin.go)
 )
 
 // input is one thing for the loop: from a connection reader or a link.
@@ -249,6 +252,7 @@ type input struct {
 	err      error
 	from     wire.MasterID
 	stranger bool
+	call     func() // inCall
 }
 
 // adminCheck is what the reader found of an admin command's proof.
@@ -488,6 +492,7 @@ func (n *MasterNode) loop() {
 			err = n.snapshotSaved(r)
 		case d := <-n.witDone:
 			n.readClock()
+			n.witnessTrack(d)
 			n.witnessAnswered(d)
 		case <-n.stopReq:
 			n.readClock()
@@ -793,7 +798,7 @@ func (fx masterFx) Transitioned(t roles.Transition) {
 
 func (fx masterFx) AdminReplied(r roles.AdminReply) {
 	if w, ok := fx.n.admins[r.ID]; ok {
-		w.c.send(protocol.AdminResp{ID: w.id, OK: r.OK, Text: r.Text, Code: r.Code})
+		w.c.send(protocol.AdminResp{ID: w.id, OK: r.OK, Text: w.note + r.Text, Code: r.Code})
 		delete(fx.n.admins, r.ID)
 	}
 }
@@ -982,6 +987,9 @@ func (n *MasterNode) handle(in input) error {
 		return nil
 	case inLink:
 		n.linkAnswered(in.from, in.stranger)
+		return nil
+	case inCall:
+		in.call()
 		return nil
 	case inOpen:
 		switch in.port {
@@ -1245,6 +1253,10 @@ func (n *MasterNode) fromClient(in input) error {
 		}
 		if m.Kind == roles.AdminTrust {
 			n.trustFor(c, m)
+			return nil
+		}
+		if m.Kind == protocol.AdminWitnessOn || m.Kind == protocol.AdminWitnessTest {
+			n.witnessCommand(c, m)
 			return nil
 		}
 		n.nextAdm++

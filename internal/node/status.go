@@ -82,6 +82,7 @@ func (n *MasterNode) statusWith(req protocol.StatusReq) protocol.StatusResp {
 		}
 	}
 	n.historyStatus(&st, req.History)
+	st.Witness = n.witnessStatus(f, now)
 	n.fenceStatus(&st, f, now)
 	if st.Role == roles.Leader {
 		n.ackStatus(&st, now)
@@ -194,7 +195,8 @@ func cfgAt(core *roles.Master, v uint64) *registry.ClusterConfig {
 // tallyStatus turns a core count into its listing form, naming locations.
 func tallyStatus(cfg *registry.ClusterConfig, tv roles.TallyView) protocol.TallyStatus {
 	t := protocol.TallyStatus{Config: tv.Config, Outcome: tv.Votes.Outcome.String(), Empty: tv.Votes.Empty, Divided: tv.Votes.Divided,
-		Participating: tv.Votes.Participating, Carried: tv.Votes.Carried, Needed: tv.Votes.Needed}
+		Participating: tv.Votes.Participating, Carried: tv.Votes.Carried, Needed: tv.Votes.Needed,
+		Witness: tv.Votes.Witness, WitnessHeld: tv.Votes.WitnessHeld}
 	for i, lt := range tv.Votes.Locations {
 		name := fmt.Sprint(lt.Loc)
 		if cfg != nil {

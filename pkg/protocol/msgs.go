@@ -194,6 +194,9 @@ type StatusResp struct {
 	AckShort     bool          `msgpack:",omitempty"`
 	AckShortFor  time.Duration `msgpack:",omitempty"`
 	AckUnheard   []netip.Addr  `msgpack:",omitempty"`
+	// Witness is the object-store witness as this master sees it (nil:
+	// the registry names none and this master has no store).
+	Witness *WitnessStatus `msgpack:",omitempty"`
 }
 
 // RoleChangeStatus is one record of the election history as the listings
@@ -231,6 +234,11 @@ type TallyStatus struct {
 	Carried       int
 	Needed        int
 	Locations     []LocTally
+	// Witness: the registry names a witness, so an even split is broken
+	// by its lease, not by the default location; WitnessHeld: this master
+	// counts the lease (the tie is broken for it).
+	Witness     bool `msgpack:",omitempty"`
+	WitnessHeld bool `msgpack:",omitempty"`
 }
 
 // LocTally is one participating location's count.
