@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,9 +23,16 @@ import (
 // rewriteAdmin turns each into "--admin WORD" before flags are parsed.
 var adminArg = regexp.MustCompile(`^-C[A-Z][A-Z0-9]*(/.*)?$`)
 
+// -CWITNESS takes its action as the next word too (-CWITNESS on), joined
+// here as -CWITNESS/on.
 func rewriteAdmin(args []string) []string {
 	out := make([]string, 0, len(args))
-	for _, a := range args {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "-CWITNESS" && i+1 < len(args) && slices.Contains([]string{witnessOn, witnessOff, witnessTest}, args[i+1]) {
+			i++
+			a += "/" + args[i]
+		}
 		if adminArg.MatchString(a) {
 			out = append(out, "--admin", a[2:])
 			continue
@@ -53,6 +61,9 @@ var adminCommands = []struct{ form, what string }{
 	{"MS/ip", "shut a master down (through DUMMY)"},
 	{"MR", "every master resolves MASTER_HOST again now (-CMR/ip: that master only)"},
 	{"TRUST/ip/port", "no LEADER: vouch for an uncertain chunkserver's voter record as it is (see the risk it prints)"},
+	{"WITNESS/on", "the LEADER names its object-store witness (WITNESS_* keys) in the registry, making its lease object if needed"},
+	{"WITNESS/off", "the LEADER removes the witness from the registry"},
+	{"WITNESS/test", "every master runs its witness store's self-test now (-CWITNESS/test/ip: that master)"},
 }
 
 // admin carries out one command; the reply names what was done.
@@ -75,6 +86,9 @@ var adminCommands = []struct{ form, what string }{
 //	                  again now: masters added or removed are taken in
 //	TRUST/ip/port     no LEADER: an uncertain chunkserver (its voter record
 //	                  damaged or lost) votes on its record as it is
+//	WITNESS/on|off    the LEADER names the object-store witness in the
+//	                  registry, or removes it (witness.go)
+//	WITNESS/test      each master runs its witness store's self-test now
 func admin(answers []clusterview.Answer, cmd string, port uint16, password string, timeout time.Duration) error {
 	parts := strings.Split(cmd, "/")
 	leader := leaderOf(answers)
@@ -97,6 +111,8 @@ func admin(answers []clusterview.Answer, cmd string, port uint16, password strin
 		return resolveAgain(answers, cmd, parts, port, password, timeout)
 	case "TRUST":
 		return trustRecord(answers, cmd, parts, password, timeout)
+	case "WITNESS":
+		return witnessCommand(answers, cmd, parts, port, password, timeout)
 	case "LU", "LC", "MS":
 		if len(parts) != 2 {
 			return fmt.Errorf("-C%s: give the master's address (-C%s/ip)", cmd, parts[0])

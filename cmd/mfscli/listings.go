@@ -32,6 +32,7 @@ const (
 	titleClosest      = "Quorum plan closest"
 	titleFix          = "Quorum plan fix"
 	titlePlanNote     = "Quorum plan note"
+	titleWitness      = "Witness"
 )
 
 // mode is how listings are printed.
@@ -179,10 +180,14 @@ func writeListings(out io.Writer, ds clusterview.Dataset, errs []string, o optio
 		}
 		if l == listLocations {
 			writeVerdict(out, ds.Quorum, o)
+			writeWitness(out, ds.Quorum.Witness, o)
 			writeWarnings(out, ds.Warnings, clusterview.SLQAlarms, o)
 		}
 		if l == listMasters && ds.Security != nil {
 			writeSecurity(out, *ds.Security, o)
+		}
+		if l == listMasters {
+			writeWitness(out, ds.Quorum.Witness, o)
 		}
 		if l == listMasters {
 			writeWarnings(out, ds.Warnings, clusterview.SIMAlarms, o)
@@ -254,6 +259,26 @@ func writeVerdict(out io.Writer, q clusterview.QuorumView, o options) {
 		t = clusterview.ToneGood
 	}
 	fmt.Fprintln(out, paint(q.Verdict, t, o.colour))
+}
+
+// writeWitness prints the witness line under -SIM and -SLQ while any
+// master reports a witness (one configured, or a store set): green while
+// one is configured and nothing keeps a master from it, yellow otherwise.
+// In plain mode, "Witness:<TAB>configured<TAB>id<TAB>held by<TAB>
+// lease_epoch<TAB>text" ("-": none).
+func writeWitness(out io.Writer, w *clusterview.WitnessView, o options) {
+	if w == nil {
+		return
+	}
+	if o.mode == modePlain {
+		fmt.Fprintf(out, "%s:\t%s\t%s\t%s\t%d\t%s\n", titleWitness, yesNo(w.Configured), orDash(w.ID), orDash(addrText(w.HeldBy)), w.LeaseEpoch, w.Line)
+		return
+	}
+	t := clusterview.ToneWarn
+	if w.Configured && len(w.Problems) == 0 {
+		t = clusterview.ToneGood
+	}
+	fmt.Fprintln(out, paint(w.Line, t, o.colour))
 }
 
 // writeSecurity prints the alarm under the masters while any of them runs

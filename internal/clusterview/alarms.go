@@ -31,7 +31,8 @@ const (
 
 // AlarmKinds is every alarm, in the order they are listed.
 var AlarmKinds = []string{AlarmTwoLeaders, AlarmSingleMaster, AlarmMetadataID, AlarmClockOffset,
-	AlarmFollowerBehind, AlarmAckDurability, WarnKeep, AlarmLocationLoss, WarnTieBreak, AlarmVersionSkew, AlarmVoterRecord}
+	AlarmFollowerBehind, AlarmAckDurability, WarnKeep, AlarmLocationLoss, WarnTieBreak, AlarmVersionSkew, AlarmVoterRecord,
+	AlarmWitness, AlarmWitnessUnheld}
 
 // alarmsOf lists the alarms raised by the answers and the dataset built so
 // far (its masters, locations and quorum), in AlarmKinds' order.
@@ -54,9 +55,13 @@ func alarmsOf(answers []Answer, ds Dataset) []LayoutWarning {
 	add(ackDurability(answers))
 	add(keepWarning(answers))
 	add(locationLoss(ds.Quorum, answers))
-	add(tieWarning(ds.Locations))
+	if w := ds.Quorum.Witness; w == nil || !w.Configured {
+		add(tieWarning(ds.Locations)) // a witness breaks the tie
+	}
 	add(versionSkew(ds.Masters, ds.Chunkservers))
 	add(voterRecord(ds.Chunkservers))
+	add(witnessAlarm(answers, ds.Quorum.Witness))
+	add(witnessUnheld(answers, ds.Quorum.Witness))
 	return out
 }
 
@@ -173,6 +178,8 @@ func ackDurability(answers []Answer) (LayoutWarning, bool) {
 // carried by (all of its chunkservers, a site, the link to it) would lose
 // it, by the quorum rule (quorum.Wins) on the count the LEADER reports. A
 // change in flight counts under both configs; either is enough to warn.
+// Under a witness the tie is broken for the LEADER when it can take the
+// lease (canLease), by nothing else.
 func locationLoss(q QuorumView, answers []Answer) (LayoutWarning, bool) {
 	counter := VoteCounter(answers)
 	if counter == nil || counter.St.Role != roles.Leader || !q.Held {
@@ -187,8 +194,13 @@ func locationLoss(q QuorumView, answers []Answer) (LayoutWarning, bool) {
 		for _, l := range t.Locations {
 			def = def || (l.Default && l.Carried)
 		}
+		lease := t.Witness && canLease(*counter)
 		for _, l := range t.Locations {
-			if l.Carried && !quorum.Wins(t.Carried-1, t.Participating, def && !l.Default) {
+			tie := def && !l.Default
+			if t.Witness {
+				tie = lease
+			}
+			if l.Carried && !quorum.Wins(t.Carried-1, t.Participating, tie) {
 				critical[l.Name] = true
 			}
 		}

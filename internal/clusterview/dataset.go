@@ -158,6 +158,9 @@ type MasterInfo struct {
 	Keep          bool       `json:"keep_leadership"` // KEEP_LEADERSHIP = 1
 	Yielded       bool       `json:"yielded"`         // leadership was moved away from it on purpose
 	Placed        bool       `json:"placed_by_admin"` // an admin command put it in its role
+	// Witness is its side of the object-store witness (witness.go; absent
+	// when it reports none).
+	Witness *MasterWitness `json:"witness,omitempty"`
 }
 
 // CSRow is one registered chunkserver: its identity from the View
@@ -256,6 +259,9 @@ type QuorumView struct {
 	ConfigVersion uint64     `json:"config_version"`
 	InForce       uint64     `json:"config_in_force"`
 	Tallies       []TallyRow `json:"tallies"`
+	// Witness is the object-store witness (witness.go; absent when no
+	// master reports one).
+	Witness *WitnessView `json:"witness,omitempty"`
 }
 
 // TallyRow is one count: under the newest config, and while a change is
@@ -358,6 +364,7 @@ func Build(answers []Answer, host string, now time.Time) Dataset {
 	counter := VoteCounter(answers)
 	ds.Locations = locRows(view, counter)
 	ds.Quorum = quorumOf(answers, counter)
+	ds.Quorum.Witness = witnessView(answers)
 	ds.Summary = summarize(answers, leader, view, ds, now)
 	ds.Security = securityOf(answers)
 	ds.Warnings = alarmsOf(answers, ds)
@@ -433,7 +440,7 @@ func infoOf(st protocol.StatusResp, timeRef *Answer, refID string) *MasterInfo {
 		Connected: st.Connected, Votes: st.Voters, Registered: st.Registered, HoldsQuorum: st.HoldsQuorum,
 		ConfigVersion: st.ConfigVersion, InForce: st.InForce,
 		Snapshot: st.SnapshotVersion, Changelog: st.ChangelogEntries, RSS: st.RSS, CPU: st.CPU,
-		Keep: st.Keep, Yielded: st.Yielded, Placed: st.Placed,
+		Keep: st.Keep, Yielded: st.Yielded, Placed: st.Placed, Witness: masterWitness(st),
 	}
 	if timeRef != nil {
 		in.OffsetMs = st.WallUnixMs - timeRef.St.WallUnixMs

@@ -48,6 +48,9 @@ func liveOf(st protocol.StatusResp) (live, error) {
 		return live{}, fmt.Errorf("its location map: %w", err)
 	}
 	lv := live{st: st, cfg: &registry.ClusterConfig{Version: st.ConfigVersion, Locations: m}, votes: map[wire.CSID]bool{}}
+	if st.Witness != nil {
+		lv.cfg.Witness = st.Witness.ID
+	}
 	for _, c := range st.Chunkservers {
 		lv.cfg.Members = append(lv.cfg.Members, registry.Chunkserver{ID: c.ID, Addr: c.Addr, Port: c.Port,
 			VoterOnly: c.VoterOnly, Maintenance: c.Maintenance})
@@ -60,14 +63,25 @@ func liveOf(st protocol.StatusResp) (live, error) {
 }
 
 // tallyWith counts under cfg with the votes for the master in votes; the
-// rest are Unknown, as a master counts them.
+// rest are Unknown, as a master counts them, and so is the witness's.
 func tallyWith(cfg *registry.ClusterConfig, votes func(wire.CSID) bool) quorum.Tally {
-	return cfg.Electorate().Tally(func(id wire.CSID) quorum.Vote {
+	return tallyLease(cfg, votes, false)
+}
+
+// tallyLease is tallyWith with the witness's vote for the master when
+// lease is set (it holds the lease or can take it: canLease); it counts
+// only where cfg names a witness.
+func tallyLease(cfg *registry.ClusterConfig, votes func(wire.CSID) bool, lease bool) quorum.Tally {
+	w := quorum.Unknown
+	if lease {
+		w = quorum.For
+	}
+	return cfg.Electorate().TallyWitness(func(id wire.CSID) quorum.Vote {
 		if votes(id) {
 			return quorum.For
 		}
 		return quorum.Unknown
-	})
+	}, w)
 }
 
 // today is the master's count now, as rebuilt.
@@ -85,7 +99,7 @@ func locName(cfg *registry.ClusterConfig, id wire.LocationID) string {
 // verdict line (needsText) say it the same way.
 func statusOf(cfg *registry.ClusterConfig, t quorum.Tally) protocol.TallyStatus {
 	s := protocol.TallyStatus{Config: cfg.Version, Outcome: t.Outcome.String(), Empty: t.Empty, Divided: t.Divided,
-		Participating: t.Participating, Carried: t.Carried, Needed: t.Needed}
+		Participating: t.Participating, Carried: t.Carried, Needed: t.Needed, Witness: t.Witness, WitnessHeld: t.WitnessHeld}
 	for _, l := range t.Locations {
 		s.Locations = append(s.Locations, protocol.LocTally{Name: locName(cfg, l.Loc), Default: l.Default,
 			Registered: l.Registered, Votes: l.For, Reach: l.For, Carried: l.Carried, CanCarry: l.CanCarry})
@@ -103,7 +117,11 @@ func countText(cfg *registry.ClusterConfig, t quorum.Tally) string {
 		l := t.Locations[0]
 		return fmt.Sprintf("%d of %d chunkservers vote for it, needs %d", l.For, l.Registered, l.Registered/2+1)
 	}
-	return fmt.Sprintf("%d of %d locations carried, %s", t.Carried, t.Participating, needsText(statusOf(cfg, t)))
+	st := statusOf(cfg, t)
+	// A lease counted for the master (the planner's "could take it")
+	// decides only an exact half: above it, say what it needs either way.
+	st.WitnessHeld = st.WitnessHeld && 2*t.Carried == t.Participating
+	return fmt.Sprintf("%d of %d locations carried, %s", t.Carried, t.Participating, needsText(st))
 }
 
 // mismatch compares the rebuilt count with the one the master reports

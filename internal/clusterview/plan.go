@@ -102,6 +102,11 @@ type scene struct {
 	reach  map[wire.CSID]bool // chunkservers connected to the LEADER
 	leader netip.Addr
 	peers  []peer // every other master asked, by address
+	// lease: the masters that can break a tie with the witness's lease,
+	// leaseWhy why the others cannot (both empty unless cfg names a
+	// witness; canLease).
+	lease    map[netip.Addr]bool
+	leaseWhy map[netip.Addr]string
 }
 
 // PlanOf plans for the answers' LEADER.
@@ -128,7 +133,7 @@ func PlanOf(answers []Answer) Plan {
 		p.Notes = append(p.Notes, n+": the plan may be off; ask again in a moment")
 	}
 	p.Held = today.Outcome == quorum.Won
-	p.Margin, _ = today.Margin()
+	p.Margin, _ = marginOf(today)
 	p.Verdict = s.verdict(today)
 	p.Failures, p.Locations = s.failures(today)
 	if !p.Held {
@@ -150,7 +155,17 @@ func PlanOf(answers []Answer) Plan {
 }
 
 func sceneOf(lv live, answers []Answer, leader *Answer) scene {
-	s := scene{cfg: lv.cfg, votes: lv.votes, reach: connected(leader.St.Chunkservers), leader: leader.Addr.Addr()}
+	s := scene{cfg: lv.cfg, votes: lv.votes, reach: connected(leader.St.Chunkservers), leader: leader.Addr.Addr(),
+		lease: map[netip.Addr]bool{}, leaseWhy: map[netip.Addr]string{}}
+	if lv.cfg.Witness != "" {
+		for _, a := range answers {
+			if a.Err != nil {
+				continue
+			}
+			s.lease[a.Addr.Addr()] = canLease(a)
+			_, s.leaseWhy[a.Addr.Addr()] = leaseable(a.St.Witness)
+		}
+	}
 	for _, a := range answers {
 		if a.Addr == leader.Addr {
 			continue
@@ -185,12 +200,32 @@ func connected(list []protocol.CSStatus) map[wire.CSID]bool {
 }
 
 func (s scene) today() quorum.Tally {
-	return tallyWith(s.cfg, func(id wire.CSID) bool { return s.votes[id] })
+	return s.count(s.leader, func(id wire.CSID) bool { return s.votes[id] })
 }
 
 // without is the LEADER's count with the chunkservers of loc lost.
 func (s scene) without(loc wire.LocationID) quorum.Tally {
-	return tallyWith(s.cfg, func(id wire.CSID) bool { return s.votes[id] && s.locOf(id) != loc })
+	return s.count(s.leader, func(id wire.CSID) bool { return s.votes[id] && s.locOf(id) != loc })
+}
+
+// count is the count of the master at who with votes: with the witness's
+// lease on its side when the registry names one and it can take it.
+func (s scene) count(who netip.Addr, votes func(wire.CSID) bool) quorum.Tally {
+	return tallyLease(s.cfg, votes, s.lease[who])
+}
+
+// noLease says, for a count of the master at who that carries exactly
+// half of the locations under a witness it cannot take, why ("" when
+// that is not what stops it).
+func (s scene) noLease(who netip.Addr, t quorum.Tally) string {
+	if !t.Witness || t.WitnessHeld || t.Participating == 0 || 2*t.Carried != t.Participating {
+		return ""
+	}
+	why := s.leaseWhy[who]
+	if why == "" {
+		why = "it does not answer"
+	}
+	return "; the witness cannot break the tie for it: " + why
 }
 
 func (s scene) locOf(id wire.CSID) wire.LocationID {
@@ -205,7 +240,7 @@ func (s scene) verdict(t quorum.Tally) string {
 	if t.Outcome != quorum.Won {
 		return fmt.Sprintf("%s holds a quorum, but mfscli's count of its registry is %s (%s): no plan", who, t.Outcome, countText(s.cfg, t))
 	}
-	margin, weakest := t.Margin()
+	margin, weakest := marginOf(t)
 	parts := make([]string, len(weakest))
 	for i, id := range weakest {
 		for _, l := range t.Locations {
@@ -221,7 +256,7 @@ func (s scene) verdict(t quorum.Tally) string {
 // failures lists every location lost, then every master lost, and how
 // many chunkservers of each location may be lost.
 func (s scene) failures(today quorum.Tally) ([]FailureRow, []LossRow) {
-	todayMargin, _ := today.Margin()
+	todayMargin, _ := marginOf(today)
 	var fs []FailureRow
 	var ls []LossRow
 	count := map[wire.LocationID]*quorum.LocationTally{}
@@ -251,8 +286,8 @@ func (s scene) failures(today quorum.Tally) ([]FailureRow, []LossRow) {
 		default:
 			after := s.without(l.ID)
 			f.Keeps = after.Outcome == quorum.Won
-			f.Margin, _ = after.Margin()
-			f.Why = countText(s.cfg, after)
+			f.Margin, _ = marginOf(after)
+			f.Why = countText(s.cfg, after) + s.noLease(s.leader, after)
 		}
 		lr.SafeLoss, lr.All = lr.Registered, f.Keeps
 		if !f.Keeps {
@@ -301,8 +336,8 @@ func (s scene) election(extra *peer) (keeps bool, margin int, why string) {
 	for i, pe := range peers {
 		var t quorum.Tally
 		if pe.candidate {
-			t = tallyWith(s.cfg, func(id wire.CSID) bool { return pe.reach[id] })
-			if m, _ := t.Margin(); t.Outcome == quorum.Won && m > bestMargin {
+			t = s.count(pe.addr, func(id wire.CSID) bool { return pe.reach[id] })
+			if m, _ := marginOf(t); t.Outcome == quorum.Won && m > bestMargin {
 				best, bestMargin = i, m
 			}
 		} else {
@@ -319,7 +354,7 @@ func (s scene) election(extra *peer) (keeps bool, margin int, why string) {
 	for i, pe := range peers {
 		if pe.candidate {
 			lose = append(lose, fmt.Sprintf("%s (%s) would not win, reached by %d of %d chunkservers: %s",
-				pe.addr, pe.state, reached(s.cfg, pe.reach), len(s.cfg.Members), countText(s.cfg, tallies[i])))
+				pe.addr, pe.state, reached(s.cfg, pe.reach), len(s.cfg.Members), countText(s.cfg, tallies[i])+s.noLease(pe.addr, tallies[i])))
 		}
 	}
 	if len(lose) > 0 {
@@ -400,7 +435,7 @@ func scoreOf(fs []FailureRow, today quorum.Tally) score {
 			sc.closest = f.Margin
 		}
 	}
-	sc.today, _ = today.Margin()
+	sc.today, _ = marginOf(today)
 	return sc
 }
 

@@ -173,7 +173,7 @@ func verdict(a Answer) string {
 	case len(ts) == 1 && all:
 		return fmt.Sprintf("quorum held by %s (%s)", who, wonText(ts[0]))
 	case len(ts) == 1:
-		return fmt.Sprintf("no quorum for %s: %s", who, missingText(ts[0]))
+		return fmt.Sprintf("no quorum for %s: %s", who, missingText(ts[0])+witnessHalf(ts[0], a.St.Witness))
 	}
 	head := "no quorum for " + who
 	if all {
@@ -185,7 +185,7 @@ func verdict(a Answer) string {
 		if won(t) {
 			parts = append(parts, fmt.Sprintf("Config %d: won (%s)", t.Config, wonText(t)))
 		} else {
-			parts = append(parts, fmt.Sprintf("Config %d: %s", t.Config, missingText(t)))
+			parts = append(parts, fmt.Sprintf("Config %d: %s", t.Config, missingText(t)+witnessHalf(t, a.St.Witness)))
 		}
 	}
 	return strings.Join(parts, ". ")
@@ -237,11 +237,29 @@ func locShort(l protocol.LocTally) string {
 	return fmt.Sprintf("%d of %d chunkservers reach it but %d of their votes are counted, needs %d", l.Reach, l.Registered, l.Votes, need)
 }
 
+// witnessHalf: for a count not won that carries exactly half of the
+// locations under a registry that names a witness, why the lease does
+// not break the tie for this master ("" otherwise).
+func witnessHalf(t protocol.TallyStatus, w *protocol.WitnessStatus) string {
+	if !t.Witness || t.WitnessHeld || t.Participating == 0 || 2*t.Carried != t.Participating {
+		return ""
+	}
+	return "; " + halfReason(w)
+}
+
 // needsText: how many carried locations win. With an even number taking
 // part and the default location among them, exactly half wins when the
-// default is carried (the tie-break): say which way it goes.
+// default is carried (the tie-break): say which way it goes. With a
+// witness named, its lease breaks the tie instead, for the master that
+// holds it.
 func needsText(t protocol.TallyStatus) string {
 	p := t.Participating
+	if t.Witness && p%2 == 0 {
+		if t.WitnessHeld {
+			return fmt.Sprintf("needs %d (half, with the witness's lease)", p/2)
+		}
+		return fmt.Sprintf("needs %d, or %d with the witness's lease", p/2+1, p/2)
+	}
 	for _, l := range t.Locations {
 		if !l.Default || p%2 != 0 {
 			continue

@@ -29,8 +29,8 @@ const (
 // SIMAlarms are the alarms mfscli prints under -SIM, SLQAlarms those under
 // -SLQ, SCSAlarms those under -SCS.
 var (
-	SIMAlarms = []string{AlarmTwoLeaders, AlarmSingleMaster, AlarmMetadataID, AlarmClockOffset, AlarmFollowerBehind, AlarmAckDurability, WarnKeep, AlarmVersionSkew, AlarmVoterRecord}
-	SLQAlarms = []string{AlarmAckDurability, WarnKeep, AlarmLocationLoss, WarnTieBreak, AlarmVoterRecord}
+	SIMAlarms = []string{AlarmTwoLeaders, AlarmSingleMaster, AlarmMetadataID, AlarmClockOffset, AlarmFollowerBehind, AlarmAckDurability, WarnKeep, AlarmVersionSkew, AlarmVoterRecord, AlarmWitness}
+	SLQAlarms = []string{AlarmAckDurability, WarnKeep, AlarmLocationLoss, WarnTieBreak, AlarmVoterRecord, AlarmWitness, AlarmWitnessUnheld}
 	SCSAlarms = []string{AlarmVoterRecord}
 )
 
@@ -80,7 +80,8 @@ func keepWarning(answers []Answer) (LayoutWarning, bool) {
 
 // tieWarning: an even number of locations take part and the default is
 // not among them, so a split half/half elects nobody. The rows are the
-// count of the newest config (locRows puts them first).
+// count of the newest config (locRows puts them first). Not raised when
+// the registry names a witness (alarmsOf): its lease breaks the tie.
 func tieWarning(locs []LocRow) (LayoutWarning, bool) {
 	if len(locs) == 0 {
 		return LayoutWarning{}, false
@@ -101,5 +102,5 @@ func tieWarning(locs []LocRow) (LayoutWarning, bool) {
 	if n == 0 || n%2 == 1 || def {
 		return LayoutWarning{}, false
 	}
-	return LayoutWarning{Kind: WarnTieBreak, Text: fmt.Sprintf("WARNING: no tie-break: %d locations take part and the default location (%s) has no chunkserver, so losing half of them (a site or the link between) leaves no LEADER; add a chunkserver to %s (a voter-only one, with an empty mfshdd.cfg, is enough) or move the default mark to a location with chunkservers (-CDEF/name)", n, defName, defName)}, true
+	return LayoutWarning{Kind: WarnTieBreak, Text: fmt.Sprintf("WARNING: no tie-break: %d locations take part and the default location (%s) has no chunkserver, so losing half of them (a site or the link between) leaves no LEADER; add a chunkserver to %s (a voter-only one, with an empty mfshdd.cfg, is enough) or move the default mark to a location with chunkservers (-CDEF/name), or name an object-store witness (the WITNESS_* keys on every master, then mfscli -CWITNESS/on)", n, defName, defName)}, true
 }
