@@ -132,9 +132,10 @@ versitygw:
 	test -x $(VERSITYGW) || GOBIN=$(CURDIR)/.bin $(GO) install github.com/versity/versitygw/cmd/versitygw@v1.8.0
 
 # Many more simulator seeds on every core; rewrites the figures in docs/sim.md.
-# SEEDS=N overrides the number of seeds.
+# SEEDS=N overrides the number of seeds; WITNESS=1 runs every seed on two
+# locations with an object-store witness (its own block of figures).
 chaos:
-	$(GO) run ./internal/sim/chaos -seeds=$(SEEDS) -doc docs/sim.md
+	$(GO) run ./internal/sim/chaos -seeds=$(SEEDS) -doc docs/sim.md $(if $(WITNESS),-witness)
 
 # Failover of real processes (kill -9 with and without the fast path,
 # SIGSTOP, 200 ms stalls), changes and reads against a 3-member etcd in the

@@ -51,6 +51,9 @@ type Options struct {
 	// two-location seed gets a witness on a store that is not atomic, and
 	// the self-test that would refuse it is skipped.
 	SabotageWitness bool
+	// Witness: every seed runs on two locations with a witness (make chaos
+	// WITNESS=1); the rest of the profile is drawn as always.
+	Witness bool
 }
 
 // DefaultOptions are what `make test` and `make chaos` run.
@@ -933,6 +936,11 @@ func (w *world) resume(r ref) {
 // RunSeeds plays seeds first..first+n-1 on every core and hands each result
 // to each, from the calling goroutine, in no particular order.
 func RunSeeds(first int64, n int, each func(Result)) {
+	RunSeedsWith(first, n, DefaultOptions, each)
+}
+
+// RunSeedsWith is RunSeeds with the options of each seed from opts.
+func RunSeedsWith(first int64, n int, opts func(int64) Options, each func(Result)) {
 	jobs := make(chan int64)
 	results := make(chan Result, 64)
 	var wg sync.WaitGroup
@@ -941,7 +949,7 @@ func RunSeeds(first int64, n int, each func(Result)) {
 		go func() {
 			defer wg.Done()
 			for s := range jobs {
-				results <- Run(DefaultOptions(s))
+				results <- Run(opts(s))
 			}
 		}()
 	}
@@ -968,7 +976,10 @@ func Run(opt Options) Result {
 func newWorld(opt Options) *world {
 	w := &world{opt: opt, rng: rand.New(rand.NewSource(opt.Seed))}
 	w.prof = drawProfile(w.rng)
-	w.wprof = drawWitness(opt.Seed, w.prof, opt.SabotageWitness)
+	if opt.Witness {
+		w.prof.locs = 2
+	}
+	w.wprof = drawWitness(opt.Seed, w.prof, opt.SabotageWitness || opt.Witness, opt.SabotageWitness)
 	w.build()
 	return w
 }

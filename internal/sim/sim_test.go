@@ -16,7 +16,15 @@ var (
 	seedFlag  = flag.Int64("seed", 1, "the seed TestReplay plays")
 	seedsFlag = flag.Int("seeds", 500, "how many seeds TestSeeds plays")
 	firstFlag = flag.Int64("first", 1, "the first seed TestSeeds plays")
+	witFlag   = flag.Bool("witness", false, "every seed on two locations with a witness (make chaos WITNESS=1)")
 )
+
+// options are the options of seed s in these tests (-witness).
+func options(s int64) Options {
+	o := DefaultOptions(s)
+	o.Witness = *witFlag
+	return o
+}
 
 // TestSeeds plays many seeds across all cores; any failure prints its
 // seed, profile, trace tail and replay command.
@@ -30,7 +38,7 @@ func TestSeeds(t *testing.T) {
 	forged, clean, restores, disk, stuck := 0, 0, 0, 0, 0
 	var wit struct{ seeds, refused, calls, held int }
 	keeps, refusals := map[string]int{}, map[string]int{}
-	RunSeeds(*firstFlag, n, func(r Result) {
+	RunSeedsWith(*firstFlag, n, options, func(r Result) {
 		forged += r.Forged
 		for k, c := range r.Refusals {
 			refusals[k] += c
@@ -65,6 +73,7 @@ func TestSeeds(t *testing.T) {
 		snaps.Trims += r.Snapshots.Trims
 		if r.Failed() {
 			failed++
+			t.Logf("seed %d failed: %v %s", r.Seed, r.Violations, r.Liveness)
 			if failed <= 3 {
 				t.Error(r.Report())
 			}
@@ -108,7 +117,7 @@ func TestSeeds(t *testing.T) {
 // TestReplay plays one seed with the full trace: the command a failure
 // prints.
 func TestReplay(t *testing.T) {
-	opt := DefaultOptions(*seedFlag)
+	opt := options(*seedFlag)
 	opt.FullTrace = testing.Verbose()
 	r := Run(opt)
 	t.Logf("seed %d: %d events, %d leader terms, %d acknowledged writes, heal->leader %v (bound %v)", r.Seed, r.Events, r.Leaders, r.Acked, r.HealToLead, r.Bound)

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math/rand"
+	"strings"
 	"time"
 
 	"github.com/mfs-election/mfs-election/pkg/registry"
@@ -58,9 +59,9 @@ func (p witnessProfile) String() string {
 var witnessFaults = []string{"store-down", "store-cut", "split-sites", "kill-site", "store-slow"}
 
 // drawWitness: two-location seeds draw a witness half the time.
-func drawWitness(seed int64, p profile, sabotage bool) (wp witnessProfile) {
+func drawWitness(seed int64, p profile, force bool, sabotage bool) (wp witnessProfile) {
 	r := rand.New(rand.NewSource(seed*7919 + 104729))
-	if p.locs != 2 || (r.Intn(2) == 0 && !sabotage) {
+	if p.locs != 2 || (r.Intn(2) == 0 && !force) {
 		return wp
 	}
 	defer func() {
@@ -194,6 +195,9 @@ func (w *world) call(r ref, req witness.Request) {
 	s := w.store
 	s.calls++
 	n := w.masters[r.i]
+	if w.opt.FullTrace {
+		w.tracef("%v -> store %v if-match=%q %s", r, req.Op, req.ETag, strings.TrimSpace(string(req.Body)))
+	}
 	inc := n.inc
 	timeout := int64(w.wprof.lease.Lease.CallTimeout)
 	trip := func() int64 {
@@ -206,9 +210,9 @@ func (w *world) call(r ref, req witness.Request) {
 	sent := w.now
 	answer := func(at int64, res witness.Result) {
 		if at-sent > timeout {
-			at, res = max(sent+timeout, w.now), witness.Result{Seq: req.Seq, Class: witness.Ambiguous, Err: "timeout"}
+			at, res = sent+timeout, witness.Result{Seq: req.Seq, Class: witness.Ambiguous, Err: "timeout"}
 		}
-		w.at(at, func() {
+		w.at(max(at, w.now), func() {
 			if n.inc != inc || !n.up {
 				return // the process that asked is gone
 			}

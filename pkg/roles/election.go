@@ -538,7 +538,15 @@ func (m *Master) onHigherEpoch(e uint64) {
 func (m *Master) tryWin() {
 	var inForce uint64
 	for _, v := range m.counted() {
-		inForce = max(inForce, v.inForce)
+		// Only from a voter whose commit point this log holds: below it
+		// the logs are one (log matching), so the voter's version names
+		// the same config entry as this log's. A version number alone does
+		// not: two logs that parted can each hold a config of the same
+		// number (simulator seed 283 with a witness, where an ELECT put its
+		// own unacknowledged config in force on a word about another).
+		if m.log.Has(v.commit) {
+			inForce = max(inForce, v.inForce)
+		}
 	}
 	// A voter that knows a config version to be in force learned it from a
 	// LEADER that saw quorums under both versions have it: safe to adopt

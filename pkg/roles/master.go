@@ -133,7 +133,7 @@ func (m *Master) NextDeadline() Instant {
 			at(m.halfSince.Add(m.cfg.Witness.Delay))
 		}
 		if m.role == Elect && m.asideSince != 0 {
-			at(m.asideSince.Add(m.cfg.Witness.Delay))
+			at(m.asideSince.Add(m.asideWait()))
 		}
 	}
 	return d

@@ -665,3 +665,33 @@ func TestVoterViewTakesLowerIncarnationWhenStale(t *testing.T) {
 		t.Fatalf("a view no longer fresh ignored the restored run: %+v", w.r)
 	}
 }
+
+// An ELECT adopts a voter's word that a config version is in force only
+// from a voter whose commit point its own log holds: below it the logs are
+// one, so the version names the same config entry. A voter that followed
+// another LEADER, on a log that parted from this one, may know another
+// config of the same number in force (simulator seed 283 with a witness:
+// the ELECT put its own unacknowledged config in force on such a word and
+// won on half of the sites, without entries a quorum had acknowledged).
+func TestElectAdoptsInForceOnlyFromItsOwnLog(t *testing.T) {
+	for _, tt := range []struct {
+		commit string
+		want   uint64
+	}{
+		{"9@7", 2}, // a position this log does not hold
+		{"2@0", 3}, // one it holds
+	} {
+		h := newHarness(t)
+		h.run("master id=1 masters=1 registry=1@10.0.1.1,2@10.0.1.2,3@10.0.1.3 pending=1@10.0.1.1,2@10.0.1.2,3@10.0.1.3,4@10.0.1.4,5@10.0.1.5 acks=0")
+		h.run("hello cs=1 nominate")
+		for _, cs := range []string{"2", "3"} {
+			h.run("hello cs=" + cs)
+		}
+		for _, cs := range []string{"1", "2", "3"} {
+			h.run("ack cs=" + cs + " inforce=3 reg=3 tag=7 commit=" + tt.commit)
+		}
+		if got := h.m.Hard().InForce; got != tt.want {
+			t.Errorf("voters' commit %s: in force %d, want %d", tt.commit, got, tt.want)
+		}
+	}
+}

@@ -161,6 +161,19 @@ func (m *Master) halfCarried() bool {
 	return won(m.witnessHope) && !won(func(*registry.ClusterConfig) quorum.Vote { return quorum.Unknown })
 }
 
+// halfSatisfied: the votes counted now win, but those this log satisfies
+// (the catch-up rule, tryWin) make a quorum only with the witness's vote.
+// The others report a commit point a later LEADER discarded (a voter told
+// of a proposal that was never acknowledged keeps it until a LEADER tells
+// it otherwise): the lease lets the satisfied half lead, or nobody would
+// (simulator seed 106 with a witness).
+func (m *Master) halfSatisfied() bool {
+	cv := m.Registry().Version
+	ok := m.countable(m.now, func(v *voterRec) bool { return changelog.Satisfies(&m.log, cv, v.commit, v.knownReg) })
+	won := func(wv func(*registry.ClusterConfig) quorum.Vote) bool { return m.outcomeW(ok, wv) == quorum.Won }
+	return won(m.witnessHope) && !won(func(*registry.ClusterConfig) quorum.Vote { return quorum.Unknown })
+}
+
 // witnessNeed says whether this master should hold the lease now.
 func (m *Master) witnessNeed() bool {
 	m.relying = false
@@ -193,7 +206,7 @@ func (m *Master) witnessNeed() bool {
 		if m.witRec != nil {
 			return true // taken: keep it while the election lasts
 		}
-		if !m.halfCarried() {
+		if !m.halfCarried() && !m.halfSatisfied() {
 			m.halfSince = 0
 			return false
 		}
@@ -210,6 +223,17 @@ func (m *Master) witnessNeed() bool {
 // knows (a store is set, and it does not refuse it).
 func (m *Master) witnessUsable() bool {
 	return m.cfg.Witness.Store && m.wit != nil && m.wit.Unusable() == ""
+}
+
+// asideWait is how long an ELECT that cannot take the lease waits with
+// exactly half in session before it hands over: WITNESS_DELAY, and at least
+// two vote leases, for the other half's voters to be free of the LEADER they
+// were promised to (a handover to it, a reclaim by KEEP_LEADERSHIP) and
+// come over. Handing over at its first exact half, an ELECT that would
+// have won them all flapped with the one it handed to (simulator seed 241
+// with a witness).
+func (m *Master) asideWait() time.Duration {
+	return max(m.cfg.Witness.Delay, 2*m.cfg.VoteLease)
 }
 
 // stepAside: an ELECT that has carried exactly half of the locations for
@@ -237,14 +261,17 @@ func (m *Master) stepAside() {
 	if m.asideSince == 0 {
 		m.asideSince = m.now
 	}
-	if m.now.Sub(m.asideSince) < m.cfg.Witness.Delay {
+	if m.now.Sub(m.asideSince) < m.asideWait() {
 		return
 	}
 	best := wire.NoMaster
 	var bc Candidate
 	for _, id := range m.cfg.Masters {
 		p := m.peers[id]
-		if id == m.cfg.ID || !m.fresh(p) || !p.st.Witness || !p.st.Eligible || !p.st.Last.Covers(m.hard.Commit) {
+		// Its log may be behind this one: as ELECT it catches up from this
+		// master (the catch-up rule) before it may lead. Better ranks the
+		// newest first.
+		if id == m.cfg.ID || !m.fresh(p) || !p.st.Witness || !p.st.Eligible {
 			continue
 		}
 		if c := peerCandidate(p.st); best == wire.NoMaster || Better(c, bc) {

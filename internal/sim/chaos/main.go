@@ -18,6 +18,7 @@ func main() {
 	seeds := flag.Int("seeds", 20000, "number of seeds to play")
 	first := flag.Int64("first", 1, "first seed")
 	doc := flag.String("doc", "", "rewrite this markdown file with the figures (docs/sim.md)")
+	witness := flag.Bool("witness", false, "every seed on two locations with an object-store witness (its own block of figures)")
 	flag.Parse()
 
 	start := time.Now()
@@ -27,7 +28,24 @@ func main() {
 	var failed []sim.Result
 	var snaps sim.Snapshots
 	tempRemovals, forged, diskFaults, stuck := 0, 0, 0, 0
-	sim.RunSeeds(*first, *seeds, func(r sim.Result) {
+	var wit witnessFigures
+	opts := func(s int64) sim.Options {
+		o := sim.DefaultOptions(s)
+		o.Witness = *witness
+		return o
+	}
+	sim.RunSeedsWith(*first, *seeds, opts, func(r sim.Result) {
+		if w := r.Witness; w != nil {
+			wit.seeds++
+			wit.calls += w.Calls
+			wit.writes += w.Writes
+			if w.HeldEvents > 0 {
+				wit.held++
+			}
+			if w.Refused {
+				wit.refused++
+			}
+		}
 		violations += len(r.Violations)
 		if r.Liveness != "" {
 			liveness++
@@ -58,7 +76,7 @@ func main() {
 		fmt.Fprint(os.Stderr, r.Report())
 	}
 	if *doc != "" {
-		if err := writeDoc(*doc, *seeds, violations, liveness, elapsed, events, terms, acked, snaps, tempRemovals, forged, diskFaults, stuck, fail, heal); err != nil {
+		if err := writeDoc(*doc, *witness, wit, *seeds, violations, liveness, elapsed, events, terms, acked, snaps, tempRemovals, forged, diskFaults, stuck, fail, heal); err != nil {
 			fmt.Fprintln(os.Stderr, "chaos:", err)
 			os.Exit(2)
 		}
@@ -66,6 +84,7 @@ func main() {
 	fmt.Printf("sim: seeds=%d violations=%d liveness_failures=%d elapsed=%.0fs\n", *seeds, violations, liveness, elapsed.Seconds())
 	fmt.Printf("snapshots: saved=%d trims=%d installed=%d (by an ELECT %d); temporary removals accepted: %d; forged messages: %d\n", snaps.Saved, snaps.Trims, snaps.Installed, snaps.ElectInstall, tempRemovals, forged)
 	fmt.Printf("disk faults: %d chunkserver records damaged, torn or lost; %d seeds left with no quorum of certain voters after the heal (documented, not failures)\n", diskFaults, stuck)
+	fmt.Printf("witness: on %d seeds, its lease held on %d, the store refused by the self-test on %d; %d calls, %d writes\n", wit.seeds, wit.held, wit.refused, wit.calls, wit.writes)
 	if violations > 0 || liveness > 0 {
 		os.Exit(1)
 	}
@@ -81,18 +100,25 @@ func pct(ds []time.Duration, p float64) time.Duration {
 	return s[i].Round(time.Millisecond)
 }
 
-func writeDoc(path string, seeds, violations, liveness int, elapsed time.Duration, events, terms, acked int, snaps sim.Snapshots, tempRemovals, forged, diskFaults, stuck int, fail map[string][]time.Duration, heal []time.Duration) error {
+// witnessFigures sums what the witness did over the seeds that drew it.
+type witnessFigures struct{ seeds, held, refused, calls, writes int }
+
+func writeDoc(path string, withWitness bool, wit witnessFigures, seeds, violations, liveness int, elapsed time.Duration, events, terms, acked int, snaps sim.Snapshots, tempRemovals, forged, diskFaults, stuck int, fail map[string][]time.Duration, heal []time.Duration) error {
 	old, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	const begin, end = "<!-- chaos:begin -->", "<!-- chaos:end -->"
+	begin, end := "<!-- chaos:begin -->", "<!-- chaos:end -->"
+	cmd := "make chaos"
+	if withWitness {
+		begin, end, cmd = "<!-- chaos-witness:begin -->", "<!-- chaos-witness:end -->", "make chaos WITNESS=1"
+	}
 	i, j := strings.Index(string(old), begin), strings.Index(string(old), end)
 	if i < 0 || j < i {
 		return fmt.Errorf("%s has no %s ... %s block to replace", path, begin, end)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s\nLatest `make chaos` run (%s, %d cores):\n\n", begin, time.Now().UTC().Format("2006-01-02"), runtime.GOMAXPROCS(0))
+	fmt.Fprintf(&b, "%s\nLatest `%s` run (%s, %d cores):\n\n", begin, cmd, time.Now().UTC().Format("2006-01-02"), runtime.GOMAXPROCS(0))
 	fmt.Fprintf(&b, "```\nsim: seeds=%d violations=%d liveness_failures=%d elapsed=%.0fs\n```\n\n", seeds, violations, liveness, elapsed.Seconds())
 	fmt.Fprintf(&b, "| figure | value |\n|---|---|\n")
 	fmt.Fprintf(&b, "| seeds per second | %.1f |\n", float64(seeds)/elapsed.Seconds())
@@ -104,10 +130,15 @@ func writeDoc(path string, seeds, violations, liveness int, elapsed time.Duratio
 	fmt.Fprintf(&b, "| temporary removals (-CTR) a master took | %d |\n", tempRemovals)
 	fmt.Fprintf(&b, "| forged messages (impostor acks, a clone's echoes, epoch bombs) | %d |\n", forged)
 	fmt.Fprintf(&b, "| chunkserver records damaged, torn or lost (rot-cs, torn-cs, lose-cs) | %d |\n", diskFaults)
-	fmt.Fprintf(&b, "| seeds with no quorum of certain voters after the heal (no LEADER, as documented) | %d |\n\n", stuck)
+	fmt.Fprintf(&b, "| seeds with no quorum of certain voters after the heal (no LEADER, as documented) | %d |\n", stuck)
+	fmt.Fprintf(&b, "| seeds with a witness / its lease held / the store refused by the self-test | %d / %d / %d |\n", wit.seeds, wit.held, wit.refused)
+	fmt.Fprintf(&b, "| calls on the witness's store / writes it took | %d / %d |\n\n", wit.calls, wit.writes)
 	fmt.Fprintf(&b, "Virtual time from the fault to the next LEADER (only faults that hit the sitting LEADER):\n\n")
 	fmt.Fprintf(&b, "| fault | samples | median | p90 | p99 | max |\n|---|---|---|---|---|---|\n")
 	kinds := []string{"kill", "pause", "partition", "step-down", "usurper"}
+	if withWitness {
+		kinds = append(kinds, "kill-site")
+	}
 	for _, k := range kinds {
 		ds := fail[k]
 		fmt.Fprintf(&b, "| %s | %d | %v | %v | %v | %v |\n", k, len(ds), pct(ds, 0.5), pct(ds, 0.9), pct(ds, 0.99), pct(ds, 1))
