@@ -148,6 +148,12 @@ func NewMasterMetrics(reg prometheus.Registerer) *MasterMetrics {
 	for _, s := range authScopes {
 		m.authBlocks.WithLabelValues(s)
 	}
+	// Every series at 0 from the start: an alert on a rise must see it.
+	for _, op := range []string{"get", "create", "swap"} {
+		for _, r := range []string{"ok", "absent", "conflict", "ambiguous", "refused"} {
+			m.witnessCalls.WithLabelValues(op, r)
+		}
+	}
 	return m
 }
 
