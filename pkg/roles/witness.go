@@ -314,6 +314,11 @@ func (m *Master) witnessStep(in any) {
 			w.Confirm = m.readHB
 		}
 	}
+	if w.WitnessID == "" || !m.cfg.Witness.Store {
+		// Nothing to write: the want stays still, and the lease is not
+		// stepped on every commit point of a cluster without a witness.
+		w.Commit, w.KnownReg, w.Confirm = changelog.Pos{}, 0, 0
+	}
 	now := witness.Instant(m.now)
 	var reqs []witness.Request
 	switch {
