@@ -129,8 +129,8 @@ func (m *Master) witnessVote(c *registry.ClusterConfig, counts func(*voterRec) b
 }
 
 // witnessHope is the witness's vote in a count of what could be won: For
-// where c names a witness this master can ask for, unless it is known to
-// be another's now.
+// where c names a witness and this master has a store to ask it of (the
+// lease may be another's for now; a swap will tell).
 func (m *Master) witnessHope(c *registry.ClusterConfig) quorum.Vote {
 	if c == nil || c.Witness == "" || !m.cfg.Witness.Store {
 		return quorum.Unknown
@@ -174,7 +174,10 @@ func (m *Master) halfSatisfied() bool {
 	return won(m.witnessHope) && !won(func(*registry.ClusterConfig) quorum.Vote { return quorum.Unknown })
 }
 
-// witnessNeed says whether this master should hold the lease now.
+// witnessNeed says whether this master should hold the lease now. Where
+// a witness is named it counts the votes each step (strictUntil, O(voters)):
+// cheap at the sizes two-site clusters run at; a crowd would want it
+// cached with the quorum deadline.
 func (m *Master) witnessNeed() bool {
 	m.relying = false
 	if !m.cfg.Witness.Store || !m.HasMetadata() || m.Registry().Witness == "" {
