@@ -65,9 +65,12 @@ install: build
 
 # A real local cluster in the foreground on loopback: 3 masters on
 # 127.0.0.11-13, 6 chunkservers in 3 locations; Ctrl-C stops it.
-run: build
+# WITNESS=1: two sites (a master and two chunkservers each, 127.0.1.x and
+# 127.0.2.x) and an object-store witness, versitygw on 127.0.0.1 (installed
+# first by the versitygw target), named with mfscli -CWITNESS on.
+run: build $(if $(WITNESS),versitygw)
 	$(GO) build -o bin/ ./internal/cluster/localrun
-	bin/localrun -dir run -bin bin
+	bin/localrun -dir run -bin bin $(if $(WITNESS),-witness)
 
 # go vet, staticcheck (its default checks; fetched through the module proxy
 # at a fixed version, so CI needs nothing installed), and gofmt. A finding

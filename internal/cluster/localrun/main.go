@@ -1,5 +1,7 @@
 // Command localrun is `make run`: a real local cluster in the foreground on
-// loopback, with a listing of who leads; Ctrl-C stops it in order.
+// loopback, with a listing of who leads; Ctrl-C stops it in order. With
+// -witness (make run WITNESS=1) it is two sites and an object-store
+// witness instead (witness.go).
 package main
 
 import (
@@ -19,35 +21,61 @@ import (
 func main() {
 	dir := flag.String("dir", "run", "where configs, data and logs go (wiped at start)")
 	bin := flag.String("bin", "bin", "where the built daemons are")
+	wit := flag.Bool("witness", false, "two sites (a: 127.0.1.0/24, b: 127.0.2.0/24, a master and two chunkservers each) and an object-store witness: versitygw on 127.0.0.1 (from -versitygw; make versitygw installs it), named with mfscli -CWITNESS on")
+	vgw := flag.String("versitygw", ".bin/versitygw", "the versitygw binary, with -witness")
 	flag.Parse()
-	if err := run(*dir, *bin); err != nil {
+	if err := run(*dir, *bin, *wit, *vgw); err != nil {
 		fmt.Fprintln(os.Stderr, "make run:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir, bin string) error {
+func run(dir, bin string, wit bool, vgw string) error {
 	dir, _ = filepath.Abs(dir)
 	bin, _ = filepath.Abs(bin)
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+
 	s := cluster.Local(dir, bin, 0)
+	var store *objectStore
+	if wit {
+		var err error
+		if store, err = startObjectStore(vgw, dir); err != nil {
+			return err
+		}
+		defer store.stop()
+		s = twoSites(dir, bin, store)
+	}
 	c, err := cluster.Start(s)
 	if err != nil {
 		return err
 	}
 	defer c.Stop()
-	fmt.Printf("cluster started: 3 masters (%s), 6 chunkservers in dc1 127.0.1.0/24, dc2 127.0.2.0/24, dc3 127.0.3.0/24\n", s.MasterHost())
+	if wit {
+		fmt.Printf("cluster started: 2 masters (%s), 4 chunkservers in two sites, a 127.0.1.0/24 and b 127.0.2.0/24\n", s.MasterHost())
+		fmt.Printf("witness store: versitygw %s, bucket %s, prefix %s (data %s, log %s, keys %s)\n",
+			store.endpoint, witnessBucket, witnessPrefix, store.root, store.log, store.creds)
+	} else {
+		fmt.Printf("cluster started: 3 masters (%s), 6 chunkservers in dc1 127.0.1.0/24, dc2 127.0.2.0/24, dc3 127.0.3.0/24\n", s.MasterHost())
+	}
 	fmt.Printf("logs: %s/*.log   configs and data: %s/master*/, %s/cs*/\n", dir, dir, dir)
 	fmt.Printf("listing: %s/mfscli -H %s -SIM   (-SCS for chunkservers)\n\n", bin, s.MasterHost())
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	start := time.Now()
 	if _, st, err := c.WaitLeader(20*time.Second, 100*time.Millisecond); err == nil {
 		fmt.Printf("LEADER %s (epoch %d) after %.1f s\n", st.Addr, st.Epoch, time.Since(start).Seconds())
 	} else {
 		fmt.Println(err)
+	}
+	if wit {
+		if err := nameWitness(c, bin, sigs); err != nil {
+			return err
+		}
 	}
 	last := ""
 	tick := time.NewTicker(time.Second)
