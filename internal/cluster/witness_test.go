@@ -25,6 +25,7 @@ import (
 
 	"github.com/mfs-election/mfs-election/internal/cluster"
 	"github.com/mfs-election/mfs-election/internal/witness/s3store"
+	"github.com/mfs-election/mfs-election/internal/witness/versitytest"
 	"github.com/mfs-election/mfs-election/pkg/client"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
@@ -73,28 +74,6 @@ func writeCredentials(t *testing.T, dir string) string {
 	return p
 }
 
-// versityGW finds the versitygw binary: $MFS_VERSITYGW (set by make test,
-// which installs it first, so a missing file is a failure), else
-// <repo>/.bin/versitygw, else the test skips.
-func versityGW(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("MFS_VERSITYGW"); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			t.Fatalf("MFS_VERSITYGW=%s: %v (make versitygw installs it)", p, err)
-		}
-		return p
-	}
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(root, ".bin", "versitygw")
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("no %s: run `make versitygw` (or set MFS_VERSITYGW) for the witness's real-process tests", p)
-	}
-	return p
-}
-
 // syncBuffer is a process's output, shown when it fails.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -134,7 +113,7 @@ func (s *objectStore) signal(t *testing.T, sig syscall.Signal) {
 // kills it.
 func startObjectStore(t *testing.T, dir, ns string) *objectStore {
 	t.Helper()
-	bin := versityGW(t)
+	bin := versitytest.Binary(t)
 	root := filepath.Join(dir, "versitygw")
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		t.Fatal(err)

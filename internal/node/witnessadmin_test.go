@@ -7,13 +7,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -21,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/witness/s3store"
+	"github.com/mfs-election/mfs-election/internal/witness/versitytest"
 	"github.com/mfs-election/mfs-election/pkg/client"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/registry"
@@ -305,8 +302,8 @@ func TestWitnessAdminRefusals(t *testing.T) {
 // (versitygw's posix backend): skipped without it (make versitygw, or
 // MFS_VERSITYGW).
 func TestWitnessAdminVersityGW(t *testing.T) {
-	endpoint := startVersityGW(t)
-	sc := &s3store.Config{Endpoint: endpoint, Bucket: "mfs-witness", Prefix: "mfs", AccessKey: vgwAccess, SecretKey: vgwSecret, CallTimeout: time.Second}
+	endpoint := versitytest.Start(t)
+	sc := &s3store.Config{Endpoint: endpoint, Bucket: "mfs-witness", Prefix: "mfs", AccessKey: versitytest.Access, SecretKey: versitytest.Secret, CallTimeout: time.Second}
 	s, err := s3store.New(*sc)
 	if err != nil {
 		t.Fatal(err)
@@ -320,100 +317,4 @@ func TestWitnessAdminVersityGW(t *testing.T) {
 		b, _, err := s.Get(ctx, strings.TrimPrefix(key, "mfs/"))
 		return b, err == nil
 	})
-}
-
-// The versitygw helpers, as internal/witness/s3store/versitygw_test.go
-// has them.
-const (
-	vgwAccess = "mfswitnesstest"
-	vgwSecret = "mfs-witness-test-secret"
-)
-
-// versityGWBinary finds the versitygw binary: $MFS_VERSITYGW (a missing
-// file is a failure), else <repo>/.bin/versitygw, else the test skips.
-func versityGWBinary(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("MFS_VERSITYGW"); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			t.Fatalf("MFS_VERSITYGW=%s: %v (make versitygw installs it)", p, err)
-		}
-		return p
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 10 {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			p := filepath.Join(dir, ".bin", "versitygw")
-			if _, err := os.Stat(p); err != nil {
-				t.Skipf("no %s: run `make versitygw` (or set MFS_VERSITYGW) for the real-server tests", p)
-			}
-			return p
-		}
-		dir = filepath.Dir(dir)
-	}
-	t.Skip("no go.mod above the test's directory: run `make versitygw` and set MFS_VERSITYGW")
-	return ""
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// startVersityGW runs versitygw's posix backend on a temporary directory on
-// a free loopback port and returns its endpoint; t.Cleanup kills it.
-func startVersityGW(t *testing.T) string {
-	t.Helper()
-	bin := versityGWBinary(t)
-	root := t.TempDir()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	cmd := exec.Command(bin, "--access", vgwAccess, "--secret", vgwSecret, "--port", addr, "--quiet", "posix", root)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + root}
-	var out lockedBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-			return "http://" + addr
-		}
-		select {
-		case err := <-exited:
-			exited <- err
-			t.Fatalf("versitygw exited before listening: %v\n%s", err, out.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("versitygw did not listen on %s within 10 s:\n%s", addr, out.String())
-		}
-	}
 }

@@ -5,126 +5,23 @@ import (
 	"context"
 	"errors"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/mfs-election/mfs-election/internal/witness/versitytest"
 )
-
-const (
-	vgwAccess = "mfswitnesstest"
-	vgwSecret = "mfs-witness-test-secret"
-)
-
-// versityGWBinary finds the versitygw binary: $MFS_VERSITYGW (set by make
-// test, which installs it first, so a missing file is a failure), else
-// <repo>/.bin/versitygw, else the test skips.
-func versityGWBinary(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("MFS_VERSITYGW"); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			t.Fatalf("MFS_VERSITYGW=%s: %v (make versitygw installs it)", p, err)
-		}
-		return p
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 10 { // up to the module root; the package is 3 levels down
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			p := filepath.Join(dir, ".bin", "versitygw")
-			if _, err := os.Stat(p); err != nil {
-				t.Skipf("no %s: run `make versitygw` (or set MFS_VERSITYGW) for the real-server tests", p)
-			}
-			return p
-		}
-		dir = filepath.Dir(dir)
-	}
-	t.Skip("no go.mod above the test's directory: run `make versitygw` and set MFS_VERSITYGW")
-	return ""
-}
-
-// lockedBuffer is the gateway's output, shown if it fails to start.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// startVersityGW runs versitygw's posix backend on a temporary directory on
-// a free loopback port and returns its endpoint; t.Cleanup kills it.
-func startVersityGW(t *testing.T) string {
-	t.Helper()
-	bin := versityGWBinary(t)
-	root := t.TempDir()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-
-	cmd := exec.Command(bin, "--access", vgwAccess, "--secret", vgwSecret, "--port", addr, "--quiet", "posix", root)
-	// Only what it needs: no VGW_* or ROOT_* from the environment.
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + root}
-	var out lockedBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
-
-	deadline := time.Now().Add(10 * time.Second)
-	for i := 0; ; i++ {
-		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-			t.Logf("versitygw on %s after %d tries", addr, i+1)
-			return "http://" + addr
-		}
-		select {
-		case err := <-exited:
-			exited <- err
-			t.Fatalf("versitygw exited before listening: %v\n%s", err, out.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("versitygw did not listen on %s within 10 s:\n%s", addr, out.String())
-		}
-	}
-}
 
 // TestVersityGW runs everything a witness needs against a real S3 server:
 // the answers one by one, the 501 for an If-None-Match other than *, the
 // refusals, and the self-test with its races.
 func TestVersityGW(t *testing.T) {
-	endpoint := startVersityGW(t)
+	endpoint := versitytest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cfg := Config{Endpoint: endpoint, Bucket: "mfs-witness", Prefix: "cluster1", AccessKey: vgwAccess, SecretKey: vgwSecret}
+	cfg := Config{Endpoint: endpoint, Bucket: "mfs-witness", Prefix: "cluster1", AccessKey: versitytest.Access, SecretKey: versitytest.Secret}
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
