@@ -2,6 +2,7 @@ package changelog
 
 import (
 	"fmt"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/mfs-election/mfs-election/pkg/locations"
@@ -34,6 +35,14 @@ type RoleChange struct {
 	// that one went (Why* below), as the voters that nominated it saw it.
 	Deposed wire.MasterID `msgpack:",omitempty"`
 	Why     string        `msgpack:",omitempty"`
+	// Witness and LeaseEpoch: the object-store witness's part in the
+	// tally (docs/roles.md §7), for a record counted under a registry that
+	// names one: what its lease did (Witness* below; "" when none was
+	// named, or the record is older than the witness), and the lease_epoch
+	// of the lease the change relied on (WitnessRelied only, else 0). The
+	// json tags keep an older record's stored form byte for byte.
+	Witness    string `msgpack:",omitempty" json:",omitempty"`
+	LeaseEpoch uint64 `msgpack:",omitempty" json:",omitempty"`
 }
 
 // LocationVotes is one location's part of a tally: the votes the master
@@ -60,6 +69,23 @@ const (
 	WhySelfNominated = "self-nominated"     // no voter nominated anybody; the master nominated itself
 )
 
+// The witness's part in a record's tally (RoleChange.Witness).
+const (
+	// WitnessRelied: exactly half of the locations, and the witness's lease
+	// held: the lease was the deciding vote.
+	WitnessRelied = "relied"
+	// WitnessNoLease: exactly half of the locations, and no lease (lost,
+	// not renewed in time, or never taken): a LEADER that leaves with it
+	// lost its quorum because of the witness (§3.8).
+	WitnessNoLease = "no-lease"
+	// WitnessUnused: a witness was named, and the lease had no part (a
+	// strict majority of the locations, or less than half).
+	WitnessUnused = "unused"
+)
+
+// WitnessParts lists the values a record's Witness may hold besides "".
+var WitnessParts = []string{WitnessRelied, WitnessNoLease, WitnessUnused}
+
 // Whys lists the causes a LEADER change is counted under (anything else
 // counts as "other").
 var Whys = []string{WhyLeaseLapsed, WhyRefused, WhyClosed, WhyConnLost, WhyHandover, WhyReleased,
@@ -69,7 +95,7 @@ var Whys = []string{WhyLeaseLapsed, WhyRefused, WhyClosed, WhyConnLost, WhyHando
 // kept in the metadata, so a peer's claim is checked (CheckRoleChange)
 // before it is written.
 const (
-	MaxHistoryText  = 64 // bytes of a role name, reason, section or why
+	MaxHistoryText  = 64 // bytes of a role name, reason, section, why or witness part
 	MaxEntryHistory = 16 // records in one entry
 )
 
@@ -88,7 +114,7 @@ func CheckHistory(rs []RoleChange) string {
 
 // CheckRoleChange names what is wrong with a record, or returns "".
 func CheckRoleChange(r *RoleChange) string {
-	for _, s := range []string{r.From, r.To, r.Reason, r.Section, r.Why} {
+	for _, s := range []string{r.From, r.To, r.Reason, r.Section, r.Why, r.Witness} {
 		if len(s) > MaxHistoryText || !utf8.ValidString(s) {
 			return "malformed-history-text"
 		}
@@ -100,6 +126,14 @@ func CheckRoleChange(r *RoleChange) string {
 		return "malformed-history-seq"
 	case len(r.Votes) > locations.MaxLocations:
 		return "malformed-history-votes"
+	case r.Witness != "" && !slices.Contains(WitnessParts, r.Witness):
+		// A value this version does not know: a new one comes with a
+		// protocol version, as the history itself did.
+		return "malformed-history-witness"
+	case (r.Witness == WitnessRelied) != (r.LeaseEpoch != 0) || r.LeaseEpoch > r.Epoch:
+		// A lease relied on was given at the epoch the master counted in
+		// (its lease_epoch), never above it.
+		return "malformed-history-witness"
 	}
 	for _, v := range r.Votes {
 		if len(v.Location) > locations.MaxNameLen || !utf8.ValidString(v.Location) || v.Votes < 0 || v.Voters < 0 {
@@ -113,6 +147,12 @@ func (r RoleChange) String() string {
 	s := fmt.Sprintf("master %d %s -> %s epoch %d (%s, %s)", r.Master, r.From, r.To, r.Epoch, r.Reason, r.Section)
 	if r.Why != "" {
 		s += fmt.Sprintf(" after %d: %s", r.Deposed, r.Why)
+	}
+	switch r.Witness {
+	case WitnessRelied:
+		s += fmt.Sprintf(" with the witness's lease (lease_epoch %d)", r.LeaseEpoch)
+	case WitnessNoLease:
+		s += " on half of the locations without the witness's lease"
 	}
 	return s
 }

@@ -87,6 +87,8 @@ func TestPeerInputChecks(t *testing.T) {
 		{"history with a long reason", changelog.Pos{Version: 2, Epoch: 1}, []changelog.Entry{history(3, 1, changelog.RoleChange{Master: 1, Seq: 1, Reason: strings.Repeat("r", 65)})}, 2, "malformed-history-text"},
 		{"history with too many locations", changelog.Pos{Version: 2, Epoch: 1}, []changelog.Entry{history(3, 1, changelog.RoleChange{Master: 1, Seq: 1, Votes: make([]changelog.LocationVotes, 9)})}, 2, "malformed-history-votes"},
 		{"history with negative votes", changelog.Pos{Version: 2, Epoch: 1}, []changelog.Entry{history(3, 1, changelog.RoleChange{Master: 1, Seq: 1, Votes: []changelog.LocationVotes{{Votes: -1}}})}, 2, "malformed-history-votes"},
+		{"history with an unknown witness part", changelog.Pos{Version: 2, Epoch: 1}, []changelog.Entry{history(3, 1, changelog.RoleChange{Master: 1, Seq: 1, Witness: "maybe"})}, 2, "malformed-history-witness"},
+		{"history with a lease_epoch above its epoch", changelog.Pos{Version: 2, Epoch: 1}, []changelog.Entry{history(3, 1, changelog.RoleChange{Master: 1, Seq: 1, Epoch: 1, Witness: changelog.WitnessRelied, LeaseEpoch: 2})}, 2, "malformed-history-witness"},
 		{"too many records in one entry", changelog.Pos{Version: 2, Epoch: 1}, []changelog.Entry{history(3, 1, slices.Repeat([]changelog.RoleChange{rec}, 17)...)}, 2, "malformed-history-count"},
 	} {
 		if got := checkEntries(c.prev, c.es, c.epoch); got != c.want {

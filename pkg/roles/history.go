@@ -70,13 +70,14 @@ func (m *Master) wallNow() int64 {
 	return m.wallMs + int64(m.now.Sub(m.wallAt)/time.Millisecond)
 }
 
-// noteRoleChange records one role change of this master; votes is its
-// tally as the change began (before any disconnect).
-func (m *Master) noteRoleChange(from, to Role, reason, section string, votes []changelog.LocationVotes) {
+// noteRoleChange records one role change of this master; t is its tally
+// as the change began (before any disconnect).
+func (m *Master) noteRoleChange(from, to Role, reason, section string, t recordTally) {
 	m.histSeq++
 	r := changelog.RoleChange{
 		UnixMs: m.wallNow(), Master: m.cfg.ID, Inc: m.hard.Incarnation, Seq: m.histSeq,
-		From: from.String(), To: to.String(), Epoch: m.Epoch(), Reason: reason, Section: section, Votes: votes,
+		From: from.String(), To: to.String(), Epoch: m.Epoch(), Reason: reason, Section: section, Votes: t.votes,
+		Witness: t.witness, LeaseEpoch: t.leaseEpoch,
 	}
 	if to == Leader {
 		r.Deposed, r.Why = m.electDeposed, m.electWhy
@@ -94,23 +95,47 @@ func (m *Master) noteRoleChange(from, to Role, reason, section string, votes []c
 	}
 }
 
-// votesNow is this master's tally per location under its newest config,
-// for a record (nil when it counts no votes).
-func (m *Master) votesNow() []changelog.LocationVotes {
+// recordTally is a record's tally: the votes per location and the
+// witness's part in them (changelog.RoleChange.Witness, LeaseEpoch).
+type recordTally struct {
+	votes      []changelog.LocationVotes
+	witness    string
+	leaseEpoch uint64
+}
+
+// tallyNow is this master's tally per location under its newest config,
+// for a record (empty when it counts no votes), with the witness's part
+// where that config names one: the lease it relied on for an exact half
+// (its lease_epoch), or an exact half without it.
+func (m *Master) tallyNow() recordTally {
 	tv := m.Tallies(m.now)
 	if len(tv) == 0 {
-		return nil
+		return recordTally{}
 	}
 	cfg := m.Registry()
-	var out []changelog.LocationVotes
-	for _, lt := range tv[0].Votes.Locations {
+	var rt recordTally
+	t := tv[0].Votes
+	for _, lt := range t.Locations {
 		name := ""
 		if l, ok := cfg.Locations.Location(lt.Loc); ok {
 			name = l.Name
 		}
-		out = append(out, changelog.LocationVotes{Location: name, Votes: lt.For, Voters: lt.Registered})
+		rt.votes = append(rt.votes, changelog.LocationVotes{Location: name, Votes: lt.For, Voters: lt.Registered})
 	}
-	return out
+	if !t.Witness {
+		return rt
+	}
+	half := t.Participating > 0 && 2*t.Carried == t.Participating
+	w := m.witnessFor(cfg)
+	switch {
+	case half && t.WitnessHeld && w != nil:
+		rt.witness, rt.leaseEpoch = changelog.WitnessRelied, w.ackEpoch
+	case half && !t.WitnessHeld:
+		rt.witness = changelog.WitnessNoLease
+	default:
+		rt.witness = changelog.WitnessUnused
+	}
+	return rt
 }
 
 // electCause notes why an election starts (startElect's reason; for a

@@ -261,9 +261,9 @@ func (m *Master) become(to Role, reason string) {
 	if rule.Disconnect != MustDisconnect(from, to) {
 		panic(fmt.Sprintf("invariant disconnect-rule: table row %s disagrees with MustDisconnect", rule.Section))
 	}
-	var votes []changelog.LocationVotes
+	var votes recordTally
 	if from.TakesVotes() {
-		votes = m.votesNow() // before the disconnect drops them
+		votes = m.tallyNow() // before the disconnect drops them
 	}
 	var disc []Disconnect
 	if rule.Disconnect {

@@ -344,6 +344,12 @@ func (h *harness) netHistory() string {
 			if r.Why != "" {
 				line += fmt.Sprintf(" deposed %s: %s", masterName(r.Deposed), r.Why)
 			}
+			if r.Witness != "" {
+				line += " witness=" + r.Witness
+			}
+			if r.LeaseEpoch != 0 {
+				line += fmt.Sprintf(" lease_epoch=%d", r.LeaseEpoch)
+			}
 			lines = append(lines, line)
 		}
 		if lc := node.m.LeaderChanges(); len(lc) > 0 {
