@@ -424,7 +424,7 @@ func historyCols(zone *time.Location) []column[clusterview.HistoryRow] {
 			return joined(cell{text: r.From, tone: r.FromTone}, cell{text: " -> "}, cell{text: r.To, tone: r.ToTone})
 		}, raw: changeText, cmp: func(a, b clusterview.HistoryRow) int { return strings.Compare(changeText(a), changeText(b)) }},
 		numCol("epoch", func(r clusterview.HistoryRow) uint64 { return r.Epoch }),
-		textCol("reason", func(r clusterview.HistoryRow) string { return strings.TrimSpace(r.Reason + " " + r.Section) }),
+		textCol("reason", clusterview.HistoryRow.ReasonText),
 		textCol("votes", votesText),
 		masterIDCol("deposed", func(r clusterview.HistoryRow) (netip.Addr, wire.MasterID) { return r.Deposed, r.DeposedID }),
 		textCol("why", func(r clusterview.HistoryRow) string { return r.Why }),
@@ -444,11 +444,15 @@ func recordTime(ms int64, zone *time.Location) string {
 func changeText(r clusterview.HistoryRow) string { return r.From + " -> " + r.To }
 
 // votesText is a record's tally: "dc1 2/2 dc2 1/2" (votes/voters per
-// location).
+// location), then the witness's part where it mattered ("+ witness
+// lease_epoch 7", "+ no witness lease").
 func votesText(r clusterview.HistoryRow) string {
-	s := make([]string, len(r.Votes))
+	s := make([]string, len(r.Votes), len(r.Votes)+1)
 	for i, v := range r.Votes {
 		s[i] = fmt.Sprintf("%s %d/%d", v.Location, v.Votes, v.Voters)
+	}
+	if w := r.WitnessVotes(); w != "" {
+		s = append(s, w)
 	}
 	return strings.Join(s, " ")
 }

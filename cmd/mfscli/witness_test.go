@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"net/netip"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/clusterview"
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/client"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
@@ -55,9 +57,10 @@ func twoWitness() []clusterview.Answer {
 
 // witnessHeld: twoWitness after dc2 was lost (its chunkservers, and the
 // master 127.0.0.13, which is there): the LEADER took the witness's
-// lease (lease_epoch 7) and leads with dc1 and the lease.
+// lease (lease_epoch 7) and leads with dc1 and the lease. The history
+// (witnessHistory) says how it came to lead.
 func witnessHeld() []clusterview.Answer {
-	as := twoWitness()
+	as := recorded(twoWitness(), witnessHistory()...)
 	for i := range as {
 		st := &as[i].St
 		switch as[i].Addr.Addr() {
@@ -77,6 +80,21 @@ func witnessHeld() []clusterview.Answer {
 		}
 	}
 	return as
+}
+
+// witnessHistory: 127.0.0.13 was elected on both sites (the witness had
+// no part); a minute ago dc2 was cut off from dc1 and from the store, and
+// 127.0.0.13 left with dc2 alone and no lease (§3.8; its record was
+// written before dc2 was lost); 127.0.0.11 was elected with dc1 and the
+// witness's lease at lease_epoch 7.
+func witnessHistory() []protocol.RoleChangeStatus {
+	first := elected(-time.Hour, "127.0.0.13", 6, "", changelog.WhyNoLeader, votes("dc1", 2, 2), votes("dc2", 2, 2))
+	first[1].Witness = changelog.WitnessUnused
+	left := change(-61*time.Second, "127.0.0.13", roles.Leader, roles.Follower, 6, roles.ReasonQuorumLost, "§3.8", votes("dc1", 0, 2), votes("dc2", 2, 2))
+	left.Witness = changelog.WitnessNoLease
+	next := elected(-60*time.Second, "127.0.0.11", 7, "127.0.0.13", changelog.WhyLeaseLapsed, votes("dc1", 2, 2), votes("dc2", 0, 2))
+	next[1].Witness, next[1].LeaseEpoch = changelog.WitnessRelied, 7
+	return slices.Concat(first, []protocol.RoleChangeStatus{left}, next)
 }
 
 // witnessDown: dc2 lost as in witnessHeld, and the store at the third
@@ -118,6 +136,7 @@ func witnessDown() []clusterview.Answer {
 func TestWitnessListings(t *testing.T) {
 	slq := map[listing]bool{listLocations: true}
 	sim := map[listing]bool{listMasters: true}
+	slh := map[listing]bool{listHistory: true}
 	for _, c := range []struct {
 		name    string
 		answers []clusterview.Answer
@@ -143,6 +162,12 @@ func TestWitnessListings(t *testing.T) {
 			"WARNING: no tie-break", "or name an object-store witness",
 		}, nil},
 		{"no witness at all", healthy(), map[listing]bool{listMasters: true, listLocations: true}, nil, []string{"witness"}},
+		{"-SLH", witnessHeld(), slh, []string{
+			"quorum-lost §3.8: half, no witness lease",
+			"dc1 0/2 dc2 2/2 + no witness lease",
+			"dc1 2/2 dc2 0/2 + witness lease_epoch 7",
+		}, []string{"unused"}},
+		{"-SLH without a witness", healthy(), slh, nil, []string{"witness", "lease_epoch"}},
 	} {
 		out := render(t, c.answers, options{mode: modeTable, show: c.show})
 		for _, w := range c.want {
@@ -159,6 +184,10 @@ func TestWitnessListings(t *testing.T) {
 	plain := render(t, witnessHeld(), options{mode: modePlain, show: slq})
 	if !strings.Contains(plain, "Witness:\tyes\t"+witnessID+"\t127.0.0.11\t7\twitness: ") {
 		t.Errorf("plain:\n%s", plain)
+	}
+	plain = render(t, witnessHeld(), options{mode: modePlain, show: slh})
+	if !strings.Contains(plain, "\tELECT -> LEADER\t7\tquorum-won §3.4\tdc1 2/2 dc2 0/2 + witness lease_epoch 7\t127.0.0.13\tlease-lapsed\n") {
+		t.Errorf("-SLH -p: no witness lease_epoch in the LEADER's record:\n%s", plain)
 	}
 
 	// -SQP: two sites with the witness: losing either keeps a LEADER.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
@@ -29,8 +30,13 @@ type HistoryRow struct {
 	Deposed   netip.Addr    `json:"deposed_ip"`
 	DeposedID wire.MasterID `json:"deposed_id"`
 	Why       string        `json:"why"`
-	FromTone  Tone          `json:"-"`
-	ToTone    Tone          `json:"-"`
+	// The object-store witness's part in the tally (changelog.Witness*:
+	// relied, no-lease, unused; "" when the registry named none) and the
+	// lease_epoch of the lease the change relied on (0: none).
+	Witness    string `json:"witness"`
+	LeaseEpoch uint64 `json:"lease_epoch"`
+	FromTone   Tone   `json:"-"`
+	ToTone     Tone   `json:"-"`
 }
 
 // LocVotes is one location's part of a record's tally.
@@ -146,12 +152,37 @@ func historySource(answers []Answer, leader *Answer) *Answer {
 func historyRow(r protocol.RoleChangeStatus) HistoryRow {
 	h := HistoryRow{TimeMs: r.UnixMs, IP: r.Master, MasterID: r.MasterID, From: r.From, To: r.To, Epoch: r.Epoch,
 		Reason: r.Reason, Section: r.Section, Votes: make([]LocVotes, len(r.Votes)),
-		Deposed: r.Deposed, DeposedID: r.DeposedID, Why: r.Why,
+		Deposed: r.Deposed, DeposedID: r.DeposedID, Why: r.Why, Witness: r.Witness, LeaseEpoch: r.LeaseEpoch,
 		FromTone: RoleNameTone(r.From), ToTone: RoleNameTone(r.To)}
 	for i, lv := range r.Votes {
 		h.Votes[i] = LocVotes{Location: lv.Location, Votes: lv.Votes, Voters: lv.Voters}
 	}
 	return h
+}
+
+// WitnessVotes is what the witness added to a record's tally, for the
+// votes column: "+ witness lease_epoch 7" when the change relied on its
+// lease, "+ no witness lease" on an exact half without it, "" otherwise.
+func (r HistoryRow) WitnessVotes() string {
+	switch r.Witness {
+	case changelog.WitnessRelied:
+		return fmt.Sprintf("+ witness lease_epoch %d", r.LeaseEpoch)
+	case changelog.WitnessNoLease:
+		return "+ no witness lease"
+	}
+	return ""
+}
+
+// ReasonText is a record's reason as the listings print it: the
+// transition table's reason and section, and for a LEADER that left on
+// half of the locations without the witness's lease (lost, not renewed in
+// time, or never taken: its quorum lapsed with it, §3.8) that too.
+func (r HistoryRow) ReasonText() string {
+	s := strings.TrimSpace(r.Reason + " " + r.Section)
+	if r.From == roles.Leader.String() && r.Witness == changelog.WitnessNoLease {
+		s += ": half, no witness lease"
+	}
+	return s
 }
 
 // unrecordedNote is the line under the history while any master's role

@@ -1,6 +1,7 @@
 package clusterview
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -131,5 +132,48 @@ func TestHistoryByTime(t *testing.T) {
 	want := []string{"127.0.0.11 LEADER->FOLLOWER", "127.0.0.13 FOLLOWER->ELECT", "127.0.0.12 FOLLOWER->ELECT", "127.0.0.12 ELECT->LEADER"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("rows %q, want %q", got, want)
+	}
+}
+
+// TestHistoryWitness: a record's witness part comes through to its row
+// and its JSON (witness, lease_epoch); the votes say "+ witness
+// lease_epoch N" where the change relied on the lease and "+ no witness
+// lease" on an exact half without it; a LEADER that left on half without
+// the lease says so in its reason; a record without a witness, or one the
+// lease had no part in, says nothing of it.
+func TestHistoryWitness(t *testing.T) {
+	as := three()
+	won := fixture.Won(-time.Minute, "127.0.0.11", 7, "127.0.0.12", changelog.WhyLeaseLapsed, fixture.Votes("a", 2, 2), fixture.Votes("b", 0, 2))
+	won.Witness, won.LeaseEpoch = changelog.WitnessRelied, 7
+	left := fixture.Change(-61*time.Second, "127.0.0.12", roles.Leader, roles.Follower, 6, roles.ReasonQuorumLost, "§3.8", fixture.Votes("a", 0, 2), fixture.Votes("b", 2, 2))
+	left.Witness = changelog.WitnessNoLease
+	first := fixture.Won(-time.Hour, "127.0.0.12", 6, "", changelog.WhyNoLeader, fixture.Votes("a", 2, 2), fixture.Votes("b", 2, 2))
+	first.Witness = changelog.WitnessUnused
+	plain := fixture.Won(-2*time.Hour, "127.0.0.13", 5, "", changelog.WhyNoLeader, fixture.Votes("a", 2, 2), fixture.Votes("b", 2, 2))
+	fixture.WithHistory(&as[0].St, plain, first, left, won)
+	ds := Build(as, "mfsmaster", fixture.T0)
+	if len(ds.History) != 4 {
+		t.Fatalf("%d rows, want 4", len(ds.History))
+	}
+	for i, c := range []struct{ witness, votes, reason string }{
+		{"", "", "quorum-won §3.4"},
+		{changelog.WitnessUnused, "", "quorum-won §3.4"},
+		{changelog.WitnessNoLease, "+ no witness lease", "quorum-lost §3.8: half, no witness lease"},
+		{changelog.WitnessRelied, "+ witness lease_epoch 7", "quorum-won §3.4"},
+	} {
+		r := ds.History[i]
+		if r.Witness != c.witness || r.WitnessVotes() != c.votes || r.ReasonText() != c.reason {
+			t.Errorf("row %d: witness %q votes %q reason %q, want %q %q %q", i, r.Witness, r.WitnessVotes(), r.ReasonText(), c.witness, c.votes, c.reason)
+		}
+	}
+	if ds.History[3].LeaseEpoch != 7 || ds.History[2].LeaseEpoch != 0 {
+		t.Errorf("lease_epoch %d and %d, want 7 (relied) and 0", ds.History[3].LeaseEpoch, ds.History[2].LeaseEpoch)
+	}
+	b, err := json.Marshal(ds.History[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"witness":"relied","lease_epoch":7`) {
+		t.Errorf("JSON %s: no witness part", b)
 	}
 }

@@ -102,6 +102,7 @@ func (n *MasterNode) historyStatus(st *protocol.StatusResp, want int) {
 		st.History = append(st.History, protocol.RoleChangeStatus{
 			UnixMs: r.UnixMs, Master: n.addr(r.Master), MasterID: r.Master, From: r.From, To: r.To, Epoch: r.Epoch,
 			Reason: r.Reason, Section: r.Section, Votes: r.Votes, Deposed: n.addr(r.Deposed), DeposedID: r.Deposed, Why: r.Why,
+			Witness: r.Witness, LeaseEpoch: r.LeaseEpoch,
 		})
 	}
 	if lc := n.core.LeaderChanges(); len(lc) > 0 {

@@ -213,6 +213,10 @@ type RoleChangeStatus struct {
 	Deposed   netip.Addr                `msgpack:",omitempty"` // a new LEADER: the one before it
 	DeposedID wire.MasterID             `msgpack:",omitempty"`
 	Why       string                    `msgpack:",omitempty"` // and why it went (changelog.Why*)
+	// The witness's part in the tally (changelog.Witness*; "" none named)
+	// and the lease_epoch of the lease the change relied on (0: none).
+	Witness    string `msgpack:",omitempty"`
+	LeaseEpoch uint64 `msgpack:",omitempty"`
 }
 
 // LocStatus is one location of the map.
