@@ -71,7 +71,7 @@ func witnessHeld() []clusterview.Answer {
 			st.Tallies = []protocol.TallyStatus{t}
 			w := st.Witness
 			w.Held, w.Known, w.RecordID, w.RecordState, w.RecordHolder, w.RecordHolderID, w.RecordEpoch = true, true, witnessID, "held", addr("127.0.0.11"), 2130706443, 7
-			w.LastOp, w.LastResult, w.LastLatency = "swap", "ok", 12*time.Millisecond
+			w.LastOp, w.LastResult, w.LastLatency, w.LastWriteAge = "swap", "ok", 12*time.Millisecond, 1200*time.Millisecond
 			w.Calls = map[string]uint64{"get ok": 1, "swap ok": 5}
 		case addr("127.0.0.12"):
 			st.Chunkservers, st.Connected = registryOf(ids(1, 2), none)[:4], 2
@@ -117,7 +117,7 @@ func witnessDown() []clusterview.Answer {
 			st.Tallies = []protocol.TallyStatus{t}
 			w := st.Witness
 			w.Held, w.RecordState, w.RecordEpoch = false, "free", 7
-			w.LastOp, w.LastResult, w.LastLatency = "get", "ambiguous", 0
+			w.LastOp, w.LastResult, w.LastLatency, w.LastWriteAge = "get", "ambiguous", 0, 40*time.Second
 			w.LastError = "s3 get mfs-witness/mfs/lease.json: ambiguous: no answer (connection failed or lost): try again"
 			w.FailingFor = 25 * time.Second
 			w.Calls = map[string]uint64{"get ok": 2, "swap ok": 6, "get ambiguous": 9}
@@ -146,9 +146,9 @@ func TestWitnessListings(t *testing.T) {
 	}{
 		{"held", witnessHeld(), slq, []string{
 			"quorum held by LEADER 127.0.0.11 (1 of 2 locations carried, needs 1 (half, with the witness's lease); not carried: location dc2: 0 of 2 chunkservers reach it, needs 2)",
-			"witness: " + witnessID + " (s3 http://10.0.3.5:7070 mfs-witness/mfs) held by 127.0.0.11 (lease_epoch 7)",
+			"witness: " + witnessID + " (s3 http://10.0.3.5:7070 mfs-witness/mfs) held by 127.0.0.11 (lease_epoch 7, written 1.2s ago, last call 12ms)",
 		}, []string{"no tie-break", "ALARM: witness"}},
-		{"held -SIM", witnessHeld(), sim, []string{"held by 127.0.0.11 (lease_epoch 7)"}, nil},
+		{"held -SIM", witnessHeld(), sim, []string{"held by 127.0.0.11 (lease_epoch 7, written 1.2s ago, last call 12ms)"}, nil},
 		{"down", witnessDown(), slq, []string{
 			"no quorum for ELECT 127.0.0.11: location dc2: 0 of 2 chunkservers reach it, needs 2; 1 of 2 locations carried, needs 2, or 1 with the witness's lease; " +
 				"half of the locations, and the witness's store does not answer (get ambiguous: s3 get mfs-witness/mfs/lease.json: ambiguous: no answer (connection failed or lost): try again): nobody may lead until it does or the other site returns",

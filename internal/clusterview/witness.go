@@ -48,9 +48,10 @@ type MasterWitness struct {
 	LastOp       string            `json:"last_op"`
 	LastResult   string            `json:"last_result"`
 	LastError    string            `json:"last_error"`
-	LastLatency  float64           `json:"last_latency"` // seconds
-	FailingFor   float64           `json:"failing_for"`  // seconds its calls have failed without a break
-	Calls        map[string]uint64 `json:"calls"`        // by "op result"
+	LastLatency  float64           `json:"last_latency"`   // seconds
+	LastWriteAge float64           `json:"last_write_age"` // seconds since it sent its last write the store took; 0: none since it started
+	FailingFor   float64           `json:"failing_for"`    // seconds its calls have failed without a break
+	Calls        map[string]uint64 `json:"calls"`          // by "op result"
 }
 
 // WitnessRecord is the lease object's fields the listings show.
@@ -70,6 +71,13 @@ type WitnessView struct {
 	Store      string     `json:"store"`   // the LEADER's store (else the first master's with one)
 	HeldBy     netip.Addr `json:"held_by"` // the master that counts the lease now ("" none)
 	LeaseEpoch uint64     `json:"lease_epoch"`
+	// LastWriteBy and LastWriteAge: the master whose write the store took
+	// last, as the answers tell (each says how long ago its own was sent),
+	// and how long ago in seconds ("" and 0: none since they started).
+	// LastLatency: the holder's last call in seconds (0: none held).
+	LastWriteBy  netip.Addr `json:"last_write_by"`
+	LastWriteAge float64    `json:"last_write_age"`
+	LastLatency  float64    `json:"last_latency"`
 	// Problems: what keeps a master from using it, one per master and
 	// kind; Line is what -SIM and -SLQ print.
 	Problems []string `json:"problems"`
@@ -84,7 +92,7 @@ func masterWitness(st protocol.StatusResp) *MasterWitness {
 	}
 	m := &MasterWitness{Store: w.StoreText(), SelfTest: w.SelfTest, NotUsed: w.NotUsed, Held: w.Held, RecordAbsent: w.Absent,
 		Waiting: w.Waiting, Blocked: w.Blocked, LastOp: w.LastOp, LastResult: w.LastResult, LastError: w.LastError,
-		LastLatency: w.LastLatency.Seconds(), FailingFor: w.FailingFor.Seconds(), Calls: w.Calls}
+		LastLatency: w.LastLatency.Seconds(), LastWriteAge: w.LastWriteAge.Seconds(), FailingFor: w.FailingFor.Seconds(), Calls: w.Calls}
 	if m.Store != "" && m.SelfTest == "" {
 		m.SelfTest = "running"
 	}
@@ -192,7 +200,10 @@ func witnessView(answers []Answer) *WitnessView {
 			noStore = append(noStore, ip)
 		}
 		if w.Held {
-			v.HeldBy, v.LeaseEpoch = ip, w.RecordEpoch
+			v.HeldBy, v.LeaseEpoch, v.LastLatency = ip, w.RecordEpoch, w.LastLatency.Seconds()
+		}
+		if age := w.LastWriteAge.Seconds(); age > 0 && (v.LastWriteAge == 0 || age < v.LastWriteAge) {
+			v.LastWriteBy, v.LastWriteAge = ip, age
 		}
 	}
 	if !reported {
@@ -229,7 +240,14 @@ func witnessView(answers []Answer) *WitnessView {
 	}
 	switch {
 	case v.HeldBy.IsValid():
-		line += fmt.Sprintf(" held by %s (lease_epoch %d)", v.HeldBy, v.LeaseEpoch)
+		line += fmt.Sprintf(" held by %s (lease_epoch %d", v.HeldBy, v.LeaseEpoch)
+		if v.LastWriteBy == v.HeldBy {
+			line += ", written " + agoText(v.LastWriteAge)
+		}
+		if v.LastLatency > 0 {
+			line += fmt.Sprintf(", last call %v", secondsDur(v.LastLatency).Round(time.Millisecond))
+		}
+		line += ")"
 	default:
 		line += " not held" + lastRecord(answers)
 	}
@@ -239,6 +257,13 @@ func witnessView(answers []Answer) *WitnessView {
 	v.Line = line
 	return &v
 }
+
+// agoText is an age in seconds as the witness line says it.
+func agoText(s float64) string {
+	return fmt.Sprintf("%v ago", secondsDur(s).Round(100*time.Millisecond))
+}
+
+func secondsDur(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // lastRecord: the newest lease record any master has seen (the highest
 // lease_epoch), when no master holds the lease.

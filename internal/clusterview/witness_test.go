@@ -243,3 +243,32 @@ func TestMarginOfWitness(t *testing.T) {
 		}
 	}
 }
+
+// TestWitnessViewWrite: the view names the master whose write the store
+// took last (the youngest age any answer gives) and the holder's last
+// call; the line says how long ago the holder wrote while it holds the
+// lease; a master's own section carries its age.
+func TestWitnessViewWrite(t *testing.T) {
+	a := twoSites()
+	a[0].St.Witness.Held, a[0].St.Witness.RecordEpoch = true, 9
+	a[0].St.Witness.LastWriteAge, a[0].St.Witness.LastLatency = 2500*time.Millisecond, 31*time.Millisecond
+	a[1].St.Witness.LastWriteAge = time.Hour // an older holder's last write
+	ds := Build(a, "mfsmaster", fixture.T0)
+	v := ds.Quorum.Witness
+	if v.LastWriteBy != fixture.Addr("127.0.0.11") || v.LastWriteAge != 2.5 || v.LastLatency != 0.031 {
+		t.Errorf("last write by %v %vs ago, latency %vs; want 127.0.0.11, 2.5, 0.031", v.LastWriteBy, v.LastWriteAge, v.LastLatency)
+	}
+	if want := "held by 127.0.0.11 (lease_epoch 9, written 2.5s ago, last call 31ms)"; !strings.Contains(v.Line, want) {
+		t.Errorf("line %q lacks %q", v.Line, want)
+	}
+	for _, m := range ds.Masters {
+		if m.IP == fixture.Addr("127.0.0.12") && (m.MasterInfo == nil || m.Witness == nil || m.Witness.LastWriteAge != 3600) {
+			t.Errorf("127.0.0.12's own witness section lacks its last write's age: %+v", m.MasterInfo)
+		}
+	}
+	// Nobody wrote since they started: no age, and none in the line.
+	ds = Build(twoSites(), "mfsmaster", fixture.T0)
+	if v := ds.Quorum.Witness; v.LastWriteBy.IsValid() || v.LastWriteAge != 0 || strings.Contains(v.Line, "written") {
+		t.Errorf("a write nobody made: %+v", v)
+	}
+}

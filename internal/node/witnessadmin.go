@@ -265,6 +265,10 @@ func (n *MasterNode) witnessStatus(f roles.Fence, now roles.Instant) *protocol.W
 	if l.LastOp != 0 {
 		st.LastOp, st.LastResult, st.LastError, st.LastLatency = l.LastOp.String(), l.LastClass.String(), l.LastErr, l.LastLatency
 	}
+	if l.LastWrite != 0 {
+		// Both readings are this process's monotonic clock.
+		st.LastWriteAge = max(now.Sub(roles.Instant(l.LastWrite)), 1)
+	}
 	if !n.witAdm.failSince.IsZero() {
 		st.FailingFor = time.Since(n.witAdm.failSince)
 	}

@@ -68,6 +68,9 @@ type WitnessStatus struct {
 	LastResult  string        `msgpack:",omitempty"`
 	LastError   string        `msgpack:",omitempty"`
 	LastLatency time.Duration `msgpack:",omitempty"`
+	// LastWriteAge: how long before this answer it sent the last write of
+	// its own that the store took (0: none since it started).
+	LastWriteAge time.Duration `msgpack:",omitempty"`
 	// FailingFor: how long its calls have been answered refused or
 	// ambiguous without a break, up to this answer (0: the last was not).
 	FailingFor time.Duration `msgpack:",omitempty"`

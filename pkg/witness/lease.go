@@ -253,6 +253,10 @@ type Status struct {
 	LastClass   Class
 	LastErr     string
 	LastLatency time.Duration
+	// LastWrite: when this master emitted the last write of its own that
+	// the store took (held or free; 0: none since it started), for the
+	// age the listings show.
+	LastWrite Instant
 	// Counts by operation and class.
 	Calls map[Op]map[Class]uint64
 }
@@ -429,6 +433,7 @@ func (l *Lease) onWrite(now Instant, op Op, r Result) {
 // won records a write of ours that is in the store.
 func (l *Lease) won(etag string, rec Record) {
 	l.known, l.absent, l.etag, l.rec, l.recErr = true, false, etag, rec, ""
+	l.st.LastWrite = l.pendingAt
 	if rec.State != Held {
 		l.held = false
 		return

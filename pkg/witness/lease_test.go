@@ -340,3 +340,26 @@ func TestCountEndsBeforeTake(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusLastWrite: the status says when this master sent the last
+// write of its own the store took (the listings show its age): none
+// before, the take, then each renewal, then the release.
+func TestStatusLastWrite(t *testing.T) {
+	s := seeded(Record{State: Free, Holder: 2, Incarnation: 7, Epoch: 3})
+	l := newLease(1)
+	if w := l.Status(sec(0.5)).LastWrite; w != 0 {
+		t.Fatalf("a last write before any: %v", w)
+	}
+	drive(t, l, s, sec(1), need(4))
+	if w := l.Status(sec(1)).LastWrite; w != sec(1) {
+		t.Fatalf("last write %v after the take at %v", w, sec(1))
+	}
+	drive(t, l, s, sec(4), Tick{}) // past RenewEvery: renewed
+	if w := l.Status(sec(4)).LastWrite; w != sec(4) {
+		t.Fatalf("last write %v after the renewal at %v", w, sec(4))
+	}
+	drive(t, l, s, sec(5), Want{Epoch: 4, WitnessID: wid}) // not needed: set free
+	if w := l.Status(sec(5)).LastWrite; w != sec(5) || s.record(t).State != Free {
+		t.Fatalf("last write %v, record %+v after the release at %v", w, s.record(t), sec(5))
+	}
+}
