@@ -4,13 +4,12 @@ import (
 	"fmt"
 	"net/netip"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/clusterview"
-	"github.com/mfs-election/mfs-election/pkg/changelog"
+	"github.com/mfs-election/mfs-election/internal/clusterview/fixture"
 	"github.com/mfs-election/mfs-election/pkg/client"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
@@ -30,7 +29,7 @@ func init() {
 		}{"witnessdown", witnessDown})
 }
 
-const witnessID = "w-1a2b3c4d5e6f7a8b"
+const witnessID = fixture.WitnessID
 
 // storeOf is a master's witness section: the witness named, the store at
 // 10.0.3.5 (bucket mfs-witness, prefix mfs), its self-test passed.
@@ -58,9 +57,9 @@ func twoWitness() []clusterview.Answer {
 // witnessHeld: twoWitness after dc2 was lost (its chunkservers, and the
 // master 127.0.0.13, which is there): the LEADER took the witness's
 // lease (lease_epoch 7) and leads with dc1 and the lease. The history
-// (witnessHistory) says how it came to lead.
+// (fixture.WitnessHistory) says how it came to lead.
 func witnessHeld() []clusterview.Answer {
-	as := recorded(twoWitness(), witnessHistory()...)
+	as := recorded(twoWitness(), fixture.WitnessHistory(7)...)
 	for i := range as {
 		st := &as[i].St
 		switch as[i].Addr.Addr() {
@@ -80,21 +79,6 @@ func witnessHeld() []clusterview.Answer {
 		}
 	}
 	return as
-}
-
-// witnessHistory: 127.0.0.13 was elected on both sites (the witness had
-// no part); a minute ago dc2 was cut off from dc1 and from the store, and
-// 127.0.0.13 left with dc2 alone and no lease (§3.8; its record was
-// written before dc2 was lost); 127.0.0.11 was elected with dc1 and the
-// witness's lease at lease_epoch 7.
-func witnessHistory() []protocol.RoleChangeStatus {
-	first := elected(-time.Hour, "127.0.0.13", 6, "", changelog.WhyNoLeader, votes("dc1", 2, 2), votes("dc2", 2, 2))
-	first[1].Witness = changelog.WitnessUnused
-	left := change(-61*time.Second, "127.0.0.13", roles.Leader, roles.Follower, 6, roles.ReasonQuorumLost, "§3.8", votes("dc1", 0, 2), votes("dc2", 2, 2))
-	left.Witness = changelog.WitnessNoLease
-	next := elected(-60*time.Second, "127.0.0.11", 7, "127.0.0.13", changelog.WhyLeaseLapsed, votes("dc1", 2, 2), votes("dc2", 0, 2))
-	next[1].Witness, next[1].LeaseEpoch = changelog.WitnessRelied, 7
-	return slices.Concat(first, []protocol.RoleChangeStatus{left}, next)
 }
 
 // witnessDown: dc2 lost as in witnessHeld, and the store at the third

@@ -18,6 +18,7 @@ func TestHandler(t *testing.T) {
 		code              int
 	}{
 		{"/", "<script src=\"static/app.js\">", "text/html", 200},
+		{"/", `<section id="witness" hidden>`, "text/html", 200}, // drawn only while a witness is configured (TestWitnessPanel)
 		{"/static/app.js", "/api/v1/status", "text/javascript", 200},
 		{"/static/style.css", "--leader", "text/css", 200},
 		{"/static/favicon.svg", "<svg", "image/svg+xml", 200},

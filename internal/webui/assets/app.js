@@ -102,6 +102,7 @@ function drawMasters(d) {
     if (m.yielded) flags.push(el("span", { class: "tag" }, "yielded"));
     if (m.placed_by_admin) flags.push(el("span", { class: "tag" }, "placed"));
     if (m.metadata_id_differs) flags.push(el("span", { class: "tag bad" }, "other metadata id"));
+    if (m.witness && m.witness.held) flags.push(el("span", { class: "tag good" }, "witness lease"));
     if (!m.strver) {
       return el("tr", {}, el("td", {}, m.ip), el("td", {}, stateSpan(m.state)), el("td", { colspan: "9", class: "muted" }, m.error || ""));
     }
@@ -156,6 +157,63 @@ function drawLocations(d) {
   replace("locations", ...parts);
 }
 
+// drawWitness: the object-store witness (quorum.witness, the line under
+// mfscli -SIM and -SLQ, and each master's masters[].witness), shown only
+// while the registry names one. Who holds the lease comes from the
+// masters' fenced "held" alone (held_by): the lease object's own state
+// ("record") is what a master last read, not a claim that anyone counts it.
+const WITNESS_HEAD = ["master", "store", "self-test", "lease", "record", "last call", "latency", "last write", "failing for"];
+const WITNESS_LABELLED = new Set(["store", "self-test", "lease", "record", "last call", "latency", "last write", "failing for"]);
+function secs(s) { return s >= 1 ? s.toFixed(1) + " s" : (s * 1000).toFixed(0) + " ms"; }
+function recordText(r, absent) {
+  if (absent) return "absent";
+  if (!r) return "-";
+  return `${r.state} lease_epoch ${r.lease_epoch}` + (r.state === "held" ? ` by ${who(r.holder, r.holder_id)}` : "");
+}
+function witnessRow(m) {
+  const w = m.witness;
+  // A cell with nothing to say is the string "-" (left out on a phone).
+  const test = !w.self_test ? "-"
+    : el("span", { class: w.self_test !== "passed" && w.self_test !== "running" ? "bad" : "" }, w.self_test);
+  const call = !w.last_op ? "-"
+    : el("span", { class: w.last_result !== "ok" && w.last_result !== "absent" ? "warn" : "" },
+      `${w.last_op} ${w.last_result}`, w.last_error ? `: ${w.last_error}` : "");
+  const cells = [
+    [m.ip, " ", stateSpan(m.state)],
+    w.store || "none",
+    test,
+    el("span", { class: w.held ? "good" : "" }, w.held ? "held" : w.waiting ? "waiting" : "not held"),
+    recordText(w.record, w.record_absent),
+    call,
+    w.last_op ? secs(w.last_latency || 0) : "-",
+    w.last_write_age ? ago(w.last_write_age) : "-",
+    w.failing_for ? el("span", { class: "bad" }, secs(w.failing_for)) : "-",
+  ];
+  return el("tr", {}, cells.map((c, i) => {
+    const attrs = { class: c === "-" ? "none" : "" };
+    if (WITNESS_LABELLED.has(WITNESS_HEAD[i])) attrs["data-label"] = WITNESS_HEAD[i];
+    return el("td", attrs, c);
+  }));
+}
+function drawWitness(d) {
+  const v = (d.quorum || {}).witness;
+  document.getElementById("witness").hidden = !(v && v.configured);
+  if (!v || !v.configured) return;
+  replace("witnessid", v.witness_id, v.store ? ` · ${v.store}` : "");
+  const facts = [];
+  facts.push(v.held_by
+    ? el("span", { class: "good" }, `lease held by ${v.held_by} · lease_epoch ${v.lease_epoch}`)
+    : el("span", { class: "warn" }, "lease not held"));
+  facts.push(el("span", {}, v.last_write_by ? `last write ${ago(v.last_write_age)} by ${v.last_write_by}` : "no write since the masters started"));
+  if (v.held_by && v.last_latency) facts.push(el("span", {}, `last call ${secs(v.last_latency)}`));
+  const ms = (d.masters || []).filter(m => m.witness);
+  const ok = ms.filter(m => m.witness.self_test === "passed" && !m.witness.failing_for).length;
+  facts.push(el("span", { class: ok === ms.length ? "" : "bad" }, `store usable by ${ok} of ${ms.length} masters`));
+  replace("witnessfacts", ...facts);
+  table("witnesstable", WITNESS_HEAD, ms.map(witnessRow));
+  replace("witnessproblems", ...(v.problems || []).map(p => el("div", { class: "warning" }, p)));
+}
+
 // drawHistory: the newest records of the election history, newest first
 // (mfscli -SLH lists them oldest first, as a log; here the top of the page
 // is where the eye is), the LEADER changes by cause, and the masters whose
@@ -167,6 +225,18 @@ const HISTORY_HEAD = ["time", "master", "change", "epoch", "reason", "votes", "d
 const HISTORY_LABELLED = new Set(["epoch", "votes", "deposed", "why"]); // named on a phone
 function who(ip, id) { return ip || (id ? `id ${id}` : "-"); }
 function votesText(vs) { return (vs || []).map(v => `${v.location} ${v.votes}/${v.voters}`).join(" ") || "-"; }
+// The witness's part in a record, as mfscli -SLH prints it: in the votes
+// where the change relied on its lease or had an exact half without it,
+// and in the reason of a LEADER that left on half without the lease.
+function recordVotes(r) {
+  const w = r.witness === "relied" ? `+ witness lease_epoch ${r.lease_epoch}` : r.witness === "no-lease" ? "+ no witness lease" : "";
+  const v = votesText(r.votes);
+  return w ? (v === "-" ? w : `${v} ${w}`) : v;
+}
+function reasonText(r) {
+  const s = [r.reason, r.section].filter(Boolean).join(" ") || "-";
+  return r.from === "LEADER" && r.witness === "no-lease" ? `${s}: half, no witness lease` : s;
+}
 function stamp(ms) {
   return new Date(ms).toLocaleString(undefined, { year: "numeric", month: "2-digit", day: "2-digit",
     hour: "2-digit", minute: "2-digit", second: "2-digit", fractionalSecondDigits: 3 });
@@ -177,8 +247,8 @@ function historyRow(r) {
     who(r.ip, r.master_id),
     [stateSpan(r.from), " -> ", stateSpan(r.to)],
     r.epoch,
-    [r.reason, r.section].filter(Boolean).join(" ") || "-",
-    votesText(r.votes),
+    reasonText(r),
+    recordVotes(r),
     who(r.deposed_ip, r.deposed_id),
     r.why || "-",
   ];
@@ -221,6 +291,7 @@ function render(doc, from) {
   drawVerdict(d);
   drawWarnings(d);
   drawMasters(d);
+  drawWitness(d);
   drawLocations(d);
   drawHistory(d);
   drawClones(d);

@@ -1,0 +1,268 @@
+package webui
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/mfs-election/mfs-election/internal/clusterview"
+	"github.com/mfs-election/mfs-election/internal/clusterview/fixture"
+	"github.com/mfs-election/mfs-election/pkg/client"
+)
+
+// browser is the Chromium the page tests drive, "" when there is none
+// (as internal/cluster's TestWebPage finds it).
+func browser() string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// witnessDocument is /api/v1/status for fixture.WitnessHeld(epoch) with
+// 127.0.0.13 unreachable, or, without the witness, for the same masters
+// with no witness section and its history's witness parts dropped.
+func witnessDocument(epoch uint64, witness bool) []byte {
+	var as []clusterview.Answer
+	for _, st := range fixture.WitnessHeld(epoch) {
+		if !witness {
+			st.Witness = nil
+			for i := range st.Tallies {
+				st.Tallies[i].Witness, st.Tallies[i].WitnessHeld = false, false
+			}
+			for i := range st.History {
+				st.History[i].Witness, st.History[i].LeaseEpoch = "", 0
+			}
+		}
+		as = append(as, clusterview.Answer{Addr: fixture.At(st.Addr.String()), St: st})
+	}
+	as = append(as, clusterview.Answer{Addr: fixture.At("127.0.0.13"), Err: fmt.Errorf("%w: dial tcp 127.0.0.13:9421: i/o timeout", client.ErrUnreachable)})
+	ds := clusterview.Build(as, "mfsmaster", fixture.T0)
+	b, err := json.Marshal(clusterview.NewDocument(ds, clusterview.AnswerErrors(as), clusterview.AllParts, "0.3.0", fixture.T0))
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// TestWitnessPanel drives the page in headless Chromium against a fixture
+// document (fixture.WitnessHeld: the witness held by 127.0.0.11 at
+// lease_epoch 9 after a site was lost): the witness section names the
+// witness, its store, who holds the lease at which lease_epoch, the age of
+// the last write and the latency of the last call, and each master's side
+// (self-test, record); the holder carries a "witness lease" tag in the
+// masters table; the history shows the LEADER's record with "+ witness
+// lease_epoch 9" and the old LEADER's step-down on half without the
+// lease; on a phone the page is no wider than the screen and the witness
+// rows are labelled blocks; with no witness configured the section is
+// gone. Screenshots are kept under MFS_ARTIFACTS (else the temporary
+// directory).
+func TestWitnessPanel(t *testing.T) {
+	exe := browser()
+	if exe == "" {
+		t.Skip("no Chromium found (chromium, chromium-browser, google-chrome): the browser test of the witness panel is skipped; `apt-get install chromium` (make test does) runs it")
+	}
+	const epoch = 9
+	var witness atomic.Bool
+	witness.Store(true)
+	mux := http.NewServeMux()
+	mux.Handle("/", Handler())
+	mux.HandleFunc("GET /api/v1/status", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(witnessDocument(epoch, witness.Load()))
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	shots := os.Getenv("MFS_ARTIFACTS")
+	if shots == "" {
+		shots = filepath.Join(os.TempDir(), "mfs-election-artifacts")
+	}
+	shots = filepath.Join(shots, "webui")
+	if err := os.MkdirAll(shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe),
+		chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1200, 1000))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancelTime := context.WithTimeout(ctx, time.Minute)
+	defer cancelTime()
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("starting %s: %v", exe, err)
+	}
+	var mu sync.Mutex
+	var errs []string
+	go func() {
+		for m, err := range chromedp.Console(ctx) {
+			if err != nil {
+				return
+			}
+			if m.Type == chromedp.ConsoleException || m.Type == chromedp.ConsoleError {
+				mu.Lock()
+				errs = append(errs, m.Text)
+				mu.Unlock()
+			}
+		}
+	}()
+	text := func(sel string) string {
+		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.querySelector(`+"`"+sel+"`"+`) || {}).innerText || ""`))
+		if err != nil {
+			return ""
+		}
+		return s
+	}
+	eventually := func(what string, cond func() error) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			err := cond()
+			if err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %v", what, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	shot := func(name string) {
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatalf("screenshot %s: %v", name, err)
+		}
+		p := filepath.Join(shots, name)
+		if err := os.WriteFile(p, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("screenshot: %s", p)
+	}
+
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible("#masters")); err != nil {
+		t.Fatalf("loading the page: %v", err)
+	}
+	eventually("the witness section", func() error {
+		w := text("#witness")
+		for _, want := range []string{
+			"Witness " + fixture.WitnessID + " · s3 http://10.0.3.5:7070 mfs-witness/mfs",
+			fmt.Sprintf("lease held by 127.0.0.11 · lease_epoch %d", epoch),
+			"last write 1 s ago by 127.0.0.11", "last call 12 ms", "store usable by 2 of 2 masters",
+		} {
+			if !strings.Contains(w, want) {
+				return fmt.Errorf("%q missing:\n%s", want, w)
+			}
+		}
+		return nil
+	})
+	// Each master's row: cells tab-separated in innerText.
+	rows := map[string][]string{}
+	for _, row := range strings.Split(text("#witnesstable tbody"), "\n") {
+		cells := strings.Split(row, "\t")
+		rows[strings.Fields(cells[0])[0]] = cells
+	}
+	if r := rows["127.0.0.11"]; len(r) != 9 || r[2] != "passed" || r[3] != "held" || r[4] != fmt.Sprintf("held lease_epoch %d by 127.0.0.11", epoch) ||
+		r[5] != "swap ok" || r[6] != "12 ms" || r[7] != "1 s ago" || r[8] != "-" {
+		t.Errorf("the holder's row %q", r)
+	}
+	if r := rows["127.0.0.12"]; len(r) != 9 || r[3] != "not held" || r[4] != fmt.Sprintf("free lease_epoch %d", epoch-1) || r[7] != "-" {
+		t.Errorf("the FOLLOWER's row %q", r)
+	}
+	if r := rows["127.0.0.13"]; r != nil {
+		t.Errorf("a row for the unreachable master, which reported nothing: %q", r)
+	}
+	// The holder is tagged in the masters table, and only it.
+	if m := text("#masters"); strings.Count(m, "witness lease") != 1 || !strings.Contains(m, "127.0.0.11\tLEADERwitness lease") {
+		t.Errorf("the masters table does not tag the holder alone:\n%s", m)
+	}
+	// The history: the LEADER's record relied on the lease; the one before
+	// it left on half without it.
+	var relied, left bool
+	for _, row := range strings.Split(text("#history"), "\n") {
+		cells := strings.Split(row, "\t")
+		if len(cells) != 8 {
+			continue
+		}
+		relied = relied || cells[1] == "127.0.0.11" && strings.HasSuffix(cells[2], "-> LEADER") &&
+			cells[5] == fmt.Sprintf("dc1 2/2 dc2 0/2 + witness lease_epoch %d", epoch)
+		left = left || cells[1] == "127.0.0.13" && cells[4] == "quorum-lost §3.8: half, no witness lease" && cells[5] == "dc1 0/2 dc2 2/2 + no witness lease"
+	}
+	if !relied || !left {
+		t.Errorf("the history lacks the witness's part (relied %v, left without the lease %v):\n%s", relied, left, text("#history"))
+	}
+	if body := text("main"); strings.Contains(body, "null") || strings.Contains(body, "undefined") || strings.Contains(body, "NaN") {
+		t.Errorf("the page shows a value the script lost:\n%s", body)
+	}
+	shot("witness.png")
+
+	// A phone: nothing wider than the screen, each witness row a block
+	// whose cells say what they are.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844)); err != nil {
+		t.Fatal(err)
+	}
+	eventually("the page fitting a phone's width", func() error {
+		w, err := chromedp.Run(ctx, chromedp.Evaluate[int]("document.documentElement.scrollWidth - window.innerWidth"))
+		if err != nil || w > 0 {
+			return fmt.Errorf("%d px wider than the screen (%v)", w, err)
+		}
+		block, err := chromedp.Run(ctx, chromedp.Evaluate[string](`getComputedStyle(document.querySelector("#witnesstable tbody tr")).display`))
+		if err != nil || block != "block" {
+			return fmt.Errorf("a witness row is shown as %q (%v)", block, err)
+		}
+		return nil
+	})
+	// What a phone shows of the holder's row: each cell after the master
+	// with its column's name (data-label, drawn before it), "-" cells left out.
+	shown, err := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll("#witnesstable tbody tr:first-child td")]
+		.filter(td => getComputedStyle(td).display !== "none").map(td => (td.dataset.label || "") + "=" + td.innerText).join("|")`))
+	if want := "=127.0.0.11 LEADER|store=s3 http://10.0.3.5:7070 mfs-witness/mfs|self-test=passed|lease=held|" +
+		fmt.Sprintf("record=held lease_epoch %d by 127.0.0.11|last call=swap ok|latency=12 ms|last write=1 s ago", epoch); err != nil || shown != want {
+		t.Errorf("the holder's row on a phone: %q (%v), want %q", shown, err, want)
+	}
+	shown, err = chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll("#witnesstable tbody tr:nth-child(2) td")]
+		.filter(td => getComputedStyle(td).display !== "none").map(td => (td.dataset.label || "") + "=" + td.innerText).join("|")`))
+	if want := "=127.0.0.12 FOLLOWER|store=s3 http://10.0.3.5:7070 mfs-witness/mfs|self-test=passed|lease=not held|" +
+		fmt.Sprintf("record=free lease_epoch %d", epoch-1); err != nil || shown != want {
+		t.Errorf("the FOLLOWER's row on a phone: %q (%v), want %q", shown, err, want)
+	}
+	shot("witness-phone.png")
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1200, 1000)); err != nil {
+		t.Fatal(err)
+	}
+
+	// No witness configured: the section goes.
+	witness.Store(false)
+	eventually("the witness section hidden without a witness", func() error {
+		hidden, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("witness").hidden`))
+		if err != nil || !hidden {
+			return fmt.Errorf("shown: %q (%v)", text("#witness"), err)
+		}
+		if m := text("#masters"); strings.Contains(m, "witness") {
+			return fmt.Errorf("the masters table still names the witness:\n%s", m)
+		}
+		if h := text("#history"); strings.Contains(h, "witness") {
+			return fmt.Errorf("the history still names the witness:\n%s", h)
+		}
+		return nil
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(errs) > 0 {
+		t.Errorf("the page logged errors: %q", errs)
+	}
+}
