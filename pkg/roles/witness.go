@@ -188,15 +188,14 @@ func (m *Master) witnessNeed() bool {
 	case Leader:
 		m.halfSince = 0
 		ahead := m.strictUntil() - m.now
-		m.relying = ahead < Instant(m.cfg.VoteLease/2)
+		m.relying = ahead < m.witnessAhead()
 		if m.witRec == nil {
 			m.strictSince = 0
-			// Ask before the majority lapses: half a lease ahead leaves a
-			// read and a swap the time they take. (Its votes count now, a
+			// Ask before the majority lapses. (Its votes count now, a
 			// strict majority or not: with the lease they would win.)
-			return ahead < Instant(m.cfg.VoteLease/2) && m.outcomeW(m.countable(m.now, nil), m.witnessHope) == quorum.Won
+			return ahead < m.witnessAhead() && m.outcomeW(m.countable(m.now, nil), m.witnessHope) == quorum.Won
 		}
-		if ahead < Instant(m.cfg.VoteLease/2) {
+		if ahead < m.witnessAhead() {
 			m.strictSince = 0
 			return true
 		}
@@ -221,6 +220,17 @@ func (m *Master) witnessNeed() bool {
 	m.halfSince, m.strictSince = 0, 0
 	return false
 }
+
+// witnessAhead is how long before its strict majority lapses a LEADER
+// asks for the lease (and relies on it): a quarter of VOTE_LEASE, 125 ms
+// at the defaults. That is two heartbeats unanswered in a row, not one
+// late: half a lease (one heartbeat late by a scheduling hiccup) had a
+// LEADER on a busy host take and renew the lease at rest, and a site lost
+// while it held it cost the other site a whole WITNESS_LEASE. What is left
+// is room for a read and a swap on a store that answers in milliseconds;
+// one that does not make it costs an election on half and the lease, not
+// safety (the lease counts from the write's emission either way).
+func (m *Master) witnessAhead() Instant { return Instant(m.cfg.VoteLease / 4) }
 
 // witnessUsable: this master can take the witness's lease as far as it
 // knows (a store is set, and it does not refuse it).
