@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/linearize"
@@ -339,6 +340,8 @@ func (c *checker) final(w *world, healAt, end int64) {
 		c.liveness = fmt.Sprintf("LEADER only %v after the heal, bound %v", c.healToLead, bound)
 	case c.opsAfterLead == 0:
 		c.liveness = fmt.Sprintf("a LEADER was elected but no client operation completed in the %v after it (%s)", time.Duration(end-healAt)-c.healToLead, rolesLine(w))
+	default:
+		c.liveness = w.fullStrength()
 	}
 	// Writes never answered may or may not have happened.
 	hist := append([]porcupine.Operation(nil), c.history...)
@@ -374,6 +377,44 @@ func (c *checker) checkHistory(w *world) {
 			}
 		}
 	}
+}
+
+// fullStrength (L3): at the end, long after the heal, the LEADER counts
+// the vote of every voter that is up, certain and a member of its
+// registry (not temporarily removed). A voter the LEADER cannot count
+// for good leaves the cluster one fault from losing its quorum: after a
+// split, a LEADER whose epoch the other side's voters had passed led
+// without them (with a witness: on half of the sites and the lease) for
+// ever. "" when it does.
+func (w *world) fullStrength() string {
+	i := w.leaderIdx()
+	if i < 0 {
+		return ""
+	}
+	m := w.masters[i].m
+	counted := map[wire.CSID]bool{}
+	for _, id := range m.CountedVoters() {
+		counted[id] = true
+	}
+	removed := map[wire.CSID]bool{}
+	for _, id := range m.TempRemoved() {
+		removed[id] = true
+	}
+	cfg := m.Registry()
+	var missing []string
+	for _, c := range w.css {
+		if !c.up || c.v == nil || c.stopping || c.v.Uncertain() || removed[c.cfg.ID] {
+			continue
+		}
+		if _, ok := cfg.Member(c.cfg.ID); !ok || counted[c.cfg.ID] {
+			continue
+		}
+		missing = append(missing, fmt.Sprintf("%v (votes for %v, epoch %d)", c.ref, c.v.VoteFor(), c.v.Hard().MaxEpoch))
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("at the end the LEADER %v (epoch %d) does not count %s (%s)", w.masters[i].ref, m.Epoch(), strings.Join(missing, ", "), rolesLine(w))
 }
 
 func rolesLine(w *world) string {

@@ -445,7 +445,14 @@ func (m *Master) onHeartbeatAck(a HeartbeatAck) {
 		// given to another master or to another incarnation of this one (a
 		// data directory rolled back to before it took the epoch).
 		reused := a.MaxEpoch == m.hard.Epoch && (a.EpochOwner != m.cfg.ID || (a.EpochInc != 0 && a.EpochInc != m.hard.Incarnation))
-		if a.MaxEpoch > m.hard.MaxEpoch || reused {
+		// A LEADER (or DEPUTY) refused for an epoch above its own, even
+		// one it already knew of (an ELECT's, from a peer's status),
+		// steps down: that voter never votes at this epoch again, and
+		// left in place the LEADER would lead without it for good (a site
+		// whose ELECT raised the epoch during a split, then saw the LEADER
+		// at the heal; with a witness, half of the sites and the lease).
+		above := m.role != Elect && a.MaxEpoch > m.hard.Epoch
+		if a.MaxEpoch > m.hard.MaxEpoch || reused || above {
 			m.onHigherEpoch(a.MaxEpoch)
 			return
 		}

@@ -36,6 +36,9 @@ import (
 //	                           they cause waits for the next deliver)
 //	stabilize                  deliver until nothing is queued
 //	cut M1 / heal              M1's messages, both ways, are lost / not
+//	split M2,CS3,CS4           the named nodes and the rest cannot reach
+//	                           each other (the store answers both); heal
+//	                           ends it
 //	kill M1                    M1 stops: what is queued for it is lost
 //	on M1 <command>            one input of the single-node commands, to M1
 //	status                     each node's role, epoch and vote
@@ -50,6 +53,9 @@ type netScript struct {
 	nodes map[string]*netNode
 	queue []netMsg
 	cut   map[string]bool
+	// side, while set, splits the nodes in two: those named and the rest;
+	// messages between the two are lost (the store answers both).
+	side map[string]bool
 	// The witness's store: a linearizable object, its calls queued like
 	// messages; down, it answers none (each master's lease then gives the
 	// call up as ambiguous).
@@ -204,8 +210,18 @@ func (h *harness) netRun(cmd string, fields []string, a map[string]string) strin
 	case "cut":
 		n.cut[fields[1]] = true
 		return "(nothing)"
+	case "split":
+		n.side = map[string]bool{}
+		for _, name := range strings.Split(fields[1], ",") {
+			if n.nodes[name] == nil {
+				h.t.Fatalf("split %s: no node %s", fields[1], name)
+			}
+			n.side[name] = true
+		}
+		return "(nothing)"
 	case "heal":
 		clear(n.cut)
+		n.side = nil
 		return "(nothing)"
 	case "kill":
 		n.nodes[fields[1]].down = true
@@ -263,7 +279,7 @@ func (h *harness) netDeliver(verbose bool) []string {
 			continue
 		}
 		to := n.nodes[m.to]
-		if to == nil || to.down || n.cut[m.from] || n.cut[m.to] {
+		if to == nil || to.down || n.cut[m.from] || n.cut[m.to] || (n.side != nil && n.side[m.from] != n.side[m.to]) {
 			continue
 		}
 		if verbose && !routine(m.msg.(wire.Message)) {
