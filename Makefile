@@ -142,18 +142,21 @@ chaos:
 
 # Failover of real processes (kill -9 with and without the fast path,
 # SIGSTOP, 200 ms stalls), changes and reads against a 3-member etcd in the
-# same run, cold starts, and the scale table (100 to 10,000 voters in 3 and
-# 8 locations: see scale); rewrites docs/benchmarks.md. About 8 minutes at
-# TRIALS=20 before the scale table, which adds up to an hour or so;
-# installs etcd from Debian's packages when it is missing.
+# same run, two locations (a whole site lost, with the object-store witness
+# on versitygw, installed first, and with a voter in a third location; as
+# root, splits in a network namespace), cold starts, and the scale table
+# (100 to 10,000 voters in 3 and 8 locations: see scale); rewrites
+# docs/benchmarks.md. About 20 minutes at TRIALS=20 before the scale
+# table, which adds up to an hour or so; installs etcd from Debian's
+# packages when it is missing.
 #
-# BENCH=KIND runs one part alone and prints it, writing nothing (scale and
-# coldstart rewrite their own section): BENCH=changes is ours and etcd's
+# BENCH=KIND runs one part alone and prints it, writing nothing (scale,
+# sites and coldstart rewrite their own section): BENCH=changes is ours and etcd's
 # change throughput at every client count and the first change after a
 # kill -9, about a minute; the kinds are listed by `go run
 # ./internal/cluster/bench -h` (-only).
 BENCH ?=
-bench:
+bench: versitygw
 	$(GO) run ./internal/cluster/bench -trials=$(TRIALS) -doc docs/benchmarks.md -only='$(BENCH)'
 
 # The real-process linearizability test (porcupine over kill -9, SIGSTOP,

@@ -42,3 +42,20 @@ func BecameLeader(logPath string, since time.Time) time.Time {
 		return t, err == nil
 	})
 }
+
+// LeftLeader returns the time of the newest "LEADER ->" role change in a
+// master's log at or after since (zero when none): its step-down.
+func LeftLeader(logPath string, since time.Time) time.Time {
+	return LastLogTime(logPath, since, func(line []byte) (time.Time, bool) {
+		var l struct {
+			From string `json:"from"`
+			Msg  string `json:"message"`
+			Time string `json:"time"`
+		}
+		if json.Unmarshal(line, &l) != nil || l.Msg != "role change" || l.From != "LEADER" {
+			return time.Time{}, false
+		}
+		t, err := time.Parse(time.RFC3339Nano, l.Time)
+		return t, err == nil
+	})
+}

@@ -32,7 +32,8 @@ func main() {
 	doc := flag.String("doc", "docs/benchmarks.md", "where to write the results")
 	base := flag.Int("base", 60, "second octet of the loopback addresses used (127.B.x.y)")
 	keep := flag.String("keep", "", "keep configs, data and logs in this directory")
-	only := flag.String("only", "", "run one kind only: "+strings.Join(kinds, ", ")+" (freeze: the SIGSTOP trials and the 200 ms stalls; for a look; the doc is not written, but for coldstart and scale, which rewrite their own section; -doc '' writes nothing)")
+	only := flag.String("only", "", "run one kind only: "+strings.Join(kinds, ", ")+" (freeze: the SIGSTOP trials and the 200 ms stalls; for a look; the doc is not written, but for coldstart, scale and sites, which rewrite their own section; -doc '' writes nothing)")
+	vgw := flag.String("versitygw", ".bin/versitygw", "the versitygw binary, the witness's store in the two-location part (make versitygw installs it)")
 	coldTrials := flag.Int("cold-trials", 7, "cold starts of each way down (planned restart, power cut)")
 	before := flag.String("before", "", "a directory with an older build's mfsmaster and mfschunkserver: the cold start is measured with them too")
 	scaleN := flag.String("scale-n", "100,1000,5000,10000", "scale: the voter counts (comma-separated)")
@@ -62,7 +63,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench: -scale-n / -scale-locations:", err)
 		os.Exit(2)
 	}
-	if err := run(*trials, *doc, uint8(*base), *keep, *only, *coldTrials, *before, so); err != nil {
+	if err := run(*trials, *doc, uint8(*base), *keep, *only, *coldTrials, *before, *vgw, so); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -94,9 +95,9 @@ func (s series) stats() (med, p90, max time.Duration) {
 }
 
 // kinds are the values of -only.
-var kinds = []string{"kill", "kill-notrust", "freeze", "changes", "writes", "reads", "etcd", "coldstart", "scale"}
+var kinds = []string{"kill", "kill-notrust", "freeze", "changes", "writes", "reads", "etcd", "sites", "coldstart", "scale"}
 
-func run(trials int, doc string, base uint8, keep, only string, coldTrials int, before string, so scaleOpts) error {
+func run(trials int, doc string, base uint8, keep, only string, coldTrials int, before, vgw string, so scaleOpts) error {
 	if only != "" && !slices.Contains(kinds, only) {
 		return fmt.Errorf("-only %q: one of %s", only, strings.Join(kinds, ", "))
 	}
@@ -236,7 +237,12 @@ func run(trials int, doc string, base uint8, keep, only string, coldTrials int, 
 		return splice(doc, section, scaleBegin, scaleEnd)
 	}
 
-	et := etcdWants{kill: want("etcd", "kill-notrust"), writes: want("etcd", "writes"), reads: want("etcd", "reads")}
+	if want("sites") {
+		sr := sitesPhase(work, bin, base, vgw, trials, keep != "")
+		res.sites = &sr
+	}
+
+	et := etcdWants{kill: want("etcd", "kill-notrust", "sites"), writes: want("etcd", "writes"), reads: want("etcd", "reads")}
 	if et.kill || et.writes || et.reads {
 		res.etcdKill = series{name: "etcd (3 members, default settings): kill -9 of the leader -> new leader"}
 		ms, version, err := etcdStart(work, base)
@@ -248,6 +254,14 @@ func run(trials int, doc string, base uint8, keep, only string, coldTrials int, 
 		if res.etcdErr != nil {
 			fmt.Println("etcd:", res.etcdErr)
 		}
+	}
+	if only == "sites" {
+		section := sitesBegin + "\n" + sitesSection(*res.sites, res.etcdKill, res.etcdVersion) + sitesEnd + "\n\n"
+		fmt.Print("\n" + section)
+		if doc == "" {
+			return nil
+		}
+		return splice(doc, section, sitesBegin, sitesEnd)
 	}
 	if only != "" {
 		summary(res)
@@ -386,6 +400,7 @@ type results struct {
 	etcdErr                             error
 	cold                                []coldRun // this build's, after an older one's (-before)
 	scale                               *scaleResults
+	sites                               *sitesRun
 	overload                            *overloadRun
 	profile64                           string // pprof top 15 of the LEADER at 64 clients
 	profile64CS                         string // and of one chunkserver
@@ -651,6 +666,9 @@ func write(doc string, r results) error {
 	b.WriteString("A frozen LEADER keeps its connections open and says nothing, so its voters wait out the promise (VOTE_LEASE from the last heartbeat they received) before they nominate and vote again. ")
 	b.WriteString("With TRUST_REFUSED = 0 (for a REJECT rule with tcp-reset between chunkservers and masters, or a master address that may move to another host while the old process lives: docs/operations.md) neither the close nor the refusal counts, ")
 	b.WriteString("so a killed LEADER is replaced as a frozen one is, after the promise: that row is the price of a crash on such a site, to be read beside the SIGSTOP row, not the kill -9 one.\n")
+	if r.sites != nil {
+		b.WriteString("\n" + sitesBegin + "\n" + sitesSection(*r.sites, r.etcdKill, r.etcdVersion) + sitesEnd + "\n")
+	}
 	b.WriteString(changesSection(r))
 	if len(r.confirmed) > 0 && len(r.lease) > 0 {
 		b.WriteString("\n## Reads\n\n")

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/cluster"
+	"github.com/mfs-election/mfs-election/internal/cluster/witnessrig"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 )
 
@@ -43,13 +44,13 @@ func run(dir, bin string, wit bool, vgw string) error {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 
 	s := cluster.Local(dir, bin, 0)
-	var store *objectStore
+	var store *witnessrig.Store
 	if wit {
 		var err error
-		if store, err = startObjectStore(vgw, dir); err != nil {
+		if store, err = witnessrig.StartStore(vgw, dir, witnessPort, ""); err != nil {
 			return err
 		}
-		defer store.stop()
+		defer store.Stop()
 		s = twoSites(dir, bin, store)
 	}
 	c, err := cluster.Start(s)
@@ -60,7 +61,7 @@ func run(dir, bin string, wit bool, vgw string) error {
 	if wit {
 		fmt.Printf("cluster started: 2 masters (%s), 4 chunkservers in two sites, a 127.0.1.0/24 and b 127.0.2.0/24\n", s.MasterHost())
 		fmt.Printf("witness store: versitygw %s, bucket %s, prefix %s (data %s, log %s, keys %s)\n",
-			store.endpoint, witnessBucket, witnessPrefix, store.root, store.log, store.creds)
+			store.Endpoint, witnessrig.Bucket, witnessrig.Prefix, store.Root, store.Log, store.Creds)
 	} else {
 		fmt.Printf("cluster started: 3 masters (%s), 6 chunkservers in dc1 127.0.1.0/24, dc2 127.0.2.0/24, dc3 127.0.3.0/24\n", s.MasterHost())
 	}
@@ -73,7 +74,7 @@ func run(dir, bin string, wit bool, vgw string) error {
 		fmt.Println(err)
 	}
 	if wit {
-		if err := nameWitness(c, bin, sigs); err != nil {
+		if err := witnessrig.NameWitness(c, bin, sigs, say); err != nil {
 			return err
 		}
 	}
