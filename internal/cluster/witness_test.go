@@ -2,14 +2,11 @@ package cluster_test
 
 import (
 	"bufio"
-	"bytes"
-	"context"
 	"crypto/md5"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -24,7 +21,7 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/cluster"
-	"github.com/mfs-election/mfs-election/internal/witness/s3store"
+	"github.com/mfs-election/mfs-election/internal/cluster/witnessrig"
 	"github.com/mfs-election/mfs-election/internal/witness/versitytest"
 	"github.com/mfs-election/mfs-election/pkg/client"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
@@ -63,177 +60,16 @@ func witnessCfg(endpoint, creds string) map[string]string {
 	}
 }
 
-// writeCredentials writes the store's keys as WITNESS_CREDENTIALS wants
-// them: "access secret", readable by this user only.
-func writeCredentials(t *testing.T, dir string) string {
-	t.Helper()
-	p := filepath.Join(dir, "witness.keys")
-	if err := os.WriteFile(p, []byte(witAccess+" "+witSecret+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-// syncBuffer is a process's output, shown when it fails.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// objectStore is a running versitygw.
-type objectStore struct {
-	Endpoint string
-	cmd      *exec.Cmd
-	exited   chan error
-	out      *syncBuffer
-}
-
-func (s *objectStore) signal(t *testing.T, sig syscall.Signal) {
-	t.Helper()
-	if err := s.cmd.Process.Signal(sig); err != nil {
-		t.Fatalf("versitygw: %v: %v", sig, err)
-	}
-}
-
-// startObjectStore runs versitygw's posix backend on dir, on a free port of
-// 127.0.0.1 (in the network namespace ns when it is not ""), creates the
-// witness's bucket with s3store's CreateBucket, and returns it; t.Cleanup
-// kills it.
-func startObjectStore(t *testing.T, dir, ns string) *objectStore {
-	t.Helper()
-	bin := versitytest.Binary(t)
-	root := filepath.Join(dir, "versitygw")
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	listen := func(network, addr string) (net.Listener, error) { return net.Listen(network, addr) }
-	dial := func(addr string) (net.Conn, error) { return net.DialTimeout("tcp", addr, 200*time.Millisecond) }
-	if ns != "" {
-		// Sockets made inside the namespace, on a thread that entered it.
-		listen = func(network, addr string) (l net.Listener, err error) {
-			if e := cluster.InNetns(ns, func() { l, err = net.Listen(network, addr) }); e != nil {
-				return nil, e
-			}
-			return l, err
-		}
-		dial = func(addr string) (c net.Conn, err error) {
-			if e := cluster.InNetns(ns, func() { c, err = net.DialTimeout("tcp", addr, 200*time.Millisecond) }); e != nil {
-				return nil, e
-			}
-			return c, err
-		}
-	}
-	l, err := listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-
-	args := []string{"--access", witAccess, "--secret", witSecret, "--port", addr, "--quiet", "posix", root}
-	cmd := exec.Command(bin, args...)
-	if ns != "" {
-		// ip netns exec execs the binary: the pid is versitygw's.
-		cmd = exec.Command("ip", append([]string{"netns", "exec", ns, bin}, args...)...)
-	}
-	// Only what it needs: no VGW_* or ROOT_* from the environment.
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + root}
-	s := &objectStore{Endpoint: "http://" + addr, cmd: cmd, exited: make(chan error, 1), out: &syncBuffer{}}
-	cmd.Stdout, cmd.Stderr = s.out, s.out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { s.exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-s.exited
-	})
-	if err := waitUntil(15*time.Second, 50*time.Millisecond, func() error {
-		select {
-		case err := <-s.exited:
-			s.exited <- err
-			return fmt.Errorf("versitygw exited: %v", err)
-		default:
-		}
-		c, err := dial(addr)
-		if err != nil {
-			return err
-		}
-		c.Close()
-		return nil
-	}); err != nil {
-		t.Fatalf("versitygw on %s: %v\n%s", addr, err, s.out)
-	}
-
-	endpoint := s.Endpoint
-	if ns != "" {
-		// The bucket is made from here through a relay: a listener of
-		// this namespace whose connections are dialled on in ns (an S3
-		// client dials on goroutines of its own, outside the namespace).
-		endpoint = relayInto(t, dial, addr)
-	}
-	st, err := s3store.New(s3store.Config{Endpoint: endpoint, Bucket: witBucket, Prefix: witPrefix,
-		AccessKey: witAccess, SecretKey: witSecret, CallTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := st.CreateBucket(ctx); err != nil {
-		t.Fatalf("creating bucket %s on versitygw: %v\n%s", witBucket, err, s.out)
-	}
-	return s
-}
-
-// relayInto listens on 127.0.0.1 here and copies each connection to one
-// made by dial to addr; it returns its endpoint. Closed by t.Cleanup.
-func relayInto(t *testing.T, dial func(string) (net.Conn, error), addr string) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for range 1000 {
-			in, err := l.Accept()
-			if err != nil {
-				return
-			}
-			out, err := dial(addr)
-			if err != nil {
-				in.Close()
-				continue
-			}
-			go func() { _, _ = io.Copy(out, in); out.Close() }()
-			go func() { _, _ = io.Copy(in, out); in.Close() }()
-		}
-	}()
-	return "http://" + l.Addr().String()
-}
-
 // witnessRig is a two-site cluster with a witness named in its registry.
 type witnessRig struct {
 	t     *testing.T
 	c     *cluster.Cluster
-	store *objectStore
-	b     uint8
-	// site is each master's site, csSite each chunkserver's.
-	site, csSite []string
-	ranges       map[string]netip.Prefix
-	id           string // the witness id the registry names
+	store *witnessrig.Store
+	l     witnessrig.Layout
+	// site is each master's site (l.Site), ranges each site's addresses.
+	site   []string
+	ranges map[string]netip.Prefix
+	id     string // the witness id the registry names
 }
 
 type rigOptions struct {
@@ -258,29 +94,20 @@ func startWitnessRig(t *testing.T, o rigOptions) *witnessRig {
 			t.Fatal(err)
 		}
 	}
-	store := startObjectStore(t, dir, o.netns)
-	creds := writeCredentials(t, dir)
+	store, err := witnessrig.StartStore(versitytest.Binary(t), dir, 0, o.netns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(store.Stop)
 
-	b := base()
-	a := func(y, z uint8) netip.Addr { return netip.AddrFrom4([4]byte{127, b, y, z}) }
-	r := &witnessRig{t: t, store: store, b: b, ranges: map[string]netip.Prefix{
-		"a": netip.PrefixFrom(a(1, 0), 24), "b": netip.PrefixFrom(a(2, 0), 24)}}
-	s := cluster.Spec{Dir: dir, Bin: bin, Locations: r.ranges, Netns: o.netns,
-		MasterCfg: layeredCfg(fastStart, witnessCfg(store.Endpoint, creds), o.masterCfg)}
+	l := witnessrig.TwoSites(dir, bin, base(), o.perSite, false)
+	l.Spec.Netns = o.netns
+	l.Spec.MasterCfg = layeredCfg(fastStart, witnessCfg(store.Endpoint, store.Creds), o.masterCfg)
 	if os.Getenv("MFS_TEST_DIR") != "" {
-		s.MasterCfg["LOG_LEVEL"] = "debug"
+		l.Spec.MasterCfg["LOG_LEVEL"] = "debug"
 	}
-	// Masters a1, b1 (, a2, b2): the founder is on site a.
-	for i := range o.perSite {
-		for y, name := range []string{"a", "b"} {
-			s.Masters = append(s.Masters, a(uint8(y+1), uint8(11+i)))
-			r.site = append(r.site, name)
-		}
-	}
-	for y, name := range []string{"a", "b"} {
-		s.CS = append(s.CS, cluster.CS{Addr: a(uint8(y+1), 1)}, cluster.CS{Addr: a(uint8(y+1), 2), VoterOnly: true})
-		r.csSite = append(r.csSite, name, name)
-	}
+	s := l.Spec
+	r := &witnessRig{t: t, store: store, l: l, site: l.Site, ranges: l.Spec.Locations}
 	c, err := cluster.Start(s)
 	if err != nil {
 		t.Fatal(err)
@@ -293,62 +120,11 @@ func startWitnessRig(t *testing.T, o rigOptions) *witnessRig {
 			dumpLogs(t, s.Dir)
 		}
 	})
-	lead := r.leaderCounting(40*time.Second, len(s.CS))
+	r.leaderCounting(40*time.Second, len(s.CS))
 
-	// The masters started with -e: restarted once they follow with the
-	// metadata, all at once (the LEADER keeps its quorum meanwhile).
-	var wg sync.WaitGroup
-	for i := 1; i < len(c.Masters); i++ {
-		eventually(t, 20*time.Second, 100*time.Millisecond, c.Masters[i].Name+" synced", func() error {
-			st, err := r.status(i, time.Second)
-			if err != nil || st.Role != roles.Follower || st.ClusterID == "" || st.Behind != 0 {
-				return fmt.Errorf("%v, cluster %q, %d behind: %v", st.Role, st.ClusterID, st.Behind, err)
-			}
-			return nil
-		})
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c.Masters[i].Term(10 * time.Second)
-		}()
+	if err := witnessrig.NameWitness(c, bin, nil, func(m string) { t.Log(m) }); err != nil {
+		t.Fatal(err)
 	}
-	wg.Wait()
-	for i := 1; i < len(c.Masters); i++ {
-		if err := c.Masters[i].Start(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := range c.Masters {
-		eventually(t, 30*time.Second, 100*time.Millisecond, c.Masters[i].Name+"'s store in use, self-test passed", func() error {
-			st, err := r.status(i, time.Second)
-			if err != nil {
-				return err
-			}
-			if w := st.Witness; w == nil || w.SelfTest != protocol.WitnessSelfTestPassed || w.NotUsed != "" || (i != lead && st.Role != roles.Follower) {
-				return fmt.Errorf("%v, witness %+v", st.Role, w)
-			}
-			return nil
-		})
-	}
-	// Name the witness, once the registrations are in force (a registry
-	// change waits for the one before it).
-	eventually(t, 15*time.Second, 100*time.Millisecond, "the registry in force", func() error {
-		_, st, err := c.WaitLeader(time.Second, 50*time.Millisecond)
-		if err != nil || st.InForce != st.ConfigVersion {
-			return fmt.Errorf("config %d, in force %d, %v", st.ConfigVersion, st.InForce, err)
-		}
-		return nil
-	})
-	var out string
-	eventually(t, 15*time.Second, 300*time.Millisecond, "mfscli -CWITNESS on", func() error {
-		var err error
-		if out, err = r.mfscli("-CWITNESS", "on"); err != nil {
-			t.Logf("mfscli -CWITNESS on: %v: %s", err, strings.TrimSpace(out))
-			return fmt.Errorf("%v: %s", err, out)
-		}
-		return nil
-	})
-	t.Logf("mfscli -CWITNESS on: %s", strings.TrimSpace(out))
 	eventually(t, 15*time.Second, 100*time.Millisecond, "the witness named by every master, in force", func() error {
 		sts, errs := c.Statuses(time.Second)
 		id := ""
@@ -387,25 +163,13 @@ func layeredCfg(ms ...map[string]string) map[string]string {
 }
 
 // status asks master i (inside the rig's namespace, if any).
-func (r *witnessRig) status(i int, timeout time.Duration) (st protocol.StatusResp, err error) {
-	if ns := r.c.Spec.Netns; ns != "" {
-		if e := cluster.InNetns(ns, func() { st, err = client.Status(cluster.ClientAddr(r.c.Masters[i].Addr), timeout) }); e != nil {
-			return st, e
-		}
-		return st, err
-	}
-	return client.Status(cluster.ClientAddr(r.c.Masters[i].Addr), timeout)
+func (r *witnessRig) status(i int, timeout time.Duration) (protocol.StatusResp, error) {
+	return witnessrig.Status(r.c, i, timeout)
 }
 
 // mfscli runs mfscli against every master (inside the namespace, if any).
 func (r *witnessRig) mfscli(args ...string) (string, error) {
-	cli := filepath.Join(bin, "mfscli")
-	full := append([]string{"-H", r.c.Spec.MasterHost()}, args...)
-	cmd := exec.Command(cli, full...)
-	if ns := r.c.Spec.Netns; ns != "" {
-		cmd = exec.Command("ip", append([]string{"netns", "exec", ns, cli}, full...)...)
-	}
-	out, err := cmd.CombinedOutput()
+	out, err := witnessrig.Mfscli(r.c, bin, args...)
 	return string(out), err
 }
 
@@ -429,38 +193,7 @@ func (r *witnessRig) leaderCounting(within time.Duration, want int) int {
 
 // procs are every process of a site: its masters (with their indices) and
 // its chunkservers.
-func (r *witnessRig) procs(site string) (masters []int, all []*cluster.Proc) {
-	for i, p := range r.c.Masters {
-		if r.site[i] == site {
-			masters = append(masters, i)
-			all = append(all, p)
-		}
-	}
-	for i, p := range r.c.CS {
-		if r.csSite[i] == site {
-			all = append(all, p)
-		}
-	}
-	return masters, all
-}
-
-func otherSite(s string) string {
-	if s == "a" {
-		return "b"
-	}
-	return "a"
-}
-
-// killAll is kill -9 of every process at once, then waits until they are
-// gone.
-func killAll(ps []*cluster.Proc) {
-	for _, p := range ps {
-		_ = p.Signal(syscall.SIGKILL)
-	}
-	for _, p := range ps {
-		p.Wait(5 * time.Second)
-	}
-}
+func (r *witnessRig) procs(site string) ([]int, []*cluster.Proc) { return r.l.Procs(r.c, site) }
 
 // witnessCalls sums mfs_master_witness_requests_total in each running
 // master's /metrics (port 9425 on its address); -1 for one not running.
@@ -626,11 +359,11 @@ func (r *witnessRig) siteFailover(lead int, bound time.Duration) (int, time.Dura
 	sts, _ := r.c.Statuses(time.Second)
 	oldEpoch := sts[lead].Epoch
 	killed := time.Now()
-	killAll(ps)
+	witnessrig.KillAll(ps)
 	next, st, err := r.c.WaitLeader(bound, 20*time.Millisecond, dead...)
 	took := time.Since(killed)
 	if err != nil {
-		t.Fatalf("kill -9 of site %s (LEADER %s at epoch %d): no LEADER on site %s within %v", site, r.c.Masters[lead].Addr, oldEpoch, otherSite(site), bound)
+		t.Fatalf("kill -9 of site %s (LEADER %s at epoch %d): no LEADER on site %s within %v", site, r.c.Masters[lead].Addr, oldEpoch, witnessrig.Other(site), bound)
 	}
 	if r.site[next] == site || st.Epoch <= oldEpoch {
 		t.Fatalf("after site %s was killed: LEADER %s (site %s) at epoch %d", site, st.Addr, r.site[next], st.Epoch)
@@ -639,7 +372,7 @@ func (r *witnessRig) siteFailover(lead int, bound time.Duration) (int, time.Dura
 		t.Fatalf("LEADER %s on half of the sites without the witness's lease: %+v, tallies %+v", st.Addr, st.Witness, st.Tallies)
 	}
 	line := r.witnessLine()
-	if !strings.Contains(line, fmt.Sprintf("held by %s (lease_epoch %d)", st.Addr, st.Witness.RecordEpoch)) {
+	if !strings.Contains(line, fmt.Sprintf("held by %s (lease_epoch %d,", st.Addr, st.Witness.RecordEpoch)) {
 		t.Errorf("-SIM's witness line does not name the new LEADER %s as the holder: %s", st.Addr, line)
 	}
 	t.Logf("kill -9 of site %s (LEADER %s at epoch %d): LEADER %s on site %s at epoch %d after %v, holding the lease; -SIM: %s",
@@ -715,10 +448,10 @@ func TestWitnessSiteLoss(t *testing.T) {
 	// The site without the LEADER lost: the LEADER takes the lease and
 	// stays, at its epoch.
 	st, _ := r.status(lead, time.Second)
-	far := otherSite(r.site[lead])
+	far := witnessrig.Other(r.site[lead])
 	_, ps := r.procs(far)
 	killed := time.Now()
-	killAll(ps)
+	witnessrig.KillAll(ps)
 	eventually(t, 5*time.Second, 20*time.Millisecond, "the LEADER to hold the lease", func() error {
 		now, err := r.status(lead, time.Second)
 		if err != nil || now.Role != roles.Leader || now.Epoch != st.Epoch {
@@ -790,9 +523,11 @@ func TestWitnessStoreDown(t *testing.T) {
 		t.Fatalf("the store was called at rest: /metrics %v then %v, status %v then %v", m0, m1, s0, s1)
 	}
 
-	r.store.signal(t, syscall.SIGSTOP)
+	if err := r.store.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
 	stoppedAt := time.Now()
-	t.Cleanup(func() { _ = r.store.cmd.Process.Signal(syscall.SIGCONT) })
+	t.Cleanup(func() { _ = r.store.Signal(syscall.SIGCONT) })
 	holdsLeader(t, r.c, lead, 3*witLease, "versitygw stopped, both sites up")
 	m2, s2 := calls("after three lease lengths with the store stopped")
 	if fmt.Sprint(m1, s1) != fmt.Sprint(m2, s2) {
@@ -802,8 +537,8 @@ func TestWitnessStoreDown(t *testing.T) {
 
 	// The other site lost too: nobody may lead.
 	site := r.site[lead]
-	dead, ps := r.procs(otherSite(site))
-	killAll(ps)
+	dead, ps := r.procs(witnessrig.Other(site))
+	witnessrig.KillAll(ps)
 	lostAt := time.Now()
 	eventually(t, 10*time.Second, 50*time.Millisecond, "the LEADER to lose its quorum (half of the sites, the store stopped)", func() error {
 		if ls := r.c.Leaders(); len(ls) > 0 {
@@ -811,7 +546,7 @@ func TestWitnessStoreDown(t *testing.T) {
 		}
 		return nil
 	})
-	t.Logf("site %s killed with the store stopped: no LEADER after %v", otherSite(site), time.Since(lostAt).Round(time.Millisecond))
+	t.Logf("site %s killed with the store stopped: no LEADER after %v", witnessrig.Other(site), time.Since(lostAt).Round(time.Millisecond))
 	if err := throughout(2*time.Second, 100*time.Millisecond, func() error {
 		if i, st, err := r.c.WaitLeader(100*time.Millisecond, 50*time.Millisecond, dead...); err == nil {
 			return fmt.Errorf("%s leads on half of the sites with the store stopped: %+v", r.c.Masters[i].Addr, st.Witness)
@@ -834,7 +569,9 @@ func TestWitnessStoreDown(t *testing.T) {
 		}
 	}
 
-	r.store.signal(t, syscall.SIGCONT)
+	if err := r.store.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
 	resumed := time.Now()
 	next, st, err := r.c.WaitLeader(15*time.Second, 20*time.Millisecond, dead...)
 	if err != nil {

@@ -172,18 +172,6 @@ func (sc sitesCluster) settledNow(leadp *int, lstp *protocol.StatusResp) error {
 	return nil
 }
 
-// killSite is kill -9 of every process of site at once.
-func killSite(ps []*cluster.Proc) time.Time {
-	t0 := time.Now()
-	for _, p := range ps {
-		_ = p.Signal(syscall.SIGKILL)
-	}
-	for _, p := range ps {
-		p.Wait(5 * time.Second)
-	}
-	return t0
-}
-
 func startAll(ps []*cluster.Proc) error {
 	for _, p := range ps {
 		if err := p.Start(); err != nil {
@@ -199,7 +187,7 @@ func startAll(ps []*cluster.Proc) error {
 func (sc sitesCluster) siteKill(lead int) (time.Duration, error) {
 	site := sc.l.Site[lead]
 	dead, ps := sc.procs(site)
-	t0 := killSite(ps)
+	t0 := witnessrig.KillAll(ps)
 	next, st, err := sc.c.WaitLeader(30*time.Second, 20*time.Millisecond, dead...)
 	if err != nil {
 		return 0, fmt.Errorf("site %s killed: %w", site, err)
@@ -293,7 +281,7 @@ func (r *sitesRun) witnessTrials(work, bin string, base uint8, vgw string, trial
 	for i := range slow {
 		far := witnessrig.Other(l.Site[lead])
 		_, ps := sc.procs(far)
-		killSite(ps)
+		witnessrig.KillAll(ps)
 		if err := witnessrig.Wait(10*time.Second, nil, "the LEADER to take the lease", func() error {
 			st, err := witnessrig.Status(c, lead, time.Second)
 			if err != nil || st.Role != roles.Leader || st.Witness == nil || !st.Witness.Held {
@@ -504,6 +492,7 @@ func storeCalls(c *cluster.Cluster) uint64 {
 func sitesSection(r sitesRun, etcdKill series, etcdVersion string) string {
 	var b strings.Builder
 	b.WriteString("## Two locations: losing a whole location\n\n")
+	fmt.Fprintf(&b, "Measured %s by `make bench` (alone: `make bench BENCH=sites`, about 20 minutes at TRIALS=20), in the same run as etcd's row.\n\n", time.Now().UTC().Format("2006-01-02"))
 	if r.skipped != "" {
 		fmt.Fprintf(&b, "Not run: %s.\n\n", r.skipped)
 		return b.String()
@@ -515,7 +504,11 @@ func sitesSection(r sitesRun, etcdKill series, etcdVersion string) string {
 	if r.netns != "" {
 		b.WriteString(". The clusters ran in a network namespace of their own, where a split drops every packet between the sites' address ranges")
 	}
-	b.WriteString(".\n\n")
+	b.WriteString(".")
+	if r.debug {
+		b.WriteString(" Every daemon logged at debug level in this run (-keep).")
+	}
+	b.WriteString("\n\n")
 	if r.errText != "" {
 		fmt.Fprintf(&b, "**The run failed:** %s. The figures below are the trials before it.\n\n", r.errText)
 	}
@@ -539,6 +532,9 @@ func sitesSection(r sitesRun, etcdKill series, etcdVersion string) string {
 	row(r.thirdStep)
 	row(r.thirdNew)
 	b.WriteString("\n")
+	if len(r.free.d) > 0 {
+		b.WriteString("Most of the witness's first row is `WITNESS_DELAY`: an ELECT on exactly half of the locations waits that long for the other half's votes before it calls the store, so that a healthy election never does; the read and the swap take a few milliseconds. The third-location row is the kill -9 fast path of the Failover section: the voters of the surviving site and of c see the LEADER's connections close and its address refuse them, and vote at once.\n\n")
+	}
 	if len(r.recentAge) > 0 {
 		ages := series{d: r.recentAge}
 		med, _, mx := ages.stats()
@@ -546,9 +542,10 @@ func sitesSection(r sitesRun, etcdKill series, etcdVersion string) string {
 		b.WriteString("the surviving site's master finds the record held by a master it cannot ask, and takes it only a whole `WITNESS_LEASE` after its first read of that record: the bound is the time to notice the loss and reach half of the votes, plus `WITNESS_DELAY`, plus `WITNESS_LEASE`, plus two store calls (≤ 2 × `WITNESS_CALL_TIMEOUT`): about 10.5 s at the defaults. A shorter `WITNESS_LEASE` shortens it, and costs renewals while a site is down (docs/operations.md).\n\n")
 	}
 	fmt.Fprintf(&b, "At rest (both sites up, the lease record free) no master calls the store: %d calls by all masters in %v.", r.restCalls, r.restAge)
-	if r.splitTrials > 0 {
+	switch {
+	case r.splitTrials > 0:
 		fmt.Fprintf(&b, " Sites cut apart with the store up, held for %v: the LEADER kept its epoch in %d of %d splits, and %d polls (every 100 ms) saw a LEADER on the other site.", r.splitFor, r.splitKept, r.splitTrials, r.splitOther)
-	} else {
+	case r.netns == "":
 		b.WriteString(" No split trials: they need root for a network namespace.")
 	}
 	b.WriteString("\n\n")

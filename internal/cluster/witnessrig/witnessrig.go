@@ -302,6 +302,19 @@ func (l Layout) Procs(c *cluster.Cluster, site string) (masters []int, all []*cl
 	return masters, all
 }
 
+// KillAll is kill -9 of every process of ps at once; it returns when they
+// are gone (at most 5 s each).
+func KillAll(ps []*cluster.Proc) time.Time {
+	t0 := time.Now()
+	for _, p := range ps {
+		_ = p.Signal(syscall.SIGKILL)
+	}
+	for _, p := range ps {
+		p.Wait(5 * time.Second)
+	}
+	return t0
+}
+
 // Other is the other one of the two sites.
 func Other(site string) string {
 	if site == "a" {
@@ -320,6 +333,7 @@ var ErrInterrupted = errors.New("interrupted")
 // a signal on sigs, or a Stop from check, ends it early.
 func Wait(within time.Duration, sigs <-chan os.Signal, what string, check func() error) error {
 	end := time.Now().Add(within)
+	var seen []string // the last few different reasons, for the error
 	for {
 		err := check()
 		if err == nil {
@@ -329,7 +343,16 @@ func Wait(within time.Duration, sigs <-chan os.Signal, what string, check func()
 		if errors.As(err, &stop) {
 			return stop.error
 		}
+		if e := err.Error(); len(seen) == 0 || seen[len(seen)-1] != e {
+			seen = append(seen, e)
+			if len(seen) > 4 {
+				seen = seen[1:]
+			}
+		}
 		if time.Now().After(end) {
+			if len(seen) > 1 {
+				return fmt.Errorf("waiting for %s: not within %v: %w (before that: %s)", what, within, err, strings.Join(seen[:len(seen)-1], "; "))
+			}
 			return fmt.Errorf("waiting for %s: not within %v: %w", what, within, err)
 		}
 		select {
