@@ -304,6 +304,7 @@ type cut struct {
 type world struct {
 	opt     Options
 	rng     *rand.Rand
+	runaway string // why the run was cut short (maxEvents, maxQueued)
 	now     int64
 	seq     uint64
 	q       eventHeap
@@ -1038,6 +1039,13 @@ func (w *world) build() {
 
 var debugSim = os.Getenv("SIMDEBUG") != ""
 
+// The bounds of one seed: a seed plays about 110,000 events (docs/sim.md);
+// 100 times that, or a queue of a million, is a storm, not a schedule.
+const (
+	maxEvents = 11_000_000
+	maxQueued = 1_000_000
+)
+
 func (w *world) run() Result {
 	for i := range w.masters {
 		w.startMaster(i)
@@ -1061,17 +1069,26 @@ func (w *world) run() Result {
 			break
 		}
 		w.dispatch(e)
+		if w.events > maxEvents || w.q.Len() > maxQueued {
+			// A storm of messages that feeds itself: stop before it takes
+			// the machine's memory (a chaos run was once killed for it).
+			w.runaway = fmt.Sprintf("runaway: %d events, %d queued at %v (%s)", w.events, w.q.Len(), time.Duration(w.now), rolesLine(w))
+			break
+		}
 	}
 	res := Result{Seed: w.opt.Seed, Profile: w.prof.String() + " witness=" + w.wprof.String(), Bound: bound, Events: w.events}
 	if w.wprof.on {
 		res.Witness = &WitnessRun{Refused: w.wprof.refused, Calls: w.store.calls, Writes: w.store.writes, HeldEvents: w.chk.witnessHeld}
 	}
-	if !w.stopped {
+	if !w.stopped && w.runaway == "" {
 		w.now = end
 		w.chk.final(w, healAt, end)
 	}
 	res.Violations = w.viol
 	res.Liveness = w.chk.liveness
+	if w.runaway != "" {
+		res.Liveness = w.runaway
+	}
 	res.StuckUncertain, res.DiskFaults = w.chk.stuckUncertain, w.chk.diskFaults
 	res.Failovers = w.chk.failovers
 	res.HealToLead = w.chk.healToLead

@@ -34,7 +34,15 @@ func main() {
 		o.Witness = *witness
 		return o
 	}
+	done := 0
 	sim.RunSeedsWith(*first, *seeds, opts, func(r sim.Result) {
+		// As they come: a long run shows its failures and its pace early.
+		if done++; done%1000 == 0 {
+			fmt.Fprintf(os.Stderr, "chaos: %d seeds in %v\n", done, time.Since(start).Round(time.Second))
+		}
+		if r.Failed() {
+			fmt.Fprintf(os.Stderr, "chaos: seed %d failed: %v %s (replay: go test ./internal/sim -run 'TestReplay$' -seed=%d%s -v)\n", r.Seed, r.Violations, r.Liveness, r.Seed, map[bool]string{true: " -witness"}[*witness])
+		}
 		if w := r.Witness; w != nil {
 			wit.seeds++
 			wit.calls += w.Calls
