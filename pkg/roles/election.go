@@ -452,6 +452,14 @@ func (m *Master) onHeartbeatAck(a HeartbeatAck) {
 		// whose ELECT raised the epoch during a split, then saw the LEADER
 		// at the heal; with a witness, half of the sites and the lease).
 		above := m.role != Elect && a.MaxEpoch > m.hard.Epoch
+		if reused && (m.role == Leader || m.role == Deputy) {
+			// Its own epoch, owned by another in that voter's record (two
+			// ELECTs proposed it and the voter gave it to the other, which
+			// lost and went back to FOLLOWER; or this master forgot it had
+			// taken it): the same for good, so the same step-down.
+			m.stepDown(ReasonHigherEpoch)
+			return
+		}
 		if a.MaxEpoch > m.hard.MaxEpoch || reused || above {
 			m.onHigherEpoch(a.MaxEpoch)
 			return
