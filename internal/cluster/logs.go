@@ -29,30 +29,26 @@ func LastLogTime(logPath string, since time.Time, stamp func(line []byte) (time.
 // BecameLeader returns the time of the newest "-> LEADER" role change in a
 // master's log at or after since (zero when none).
 func BecameLeader(logPath string, since time.Time) time.Time {
-	return LastLogTime(logPath, since, func(line []byte) (time.Time, bool) {
-		var l struct {
-			To   string `json:"to"`
-			Msg  string `json:"message"`
-			Time string `json:"time"`
-		}
-		if json.Unmarshal(line, &l) != nil || l.Msg != "role change" || l.To != "LEADER" {
-			return time.Time{}, false
-		}
-		t, err := time.Parse(time.RFC3339Nano, l.Time)
-		return t, err == nil
-	})
+	return roleChangeAt(logPath, since, func(from, to string) bool { return to == "LEADER" })
 }
 
 // LeftLeader returns the time of the newest "LEADER ->" role change in a
 // master's log at or after since (zero when none): its step-down.
 func LeftLeader(logPath string, since time.Time) time.Time {
+	return roleChangeAt(logPath, since, func(from, to string) bool { return from == "LEADER" })
+}
+
+// roleChangeAt is the time of the newest "role change" line at or after
+// since whose roles match.
+func roleChangeAt(logPath string, since time.Time, match func(from, to string) bool) time.Time {
 	return LastLogTime(logPath, since, func(line []byte) (time.Time, bool) {
 		var l struct {
 			From string `json:"from"`
+			To   string `json:"to"`
 			Msg  string `json:"message"`
 			Time string `json:"time"`
 		}
-		if json.Unmarshal(line, &l) != nil || l.Msg != "role change" || l.From != "LEADER" {
+		if json.Unmarshal(line, &l) != nil || l.Msg != "role change" || !match(l.From, l.To) {
 			return time.Time{}, false
 		}
 		t, err := time.Parse(time.RFC3339Nano, l.Time)

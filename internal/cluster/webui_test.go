@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -13,18 +12,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/mfs-election/mfs-election/internal/webui/webuitest"
+
 	"github.com/mfs-election/mfs-election/internal/cluster"
 )
-
-// browser is the Chromium the page test drives, "" when there is none.
-func browser() string {
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	return ""
-}
 
 // artifacts is where the page test keeps its screenshots: MFS_ARTIFACTS,
 // else a directory under the system's temporary one (kept after the test).
@@ -49,7 +40,7 @@ func artifacts(t *testing.T) string {
 // deposed; a location whose chunkservers are all gone is named in the
 // verdict. A screenshot of each state is kept.
 func TestWebPage(t *testing.T) {
-	exe := browser()
+	exe := webuitest.Browser()
 	if exe == "" {
 		t.Skip("no Chromium found (chromium, chromium-browser, google-chrome): the browser test of the web page is skipped; `apt-get install chromium` (make test does) runs it")
 	}

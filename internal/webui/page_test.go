@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -17,21 +16,12 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/mfs-election/mfs-election/internal/webui/webuitest"
+
 	"github.com/mfs-election/mfs-election/internal/clusterview"
 	"github.com/mfs-election/mfs-election/internal/clusterview/fixture"
 	"github.com/mfs-election/mfs-election/pkg/client"
 )
-
-// browser is the Chromium the page tests drive, "" when there is none
-// (as internal/cluster's TestWebPage finds it).
-func browser() string {
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	return ""
-}
 
 // witnessDocument is /api/v1/status for fixture.WitnessHeld(epoch) with
 // 127.0.0.13 unreachable, or, without the witness, for the same masters
@@ -72,7 +62,7 @@ func witnessDocument(epoch uint64, witness bool) []byte {
 // gone. Screenshots are kept under MFS_ARTIFACTS (else the temporary
 // directory).
 func TestWitnessPanel(t *testing.T) {
-	exe := browser()
+	exe := webuitest.Browser()
 	if exe == "" {
 		t.Skip("no Chromium found (chromium, chromium-browser, google-chrome): the browser test of the witness panel is skipped; `apt-get install chromium` (make test does) runs it")
 	}
