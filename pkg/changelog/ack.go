@@ -62,11 +62,15 @@ func insertTop(top []uint64, v uint64, k int) []uint64 {
 }
 
 // Satisfies is the catch-up rule of docs/architecture.md §7 for one voter:
-// this log holds the commit position the voter was told, and this config is
-// at least as new as the config version it knows. An ELECT may become
-// LEADER only when the counted voters it satisfies make a quorum by
-// themselves; since every quorum meets every acknowledging quorum, that set
-// contains a voter told of every acknowledged change.
-func Satisfies(log *Log, configVersion uint64, voterCommit Pos, voterReg uint64) bool {
-	return log.Has(voterCommit) && configVersion >= voterReg
+// this log holds the commit position the voter was told by the LEADER of
+// epoch voterTag, or this log's newest entry was written by a LEADER of a
+// later epoch (which held everything acknowledged up to voterTag, and this
+// log agrees with it up to that entry: the report is a proposal that LEADER
+// superseded); and this config is at least as new as the config version
+// the voter knows. An ELECT may become LEADER only when the counted voters
+// it satisfies make a quorum by themselves; since every quorum meets every
+// acknowledging quorum, that set contains a voter told of every
+// acknowledged change.
+func Satisfies(log *Log, configVersion uint64, voterCommit Pos, voterTag, voterReg uint64) bool {
+	return (log.Has(voterCommit) || log.Last().Epoch > voterTag) && configVersion >= voterReg
 }

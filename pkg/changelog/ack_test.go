@@ -45,3 +45,31 @@ func TestAckRule(t *testing.T) {
 		}
 	}
 }
+
+// TestSatisfies: the catch-up rule for one voter report, including a
+// proposal a LEADER of a later epoch superseded (docs/architecture.md §7).
+func TestSatisfies(t *testing.T) {
+	var log Log
+	log.Append(Entry{Pos: Pos{Version: 1, Epoch: 1}}, Entry{Pos: Pos{Version: 2, Epoch: 3}}, Entry{Pos: Pos{Version: 3, Epoch: 4}})
+	for _, c := range []struct {
+		name   string
+		commit Pos
+		tag    uint64
+		reg    uint64
+		want   bool
+	}{
+		{name: "held", commit: Pos{Version: 3, Epoch: 4}, tag: 4, want: true},
+		{name: "held, told by a later LEADER", commit: Pos{Version: 2, Epoch: 3}, tag: 6, want: true},
+		{name: "a proposal of epoch 3 superseded by epoch 4", commit: Pos{Version: 3, Epoch: 3}, tag: 3, want: true},
+		{name: "another entry at the newest epoch's own tag", commit: Pos{Version: 3, Epoch: 2}, tag: 4, want: false},
+		{name: "beyond the log, tag at the newest epoch", commit: Pos{Version: 5, Epoch: 4}, tag: 4, want: false},
+		{name: "beyond the log, later tag", commit: Pos{Version: 5, Epoch: 5}, tag: 5, want: false},
+		{name: "an older entry told by a later LEADER", commit: Pos{Version: 3, Epoch: 3}, tag: 5, want: false},
+		{name: "held, but a newer config", commit: Pos{Version: 3, Epoch: 4}, tag: 4, reg: 8, want: false},
+		{name: "superseded, but a newer config", commit: Pos{Version: 3, Epoch: 3}, tag: 3, reg: 8, want: false},
+	} {
+		if got := Satisfies(&log, 7, c.commit, c.tag, c.reg); got != c.want {
+			t.Errorf("%s: Satisfies(%v tagged %d, reg %d) = %v, want %v", c.name, c.commit, c.tag, c.reg, got, c.want)
+		}
+	}
+}

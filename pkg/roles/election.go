@@ -591,7 +591,7 @@ func (m *Master) tryWin() {
 	// The catch-up rule: the voters whose reports this log satisfies must
 	// themselves make a quorum.
 	cv := m.Registry().Version
-	satisfied := func(v *voterRec) bool { return changelog.Satisfies(&m.log, cv, v.commit, v.knownReg) }
+	satisfied := func(v *voterRec) bool { return changelog.Satisfies(&m.log, cv, v.commit, v.commitTag, v.knownReg) }
 	if m.quorumAt(m.now, satisfied) != quorum.Won {
 		var need changelog.Pos
 		var tag uint64
@@ -603,9 +603,11 @@ func (m *Master) tryWin() {
 		m.catchUp(need)
 		return
 	}
+	// The commit point is taken from reports this log holds: one it
+	// satisfies only as superseded names an entry it need not have.
 	commit := m.hard.Commit
 	for _, v := range m.withWitness(m.counted()) {
-		if satisfied(v) && v.commit.Version > commit.Version {
+		if satisfied(v) && m.log.Has(v.commit) && v.commit.Version > commit.Version {
 			commit = v.commit
 		}
 	}

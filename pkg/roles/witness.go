@@ -169,7 +169,7 @@ func (m *Master) halfCarried() bool {
 // (simulator seed 106 with a witness).
 func (m *Master) halfSatisfied() bool {
 	cv := m.Registry().Version
-	ok := m.countable(m.now, func(v *voterRec) bool { return changelog.Satisfies(&m.log, cv, v.commit, v.knownReg) })
+	ok := m.countable(m.now, func(v *voterRec) bool { return changelog.Satisfies(&m.log, cv, v.commit, v.commitTag, v.knownReg) })
 	won := func(wv func(*registry.ClusterConfig) quorum.Vote) bool { return m.outcomeW(ok, wv) == quorum.Won }
 	return won(m.witnessHope) && !won(func(*registry.ClusterConfig) quorum.Vote { return quorum.Unknown })
 }
