@@ -50,12 +50,16 @@ type checker struct {
 	pending        []failover
 	healed         bool
 	healAt         int64
-	healToLead     time.Duration
-	ledAfterHeal   bool
-	opsAfterLead   int
-	liveness       string
-	snaps          Snapshots
-	tempRemovals   int // temporary removals (-CTR) a master took
+	// healVoters: every voter's durable record at the heal;
+	// conflictExcused: preHealConflict has excused its one step-down.
+	healVoters      []roles.VoterHardState
+	conflictExcused bool
+	healToLead      time.Duration
+	ledAfterHeal    bool
+	opsAfterLead    int
+	liveness        string
+	snaps           Snapshots
+	tempRemovals    int // temporary removals (-CTR) a master took
 	// happened: every role change made (historyKey), for H1.
 	happened map[string]bool
 	// witnessHeld: events after which some master counted the witness.
@@ -144,7 +148,8 @@ func (c *checker) transition(w *world, r ref, a roles.Transition) {
 	// (no flapping). Candidates racing in the first moments after
 	// the heal may still replace each other.
 	if a.From == roles.Leader && (a.Reason == roles.ReasonQuorumLost || a.Reason == roles.ReasonHigherEpoch) &&
-		c.healed && c.leaderSince[r.i] >= c.healAt && w.now-c.leaderSince[r.i] >= int64(w.prof.masterCfg.VoteLease) && c.liveness == "" {
+		c.healed && c.leaderSince[r.i] >= c.healAt && w.now-c.leaderSince[r.i] >= int64(w.prof.masterCfg.VoteLease) && c.liveness == "" &&
+		!c.preHealConflict(r, a) {
 		c.liveness = fmt.Sprintf("%v lost the lead %v after the heal (%s): flapping", r, time.Duration(w.now-c.healAt), a.Reason)
 	}
 	// L2 for preferred leaders: a handover yields, and a master
@@ -318,6 +323,13 @@ func (c *checker) startFailover(w *world, kind string) {
 // then the election history's truth.
 func (c *checker) final(w *world, healAt, end int64) {
 	defer c.checkHistory(w)
+	if debugSim {
+		for i, m := range w.masters {
+			if m.up && m.m != nil {
+				fmt.Printf("DBG M%d reg=%d inforce=%d witcounted=%v tallies=%+v\n", i+1, m.m.Registry().Version, m.m.InForce(), m.m.WitnessCounted(roles.Instant(m.clk.local(w.now))), m.m.Tallies(roles.Instant(m.clk.local(w.now))))
+			}
+		}
+	}
 	bound := w.livenessBound()
 	switch {
 	case c.liveness != "":
@@ -477,6 +489,27 @@ func (w *world) uncertainBlock() bool {
 			return quorum.Unknown
 		}, wv)
 		if t.Outcome != quorum.Won {
+			return true
+		}
+	}
+	return false
+}
+
+// preHealConflict excuses, once, a LEADER elected after the heal that
+// steps down (§3.9) because a voter refuses its epoch with a promise made
+// before the heal: an epoch above it, or the same epoch promised to
+// another master. Both sides of a split raise epochs on their own, and a
+// voter that was down or quiet at the election returns with its promise
+// later; the step-down is how every voter comes to vote for one master
+// again (docs/roles.md §3.9, golden net_witness_split.txt). The LEADER
+// that follows must hold.
+func (c *checker) preHealConflict(r ref, a roles.Transition) bool {
+	if c.conflictExcused || a.Reason != roles.ReasonHigherEpoch {
+		return false
+	}
+	for _, h := range c.healVoters {
+		if h.MaxEpoch > a.Epoch || (h.MaxEpoch == a.Epoch && h.EpochOwner != wire.MasterID(r.i+1)) {
+			c.conflictExcused = true
 			return true
 		}
 	}

@@ -1143,6 +1143,7 @@ func (w *world) heal() {
 	w.net.cuts = nil
 	w.net.loss, w.net.dup = 0, 0
 	w.chk.healed, w.chk.healAt = true, w.now
+	w.chk.healVoters = slices.Clone(w.chk.lastVoter)
 	w.fullMasterSet()
 	for i, m := range w.masters {
 		if !m.up {

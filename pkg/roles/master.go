@@ -415,6 +415,15 @@ func (m *Master) timers() {
 			m.become(Deputy, ReasonDeputyTime)
 		case m.now.Sub(m.lastVoteSeen) >= m.cfg.ElectTimeout && len(m.counted()) == 0:
 			m.stepDown(ReasonNoVotes)
+		case m.now >= m.fetchAt && m.behindPeers() != (changelog.Pos{}):
+			// A peer has committed changes this log lacks: take them now,
+			// before any win. Committed entries are final, so nothing is
+			// lost; and the registry in them may be what this master must
+			// tally under to win at all (simulator seeds 656 and 10799 with
+			// a witness: a master restored from an old copy, or one that
+			// missed a change, counted only a site that was lost, while the
+			// peer that had it could not take the lease).
+			m.catchUp(m.behindPeers())
 		}
 	case Deputy:
 		if m.sessionsQuorum() {

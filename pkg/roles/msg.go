@@ -160,6 +160,10 @@ type PeerStatus struct {
 	Witness bool `msgpack:",omitempty"`
 	// WitnessHeld: it counts the witness's lease now.
 	WitnessHeld bool `msgpack:",omitempty"`
+	// InForce: the newest config version it knows to be in force. A peer
+	// whose log holds the same config entry (at or below Commit) takes it
+	// (an earlier build, which does not say, sends 0).
+	InForce uint64 `msgpack:",omitempty"`
 }
 
 // Append carries changelog entries from the LEADER to one follower; an empty

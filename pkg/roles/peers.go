@@ -1,6 +1,7 @@
 package roles
 
 import (
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
@@ -42,7 +43,7 @@ func (m *Master) sendStatus() {
 		Last: m.log.Last(), Commit: m.hard.Commit, Eligible: m.Eligible(), Sync: m.Sync(),
 		Usurper: m.role == Usurper, Keep: m.keeps(), KeepSet: m.cfg.KeepLeadership, Placed: m.placed,
 		Leader: m.Leader(), Snap: m.SnapshotAt().Version, History: m.toReport(), Proto: m.cfg.Protocol,
-		Witness: m.witnessUsable(), WitnessHeld: m.WitnessCounted(m.now),
+		Witness: m.witnessUsable(), WitnessHeld: m.WitnessCounted(m.now), InForce: m.hard.InForce,
 	}
 	for _, id := range m.cfg.Masters {
 		if id != m.cfg.ID {
@@ -100,6 +101,7 @@ func (m *Master) onPeerStatus(st PeerStatus) {
 		m.hard.MaxEpoch = st.MaxEpoch
 		m.persistHard()
 	}
+	m.adoptInForce(st)
 	m.maybeTrim()
 	// A LEADER that still sends its status held quorum when it did (it
 	// fences itself before anything else). A LEADER of a higher epoch ends
@@ -135,4 +137,37 @@ type peerView struct {
 	st    PeerStatus
 	heard Instant
 	seen  bool
+}
+
+// behindPeers is the newest commit point a fresh peer reports beyond this
+// master's log (zero if none): changes known committed that it lacks.
+func (m *Master) behindPeers() changelog.Pos {
+	var need changelog.Pos
+	for _, id := range m.cfg.Masters {
+		p := m.peers[id]
+		if id != m.cfg.ID && m.fresh(p) && p.st.Commit.Version > m.log.Last().Version && p.st.Commit.NewerThan(need) {
+			need = p.st.Commit
+		}
+	}
+	return need
+}
+
+// adoptInForce takes a peer's word that a config is in force where this
+// log holds the very entry: the peer's commit point is in this log (log
+// matching: the same entries up to it), and a config at least that new
+// lies at or below it. In force is a fact about the entry (quorums under
+// it and the one before both know it), whoever tells it. Without it, an
+// ELECT that missed the LEADER's last word tallies jointly under the old
+// config for good, when the old config has lost its quorum (simulator
+// seed 19226 with a witness: two of four voters' records damaged, the
+// new config counts two sites and the witness).
+func (m *Master) adoptInForce(st PeerStatus) {
+	if st.InForce <= m.hard.InForce || !m.HasMetadata() || !m.log.Has(st.Commit) {
+		return
+	}
+	if c, _ := m.log.Configs(st.Commit.Version); c == nil || c.Version < st.InForce {
+		return
+	}
+	m.hard.InForce = st.InForce
+	m.persistHard()
 }
