@@ -62,6 +62,7 @@ type quorumCache struct {
 type sessionsCache struct {
 	valid bool
 	key   quorumKey
+	taken bool // witnessTaken when counted
 	won   bool
 	gate  gate
 	round uint64 // the heartbeat round it was counted in
@@ -200,18 +201,28 @@ func (m *Master) quorumUntil(t Instant) Instant {
 func (m *Master) sessionsCached() bool {
 	key := m.quorumKey()
 	key.votersGen = m.sessionsGen
+	taken := m.witnessTaken()
+	// The witness as a vote that could be had: an ELECT on one side of an
+	// even split proposes its epoch once its half is in session, or it
+	// would never hold the votes the lease then breaks the tie for. Not
+	// while a peer it hears says it holds the lease: that half raising its
+	// voters' epochs would only depose the LEADER the lease serves once
+	// they return to it (simulator seed 7684 with a witness: voters that
+	// had not yet seen the LEADER after a heal followed nominated ELECTs,
+	// each proposing a higher epoch, until the LEADER was refused).
+	hope := m.witnessHope
+	if taken {
+		hope = func(*registry.ClusterConfig) quorum.Vote { return quorum.Unknown }
+	}
 	c := &m.sessions
-	if c.valid && c.key == key && (c.won || (len(m.voters) < c.gate.next && c.round == m.roundSeq)) {
-		if c.won && m.checking() && m.outcomeW(func(*voterRec) bool { return true }, m.witnessHope) != quorum.Won {
+	if c.valid && c.key == key && c.taken == taken && (c.won || (len(m.voters) < c.gate.next && c.round == m.roundSeq)) {
+		if c.won && m.checking() && m.outcomeW(func(*voterRec) bool { return true }, hope) != quorum.Won {
 			panic("invariant sessions-cache: the cache says the sessions make a quorum, the tally says not")
 		}
 		return c.won
 	}
-	// The witness as a vote that could be had: an ELECT on one side of an
-	// even split proposes its epoch once its half is in session, or it
-	// would never hold the votes the lease then breaks the tie for.
-	won := m.outcomeW(func(*voterRec) bool { return true }, m.witnessHope) == quorum.Won
-	*c = sessionsCache{valid: true, key: key, won: won, round: m.roundSeq}
+	won := m.outcomeW(func(*voterRec) bool { return true }, hope) == quorum.Won
+	*c = sessionsCache{valid: true, key: key, taken: taken, won: won, round: m.roundSeq}
 	c.gate.next = len(m.voters) + max(1, len(m.voters)/8)
 	return won
 }

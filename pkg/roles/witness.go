@@ -138,6 +138,18 @@ func (m *Master) witnessHope(c *registry.ClusterConfig) quorum.Vote {
 	return quorum.For
 }
 
+// witnessTaken: a fresh peer says it counts the witness's lease now. A
+// peer cut off from this master is not fresh, so a split leaves the hope
+// as it was.
+func (m *Master) witnessTaken() bool {
+	for id, p := range m.peers {
+		if id != m.cfg.ID && m.fresh(p) && p.st.WitnessHeld {
+			return true
+		}
+	}
+	return false
+}
+
 // strictUntil is the quorum deadline without the witness: until when the
 // votes counted now make a quorum by a strict majority (0: they do not).
 func (m *Master) strictUntil() Instant {
