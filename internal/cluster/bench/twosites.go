@@ -539,7 +539,7 @@ func sitesSection(r sitesRun, etcdKill series, etcdVersion string) string {
 		ages := series{d: r.recentAge}
 		med, _, mx := ages.stats()
 		fmt.Fprintf(&b, "With the lease record written recently (the LEADER took the lease when the other site was lost and renews it until it has held a strict majority for a whole lease again: its last write %s before the kill on median, at most %s), ", ms(med), ms(mx))
-		b.WriteString("the surviving site's master finds the record held by a master it cannot ask, and takes it only a whole `WITNESS_LEASE` after its first read of that record: the bound is the time to notice the loss and reach half of the votes, plus `WITNESS_DELAY`, plus `WITNESS_LEASE`, plus two store calls (≤ 2 × `WITNESS_CALL_TIMEOUT`): about 10.5 s at the defaults. A shorter `WITNESS_LEASE` shortens it, and costs renewals while a site is down (docs/operations.md).\n\n")
+		b.WriteString("the surviving site's master finds the record held by a master it cannot ask, and takes it only a whole `WITNESS_LEASE` after its first read of that record: the bound is the time to notice the loss and reach half of the votes, plus up to 2 × `PEER_INTERVAL` (the killed holder's last status said it held the lease, and a half side does not propose its epoch while a peer heard that recently says so), plus `WITNESS_DELAY`, plus `WITNESS_LEASE`, plus two store calls (≤ 2 × `WITNESS_CALL_TIMEOUT`): about 10.5 s at the defaults. A shorter `WITNESS_LEASE` shortens it, and costs renewals while a site is down (docs/operations.md).\n\n")
 	}
 	fmt.Fprintf(&b, "At rest (both sites up, the lease record free) no master calls the store: %d calls by all masters in %v.", r.restCalls, r.restAge)
 	switch {
