@@ -137,7 +137,9 @@ func keys(c *config) []settings.Key {
 		settings.Ranged("CHANGELOG_RETAIN", &core.LogRetain, r.LogRetain.Min, r.LogRetain.Max,
 			"At most this many changelog entries are kept below the snapshot for a master that is down or far behind (MooseFS keeps BACK_LOGS changelog files); entries every master has a snapshot past are trimmed sooner. A master further behind is sent the LEADER's snapshot instead of entries; with the default, one restarted after a few minutes of heavy writing still catches up from entries."),
 		settings.Ranged("ACK_REPLICAS", &core.AckReplicas, r.AckReplicas.Min, r.AckReplicas.Max,
-			"How many other eligible masters must hold a change durably before it is acknowledged (fewer when fewer are connected). The default, one, keeps every acknowledged change through the loss of the LEADER's disk."),
+			"How many other eligible masters must hold a change durably before it is acknowledged. With a witness, its store stands in for the missing ones while fewer are present (docs/operations.md, \"One site lost: what is durable where\"); without one a change waits for them, unless ACK_ALONE is 1. A MASTER_HOST that names fewer other masters needs all of them (none: a one-master cluster, which acknowledges on its own disk unless a witness is configured). The default, one, keeps every acknowledged change through the loss of the LEADER's disk."),
+		settings.Field("ACK_ALONE", &core.AckAlone,
+			"1: when neither ACK_REPLICAS other masters nor the witness's store hold a change, acknowledge it with the masters heard within PEER_TIMEOUT, on this master's disk alone if none: writes go on, and a loss of this disk then loses acknowledged changes (the ack_durability alarm says so while it lasts). 0 (the default): such a change waits until a follower master or the store holds it; writes stall while the other masters are all gone and no witness is set, and nothing acknowledged ever rests on one disk."),
 	}, witnessKeyTable(c)...)
 }
 
@@ -166,5 +168,11 @@ func witnessKeyTable(c *config) []settings.Key {
 			"Deadline of each call on the store (a read or a conditional write), with no retry inside it; one not answered within twice this is taken as ambiguous (it may have landed) and read back. Well below the lease: WITNESS_RENEW + 2 x this must stay below the lease counted from a write. A conditional write of a small object takes milliseconds on a LAN and tens of milliseconds on a public cloud."),
 		settings.Ranged("WITNESS_DELAY", &w.Delay, 0, time.Minute,
 			"An ELECT that carries exactly half of the locations waits this long for more votes before it asks for the witness's lease: in a healthy election the other half's votes come within it and the store is not called. Two heartbeat intervals at the defaults."),
+		settings.Ranged("WITNESS_LOG_OBJECTS", &w.LogObjects, 0, 4096,
+			"The most change objects the witness's store log may hold (one per group commit while fewer than ACK_REPLICAS followers are present). At the bound the store stands in for no more changes until the followers are back and take some off it: they wait (or, with ACK_ALONE, rest on this disk). 0: the format's own bound, 4096."),
+		settings.Ranged("WITNESS_LOG_BYTES", &w.LogBytes, 0, uint64(1)<<40,
+			"The most bytes the witness's store log may hold, with the same effect at the bound as WITNESS_LOG_OBJECTS. The default, 1 GiB, holds about a million small changes. 0: no bound."),
+		settings.Ranged("WITNESS_LOG_AGE", &w.LogAge, 0, 365*24*time.Hour,
+			"How old the oldest object of the witness's store log may grow before the witness_log alarm says that acknowledged changes have rested on the store that long: bring the follower masters back. Nothing is refused at this bound: refusing would stop writes and make nothing more durable. 0: never."),
 	}
 }

@@ -84,6 +84,7 @@ func (n *MasterNode) statusWith(req protocol.StatusReq) protocol.StatusResp {
 	n.historyStatus(&st, req.History)
 	st.Witness = n.witnessStatus(f, now)
 	n.fenceStatus(&st, f, now)
+	st.StoreLog = n.storeLogStatus(st.Role, now)
 	if st.Role == roles.Leader {
 		n.ackStatus(&st, now)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/mfs-election/mfs-election/internal/witness/s3store"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/witness"
+	"github.com/mfs-election/mfs-election/pkg/witness/logobj"
 )
 
 // witnessClient makes the calls the core's witness lease asks for
@@ -24,7 +25,10 @@ type witnessClient struct {
 	store *s3store.Store
 	log   zerolog.Logger
 	calls chan witness.Request
-	done  chan witnessDone
+	// logCalls: the store log's (Request.Key set), on a worker of their
+	// own, so that an upload never holds up a lease renewal.
+	logCalls chan witness.Request
+	done     chan witnessDone
 	// ready: nil before the first self-test ended, then "" (passed) or
 	// what it found.
 	ready  atomic.Pointer[string]
@@ -45,11 +49,12 @@ type witnessDone struct {
 const witnessRetest = 30 * time.Second
 
 func startWitness(store *s3store.Store, log zerolog.Logger) *witnessClient {
-	w := &witnessClient{store: store, log: log, calls: make(chan witness.Request, 4), done: make(chan witnessDone, 4)}
+	w := &witnessClient{store: store, log: log, calls: make(chan witness.Request, 4), logCalls: make(chan witness.Request, 4), done: make(chan witnessDone, 8)}
 	w.ctx, w.cancel = context.WithCancel(context.Background())
-	w.wg.Add(2)
+	w.wg.Add(3)
 	go w.selfTests()
-	go w.worker()
+	go w.worker(w.calls)
+	go w.worker(w.logCalls)
 	return w
 }
 
@@ -97,11 +102,11 @@ func (w *witnessClient) Ready() (string, bool) {
 	return *p, true
 }
 
-func (w *witnessClient) worker() {
+func (w *witnessClient) worker(calls <-chan witness.Request) {
 	defer w.wg.Done()
 	for {
 		select {
-		case req := <-w.calls:
+		case req := <-calls:
 			d := w.do(req)
 			select {
 			case w.done <- d:
@@ -118,7 +123,17 @@ func (w *witnessClient) worker() {
 // failure comes back classified (s3store.Classify), never as a crash.
 func (w *witnessClient) do(req witness.Request) witnessDone {
 	start := time.Now()
-	res := witness.Result{Seq: req.Seq}
+	res := witness.Result{Seq: req.Seq, Key: req.Key}
+	name := req.Key
+	if name == "" {
+		name = witness.Key
+	}
+	body := req.Body
+	if req.Batch != nil {
+		// A store log object: encoded here, and described in every
+		// answer (the core names it in the head by that description).
+		body, res.Object = logobj.Encoded(req)
+	}
 	if why, tested := w.Ready(); !tested || why != "" {
 		if !tested {
 			why = "the store's self-test has not finished"
@@ -129,16 +144,19 @@ func (w *witnessClient) do(req witness.Request) witnessDone {
 	var err error
 	switch req.Op {
 	case witness.Get:
-		res.Body, res.ETag, err = w.store.Get(w.ctx, witness.Key)
+		res.Body, res.ETag, err = w.store.Get(w.ctx, name)
 	case witness.Create:
-		res.ETag, err = w.store.Create(w.ctx, witness.Key, req.Body)
+		res.ETag, err = w.store.Create(w.ctx, name, body)
 	case witness.Swap:
-		res.ETag, err = w.store.Swap(w.ctx, witness.Key, req.ETag, req.Body)
+		res.ETag, err = w.store.Swap(w.ctx, name, req.ETag, body)
+	case witness.Delete:
+		err = w.store.Delete(w.ctx, name)
 	}
 	res.Class = classOf(s3store.Classify(err))
 	if err != nil {
 		res.Err = err.Error()
 	}
+	logobj.Check(&res, req)
 	return witnessDone{res: res, op: req.Op, took: time.Since(start)}
 }
 
@@ -164,8 +182,12 @@ func (n *MasterNode) witnessCall(r witness.Request) {
 	if n.wit == nil {
 		panic("invariant witness-store: the core asked for a witness call, and this master has no store")
 	}
+	calls := n.wit.calls
+	if r.Key != "" {
+		calls = n.wit.logCalls
+	}
 	select {
-	case n.wit.calls <- r:
+	case calls <- r:
 	default:
 		n.log.Error().Str("op", r.Op.String()).Msg("witness: call queue full; the call is dropped")
 	}

@@ -282,3 +282,30 @@ func (n *MasterNode) witnessStatus(f roles.Fence, now roles.Instant) *protocol.W
 	}
 	return st
 }
+
+// storeLogStatus is the store log as the core sees it, for the status
+// answer; a LEADER's part only while the fence still shows it LEADER
+// (role is the fenced one).
+func (n *MasterNode) storeLogStatus(role roles.Role, now roles.Instant) *protocol.StoreLogStatus {
+	s := n.core.StoreLog()
+	if !s.Configured {
+		return nil
+	}
+	w := n.opt.Core.Witness
+	st := &protocol.StoreLogStatus{Known: s.Known, Objects: s.Objects, Bytes: s.Bytes, Base: s.Base.Version, Last: s.Last.Version,
+		Epoch: s.Epoch, Garbage: s.Garbage, Error: s.Error, MaxObjects: w.LogObjects, MaxBytes: w.LogBytes, MaxAge: w.LogAge}
+	if s.OldestSince != 0 {
+		st.OldestAge = now.Sub(s.OldestSince)
+	}
+	if role != roles.Leader {
+		return st
+	}
+	st.StandsIn, st.OnStore = s.StandsIn, s.OnStore
+	if s.BehindSince != 0 {
+		st.BehindFor = now.Sub(s.BehindSince)
+	}
+	if d := n.core.Durability(); d.Waiting {
+		st.WaitingFor = now.Sub(d.WaitingSince)
+	}
+	return st
+}

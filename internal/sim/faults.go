@@ -180,10 +180,10 @@ func (p profile) String() string {
 	for _, f := range p.faults {
 		fs = append(fs, faultMenu[f].name)
 	}
-	return fmt.Sprintf("masters=%d cs=%d+%d spare locations=%d clients=%d delay=%v+%v loss=%.2f dup=%.2f disk<=%v lease=%v hb=%v drift<=%.2f deputy=%v ack_replicas=%d snapshot_every=%d log_retain=%d keep=%s gap~%v extreme_clocks=%v reject=%v cpu=%v faults=[%s]",
+	return fmt.Sprintf("masters=%d cs=%d+%d spare locations=%d clients=%d delay=%v+%v loss=%.2f dup=%.2f disk<=%v lease=%v hb=%v drift<=%.2f deputy=%v ack_replicas=%d ack_alone=%v snapshot_every=%d log_retain=%d keep=%s gap~%v extreme_clocks=%v reject=%v cpu=%v faults=[%s]",
 		p.masters, p.css, p.spares, p.locs, p.clients, p.delayBase, p.delayJitter, p.loss, p.dup, p.diskMax,
 		p.masterCfg.VoteLease, p.masterCfg.HeartbeatInterval, p.masterCfg.MaxClockDrift, p.masterCfg.DeputyElectionTime,
-		p.masterCfg.AckReplicas, p.masterCfg.SnapshotEvery, p.masterCfg.LogRetain, p.keepString(), p.meanGap, p.extremeClocks, p.reject, p.cpu, strings.Join(fs, ","))
+		p.masterCfg.AckReplicas, p.masterCfg.AckAlone, p.masterCfg.SnapshotEvery, p.masterCfg.LogRetain, p.keepString(), p.meanGap, p.extremeClocks, p.reject, p.cpu, strings.Join(fs, ","))
 }
 
 func (p profile) keepString() string {
@@ -813,14 +813,16 @@ func (f masterRestore) fire(w *world, _ *adminIDs) {
 // (epoch-reused), so it cannot write a second log at one of them.
 //
 // What a restore cannot be made safe against is losing changes that no
-// other master holds (with ACK_REPLICAS = 0, or while every follower is
-// down, the LEADER acknowledges changes only it stores): docs/operations.md
-// says so. Such a restore is not done here, since S2 would rightly fail; a
-// master's store is restored only while its newest durable entry is also
-// durable on another master (or under another master's snapshot).
+// other master holds (with ACK_REPLICAS = 0, or with ACK_ALONE while every
+// follower is down, the LEADER acknowledges changes only it stores):
+// docs/operations.md says so. Such a restore is not done here, since S2
+// would rightly fail; a master's store is restored only while its newest
+// durable entry is also durable on another master (or under another
+// master's snapshot), or in the witness's store log: then every later
+// LEADER must take it from there (the store as a stand-in replica).
 func (w *world) restoreMaster(i int, backup *roles.MemStore) {
 	n := w.masters[i]
-	if !w.heldElsewhere(i, n.store.Last()) {
+	if !w.heldElsewhere(i, n.store.Last()) && !w.storeHolds(n.store.Last()) {
 		w.tracef("M%d restore skipped: its log holds entries no other master stores", i+1)
 		return
 	}

@@ -977,6 +977,9 @@ func Run(opt Options) Result {
 func newWorld(opt Options) *world {
 	w := &world{opt: opt, rng: rand.New(rand.NewSource(opt.Seed))}
 	w.prof = drawProfile(w.rng)
+	// ACK_ALONE on a third of the seeds, from a stream of its own (every
+	// other draw stays as it was).
+	w.prof.masterCfg.AckAlone = rand.New(rand.NewSource(w.opt.Seed*8191+17)).Intn(3) == 0
 	if opt.Witness {
 		w.prof.locs = 2
 	}

@@ -1,16 +1,16 @@
 package sim
 
 import (
-	"crypto/md5"
-	"encoding/hex"
 	"fmt"
 	"math/rand"
 	"strings"
 	"time"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/witness"
+	"github.com/mfs-election/mfs-election/pkg/witness/logobj"
 )
 
 // The object-store witness in the simulator (docs/sim.md, "The witness"):
@@ -100,12 +100,11 @@ func drawWitness(seed int64, p profile, force bool, sabotage bool) (wp witnessPr
 	return wp
 }
 
-// simStore is the witness's store.
+// simStore is the witness's store: the lease object and the store log
+// (logobj.Bucket), with its faults.
 type simStore struct {
 	rng       *rand.Rand
-	exists    bool
-	etag      string
-	body      []byte
+	bucket    logobj.Bucket
 	down      bool
 	slow      bool
 	cut       []bool // master i cannot reach it
@@ -117,19 +116,17 @@ type simStore struct {
 
 // check says what a conditional write would get on the object as it is.
 func (s *simStore) check(r witness.Request) witness.Class {
-	switch {
-	case s.ignoreIf:
-	case r.Op == witness.Create && s.exists, r.Op == witness.Swap && (!s.exists || s.etag != r.ETag):
-		return witness.Conflict
+	if s.ignoreIf || r.Op == witness.Delete {
+		return witness.OK
 	}
-	return witness.OK
+	return s.bucket.Check(r)
 }
 
-func (s *simStore) write(body []byte) string {
-	sum := md5.Sum(body)
-	s.exists, s.etag, s.body = true, hex.EncodeToString(sum[:]), body
+// write lands a write (or a delete), and answers as the store would.
+func (s *simStore) write(r witness.Request) witness.Result {
+	body, d := logobj.Encoded(r)
 	s.writes++
-	return s.etag
+	return s.bucket.Write(r, body, d)
 }
 
 // selfTest is the daemon's start-up check (s3store.SelfTest) on the
@@ -137,9 +134,10 @@ func (s *simStore) write(body []byte) string {
 // refuses the store.
 func (s *simStore) selfTest() (winners int) {
 	probe := &simStore{nonAtomic: s.nonAtomic, ignoreIf: s.ignoreIf}
+	probe.write(witness.Request{Op: witness.Delete, Key: "probe"})
 	var passed []witness.Request
 	for k := 0; k < 16; k++ {
-		r := witness.Request{Op: witness.Create, Body: []byte(fmt.Sprintf("probe %d", k))}
+		r := witness.Request{Op: witness.Create, Key: "probe", Body: []byte(fmt.Sprintf("probe %d", k))}
 		if probe.nonAtomic {
 			// Checked as each arrives, all before the first is written.
 			if probe.check(r) == witness.OK {
@@ -148,12 +146,12 @@ func (s *simStore) selfTest() (winners int) {
 			continue
 		}
 		if probe.check(r) == witness.OK {
-			probe.write(r.Body)
+			probe.write(r)
 			winners++
 		}
 	}
 	for _, r := range passed {
-		probe.write(r.Body)
+		probe.write(r)
 		winners++
 	}
 	return winners
@@ -169,8 +167,8 @@ func (w *world) setupWitness(masters int) {
 	w.store = &simStore{rng: rand.New(rand.NewSource(w.opt.Seed*31 + 7)), nonAtomic: wp.nonAtomic, ignoreIf: wp.ignoreIf, cut: make([]bool, masters)}
 	wp.selfTestN = w.store.selfTest()
 	wp.refused = wp.selfTestN != 1 && !wp.sabotage
-	w.store.write(witness.Record{Format: witness.Format, WitnessID: witnessID, Cluster: "sim", State: witness.Free,
-		Holder: 1, Incarnation: 0}.Encode())
+	w.store.write(witness.Request{Op: witness.Create, Body: witness.Record{Format: witness.Format, WitnessID: witnessID, Cluster: "sim", State: witness.Free,
+		Holder: 1, Incarnation: 0}.Encode()})
 	w.store.writes = 0
 }
 
@@ -208,9 +206,15 @@ func (w *world) call(r ref, req witness.Request) {
 		return d
 	}
 	sent := w.now
+	// A log object's descriptor comes back with every answer to its
+	// Create (the driver made it before sending).
+	_, desc := logobj.Encoded(req)
+	fail := func(err string) witness.Result {
+		return witness.Result{Seq: req.Seq, Key: req.Key, Class: witness.Ambiguous, Err: err, Object: desc}
+	}
 	answer := func(at int64, res witness.Result) {
 		if at-sent > timeout {
-			at, res = sent+timeout, witness.Result{Seq: req.Seq, Class: witness.Ambiguous, Err: "timeout"}
+			at, res = sent+timeout, fail("timeout")
 		}
 		w.at(max(at, w.now), func() {
 			if n.inc != inc || !n.up {
@@ -221,37 +225,34 @@ func (w *world) call(r ref, req witness.Request) {
 	}
 	lost := s.rng.Float64() < w.wprof.loss
 	if s.down || s.cut[r.i] || (lost && s.rng.Intn(2) == 0) {
-		answer(sent+timeout, witness.Result{Seq: req.Seq, Class: witness.Ambiguous, Err: "timeout"})
+		answer(sent+timeout, fail("timeout"))
 		return
 	}
 	arrive := sent + trip()
 	w.at(arrive, func() {
 		if s.down {
-			answer(sent+timeout, witness.Result{Seq: req.Seq, Class: witness.Ambiguous, Err: "timeout"})
+			answer(sent+timeout, fail("timeout"))
 			return
 		}
-		res := witness.Result{Seq: req.Seq}
+		var res witness.Result
 		switch {
-		case req.Op == witness.Get && !s.exists:
-			res.Class = witness.Absent
 		case req.Op == witness.Get:
-			res.ETag, res.Body = s.etag, s.body
+			res = s.bucket.Read(req)
 		case s.check(req) != witness.OK:
-			res.Class = witness.Conflict
+			res = witness.Result{Seq: req.Seq, Key: req.Key, Class: witness.Conflict, Object: desc}
 		case s.nonAtomic:
 			// Checked now, written a moment later: a rival checked in
 			// between wins too.
 			back := trip()
 			w.at(w.now+back/2, func() {
-				res.ETag = s.write(req.Body)
-				answer(w.now+back, res)
+				answer(w.now+back, s.write(req))
 			})
 			return
 		default:
-			res.ETag = s.write(req.Body)
+			res = s.write(req)
 		}
 		if lost {
-			res = witness.Result{Seq: req.Seq, Class: witness.Ambiguous, Err: "connection reset"}
+			res = fail("connection reset")
 		}
 		answer(w.now+trip(), res)
 	})
@@ -439,4 +440,32 @@ func (c *checker) checkWitness(w *world) {
 	if holder >= 0 {
 		c.witnessHeld++
 	}
+}
+
+// storeHolds: the witness's store log holds the entry at pos (an object
+// its head names has it), so a master that loses it can take it back.
+func (w *world) storeHolds(pos changelog.Pos) bool {
+	if w.store == nil {
+		return false
+	}
+	r := w.store.bucket.Read(witness.Request{Op: witness.Get, Key: witness.LogKey})
+	if r.Class != witness.OK {
+		return false
+	}
+	h, err := witness.DecodeHead(r.Body)
+	if err != nil {
+		return false
+	}
+	for _, o := range h.Objects {
+		if o.Prev.Version >= pos.Version || o.Last.Version < pos.Version {
+			continue
+		}
+		got := w.store.bucket.Read(witness.Request{Op: witness.Get, Key: o.Key, Want: &o})
+		if got.Batch == nil {
+			return false
+		}
+		e := got.Batch.Entries[pos.Version-o.Prev.Version-1]
+		return e.Pos == pos
+	}
+	return false
 }

@@ -2,12 +2,12 @@ package changelog
 
 // AckRule is the acknowledgement rule of docs/architecture.md: the newest
 // version a LEADER may acknowledge to a client. It is the largest version v
-// such that (a) v is durable on the LEADER, (b) v is durable on `required`
-// other eligible masters, and (c) the voters that report knowing "committed
-// up to v" form a quorum. The caller supplies (c) as a predicate, which it
-// evaluates with the real tally; candidates are the versions voters reported.
-func AckRule(leaderDurable uint64, followerDurable []uint64, required int, candidates []uint64, quorumKnows func(v uint64) bool) uint64 {
-	limit := ReplicatedVersion(leaderDurable, followerDurable, required)
+// such that (a) and (b) hold up to limit (v durable on the LEADER and on
+// ACK_REPLICAS other masters, or the store standing in for them), and (c)
+// the voters that report knowing "committed up to v" form a quorum. The
+// caller supplies (c) as a predicate, which it evaluates with the real
+// tally; candidates are the versions voters reported.
+func AckRule(limit uint64, candidates []uint64, quorumKnows func(v uint64) bool) uint64 {
 	best := uint64(0)
 	for _, v := range candidates {
 		if v <= limit && v > best && quorumKnows(v) {

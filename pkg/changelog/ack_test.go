@@ -40,7 +40,7 @@ func TestAckRule(t *testing.T) {
 		{name: "voters behind", leader: 10, followers: []uint64{10}, cands: []uint64{10, 7}, quorumAt: 7, want: 7},
 		{name: "nothing known", leader: 10, followers: []uint64{10}, cands: nil, quorumAt: 10, want: 0},
 	} {
-		if got := AckRule(c.leader, c.followers, 1, c.cands, knows(c.quorumAt)); got != c.want {
+		if got := AckRule(ReplicatedVersion(c.leader, c.followers, 1), c.cands, knows(c.quorumAt)); got != c.want {
 			t.Errorf("%s: got %d, want %d", c.name, got, c.want)
 		}
 	}

@@ -197,6 +197,9 @@ type StatusResp struct {
 	// Witness is the object-store witness as this master sees it (nil:
 	// the registry names none and this master has no store).
 	Witness *WitnessStatus `msgpack:",omitempty"`
+	// StoreLog is the witness's store as a stand-in replica (nil: no
+	// witness, or no store on this master).
+	StoreLog *StoreLogStatus `msgpack:",omitempty"`
 }
 
 // RoleChangeStatus is one record of the election history as the listings

@@ -90,3 +90,40 @@ func (w *WitnessStatus) StoreText() string {
 	}
 	return "s3 " + w.Endpoint + " " + where
 }
+
+// StoreLogStatus is the witness's store as a stand-in replica, as one
+// master sees it (docs/architecture.md §7.5): what the store log holds
+// (from the head this master last read or wrote), and on a LEADER what
+// its acknowledgements rest on. Durations are up to the answer, so that
+// no two clocks are compared.
+type StoreLogStatus struct {
+	// Known: the head was read or written by this master (since it became
+	// LEADER, or in an ELECT's catch-up); the figures below are from it.
+	Known   bool   `msgpack:",omitempty"`
+	Objects int    `msgpack:",omitempty"`
+	Bytes   int64  `msgpack:",omitempty"`
+	Base    uint64 `msgpack:",omitempty"` // the version below which it holds nothing
+	Last    uint64 `msgpack:",omitempty"` // the newest version it holds
+	Epoch   uint64 `msgpack:",omitempty"` // the epoch of the LEADER that wrote the head
+	// OldestAge: how long the head has named objects, as far as this
+	// master has seen it.
+	OldestAge time.Duration `msgpack:",omitempty"`
+	// The bounds (WITNESS_LOG_OBJECTS, WITNESS_LOG_BYTES, WITNESS_LOG_AGE).
+	MaxObjects int           `msgpack:",omitempty"`
+	MaxBytes   uint64        `msgpack:",omitempty"`
+	MaxAge     time.Duration `msgpack:",omitempty"`
+	// A LEADER's: StandsIn, fewer than ACK_REPLICAS followers are present
+	// and the store holds what they lack; OnStore, its newest
+	// acknowledgement rests on the store; BehindFor, the store has stood
+	// in with changes it does not hold yet for this long; WaitingFor,
+	// changes have waited for a copy (no follower, no store that holds
+	// them, ACK_ALONE off) for this long.
+	StandsIn   bool          `msgpack:",omitempty"`
+	OnStore    bool          `msgpack:",omitempty"`
+	BehindFor  time.Duration `msgpack:",omitempty"`
+	WaitingFor time.Duration `msgpack:",omitempty"`
+	// Garbage: objects no head names, still to delete; Error: the last
+	// failure of a call on the store log ("" after a success).
+	Garbage int    `msgpack:",omitempty"`
+	Error   string `msgpack:",omitempty"`
+}

@@ -69,6 +69,13 @@ type Config struct {
 	// durably before it is acknowledged (ACK_REPLICAS; fewer when fewer
 	// are connected).
 	AckReplicas int
+	// AckAlone: when neither ACK_REPLICAS followers nor the witness's
+	// store hold a change, acknowledge it on this master's disk alone, with
+	// the followers heard lately (ACK_ALONE; off by default: the change
+	// waits for a follower or the store to return, because a change
+	// acknowledged on one disk is lost with that disk, and every later
+	// LEADER waits for it).
+	AckAlone bool
 	// KeepLeadership: this master takes the role back whenever it is a
 	// synced FOLLOWER, unless leadership was moved away on purpose
 	// (KEEP_LEADERSHIP).

@@ -4,13 +4,13 @@ import "github.com/mfs-election/mfs-election/pkg/wire"
 
 // Durability is what a LEADER's newest acknowledgement rests on, set
 // against ACK_REPLICAS ((b) of the ack rule, docs/architecture.md §7). The
-// rule asks for ACK_REPLICAS follower copies, or for fewer when fewer
-// followers of its set were heard within PeerTimeout: with none heard (the
-// followers down or cut off, or a MASTER_HOST that names this master
-// alone) every change is acknowledged on this master's disk only, and a
-// loss of that disk then loses acknowledged changes (every later ELECT
-// waits for them). Durability makes that fallback visible (review N7); it
-// changes nothing of what is acknowledged.
+// rule asks for ACK_REPLICAS follower copies, or the witness's store in
+// place of the missing ones (storelog.go). Without either a change waits
+// (Waiting), unless ACK_ALONE lets it rest on fewer followers heard
+// within PeerTimeout: with none heard, on this master's disk only (Short),
+// and a loss of that disk then loses acknowledged changes (every later
+// ELECT waits for them). Durability makes each case visible (review N7);
+// it changes nothing of what is acknowledged.
 type Durability struct {
 	Required  int // ACK_REPLICAS
 	Followers int // the other masters of its set
@@ -34,6 +34,14 @@ type Durability struct {
 	// id order; set while Short (empty: its set names no other master, or
 	// ACK_REPLICAS is above the followers it has).
 	Unheard []wire.MasterID
+	// OnStore: the newest acknowledgement rests on the witness's store
+	// in place of missing followers.
+	OnStore bool
+	// Waiting: changes wait for a copy (fewer than ACK_REPLICAS followers
+	// present and no store that holds them, ACK_ALONE off); WaitingSince:
+	// since when, on this master's clock.
+	Waiting      bool
+	WaitingSince Instant
 }
 
 // ackDurability is the LEADER's running count behind Durability; it
@@ -78,7 +86,8 @@ func (m *Master) noteAcked() {
 	}
 	d := m.durabilityTerm()
 	d.copies = m.copiesOf(m.acked.Version)
-	if d.copies >= m.cfg.AckReplicas {
+	m.srAcks = m.acked.Version > m.followerPoint() && m.srMatch.Version >= m.acked.Version
+	if d.copies >= m.cfg.AckReplicas || m.srAcks {
 		d.pending, d.short = false, false
 		return
 	}
@@ -120,6 +129,8 @@ func (m *Master) Durability() Durability {
 		return d
 	}
 	d.Replicas = m.dur.copies
+	d.OnStore = m.srAcks && m.srTerm == m.hard.Epoch
+	d.Waiting, d.WaitingSince = m.waitSince != 0, m.waitSince
 	if !m.dur.short {
 		return d
 	}
@@ -133,4 +144,19 @@ func (m *Master) Durability() Durability {
 		}
 	}
 	return d
+}
+
+// noteWaiting keeps since when changes have waited for a copy: the
+// LEADER holds changes (b) does not cover, with fewer than ACK_REPLICAS
+// followers present and ACK_ALONE off (a store that stands in and
+// answers soon covers them; a store that does not, or none, leaves them
+// waiting). Each step.
+func (m *Master) noteWaiting() {
+	if m.role == Leader && !m.cfg.AckAlone && m.replicatedLimit() < m.log.Len() && m.presentFollowers() < m.cfg.AckReplicas {
+		if m.waitSince == 0 {
+			m.waitSince = m.now
+		}
+		return
+	}
+	m.waitSince = 0
 }

@@ -43,47 +43,54 @@ func TestDurability(t *testing.T) {
 		want    Durability // Since: checked by since
 		role    Role
 		since   string // a Short episode began with the last write's acknowledgement ("write"), or in the term's first PeerTimeout ("start")
+		alone   bool   // ACK_ALONE
 	}{
 		{"one follower heard: ACK_REPLICAS=1 met", "1,2,3", 1,
 			[]string{"hold 1s 2", "write", "hold 200ms 2"},
-			Durability{Required: 1, Followers: 2, Replicas: 1}, Leader, ""},
+			Durability{Required: 1, Followers: 2, Replicas: 1}, Leader, "", false},
 		{"both followers silent past PeerTimeout: the change rests on this disk alone", "1,2,3", 1,
 			[]string{"hold 1s 2", "hold 600ms", "write", "hold 200ms"},
-			Durability{Required: 1, Followers: 2, Replicas: 0, Short: true, Unheard: []wire.MasterID{2, 3}}, Leader, "write"},
+			Durability{Required: 1, Followers: 2, Replicas: 0, Short: true, Unheard: []wire.MasterID{2, 3}}, Leader, "write", true},
 		{"the follower is back and catches up: the episode ends without another change", "1,2,3", 1,
 			[]string{"hold 1s 2", "hold 600ms", "write", "hold 200ms", "hold 200ms 2"},
-			Durability{Required: 1, Followers: 2, Replicas: 1}, Leader, ""},
+			Durability{Required: 1, Followers: 2, Replicas: 1}, Leader, "", true},
 		{"the follower is back: the next change rests on it", "1,2,3", 1,
 			[]string{"hold 1s 2", "hold 600ms", "write", "hold 200ms", "write", "hold 200ms 2"},
-			Durability{Required: 1, Followers: 2, Replicas: 1}, Leader, ""},
+			Durability{Required: 1, Followers: 2, Replicas: 1}, Leader, "", true},
 		{"ACK_REPLICAS=2 with one follower: short by one, the follower heard", "1,2", 2,
 			[]string{"hold 1s 2", "write", "hold 200ms 2"},
-			Durability{Required: 2, Followers: 1, Replicas: 1, Short: true}, Leader, "start"},
+			Durability{Required: 2, Followers: 1, Replicas: 1, Short: true}, Leader, "start", true},
 		{"ACK_REPLICAS=2 with two followers heard: met", "1,2,3", 2,
 			[]string{"hold 1s 2,3", "write", "hold 200ms 2,3"},
-			Durability{Required: 2, Followers: 2, Replicas: 2}, Leader, ""},
+			Durability{Required: 2, Followers: 2, Replicas: 2}, Leader, "", false},
 		{"ACK_REPLICAS=0: nothing to fall short of", "1,2,3", 0,
 			[]string{"hold 1s", "write", "hold 200ms"},
-			Durability{Required: 0, Followers: 2}, Leader, ""},
+			Durability{Required: 0, Followers: 2}, Leader, "", false},
 		{"MASTER_HOST re-resolves to this master alone", "1,2,3", 1,
 			[]string{"hold 1s 2", "masterset masters=1", "write", "hold 200ms"},
-			Durability{Required: 1, Followers: 0, Replicas: 0, Short: true}, Leader, "write"},
+			Durability{Required: 1, Followers: 0, Replicas: 0, Short: true}, Leader, "write", true},
 		{"a new LEADER's no-op, acknowledged before its follower answered, is not a shortfall", "1,2,3", 1,
 			[]string{"hold 300ms 2"},
-			Durability{Required: 1, Followers: 2, Replicas: 1}, Leader, ""},
+			Durability{Required: 1, Followers: 2, Replicas: 1}, Leader, "", false},
 		{"no follower answers a new LEADER: not declared within PeerTimeout", "1,2,3", 1,
 			[]string{"hold 400ms"},
-			Durability{Required: 1, Followers: 2}, Leader, ""},
+			Durability{Required: 1, Followers: 2}, Leader, "", true},
 		{"no follower answers a new LEADER: declared after PeerTimeout, since its first acknowledgement", "1,2,3", 1,
 			[]string{"hold 700ms"},
-			Durability{Required: 1, Followers: 2, Short: true, Unheard: []wire.MasterID{2, 3}}, Leader, "start"},
+			Durability{Required: 1, Followers: 2, Short: true, Unheard: []wire.MasterID{2, 3}}, Leader, "start", true},
+		{"ACK_ALONE off, both followers silent: the change waits for a copy", "1,2,3", 1,
+			[]string{"hold 1s 2", "hold 600ms", "write", "hold 200ms"},
+			Durability{Required: 1, Followers: 2, Replicas: 1, Waiting: true}, Leader, "", false},
+		{"ACK_ALONE off, the follower is back: the waiting change is acknowledged on it", "1,2,3", 1,
+			[]string{"hold 1s 2", "hold 600ms", "write", "hold 200ms", "hold 200ms 2"},
+			Durability{Required: 1, Followers: 2, Replicas: 1}, Leader, "", false},
 		{"stepping down ends the episode", "1,2,3", 1,
 			[]string{"hold 1s 2", "hold 600ms", "write", "hold 200ms", "admin do=stepdown"},
-			Durability{Required: 1, Followers: 2}, Follower, ""},
+			Durability{Required: 1, Followers: 2}, Follower, "", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h := newHarness(t)
-			h.run(fmt.Sprintf("master id=1 masters=%s registry=1@10.0.1.1,2@10.0.1.2,3@10.0.1.3 acks=%d", c.masters, c.acks))
+			h.run(fmt.Sprintf("master id=1 masters=%s registry=1@10.0.1.1,2@10.0.1.2,3@10.0.1.3 acks=%d alone=%v", c.masters, c.acks, c.alone))
 			h.run("elect cs=1,2")
 			if h.m.Role() != Leader {
 				t.Fatalf("setup: %v, want LEADER", h.m.Role())
@@ -111,18 +118,20 @@ func TestDurability(t *testing.T) {
 			if h.m.Role() != c.role {
 				t.Fatalf("role %v, want %v", h.m.Role(), c.role)
 			}
-			if c.role == Leader && h.m.Acked() != h.m.Log().Last() {
+			if c.role == Leader && !c.want.Waiting && h.m.Acked() != h.m.Log().Last() {
 				t.Fatalf("acknowledged %v, the log holds %v: the changes were not acknowledged", h.m.Acked(), h.m.Log().Last())
 			}
 			switch {
 			case c.since == "write" && (got.Since < wrote || got.Since > h.now):
 				t.Errorf("episode since %v, want between the last write at %v and now %v", time.Duration(got.Since), time.Duration(wrote), time.Duration(h.now))
+			case c.want.Waiting && (got.WaitingSince < wrote || h.m.Acked().Version >= h.m.Log().Len()):
+				t.Errorf("waiting since %v (the write at %v), acknowledged %v of %v: want the write waiting", time.Duration(got.WaitingSince), time.Duration(wrote), h.m.Acked(), h.m.Log().Last())
 			case c.since == "start" && got.Since >= Instant(DefaultConfig(1, nil).PeerTimeout):
 				t.Errorf("episode since %v, want the term's first acknowledgement, within PeerTimeout", time.Duration(got.Since))
 			}
-			got.Since = 0
+			got.Since, got.WaitingSince = 0, 0
 			if got.Required != c.want.Required || got.Followers != c.want.Followers || got.Replicas != c.want.Replicas ||
-				got.Short != c.want.Short || !slices.Equal(got.Unheard, c.want.Unheard) {
+				got.Short != c.want.Short || !slices.Equal(got.Unheard, c.want.Unheard) || got.Waiting != c.want.Waiting {
 				t.Errorf("durability %+v, want %+v", got, c.want)
 			}
 		})

@@ -645,6 +645,10 @@ func (m *Master) catchUp(need changelog.Pos) {
 		}
 	}
 	if best == wire.NoMaster {
+		// No master it hears can give it: the store may (storelog.go).
+		if m.storeUsable() {
+			m.srNeed = need
+		}
 		m.ignore("no-catch-up-source")
 		return
 	}

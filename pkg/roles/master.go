@@ -34,6 +34,7 @@ type Master struct {
 	snapshots     // its snapshots, taken and received (snapshot.go)
 	historyState  // its role changes for the election history (history.go)
 	witnessState  // the object-store witness's lease (witness.go)
+	storeReplica  // the witness's store as a stand-in replica (storelog.go)
 }
 
 // NewMaster starts a master from what its disk holds. The caller must carry
@@ -135,6 +136,14 @@ func (m *Master) NextDeadline() Instant {
 		if m.role == Elect && m.asideSince != 0 {
 			at(m.asideSince.Add(m.asideWait()))
 		}
+		switch {
+		case m.srCall != nil:
+			at(m.srCall.at.Add(logCallLimit))
+		case m.role == Elect && m.srNeed != (changelog.Pos{}):
+			at(max(m.srAgain, m.srReadAt))
+		case m.role == Leader:
+			at(m.srAgain)
+		}
 	}
 	return d
 }
@@ -206,12 +215,17 @@ func (m *Master) Step(now Instant, ev Event) Batch {
 			m.ignore("foreign-cluster")
 		}
 	case WitnessResult:
-		m.witnessStep(e.Result)
+		if e.Key != "" {
+			m.onStoreResult(e.Result)
+		} else {
+			m.witnessStep(e.Result)
+		}
 	default:
 		m.ignore("unknown-event")
 	}
 	m.timers()
 	m.witnessStep(nil)
+	m.storeStep()
 	m.clearForced()
 	m.maybeSnapshot()
 	return m.flush()

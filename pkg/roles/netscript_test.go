@@ -1,8 +1,6 @@
 package roles
 
 import (
-	"crypto/md5"
-	"encoding/hex"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -12,6 +10,7 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/witness"
+	"github.com/mfs-election/mfs-election/pkg/witness/logobj"
 )
 
 // Multi-node scripts: "net masters=1,2 cs=1,2,3" starts real Masters and
@@ -69,29 +68,13 @@ type storeCall struct {
 	req  witness.Request
 }
 
-// scriptStore is the lease object, its ETag the MD5 of its content.
-type scriptStore struct {
-	exists bool
-	etag   string
-	body   []byte
-}
+// scriptStore is the bucket: the lease object and the store log, each
+// ETag the MD5 of its content.
+type scriptStore struct{ logobj.Bucket }
 
-func (s *scriptStore) apply(r witness.Request) witness.Result {
-	res := witness.Result{Seq: r.Seq}
-	switch {
-	case r.Op == witness.Get && !s.exists:
-		res.Class = witness.Absent
-	case r.Op == witness.Get:
-		res.ETag, res.Body = s.etag, s.body
-	case r.Op == witness.Create && s.exists, r.Op == witness.Swap && (!s.exists || s.etag != r.ETag):
-		res.Class = witness.Conflict
-	default:
-		sum := md5.Sum(r.Body)
-		s.exists, s.etag, s.body = true, hex.EncodeToString(sum[:4]), r.Body
-		res.ETag = s.etag
-	}
-	return res
-}
+func (s *scriptStore) apply(r witness.Request) witness.Result { return s.Apply(r) }
+
+func (s *scriptStore) exists() bool { return s.Exists(witness.Key) }
 
 type netNode struct {
 	m    *Master
@@ -149,7 +132,7 @@ func (h *harness) netStart(a map[string]string) string {
 		if w := a["witness"]; w != "" {
 			cfg.Witness.Store, cfg.Witness.Cluster = !slices.Contains(ids(orDefault(a["nostore"], "0")), id), "c1"
 			cfg.Witness.Lease.Lease, cfg.Witness.Lease.RenewEvery, cfg.Witness.Lease.CallTimeout = 2*time.Second, 500*time.Millisecond, 200*time.Millisecond
-			if id == masters[0] && !n.store.exists {
+			if id == masters[0] && !n.store.exists() {
 				// Made once, when the witness is configured.
 				n.store.apply(witness.Request{Op: witness.Create, Body: witness.Record{Format: witness.Format, WitnessID: w,
 					Cluster: "c1", State: witness.Free, Holder: id, Incarnation: 0}.Encode()})

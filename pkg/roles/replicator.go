@@ -17,6 +17,7 @@ type replication struct {
 	acked      changelog.Pos
 	fetchAt    Instant
 	dur        ackDurability // what the newest acknowledgement rests on (durability.go)
+	waitSince  Instant       // since when changes have waited for a copy (durability.go)
 }
 
 // maxBatch and maxBatchBytes bound what one Append or FetchResp carries
@@ -269,7 +270,7 @@ func (m *Master) followerMatches() []uint64 {
 // advanceReplicated moves the position voters are told about: (a) and (b)
 // of the ack rule.
 func (m *Master) advanceReplicated() {
-	r := changelog.ReplicatedVersion(m.log.Len(), m.followerMatches(), m.cfg.AckReplicas)
+	r := m.replicatedLimit()
 	if r > m.replicated.Version {
 		m.replicated = m.log.PosAt(r)
 		m.commitRound()
@@ -299,7 +300,7 @@ func (m *Master) advanceAcked() {
 	// word can later be superseded by this one's lower figure.
 	mine := func(v *voterRec) bool { return v.commitTag == m.hard.Epoch && m.log.Has(v.commit) }
 	ok := m.countable(m.now, nil)
-	limit := changelog.ReplicatedVersion(m.log.Len(), m.followerMatches(), m.cfg.AckReplicas)
+	limit := m.replicatedLimit()
 	if limit <= m.acked.Version {
 		return // (a) and (b) hold nothing newer: followers move this on
 	}
@@ -352,7 +353,7 @@ func (m *Master) ackRuleByTally(mine func(*voterRec) bool) uint64 {
 			cands = append(cands, v.commit.Version)
 		}
 	}
-	return changelog.AckRule(m.log.Len(), m.followerMatches(), m.cfg.AckReplicas, cands, func(ver uint64) bool {
+	return changelog.AckRule(m.replicatedLimit(), cands, func(ver uint64) bool {
 		return m.quorumAt(m.now, func(v *voterRec) bool { return mine(v) && v.commit.Version >= ver }) == quorum.Won
 	})
 }

@@ -132,6 +132,7 @@ func (h *harness) run(cmd string) string {
 		if n, ok := a["acks"]; ok {
 			cfg.AckReplicas = int(mustU(n))
 		}
+		cfg.AckAlone = a["alone"] == "true"
 		if n, ok := a["maxpending"]; ok {
 			cfg.MaxPending = int(mustU(n))
 		}

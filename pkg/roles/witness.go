@@ -46,12 +46,21 @@ type WitnessConfig struct {
 	// long for more before it asks for the lease (WITNESS_DELAY): the other
 	// half's votes usually come within it in a healthy election.
 	Delay time.Duration
+	// The store log's bounds (WITNESS_LOG_OBJECTS, WITNESS_LOG_BYTES): at
+	// either the store stands in for no more changes (they wait, or with
+	// ACK_ALONE rest on this disk) until followers take some off it. 0:
+	// no bound. LogAge (WITNESS_LOG_AGE): how old its oldest object may
+	// grow before the alarm says so.
+	LogObjects int
+	LogBytes   uint64
+	LogAge     time.Duration
 }
 
 // DefaultWitnessConfig: the lease's defaults, and a delay of two heartbeat
 // intervals of the shipped defaults.
 func DefaultWitnessConfig() WitnessConfig {
-	return WitnessConfig{Lease: witness.DefaultConfig(), Delay: 300 * time.Millisecond}
+	return WitnessConfig{Lease: witness.DefaultConfig(), Delay: 300 * time.Millisecond,
+		LogObjects: 1000, LogBytes: 1 << 30, LogAge: 24 * time.Hour}
 }
 
 // witnessState is what a master keeps of the witness.

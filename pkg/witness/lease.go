@@ -27,6 +27,9 @@ const (
 	Create
 	// Swap writes it only if its ETag is still Request.ETag (If-Match).
 	Swap
+	// Delete removes an object of the store log (never the lease, never
+	// the log's head); a missing object is done.
+	Delete
 )
 
 func (o Op) String() string {
@@ -37,6 +40,8 @@ func (o Op) String() string {
 		return "create"
 	case Swap:
 		return "swap"
+	case Delete:
+		return "delete"
 	}
 	return fmt.Sprintf("Op(%d)", uint8(o))
 }
@@ -80,8 +85,17 @@ func (c Class) String() string {
 // Request is a call for the driver to make. Exactly one is out at a time;
 // its Result must come back with the same Seq (late ones are ignored).
 type Request struct {
-	Seq  uint64
-	Op   Op
+	Seq uint64
+	Op  Op
+	// Key is the object under the cluster's prefix: "" for the lease
+	// (Key), else the store log's head or one of its objects (storelog.go).
+	Key string
+	// Batch: a Create of a store log object; the driver encodes it
+	// (pkg/witness/logobj) and answers with its descriptor (Result.Object).
+	Batch *LogBatch
+	// Want: a Get of a store log object; the driver checks what it reads
+	// against it and answers with the entries (Result.Batch).
+	Want *LogObject
 	ETag string // Swap: the ETag the object must still have
 	Body []byte // Create, Swap
 }
@@ -89,9 +103,16 @@ type Request struct {
 // Result is the driver's answer to a Request.
 type Result struct {
 	Seq   uint64
+	Key   string // the Request's
 	Class Class
 	ETag  string // the object's ETag after a write, or as read
 	Body  []byte // a Get's content
+	// Object: a store log object's descriptor, on every answer to its
+	// Create (its size and SHA-256 as sent, whatever the answer).
+	Object *LogObject
+	// Batch: a store log object read and checked against Request.Want
+	// (nil, with Err, when it does not match).
+	Batch *LogBatch
 	Err   string // what the store said, for operators
 }
 

@@ -17,11 +17,26 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/mfs-election/mfs-election/pkg/witness"
 )
 
 // MaxObjectSize bounds what Get reads and what Create and Swap send: a lease
 // record is a few hundred bytes, so anything near this is not ours.
 const MaxObjectSize = 64 << 10
+
+// SizeLimit is the most an object of this name may hold: a lease record
+// MaxObjectSize, the store log's head and its objects their bounds
+// (pkg/witness, storelog.go).
+func SizeLimit(name string) int64 {
+	switch name = strings.TrimPrefix(name, "/"); {
+	case name == witness.LogKey:
+		return witness.MaxLogHeadSize
+	case strings.HasPrefix(name, witness.LogDir):
+		return witness.MaxLogObjectSize
+	}
+	return MaxObjectSize
+}
 
 // Config says where the witness objects live and how to reach them.
 type Config struct {
@@ -344,7 +359,7 @@ func (s *Store) checkName(op Op, name string) (string, *OpError) {
 }
 
 // Get reads the object name and its ETag. A missing key is Absent; an
-// object larger than MaxObjectSize is Refused (it is not a lease record).
+// object larger than the bound for its name (SizeLimit) is Refused.
 func (s *Store) Get(ctx context.Context, name string) ([]byte, string, error) {
 	key, oe := s.checkName(OpGet, name)
 	if oe != nil {
@@ -352,6 +367,7 @@ func (s *Store) Get(ctx context.Context, name string) ([]byte, string, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	limit := SizeLimit(name)
 	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
 	if err != nil {
 		return nil, "", s.opError(OpGet, key, err)
@@ -359,17 +375,17 @@ func (s *Store) Get(ctx context.Context, name string) ([]byte, string, error) {
 	defer out.Body.Close()
 	tooLarge := func(n int64) *OpError {
 		return &OpError{Op: OpGet, Bucket: s.bucket, Key: key, Class: Refused, Status: http.StatusOK,
-			Reason: fmt.Sprintf("the object is %d bytes, more than the %d a witness record may be: is the prefix shared with something else?", n, MaxObjectSize)}
+			Reason: fmt.Sprintf("the object is %d bytes, more than the %d it may be: is the prefix shared with something else?", n, limit)}
 	}
-	if n := aws.ToInt64(out.ContentLength); n > MaxObjectSize {
+	if n := aws.ToInt64(out.ContentLength); n > limit {
 		return nil, "", tooLarge(n)
 	}
-	body, err := io.ReadAll(io.LimitReader(out.Body, MaxObjectSize+1))
+	body, err := io.ReadAll(io.LimitReader(out.Body, limit+1))
 	if err != nil {
 		return nil, "", &OpError{Op: OpGet, Bucket: s.bucket, Key: key, Class: Ambiguous,
 			Reason: "the answer was cut short: read again", Err: err}
 	}
-	if len(body) > MaxObjectSize {
+	if int64(len(body)) > limit {
 		return nil, "", tooLarge(int64(len(body)))
 	}
 	etag := NormalizeETag(aws.ToString(out.ETag))
@@ -387,7 +403,7 @@ func (s *Store) Create(ctx context.Context, name string, body []byte) (string, e
 	if oe != nil {
 		return "", oe
 	}
-	return s.put(ctx, OpCreate, key, body, &s3.PutObjectInput{IfNoneMatch: aws.String("*")})
+	return s.put(ctx, OpCreate, key, SizeLimit(name), body, &s3.PutObjectInput{IfNoneMatch: aws.String("*")})
 }
 
 // Swap replaces name only if its ETag is still etag (If-Match) and returns
@@ -400,12 +416,12 @@ func (s *Store) Swap(ctx context.Context, name, etag string, body []byte) (strin
 	if NormalizeETag(etag) == "" {
 		return "", s.localError(OpSwap, key, "empty ETag: a swap needs the ETag of the version it replaces")
 	}
-	return s.put(ctx, OpSwap, key, body, &s3.PutObjectInput{IfMatch: aws.String(quoteETag(etag))})
+	return s.put(ctx, OpSwap, key, SizeLimit(name), body, &s3.PutObjectInput{IfMatch: aws.String(quoteETag(etag))})
 }
 
-func (s *Store) put(ctx context.Context, op Op, key string, body []byte, in *s3.PutObjectInput) (string, error) {
-	if len(body) > MaxObjectSize {
-		return "", s.localError(op, key, fmt.Sprintf("the body is %d bytes, more than %d", len(body), MaxObjectSize))
+func (s *Store) put(ctx context.Context, op Op, key string, limit int64, body []byte, in *s3.PutObjectInput) (string, error) {
+	if int64(len(body)) > limit {
+		return "", s.localError(op, key, fmt.Sprintf("the body is %d bytes, more than %d", len(body), limit))
 	}
 	in.Bucket = aws.String(s.bucket)
 	in.Key = aws.String(key)
