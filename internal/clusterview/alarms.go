@@ -27,12 +27,20 @@ const (
 	AlarmVersionSkew    = "version_skew"        // the masters, or masters and chunkservers, run different versions
 	AlarmAckDurability  = "ack_durability"      // the LEADER's acknowledgements rest on fewer follower copies than ACK_REPLICAS
 	AlarmVoterRecord    = "voter_record"        // a chunkserver's voter record was damaged or lost: named, and whether it is uncertain
+	AlarmStoreReplica   = "store_replica"       // the LEADER's acknowledgements rest on the witness's store in place of follower masters
+	AlarmStoreBehind    = "store_behind"        // the store stands in and does not hold what it must (calls failing, a bound reached, its oldest object past WITNESS_LOG_AGE)
 )
+
+// StoreBehindAfter is how long the store may stand in without holding
+// the LEADER's newest changes, or changes wait for a copy, before
+// store_behind or ack_durability say so: a few uploads' worth, past one
+// slow call.
+const StoreBehindAfter = 2 * time.Second
 
 // AlarmKinds is every alarm, in the order they are listed.
 var AlarmKinds = []string{AlarmTwoLeaders, AlarmSingleMaster, AlarmMetadataID, AlarmClockOffset,
 	AlarmFollowerBehind, AlarmAckDurability, WarnKeep, AlarmLocationLoss, WarnTieBreak, AlarmVersionSkew, AlarmVoterRecord,
-	AlarmWitness, AlarmWitnessUnheld}
+	AlarmWitness, AlarmWitnessUnheld, AlarmStoreReplica, AlarmStoreBehind}
 
 // alarmsOf lists the alarms raised by the answers and the dataset built so
 // far (its masters, locations and quorum), in AlarmKinds' order.
@@ -62,6 +70,8 @@ func alarmsOf(answers []Answer, ds Dataset) []LayoutWarning {
 	add(voterRecord(ds.Chunkservers))
 	add(witnessAlarm(answers, ds.Quorum.Witness))
 	add(witnessUnheld(answers, ds.Quorum.Witness))
+	add(storeReplica(answers))
+	add(storeBehind(answers))
 	return out
 }
 
@@ -148,6 +158,12 @@ func ackDurability(answers []Answer) (LayoutWarning, bool) {
 	var texts []string
 	for _, a := range answers {
 		st := a.St
+		if a.Err == nil && st.Role == roles.Leader && st.StoreLog != nil && st.StoreLog.WaitingFor >= StoreBehindAfter {
+			ms = append(ms, a.Addr.Addr())
+			texts = append(texts, fmt.Sprintf("the LEADER %s has held changes unacknowledged for %v: fewer than ACK_REPLICAS=%d follower masters are present and no store holds them (ACK_ALONE = 0)",
+				a.Addr.Addr(), st.StoreLog.WaitingFor.Round(100*time.Millisecond), st.AckRequired))
+			continue
+		}
 		if a.Err != nil || st.Role != roles.Leader || !st.AckShort {
 			continue
 		}
@@ -259,4 +275,49 @@ func addrList(ms []netip.Addr) string {
 		s[i] = m.String()
 	}
 	return strings.Join(s, ", ")
+}
+
+// storeReplica: a LEADER's newest acknowledgement rests on the witness's
+// store in place of missing follower masters. Nothing is lost yet (the
+// store holds the changes), but one more failure (the store, or its
+// bucket) and they rest on one disk again.
+func storeReplica(answers []Answer) (LayoutWarning, bool) {
+	for _, a := range answers {
+		l := a.St.StoreLog
+		if a.Err != nil || a.St.Role != roles.Leader || l == nil || !l.OnStore {
+			continue
+		}
+		return LayoutWarning{Kind: AlarmStoreReplica, Masters: []netip.Addr{a.Addr.Addr()}, Text: fmt.Sprintf(
+			"ALARM: the LEADER %s acknowledges changes on the witness's store in place of follower masters (%d object(s), %d bytes, changes up to %d): bring a follower master back; the store log empties as it catches up",
+			a.Addr.Addr(), l.Objects, l.Bytes, l.Last)}, true
+	}
+	return LayoutWarning{}, false
+}
+
+// storeBehind: the store stands in for missing followers and does not
+// hold the LEADER's newest changes for StoreBehindAfter (its calls fail,
+// or a bound is reached), or its oldest object is older than
+// WITNESS_LOG_AGE.
+func storeBehind(answers []Answer) (LayoutWarning, bool) {
+	for _, a := range answers {
+		l := a.St.StoreLog
+		if a.Err != nil || a.St.Role != roles.Leader || l == nil {
+			continue
+		}
+		var why string
+		switch {
+		case l.StandsIn && l.BehindFor >= StoreBehindAfter:
+			why = fmt.Sprintf("the store has not held its newest changes for %v", l.BehindFor.Round(100*time.Millisecond))
+			if l.Error != "" {
+				why += " (" + l.Error + ")"
+			}
+		case l.MaxAge > 0 && l.OldestAge > l.MaxAge:
+			why = fmt.Sprintf("the store log's oldest object is %v old, past WITNESS_LOG_AGE %v", l.OldestAge.Round(time.Second), l.MaxAge)
+		default:
+			continue
+		}
+		return LayoutWarning{Kind: AlarmStoreBehind, Masters: []netip.Addr{a.Addr.Addr()}, Text: fmt.Sprintf(
+			"ALARM: the LEADER %s: %s: bring a follower master back, or the store (mfscli -CWITNESS/test)", a.Addr.Addr(), why)}, true
+	}
+	return LayoutWarning{}, false
 }

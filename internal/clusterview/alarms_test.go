@@ -172,8 +172,8 @@ func TestAlarms(t *testing.T) {
 		}
 		seen[k] = true
 	}
-	if len(seen) != 13 {
-		t.Errorf("%d alarm kinds, want 13: the issue's 9, ack_durability (review N7), voter_record (N1-N3), witness and witness_unheld", len(seen))
+	if len(seen) != 15 {
+		t.Errorf("%d alarm kinds, want 15: the issue's 9, ack_durability (review N7), voter_record (N1-N3), witness and witness_unheld, store_replica and store_behind", len(seen))
 	}
 }
 

@@ -82,6 +82,95 @@ type WitnessView struct {
 	// kind; Line is what -SIM and -SLQ print.
 	Problems []string `json:"problems"`
 	Line     string   `json:"line"`
+	// StoreLog: the store as a stand-in replica (docs/architecture.md
+	// §7.5), from the LEADER's answer (else the master that read the
+	// newest head); nil when no master knows its head.
+	StoreLog *StoreLogView `json:"store_log"`
+}
+
+// StoreLogView is the store log as -SIM, -SLQ and the page show it.
+type StoreLogView struct {
+	From      netip.Addr `json:"from"` // the master whose answer it is
+	Objects   int        `json:"objects"`
+	Bytes     int64      `json:"bytes"`
+	Base      uint64     `json:"base"` // it holds the changes after this version
+	Last      uint64     `json:"last"` // up to this one
+	OldestAge float64    `json:"oldest_age"` // seconds the head has named objects
+	// The bounds: WITNESS_LOG_OBJECTS, WITNESS_LOG_BYTES, WITNESS_LOG_AGE (seconds; 0: none).
+	MaxObjects int     `json:"max_objects"`
+	MaxBytes   uint64  `json:"max_bytes"`
+	MaxAge     float64 `json:"max_age"`
+	// The LEADER's: the store stands in for missing followers; its newest
+	// acknowledgement rests on it; seconds the store has been behind; seconds
+	// changes have waited for a copy.
+	StandsIn   bool    `json:"stands_in"`
+	OnStore    bool    `json:"acks_on_store"`
+	BehindFor  float64 `json:"behind_for"`
+	WaitingFor float64 `json:"waiting_for"`
+	Garbage    int     `json:"garbage"`
+	Error      string  `json:"error"`
+}
+
+// storeLogView picks the answer that knows the store log best.
+func storeLogView(answers []Answer) *StoreLogView {
+	var best *Answer
+	for i := range answers {
+		a := &answers[i]
+		l := a.St.StoreLog
+		if a.Err != nil || l == nil || !l.Known && a.St.Role != roles.Leader {
+			continue
+		}
+		if best == nil || a.St.Role == roles.Leader && best.St.Role != roles.Leader ||
+			best.St.Role != roles.Leader && l.Epoch > best.St.StoreLog.Epoch {
+			best = a
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	l := best.St.StoreLog
+	return &StoreLogView{From: best.Addr.Addr(), Objects: l.Objects, Bytes: l.Bytes, Base: l.Base, Last: l.Last,
+		OldestAge: l.OldestAge.Seconds(), MaxObjects: l.MaxObjects, MaxBytes: l.MaxBytes, MaxAge: l.MaxAge.Seconds(),
+		StandsIn: l.StandsIn, OnStore: l.OnStore, BehindFor: l.BehindFor.Seconds(), WaitingFor: l.WaitingFor.Seconds(),
+		Garbage: l.Garbage, Error: l.Error}
+}
+
+// Text is the store log's part of the witness line.
+func (l *StoreLogView) Text() string {
+	t := "store log: "
+	switch {
+	case l.Objects == 0:
+		t += "empty"
+	default:
+		t += fmt.Sprintf("%d object(s), %s, changes %d..%d, oldest %v", l.Objects, byteSize(l.Bytes), l.Base+1, l.Last,
+			secondsDur(l.OldestAge).Round(time.Second))
+	}
+	switch {
+	case l.OnStore:
+		t += "; the LEADER's acknowledgements rest on it"
+	case l.StandsIn:
+		t += "; it stands in for missing follower masters"
+	}
+	if l.WaitingFor > 0 {
+		t += fmt.Sprintf("; changes have waited %v for a copy", secondsDur(l.WaitingFor).Round(100*time.Millisecond))
+	}
+	if l.Error != "" {
+		t += "; last error: " + l.Error
+	}
+	return t
+}
+
+// byteSize is n bytes in the largest unit that keeps it above one.
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
 }
 
 // masterWitness is st's witness section as the listings show it.
@@ -253,6 +342,9 @@ func witnessView(answers []Answer) *WitnessView {
 	}
 	if len(v.Problems) > 0 {
 		line += "; " + strings.Join(v.Problems, "; ")
+	}
+	if v.StoreLog = storeLogView(answers); v.StoreLog != nil {
+		line += "; " + v.StoreLog.Text()
 	}
 	v.Line = line
 	return &v

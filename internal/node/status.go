@@ -178,6 +178,10 @@ func (n *MasterNode) gauges() obs.MasterSnapshot {
 	if d := n.core.Durability(); r.Role == roles.Leader {
 		g.AckShort, g.AckReplicas = d.Short, d.Replicas
 	}
+	if l := n.storeLogStatus(r.Role, n.now()); l != nil {
+		g.StoreObjects, g.StoreBytes, g.StoreOldest = l.Objects, l.Bytes, l.OldestAge
+		g.AcksOnStore, g.StoreBehind, g.AckWaiting = l.OnStore, l.BehindFor, l.WaitingFor
+	}
 	if cfg := n.core.Registry(); cfg != nil {
 		g.Registered = len(cfg.Members)
 	}

@@ -36,6 +36,8 @@ type MasterMetrics struct {
 	rtt, snapWrite, round                     prometheus.Histogram
 	roundVoters                               prometheus.Gauge
 	ackShort, ackReplicas                     prometheus.Gauge
+	storeObjects, storeBytes, storeOldest     prometheus.Gauge
+	acksOnStore, storeBehind, ackWaiting      prometheus.Gauge
 	ignored, refused, authBlocks              *prometheus.CounterVec
 	witnessCalls                              *prometheus.CounterVec
 	witnessTook                               prometheus.Histogram
@@ -76,6 +78,16 @@ type MasterSnapshot struct {
 	// (roles.Durability; both 0 on a master that is not LEADER).
 	AckShort    bool
 	AckReplicas int
+	// The witness's store as a stand-in replica (roles.StoreLogStatus):
+	// what its head names as this master last saw it, and on the LEADER
+	// whether its newest acknowledgement rests on it, how long the store
+	// has been behind and how long changes have waited for a copy.
+	StoreObjects int
+	StoreBytes   int64
+	StoreOldest  time.Duration
+	AcksOnStore  bool
+	StoreBehind  time.Duration
+	AckWaiting   time.Duration
 }
 
 // NewMasterMetrics creates the master metrics and registers them on reg.
@@ -123,6 +135,17 @@ func NewMasterMetrics(reg prometheus.Registerer) *MasterMetrics {
 			"1 while this LEADER's newest acknowledged change rests on fewer other masters than ACK_REPLICAS (none heard within PEER_TIMEOUT, or fewer than ACK_REPLICAS in MASTER_HOST): a loss of its disk then loses acknowledged changes; 0 otherwise, and on a master that is not LEADER."),
 		ackReplicas: g("mfs_master_ack_replicas",
 			"On the LEADER, the other masters known to hold its newest acknowledged change durably (the ack rule asks for ACK_REPLICAS of them); 0 on a master that is not LEADER."),
+		storeObjects: g("mfs_master_store_log_objects",
+			"Change objects the witness's store log names (docs/architecture.md §7.5), as this master last read or wrote its head: the changes acknowledged while fewer than ACK_REPLICAS follower masters were present. Bounded by WITNESS_LOG_OBJECTS."),
+		storeBytes: g("mfs_master_store_log_bytes", "Bytes of those objects; bounded by WITNESS_LOG_BYTES."),
+		storeOldest: g("mfs_master_store_log_oldest_seconds",
+			"How long the store log has named objects, as far as this master has seen; the store_behind alarm fires past WITNESS_LOG_AGE."),
+		acksOnStore: g("mfs_master_acks_on_store",
+			"1 while this LEADER's newest acknowledged change rests on the witness's store in place of missing follower masters; 0 otherwise, and on a master that is not LEADER."),
+		storeBehind: g("mfs_master_store_log_behind_seconds",
+			"On the LEADER, how long the store has stood in for missing follower masters without holding its newest changes (calls failing or slow, or a bound reached); 0 when it holds them."),
+		ackWaiting: g("mfs_master_ack_waiting_seconds",
+			"On the LEADER, how long changes have waited for a copy: fewer than ACK_REPLICAS follower masters present, no store holding them, ACK_ALONE = 0. 0 when nothing waits."),
 		ignored: f.NewCounterVec(prometheus.CounterOpts{Name: "mfs_master_ignored_total",
 			Help: "Election messages this master ignored, by reason."}, []string{"reason"}),
 		refused: f.NewCounterVec(prometheus.CounterOpts{Name: "mfs_master_connections_refused_total",
@@ -173,6 +196,12 @@ func (m *MasterMetrics) Set(s MasterSnapshot) {
 	m.leaderChangesBy.set(s.LeaderChanges)
 	m.ackShort.Set(b2f(s.AckShort))
 	m.ackReplicas.Set(float64(s.AckReplicas))
+	m.storeObjects.Set(float64(s.StoreObjects))
+	m.storeBytes.Set(float64(s.StoreBytes))
+	m.storeOldest.Set(s.StoreOldest.Seconds())
+	m.acksOnStore.Set(b2f(s.AcksOnStore))
+	m.storeBehind.Set(s.StoreBehind.Seconds())
+	m.ackWaiting.Set(s.AckWaiting.Seconds())
 }
 
 // RoleFrom makes every scrape build mfs_master_role, _epoch,

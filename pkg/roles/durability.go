@@ -152,7 +152,10 @@ func (m *Master) Durability() Durability {
 // answers soon covers them; a store that does not, or none, leaves them
 // waiting). Each step.
 func (m *Master) noteWaiting() {
-	if m.role == Leader && !m.cfg.AckAlone && m.replicatedLimit() < m.log.Len() && m.presentFollowers() < m.cfg.AckReplicas {
+	// A store that stands in and answers is behind for a moment at each
+	// change, not waiting (StoreLogStatus.BehindSince says how long).
+	if m.role == Leader && !m.cfg.AckAlone && m.replicatedLimit() < m.log.Len() && m.presentFollowers() < m.cfg.AckReplicas &&
+		!(m.storeUsable() && m.srBehind != 0 && m.now.Sub(m.srBehind) < m.cfg.PeerTimeout) {
 		if m.waitSince == 0 {
 			m.waitSince = m.now
 		}

@@ -209,6 +209,34 @@ func (h *harness) netRun(cmd string, fields []string, a map[string]string) strin
 	case "kill":
 		n.nodes[fields[1]].down = true
 		return "(nothing)"
+	case "restart":
+		// From what it held when killed (its disk), or from nothing but
+		// the registry ("wiped"): a new master process.
+		node := n.nodes[fields[1]]
+		var b Batch
+		switch {
+		case node.m != nil:
+			old := node.m
+			st := Stored{Hard: old.hard, Base: old.log.Base(), Entries: old.log.From(old.log.BasePos().Version, 0, 0)}
+			node.m, b = NewMaster(old.cfg, st, h.now)
+		default:
+			node.v, b = NewVoter(node.v.cfg, node.v.hard, h.now)
+		}
+		node.down = false
+		return joinOrNothing(h.netCarry(fields[1], b))
+	case "storelog":
+		var lines []string
+		for _, name := range n.names {
+			node := n.nodes[name]
+			if node.m == nil || node.down {
+				continue
+			}
+			l, d := node.m.StoreLog(), node.m.Durability()
+			lines = append(lines, fmt.Sprintf("%s %v acked %v of %v: store log known=%v objects=%d %v..%v stands_in=%v holds=%v on_store=%v waiting=%v error=%q",
+				name, node.m.Role(), node.m.Acked(), node.m.Log().Last(), l.Known, l.Objects, l.Base, l.Last, l.StandsIn, l.Holds, l.OnStore, d.Waiting, l.Error))
+		}
+		lines = append(lines, fmt.Sprintf("bucket: %s", strings.Join(n.store.Keys(), " ")))
+		return strings.Join(lines, "\n")
 	case "store":
 		n.storeDown = fields[1] == "down"
 		return "(nothing)"

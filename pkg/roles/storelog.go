@@ -261,18 +261,31 @@ func (m *Master) storeLead() {
 	}
 	base, kept, dropped := m.storeChain()
 	if o := m.srPut; o != nil {
-		if last := chainLast(base, kept); o.Prev.Changelog() != last {
+		// It replaces the objects after the chain position it continues
+		// (none: it appends; several: a compaction), and must reach at
+		// least as far as they do.
+		i := chainAt(base, kept, o.Prev.Changelog())
+		if i < 0 || o.Last.Version < chainLast(base, kept).Version {
 			// The head moved under it: it names nothing.
 			m.srGarbage = append(m.srGarbage, o.Key)
 			m.srPut = nil
 		} else {
-			m.writeHead(base, append(kept, *o))
+			m.writeHead(base, append(kept[:i:i], *o))
 			return
 		}
 	}
 	last := chainLast(base, kept)
 	full := m.storeFull(m.srHead)
 	switch {
+	case standsIn && full == "" && len(kept) >= compactAt:
+		if from, ok := m.compactFrom(base, kept); ok {
+			m.putObject(from)
+			return
+		}
+		if last.Version < m.log.Len() {
+			m.putObject(last)
+			return
+		}
 	case standsIn && last.Version < m.log.Len() && full == "":
 		m.putObject(last)
 		return
@@ -292,6 +305,55 @@ func (m *Master) storeLead() {
 	}
 }
 
+// compactAt: with this many objects named, the LEADER merges the newest
+// small ones into one (with what is new) instead of adding one more: one
+// object per group commit would otherwise reach WITNESS_LOG_OBJECTS in
+// seconds under load, and every head write names them all.
+const compactAt = 16
+
+// compactMax bounds the objects merged by a compaction.
+const compactMax = 2 * maxBatchBytes
+
+// compactFrom is the chain position a compaction rewrites from: the
+// longest run of newest objects that together hold at most compactMax
+// bytes, if it is at least two long and this log still holds its
+// entries.
+func (m *Master) compactFrom(base changelog.Pos, kept []witness.LogObject) (changelog.Pos, bool) {
+	// In entries too: the merged object must reach the chain's last
+	// within what putObject takes from the log.
+	i, size := len(kept), 0
+	top := kept[len(kept)-1].Last.Version
+	for i > 0 && size+kept[i-1].Bytes <= compactMax && top-kept[i-1].Prev.Version <= 32*maxBatch {
+		i--
+		size += kept[i].Bytes
+	}
+	if len(kept)-i < 2 {
+		return changelog.Pos{}, false
+	}
+	from := base
+	if i > 0 {
+		from = kept[i-1].Last.Changelog()
+	}
+	if from.Version < m.log.BasePos().Version {
+		return changelog.Pos{}, false // trimmed here: only in the snapshot
+	}
+	return from, true
+}
+
+// chainAt is the index of the object that follows chain position p (len
+// when p is the chain's last; -1 when p is no boundary of it).
+func chainAt(base changelog.Pos, kept []witness.LogObject, p changelog.Pos) int {
+	if p == base {
+		return 0
+	}
+	for i, o := range kept {
+		if o.Last.Changelog() == p {
+			return i + 1
+		}
+	}
+	return -1
+}
+
 func chainLast(base changelog.Pos, kept []witness.LogObject) changelog.Pos {
 	if len(kept) == 0 {
 		return base
@@ -302,7 +364,7 @@ func chainLast(base changelog.Pos, kept []witness.LogObject) changelog.Pos {
 // putObject writes the changes after last as one object (create-only,
 // under a key no other write uses).
 func (m *Master) putObject(last changelog.Pos) {
-	es := m.log.From(last.Version, 4*maxBatch, 4*maxBatchBytes)
+	es := m.log.From(last.Version, 64*maxBatch, 4*maxBatchBytes)
 	if len(es) == 0 {
 		return
 	}
