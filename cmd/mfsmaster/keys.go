@@ -168,6 +168,8 @@ func witnessKeyTable(c *config) []settings.Key {
 			"Deadline of each call on the store (a read or a conditional write), with no retry inside it; one not answered within twice this is taken as ambiguous (it may have landed) and read back. Well below the lease: WITNESS_RENEW + 2 x this must stay below the lease counted from a write. A conditional write of a small object takes milliseconds on a LAN and tens of milliseconds on a public cloud."),
 		settings.Ranged("WITNESS_DELAY", &w.Delay, 0, time.Minute,
 			"An ELECT that carries exactly half of the locations waits this long for more votes before it asks for the witness's lease: in a healthy election the other half's votes come within it and the store is not called. Two heartbeat intervals at the defaults."),
+		settings.Field("WITNESS_LOG", &w.Log,
+			"1 (the default): while fewer than ACK_REPLICAS other masters are present, the witness's store holds the changes they lack before they are acknowledged, and a master that lost them takes them back from it (docs/operations.md, \"One site lost: what is durable where\"). 0: the witness only breaks ties; such changes wait, or with ACK_ALONE rest on this master's disk alone."),
 		settings.Ranged("WITNESS_LOG_OBJECTS", &w.LogObjects, 0, 4096,
 			"The most change objects the witness's store log may hold (one per group commit while fewer than ACK_REPLICAS followers are present). At the bound the store stands in for no more changes until the followers are back and take some off it: they wait (or, with ACK_ALONE, rest on this disk). 0: the format's own bound, 4096."),
 		settings.Ranged("WITNESS_LOG_BYTES", &w.LogBytes, 0, uint64(1)<<40,

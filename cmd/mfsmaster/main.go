@@ -42,6 +42,7 @@ func main() {
 			&cli.BoolFlag{Name: "f", Usage: "run in the foreground"},
 			&cli.BoolFlag{Name: "e", Usage: "start without metadata: sync from the LEADER, FOLLOWER only until synced"},
 			&cli.StringSliceFlag{Name: "location", Usage: "init only: NAME=CIDR, map a range to a location in the new metadata (repeatable)"},
+			&cli.BoolFlag{Name: "accept-loss", Usage: "repair only: let this master lead without the changes only a lost master held (they are gone: the status names them); run it on the one master to promote, after the lost one is gone for good"},
 			&cli.StringFlag{Name: "remove-chunkservers", Usage: "repair only: ids (as -SCS lists them) of registered chunkservers that will never vote again, comma-separated; run the same repair on every master, all stopped, before starting any"},
 		}, spec.Flags()...),
 		HideHelpCommand: true,
@@ -70,6 +71,9 @@ func run(c *cli.Context) error {
 		return initMetadata(os.Stdout, cfg, lockPath, c.StringSlice("location"))
 	}
 	if action == service.ActionRepair {
+		if c.Bool("accept-loss") {
+			return acceptLoss(os.Stdout, cfg.DataPath, lockPath)
+		}
 		return repairMetadata(os.Stdout, cfg.DataPath, lockPath, c.String("remove-chunkservers"))
 	}
 	return service.Dispatch(action, "mfsmaster", lockPath, filepath.Join(cfg.DataPath, "mfsmaster.log"),

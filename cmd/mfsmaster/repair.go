@@ -72,3 +72,47 @@ func repairMetadata(out io.Writer, dataPath, lockPath, remove string) error {
 	fmt.Fprintln(out, "Run the same repair on every master before starting any of them; the LEADER they elect removes these chunkservers from the registry.")
 	return nil
 }
+
+// acceptLoss is `mfsmaster repair --accept-loss`: the way out of an ELECT
+// that holds the votes but waits for ever for changes that only a lost
+// master held (its disk is gone, no other master and no store log has
+// them: -SIM says "waiting for the changes that only a lost master
+// held"). It records, in this master's hard state, that the commit points
+// told by every LEADER up to the highest epoch it has seen count as
+// satisfied for its next win; that LEADER's own word then supersedes
+// them. The changes beyond this master's log are lost, knowingly: every
+// client that was told they were done was told wrong. Run it on one
+// master only, the one to promote (docs/operations.md, "Bringing a lost
+// site back").
+func acceptLoss(out io.Writer, dataPath, lockPath string) error {
+	lock, err := service.Acquire(lockPath)
+	if err != nil {
+		return fmt.Errorf("%w (repair runs only while this master is stopped)", err)
+	}
+	defer lock.Release()
+	st, err := metadata.OpenMaster(dataPath)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	stored, err := st.Load()
+	if err != nil {
+		return err
+	}
+	if roles.NewestConfig(stored) == nil {
+		return fmt.Errorf("%s holds no metadata: start it with -e instead (it copies a LEADER's)", st.Path())
+	}
+	h := stored.Hard
+	h.AcceptLoss = max(h.MaxEpoch, h.Epoch, h.LeaderEpoch)
+	if err := st.Apply(roles.Persist{Hard: &h}); err != nil {
+		return err
+	}
+	last := stored.Base.Pos
+	if n := len(stored.Entries); n > 0 {
+		last = stored.Entries[n-1].Pos
+	}
+	fmt.Fprintf(out, "mfsmaster: %s: this master may lead with its changelog as it is (up to version %d): changes that LEADERs up to epoch %d acknowledged beyond it are given up.\n",
+		st.Path(), last.Version, h.AcceptLoss)
+	fmt.Fprintln(out, "Start it; once it leads, the record is cleared. Do not run this on another master: start the others with -e if their metadata is gone.")
+	return nil
+}

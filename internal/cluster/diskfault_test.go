@@ -770,6 +770,17 @@ func startDFWriter(t *testing.T, c *cluster.Cluster) *dfWriter {
 	return w
 }
 
+// snapshot is the changes acknowledged so far.
+func (w *dfWriter) snapshot() map[string]string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[string]string, len(w.acked))
+	for k, v := range w.acked {
+		out[k] = v
+	}
+	return out
+}
+
 func (w *dfWriter) count() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 )
@@ -171,7 +172,7 @@ func verdict(a Answer) string {
 	case len(ts) == 0:
 		return fmt.Sprintf("no quorum for %s: it reports no count (it holds no registry config)", who)
 	case len(ts) == 1 && all:
-		return fmt.Sprintf("quorum held by %s (%s)", who, wonText(ts[0]))
+		return fmt.Sprintf("quorum held by %s (%s)", who, wonText(ts[0])) + catchUpText(a.St.CatchUp)
 	case len(ts) == 1:
 		return fmt.Sprintf("no quorum for %s: %s", who, missingText(ts[0])+witnessHalf(ts[0], a.St.Witness))
 	}
@@ -188,7 +189,25 @@ func verdict(a Answer) string {
 			parts = append(parts, fmt.Sprintf("Config %d: %s", t.Config, missingText(t)+witnessHalf(t, a.St.Witness)))
 		}
 	}
-	return strings.Join(parts, ". ")
+	return strings.Join(parts, ". ") + catchUpText(a.St.CatchUp)
+}
+
+// LostChangesText is what the verdict says of an ELECT that no master
+// and no store log can give the changes it needs.
+const LostChangesText = "waiting for the changes that only the lost master held"
+
+// catchUpText: an ELECT's won count held up by the catch-up rule.
+func catchUpText(c *protocol.CatchUpStatus) string {
+	if c == nil {
+		return ""
+	}
+	t := fmt.Sprintf(", but it may not lead before its changelog holds version %d (epoch %d), which the LEADER of epoch %d told the voters was committed; for %v",
+		c.NeedVersion, c.NeedEpoch, c.Tag, c.For.Round(100*time.Millisecond))
+	if c.Sources {
+		return t + ": it is fetching it from a master or the witness's store"
+	}
+	return t + ": " + LostChangesText + " (no master it hears and no store log has them). Bring that master back; if its disk is gone for good, " +
+		"stop this master, run `mfsmaster repair --accept-loss` on it and start it: it leads without them, and those acknowledged changes are lost (docs/operations.md, \"Bringing a lost site back\")"
 }
 
 // wonText: the numbers of a won count, and the locations it does without.

@@ -85,6 +85,9 @@ func (n *MasterNode) statusWith(req protocol.StatusReq) protocol.StatusResp {
 	st.Witness = n.witnessStatus(f, now)
 	n.fenceStatus(&st, f, now)
 	st.StoreLog = n.storeLogStatus(st.Role, now)
+	if w, ok := n.core.CatchUpWait(); ok && st.Role == roles.Elect {
+		st.CatchUp = &protocol.CatchUpStatus{NeedVersion: w.Need.Version, NeedEpoch: w.Need.Epoch, Tag: w.Tag, For: now.Sub(w.Since), Sources: w.Sources}
+	}
 	if st.Role == roles.Leader {
 		n.ackStatus(&st, now)
 	}

@@ -200,6 +200,21 @@ type StatusResp struct {
 	// StoreLog is the witness's store as a stand-in replica (nil: no
 	// witness, or no store on this master).
 	StoreLog *StoreLogStatus `msgpack:",omitempty"`
+	// CatchUp: an ELECT whose votes would win waits for changes its log
+	// lacks (the catch-up rule, docs/architecture.md §7): NeedVersion
+	// (epoch NeedEpoch) told committed by the LEADER of epoch Tag, for
+	// For; Sources: a master it hears or the store log could give them
+	// (false: only a master that is gone held them).
+	CatchUp *CatchUpStatus `msgpack:",omitempty"`
+}
+
+// CatchUpStatus is StatusResp.CatchUp.
+type CatchUpStatus struct {
+	NeedVersion uint64
+	NeedEpoch   uint64
+	Tag         uint64
+	For         time.Duration
+	Sources     bool `msgpack:",omitempty"`
 }
 
 // RoleChangeStatus is one record of the election history as the listings

@@ -591,7 +591,10 @@ func (m *Master) tryWin() {
 	// The catch-up rule: the voters whose reports this log satisfies must
 	// themselves make a quorum.
 	cv := m.Registry().Version
-	satisfied := func(v *voterRec) bool { return changelog.Satisfies(&m.log, cv, v.commit, v.commitTag, v.knownReg) }
+	satisfied := func(v *voterRec) bool {
+		return changelog.Satisfies(&m.log, cv, v.commit, v.commitTag, v.knownReg) ||
+			v.commit.Epoch <= m.hard.AcceptLoss && cv >= v.knownReg
+	}
 	if m.quorumAt(m.now, satisfied) != quorum.Won {
 		var need changelog.Pos
 		var tag uint64
@@ -600,9 +603,13 @@ func (m *Master) tryWin() {
 				need, tag = v.commit, v.commitTag
 			}
 		}
+		if m.catchWait.since == 0 || m.catchWait.need != need {
+			m.catchWait = catchWait{need: need, tag: tag, since: m.now}
+		}
 		m.catchUp(need)
 		return
 	}
+	m.catchWait = catchWait{}
 	// The commit point is taken from reports this log holds: one it
 	// satisfies only as superseded names an entry it need not have.
 	commit := m.hard.Commit
@@ -613,6 +620,10 @@ func (m *Master) tryWin() {
 	}
 	if commit != m.hard.Commit {
 		m.hard.Commit = commit
+		m.persistHard()
+	}
+	if m.hard.AcceptLoss != 0 {
+		m.hard.AcceptLoss = 0 // once: the LEADER's word now supersedes what was lost
 		m.persistHard()
 	}
 	m.become(Leader, ReasonWon)

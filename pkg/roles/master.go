@@ -296,6 +296,7 @@ func (m *Master) become(to Role, reason string) {
 		m.enterLeader()
 	case Elect:
 		m.electSince, m.lastVoteSeen = m.now, m.now
+		m.catchWait = catchWait{}
 	}
 	if !to.TakesVotes() {
 		m.resetVoters()

@@ -31,6 +31,11 @@ type HardState struct {
 	// repair) because they will never vote again; every tally leaves them
 	// out until a LEADER's removal of them is in force.
 	ForcedOut []wire.CSID `msgpack:",omitempty"`
+	// AcceptLoss: an operator accepted the loss of changes no master and
+	// no store holds (mfsmaster repair --accept-loss): reports of commit
+	// points told by LEADERs of this epoch or older count as satisfied
+	// for the catch-up rule, once. Cleared when this master wins.
+	AcceptLoss uint64 `msgpack:",omitempty"`
 }
 
 // VoterHardState is a chunkserver's small durable record: what quorum

@@ -41,6 +41,10 @@ type storeReplica struct {
 	srPut   *witness.LogObject // an object written, not yet named by the head
 	srAgain Instant            // no call before this (after a failure)
 	srErr   string             // the last failure, for operators
+	// srTermCommit: the commit point this LEADER started its term with;
+	// those changes met (b) under the LEADER that acknowledged them, so a
+	// chain started afresh need not hold them.
+	srTermCommit uint64
 	// srGarbage: objects no head names (trimmed, or written and never
 	// named); deleted one at a time when nothing else is to do.
 	srGarbage []string
@@ -48,8 +52,9 @@ type storeReplica struct {
 	srFenced bool
 	// srNeed: an ELECT's catch-up asks the store for this commit point
 	// (zero: nothing asked); srReadAt: not before this.
-	srNeed   changelog.Pos
-	srReadAt Instant
+	srNeed    changelog.Pos
+	srReadAt  Instant
+	catchWait catchWait
 	// srOldest: since when the head has named objects (0: none), on this
 	// master's clock; srBehind: since when the store has stood in with
 	// changes it does not hold yet (0: not).
@@ -78,12 +83,52 @@ type logCall struct {
 // answer).
 const logCallLimit = 30 * time.Second
 
+// catchWait is an ELECT's won tally held up by the catch-up rule: the
+// commit point it lacks (the newest told, by the LEADER of epoch tag),
+// since when. Reported (CatchUpWait) so that an operator can tell a wait
+// for a master to come back from one for changes that are gone.
+type catchWait struct {
+	need  changelog.Pos
+	tag   uint64
+	since Instant
+}
+
+// CatchUpWait is an ELECT's wait for changes its log lacks although its
+// votes would win: Need, told committed by the LEADER of epoch Tag; Since
+// when; Sources, whether a master it hears or the store log could give
+// them (false: none can: only a master that is gone held them).
+type CatchUpWait struct {
+	Need    changelog.Pos
+	Tag     uint64
+	Since   Instant
+	Sources bool
+}
+
+// CatchUpWait reports the wait, if this master is an ELECT held up by
+// the catch-up rule (ok false otherwise).
+func (m *Master) CatchUpWait() (w CatchUpWait, ok bool) {
+	c := m.catchWait
+	if m.role != Elect || c.since == 0 {
+		return w, false
+	}
+	w = CatchUpWait{Need: c.need, Tag: c.tag, Since: c.since}
+	for _, id := range m.cfg.Masters {
+		if p := m.peers[id]; id != m.cfg.ID && m.fresh(p) && p.st.Last.Version >= c.need.Version && !c.need.NewerThan(p.st.Last) {
+			w.Sources = true
+		}
+	}
+	if h := m.srHead; m.storeUsable() && h != nil && h.Last().Version >= c.need.Version {
+		w.Sources = true
+	}
+	return w, true
+}
+
 // storeConfigured: the registry names a witness and this master has a
 // store for it. Then the store may stand in for missing followers, so
 // (b) asks for ACK_REPLICAS copies even of a cluster with fewer other
 // masters (a one-master cluster with a witness).
 func (m *Master) storeConfigured() bool {
-	return m.cfg.Witness.Store && m.HasMetadata() && m.Registry().Witness != ""
+	return m.cfg.Witness.Store && m.cfg.Witness.Log && m.HasMetadata() && m.Registry().Witness != ""
 }
 
 // storeUsable: the store may be called now (configured, and its
@@ -206,8 +251,10 @@ func (m *Master) storeChain() (base changelog.Pos, kept, dropped []witness.LogOb
 		dropped = append(dropped, kept[:j]...)
 		kept = kept[j:]
 	}
-	if len(kept) == 0 && base.Version < full {
-		base = m.log.PosAt(full)
+	if fresh := max(full, min(m.srTermCommit, m.log.Len())); len(kept) == 0 && base.Version < fresh {
+		// Not for dropping objects: what a previous LEADER wrote there
+		// may rest on the store alone (its disk lost since).
+		base = m.log.PosAt(fresh)
 	}
 	return base, kept, dropped
 }
@@ -216,6 +263,7 @@ func (m *Master) storeChain() (base changelog.Pos, kept, dropped []witness.LogOb
 func (m *Master) storeStep() {
 	if m.role == Leader && m.srTerm != m.hard.Epoch {
 		m.srTerm, m.srRead, m.srMatch, m.srPut, m.srFenced, m.srAcks = m.hard.Epoch, false, changelog.Pos{}, nil, false, false
+		m.srTermCommit = m.hard.Commit.Version
 		m.srBehind = 0
 	}
 	if m.role != Leader {

@@ -46,6 +46,9 @@ type WitnessConfig struct {
 	// long for more before it asks for the lease (WITNESS_DELAY): the other
 	// half's votes usually come within it in a healthy election.
 	Delay time.Duration
+	// Log: the store stands in for missing follower masters (WITNESS_LOG;
+	// on by default). Off, the witness only breaks ties.
+	Log bool
 	// The store log's bounds (WITNESS_LOG_OBJECTS, WITNESS_LOG_BYTES): at
 	// either the store stands in for no more changes (they wait, or with
 	// ACK_ALONE rest on this disk) until followers take some off it. 0:
@@ -59,7 +62,7 @@ type WitnessConfig struct {
 // DefaultWitnessConfig: the lease's defaults, and a delay of two heartbeat
 // intervals of the shipped defaults.
 func DefaultWitnessConfig() WitnessConfig {
-	return WitnessConfig{Lease: witness.DefaultConfig(), Delay: 300 * time.Millisecond,
+	return WitnessConfig{Lease: witness.DefaultConfig(), Delay: 300 * time.Millisecond, Log: true,
 		LogObjects: 1000, LogBytes: 1 << 30, LogAge: 24 * time.Hour}
 }
 
