@@ -93,8 +93,8 @@ type StoreLogView struct {
 	From      netip.Addr `json:"from"` // the master whose answer it is
 	Objects   int        `json:"objects"`
 	Bytes     int64      `json:"bytes"`
-	Base      uint64     `json:"base"` // it holds the changes after this version
-	Last      uint64     `json:"last"` // up to this one
+	Base      uint64     `json:"base"`       // it holds the changes after this version
+	Last      uint64     `json:"last"`       // up to this one
 	OldestAge float64    `json:"oldest_age"` // seconds the head has named objects
 	// The bounds: WITNESS_LOG_OBJECTS, WITNESS_LOG_BYTES, WITNESS_LOG_AGE (seconds; 0: none).
 	MaxObjects int     `json:"max_objects"`
