@@ -822,7 +822,7 @@ func (f masterRestore) fire(w *world, _ *adminIDs) {
 // LEADER must take it from there (the store as a stand-in replica).
 func (w *world) restoreMaster(i int, backup *roles.MemStore) {
 	n := w.masters[i]
-	if !w.heldElsewhere(i, n.store.Last()) && !w.storeHolds(n.store.Last()) {
+	if !w.restorable(i, backup.Last()) {
 		w.tracef("M%d restore skipped: its log holds entries no other master stores", i+1)
 		return
 	}
@@ -836,6 +836,27 @@ func (w *world) restoreMaster(i int, backup *roles.MemStore) {
 			w.startMaster(i)
 		}
 	})
+}
+
+// restorable: every entry master i stores above from (what a restore
+// from a copy that ends at from would take away) is held by another
+// master or by the store log. Walks down from the newest: an entry held
+// elsewhere covers those below it (log matching). Trimmed entries,
+// whose positions this store no longer knows, must be held elsewhere.
+func (w *world) restorable(i int, from changelog.Pos) bool {
+	st := w.masters[i].store
+	loaded, _ := st.Load()
+	base := st.Base().Pos
+	for k := len(loaded.Entries) - 1; k >= 0; k-- {
+		pos := loaded.Entries[k].Pos
+		if pos.Version <= from.Version || w.heldElsewhere(i, pos) {
+			return true
+		}
+		if !w.storeHolds(pos) {
+			return false
+		}
+	}
+	return base.Version <= from.Version || w.heldElsewhere(i, base)
 }
 
 // heldElsewhere: some master other than i durably stores the entry at pos,

@@ -110,6 +110,9 @@ type WitnessRun struct {
 	Calls      int  // calls the masters made on the store
 	Writes     int  // writes the store took
 	HeldEvents int  // events after which some master counted the lease
+	// The store log: objects and heads written, objects read back by a
+	// catch-up, and heads refused to a superseded LEADER.
+	LogObjects, LogSnapshots, LogHeads, LogReads, StaleRefused int
 }
 
 // Failed reports whether the run broke an invariant or liveness.
@@ -1081,7 +1084,8 @@ func (w *world) run() Result {
 	}
 	res := Result{Seed: w.opt.Seed, Profile: w.prof.String() + " witness=" + w.wprof.String(), Bound: bound, Events: w.events}
 	if w.wprof.on {
-		res.Witness = &WitnessRun{Refused: w.wprof.refused, Calls: w.store.calls, Writes: w.store.writes, HeldEvents: w.chk.witnessHeld}
+		res.Witness = &WitnessRun{Refused: w.wprof.refused, Calls: w.store.calls, Writes: w.store.writes, HeldEvents: w.chk.witnessHeld,
+			LogObjects: w.store.logObjects, LogSnapshots: w.store.logSnapshots, LogHeads: w.store.logHeads, LogReads: w.store.logReads, StaleRefused: w.store.staleRefused}
 	}
 	if !w.stopped && w.runaway == "" {
 		w.now = end

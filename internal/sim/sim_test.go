@@ -36,7 +36,7 @@ func TestSeeds(t *testing.T) {
 	failed := 0
 	var snaps Snapshots
 	forged, clean, restores, disk, stuck := 0, 0, 0, 0, 0
-	var wit struct{ seeds, refused, calls, held int }
+	var wit struct{ seeds, refused, calls, held, logSeeds, logObjects, logSnaps, logReads, stale int }
 	keeps, refusals := map[string]int{}, map[string]int{}
 	RunSeedsWith(*firstFlag, n, options, func(r Result) {
 		forged += r.Forged
@@ -55,6 +55,13 @@ func TestSeeds(t *testing.T) {
 			if w.HeldEvents > 0 {
 				wit.held++
 			}
+			if w.LogObjects > 0 {
+				wit.logSeeds++
+			}
+			wit.logObjects += w.LogObjects
+			wit.logSnaps += w.LogSnapshots
+			wit.logReads += w.LogReads
+			wit.stale += w.StaleRefused
 		}
 		if r.StuckUncertain != "" {
 			stuck++
@@ -111,7 +118,7 @@ func TestSeeds(t *testing.T) {
 	if n >= 50 && clean == 0 {
 		t.Fatalf("%d seeds and no chunkserver started from a clean-stop mark: the orderly-stop path went untested", n)
 	}
-	t.Logf("%d seeds: %d trims, %d snapshots installed, %d forged messages, KEEP_LEADERSHIP on %v, %d starts after an orderly stop, %d masters restored from a copy, %d chunkserver records damaged, torn or lost (%d seeds left with no quorum of certain voters), voter refusals %v, witness on %d seeds (held on %d, store refused on %d, %d calls)", n, snaps.Trims, snaps.Installed, forged, keeps, clean, restores, disk, stuck, refusals, wit.seeds, wit.held, wit.refused, wit.calls)
+	t.Logf("%d seeds: %d trims, %d snapshots installed, %d forged messages, KEEP_LEADERSHIP on %v, %d starts after an orderly stop, %d masters restored from a copy, %d chunkserver records damaged, torn or lost (%d seeds left with no quorum of certain voters), voter refusals %v, witness on %d seeds (held on %d, store refused on %d, %d calls; the store stood in for followers on %d seeds: %d objects and %d snapshots written, %d read back by a catch-up, %d head writes of a superseded LEADER refused)", n, snaps.Trims, snaps.Installed, forged, keeps, clean, restores, disk, stuck, refusals, wit.seeds, wit.held, wit.refused, wit.calls, wit.logSeeds, wit.logObjects, wit.logSnaps, wit.logReads, wit.stale)
 }
 
 // TestReplay plays one seed with the full trace: the command a failure

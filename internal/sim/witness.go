@@ -52,8 +52,9 @@ func (p witnessProfile) String() string {
 	if !p.on {
 		return "none"
 	}
-	return fmt.Sprintf("lease=%v renew=%v call<=%v delay=%v latency<=%v loss=%.2f non_atomic=%v no_store=%b lose_site=%v faults=%v",
-		p.lease.Lease.Lease, p.lease.Lease.RenewEvery, p.lease.Lease.CallTimeout, p.lease.Delay, p.latency, p.loss, p.nonAtomic, p.noStore, p.loseSite, p.faults)
+	return fmt.Sprintf("lease=%v renew=%v call<=%v delay=%v latency<=%v loss=%.2f non_atomic=%v no_store=%b lose_site=%v log<=%d/%dB faults=%v",
+		p.lease.Lease.Lease, p.lease.Lease.RenewEvery, p.lease.Lease.CallTimeout, p.lease.Delay, p.latency, p.loss, p.nonAtomic, p.noStore, p.loseSite,
+		p.lease.LogObjects, p.lease.LogBytes, p.faults)
 }
 
 var witnessFaults = []string{"store-down", "store-cut", "split-sites", "kill-site", "store-slow"}
@@ -97,6 +98,10 @@ func drawWitness(seed int64, p profile, force bool, sabotage bool) (wp witnessPr
 		}
 	}
 	wp.meanGap = time.Duration(1500+r.Intn(3000)) * time.Millisecond
+	if r.Intn(3) == 0 {
+		// Small store log bounds: the chain restarts at snapshots often.
+		wp.lease.LogObjects, wp.lease.LogBytes = 4+r.Intn(8), uint64(8+r.Intn(24))<<10
+	}
 	return wp
 }
 
@@ -112,6 +117,12 @@ type simStore struct {
 	ignoreIf  bool // every conditional write succeeds (an emulator that ignores the headers)
 	calls     int
 	writes    int
+	// The store log (the store as a stand-in replica): objects and head
+	// writes that landed, reads of objects (an ELECT's catch-up), and
+	// head writes refused because a later LEADER's head was there (a
+	// superseded LEADER fenced).
+	logObjects, logSnapshots, logHeads, logReads, staleRefused int
+	headEpoch                                                  uint64 // the head's epoch, as last written
 }
 
 // check says what a conditional write would get on the object as it is.
@@ -120,6 +131,15 @@ func (s *simStore) check(r witness.Request) witness.Class {
 		return witness.OK
 	}
 	return s.bucket.Check(r)
+}
+
+// headEpoch is the epoch of the head a write would put (0: none).
+func headEpochOf(body []byte) uint64 {
+	h, err := witness.DecodeHead(body)
+	if err != nil {
+		return 0
+	}
+	return h.Epoch
 }
 
 // write lands a write (or a delete), and answers as the store would.
@@ -238,17 +258,25 @@ func (w *world) call(r ref, req witness.Request) {
 		switch {
 		case req.Op == witness.Get:
 			res = s.bucket.Read(req)
+			if req.Want != nil {
+				s.logReads++
+			}
 		case s.check(req) != witness.OK:
 			res = witness.Result{Seq: req.Seq, Key: req.Key, Class: witness.Conflict, Object: desc}
+			if req.Key == witness.LogKey && headEpochOf(req.Body) < s.headEpoch {
+				s.staleRefused++
+			}
 		case s.nonAtomic:
 			// Checked now, written a moment later: a rival checked in
 			// between wins too.
 			back := trip()
 			w.at(w.now+back/2, func() {
+				w.checkHead(r, req)
 				answer(w.now+back, s.write(req))
 			})
 			return
 		default:
+			w.checkHead(r, req)
 			res = s.write(req)
 		}
 		if lost {
@@ -456,6 +484,11 @@ func (w *world) storeHolds(pos changelog.Pos) bool {
 	if err != nil {
 		return false
 	}
+	if h.Snapshot != nil && pos.Version <= h.Snapshot.Last.Version {
+		// The snapshot holds what the committed entries up to it made
+		// (an entry of that version that differs was never committed).
+		return true
+	}
 	for _, o := range h.Objects {
 		if o.Prev.Version >= pos.Version || o.Last.Version < pos.Version {
 			continue
@@ -468,4 +501,39 @@ func (w *world) storeHolds(pos changelog.Pos) bool {
 		return e.Pos == pos
 	}
 	return false
+}
+
+// checkHead is W2, as a write of the store log lands: the head's epoch
+// never goes down (a LEADER writes it only at an epoch at least the
+// head's, each write conditional on the ETag it read: a superseded
+// LEADER's write never lands over a later one's), and every head names
+// objects that exist. Counts the store log's traffic.
+func (w *world) checkHead(r ref, req witness.Request) {
+	s := w.store
+	switch {
+	case req.Batch != nil && req.Batch.Snapshot != nil:
+		s.logSnapshots++
+	case req.Batch != nil:
+		s.logObjects++
+	case req.Key == witness.LogKey:
+		s.logHeads++
+		h, err := witness.DecodeHead(req.Body)
+		if err != nil {
+			w.violate("W2: M%d wrote a store log head that does not decode: %v", r.i+1, err)
+			return
+		}
+		if h.Epoch < s.headEpoch && !s.ignoreIf && !s.nonAtomic {
+			w.violate("W2: M%d's store log head of epoch %d landed over one of epoch %d", r.i+1, h.Epoch, s.headEpoch)
+		}
+		named := h.Objects
+		if h.Snapshot != nil {
+			named = append([]witness.LogObject{*h.Snapshot}, named...)
+		}
+		for _, o := range named {
+			if !s.bucket.Exists(o.Key) {
+				w.violate("W2: M%d's store log head names %s, which the store does not hold", r.i+1, o.Key)
+			}
+		}
+		s.headEpoch = max(s.headEpoch, h.Epoch)
+	}
 }

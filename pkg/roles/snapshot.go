@@ -51,6 +51,11 @@ func (m *Master) maybeSnapshot() {
 	if m.kv.Applied < at+m.cfg.SnapshotEvery || m.kv.Applied <= m.log.BasePos().Version {
 		return
 	}
+	m.takeSnapshot()
+}
+
+// takeSnapshot asks the driver to save a snapshot of what is applied.
+func (m *Master) takeSnapshot() {
 	m.snapSaving = namespace.SnapshotOf(&m.kv, &m.log)
 	m.out.SaveSnapshot = m.snapSaving
 }
@@ -101,6 +106,12 @@ func (m *Master) maybeTrim() {
 	}
 	if top > m.cfg.LogRetain {
 		floor = max(floor, top-m.cfg.LogRetain)
+	}
+	if m.role == Leader && m.storeConfigured() {
+		// What the followers lack may rest on the store log alone, and
+		// the LEADER writes it there from these entries: its snapshot
+		// is no second copy until the store holds it (storeChain).
+		floor = min(floor, max(m.followerPoint(), m.storeSnapAt()))
 	}
 	if floor <= m.log.BasePos().Version {
 		return

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/pkg/changelog"
+	"github.com/mfs-election/mfs-election/pkg/namespace"
 	"github.com/mfs-election/mfs-election/pkg/witness"
 )
 
@@ -39,8 +40,11 @@ type storeReplica struct {
 	srCall  *logCall           // the one call out
 	srSeq   uint64             // the last call's Seq
 	srPut   *witness.LogObject // an object written, not yet named by the head
-	srAgain Instant            // no call before this (after a failure)
-	srErr   string             // the last failure, for operators
+	// srRebase: a snapshot written to restart the chain at it, and the
+	// objects after it written since (see storeRebase).
+	srRebase *storeRebase
+	srAgain  Instant // no call before this (after a failure)
+	srErr    string  // the last failure, for operators
 	// srTermCommit: the commit point this LEADER started its term with;
 	// those changes met (b) under the LEADER that acknowledged them, so a
 	// chain started afresh need not hold them.
@@ -48,6 +52,13 @@ type storeReplica struct {
 	// srGarbage: objects no head names (trimmed, or written and never
 	// named); deleted one at a time when nothing else is to do.
 	srGarbage []string
+	// srMaybe: objects written and given up that a head write with an
+	// ambiguous answer may name; srOffered: that write's If-Match
+	// ("absent" for a create). They go to srGarbage once the head is
+	// seen with another ETag (that write can then never land) and does
+	// not name them (settleMaybe).
+	srMaybe   []string
+	srOffered string
 	// srFenced: the head was written at an epoch above this LEADER's.
 	srFenced bool
 	// srNeed: an ELECT's catch-up asks the store for this commit point
@@ -62,6 +73,34 @@ type storeReplica struct {
 	srBehind Instant
 	// srAcks: the newest acknowledgement rested on the store.
 	srAcks bool
+}
+
+// storeRebase restarts the chain at a snapshot of this LEADER's: when
+// its log no longer holds the changes that would continue the chain (it
+// trimmed them under its snapshot as a follower), or the chain grew heavy
+// (half of WITNESS_LOG_OBJECTS or WITNESS_LOG_BYTES). The snapshot object
+// is written first, then objects from its position on, and one head
+// write names them all once they reach as far as the chain they replace:
+// until then the old chain stays named, so no change the store held is
+// ever unnamed.
+type storeRebase struct {
+	snap witness.LogObject
+	objs []witness.LogObject
+}
+
+func (r *storeRebase) tip() changelog.Pos {
+	if n := len(r.objs); n > 0 {
+		return r.objs[n-1].Last.Changelog()
+	}
+	return r.snap.Last.Changelog()
+}
+
+func (r *storeRebase) keys() []string {
+	ks := []string{r.snap.Key}
+	for _, o := range r.objs {
+		ks = append(ks, o.Key)
+	}
+	return ks
 }
 
 // logCall is one call on the store log and what it is for.
@@ -228,7 +267,9 @@ func (m *Master) storeFull(h *witness.LogHead) string {
 // and a superseded LEADER's objects this log does not hold (never
 // acknowledged: every acknowledged change is in this LEADER's log).
 func (m *Master) storeChain() (base changelog.Pos, kept, dropped []witness.LogObject) {
-	full := max(m.followerPoint(), m.log.BasePos().Version)
+	// full: what the followers hold durably. This master's own snapshot
+	// does not count: it is the same disk the store stands in for.
+	full := m.followerPoint()
 	var objs []witness.LogObject
 	if h := m.srHead; h != nil {
 		base, objs = h.Base.Changelog(), h.Objects
@@ -239,7 +280,10 @@ func (m *Master) storeChain() (base changelog.Pos, kept, dropped []witness.LogOb
 			i++
 		}
 	} else {
-		base = m.log.PosAt(full)
+		// A fresh chain: below the log's base everything was committed
+		// before this term (a master trims only under its snapshot, and
+		// a LEADER with the store configured not past full: maybeTrim).
+		base = m.log.PosAt(max(full, m.log.BasePos().Version))
 	}
 	kept, dropped = objs[:i:i], append([]witness.LogObject(nil), objs[i:]...)
 	j := 0
@@ -251,7 +295,13 @@ func (m *Master) storeChain() (base changelog.Pos, kept, dropped []witness.LogOb
 		dropped = append(dropped, kept[:j]...)
 		kept = kept[j:]
 	}
-	if fresh := max(full, min(m.srTermCommit, m.log.Len())); len(kept) == 0 && base.Version < fresh {
+	fresh := max(full, m.log.BasePos().Version, min(m.srTermCommit, m.log.Len()))
+	if h := m.srHead; h != nil && h.Snapshot != nil && h.Snapshot.Last.Changelog() == base {
+		// A snapshot is dropped only once the followers hold it: what a
+		// previous LEADER left there may rest on the store alone.
+		fresh = full
+	}
+	if len(kept) == 0 && base.Version < fresh {
 		// Not for dropping objects: what a previous LEADER wrote there
 		// may rest on the store alone (its disk lost since).
 		base = m.log.PosAt(fresh)
@@ -262,7 +312,8 @@ func (m *Master) storeChain() (base changelog.Pos, kept, dropped []witness.LogOb
 // storeStep makes the next call on the store log, if one is due.
 func (m *Master) storeStep() {
 	if m.role == Leader && m.srTerm != m.hard.Epoch {
-		m.srTerm, m.srRead, m.srMatch, m.srPut, m.srFenced, m.srAcks = m.hard.Epoch, false, changelog.Pos{}, nil, false, false
+		m.dropPending()
+		m.srTerm, m.srRead, m.srMatch, m.srFenced, m.srAcks = m.hard.Epoch, false, changelog.Pos{}, false, false
 		m.srTermCommit = m.hard.Commit.Version
 		m.srBehind = 0
 	}
@@ -290,6 +341,49 @@ func (m *Master) storeStep() {
 	}
 }
 
+// dropPending gives up the objects written and not yet named: they go
+// to the garbage.
+func (m *Master) dropPending() {
+	if m.srPut != nil {
+		m.srMaybe = append(m.srMaybe, m.srPut.Key)
+	}
+	if m.srRebase != nil {
+		m.srMaybe = append(m.srMaybe, m.srRebase.keys()...)
+	}
+	m.srPut, m.srRebase = nil, nil
+}
+
+// settleMaybe moves the objects given up to the garbage once no head
+// write of this master's can still land (see srMaybe), except those the
+// head names.
+func (m *Master) settleMaybe() {
+	cur := m.srETag
+	if cur == "" {
+		cur = "absent"
+	}
+	if m.srOffered != "" && cur != m.srOffered {
+		m.srOffered = "" // ETags never repeat (every head has a nonce)
+	}
+	if m.srOffered != "" || len(m.srMaybe) == 0 {
+		return
+	}
+	named := map[string]bool{}
+	if h := m.srHead; h != nil {
+		for _, o := range h.Objects {
+			named[o.Key] = true
+		}
+		if h.Snapshot != nil {
+			named[h.Snapshot.Key] = true
+		}
+	}
+	for _, k := range m.srMaybe {
+		if !named[k] {
+			m.srGarbage = append(m.srGarbage, k)
+		}
+	}
+	m.srMaybe = nil
+}
+
 // storeLead is the LEADER's next call: read the head once a term; then
 // name a written object; write what the followers lack while the store
 // stands in; drop what they hold; delete what no head names.
@@ -308,14 +402,19 @@ func (m *Master) storeLead() {
 		return
 	}
 	base, kept, dropped := m.storeChain()
+	if m.srRebase != nil {
+		m.rebaseStep(base, kept)
+		return
+	}
 	if o := m.srPut; o != nil {
 		// It replaces the objects after the chain position it continues
 		// (none: it appends; several: a compaction), and must reach at
 		// least as far as they do.
 		i := chainAt(base, kept, o.Prev.Changelog())
 		if i < 0 || o.Last.Version < chainLast(base, kept).Version {
-			// The head moved under it: it names nothing.
-			m.srGarbage = append(m.srGarbage, o.Key)
+			// The head moved under it: it names nothing (unless a head
+			// write with an ambiguous answer lands yet: settleMaybe).
+			m.srMaybe = append(m.srMaybe, o.Key)
 			m.srPut = nil
 		} else {
 			m.writeHead(base, append(kept[:i:i], *o))
@@ -323,6 +422,17 @@ func (m *Master) storeLead() {
 		}
 	}
 	last := chainLast(base, kept)
+	if standsIn && (last.Version < m.log.BasePos().Version || m.storeHeavy(kept)) {
+		// The chain cannot go on from this log, or it grew heavy:
+		// restart it at a snapshot (taken now if there is none past it).
+		switch {
+		case m.snap != nil && m.snap.Pos.Version > base.Version:
+			m.putSnapshot()
+			return
+		case m.snapSaving == nil && m.kv.Applied > base.Version:
+			m.takeSnapshot()
+		}
+	}
 	full := m.storeFull(m.srHead)
 	switch {
 	case standsIn && full == "" && len(kept) >= compactAt:
@@ -339,7 +449,8 @@ func (m *Master) storeLead() {
 		return
 	case standsIn && full != "":
 		m.srErr = full
-	case len(dropped) > 0 || (m.srHead != nil && m.srHead.Epoch < m.hard.Epoch && len(m.srHead.Objects) > 0):
+	case len(dropped) > 0 || (m.srHead != nil && m.srHead.Epoch < m.hard.Epoch && len(m.srHead.Objects) > 0),
+		m.srHead != nil && m.srHead.Snapshot != nil && base != m.srHead.Base.Changelog():
 		// Trim what the followers hold, drop a superseded LEADER's
 		// objects, and claim the head for this epoch (fence 1).
 		m.writeHead(base, kept)
@@ -351,6 +462,55 @@ func (m *Master) storeLead() {
 	if len(m.srGarbage) > 0 {
 		m.storeRequest(&logCall{op: witness.Delete, key: m.srGarbage[0]})
 	}
+}
+
+// storeHeavy: the chain's objects reached half a bound (count or bytes):
+// time to restart it at a snapshot.
+func (m *Master) storeHeavy(kept []witness.LogObject) bool {
+	w := m.cfg.Witness
+	objs := witness.MaxLogObjects
+	if w.LogObjects > 0 {
+		objs = min(objs, w.LogObjects)
+	}
+	var n int64
+	for _, o := range kept {
+		n += int64(o.Bytes)
+	}
+	return len(kept) >= max(2, objs/2) || w.LogBytes > 0 && uint64(n) >= w.LogBytes/2
+}
+
+// rebaseStep carries a rebase on: another object from its tip, or, once
+// it reaches as far as the chain it replaces, the head that names it.
+func (m *Master) rebaseStep(base changelog.Pos, kept []witness.LogObject) {
+	rb := m.srRebase
+	tip := rb.tip()
+	if tip.Version >= chainLast(base, kept).Version {
+		m.writeHeadWith(&rb.snap, rb.snap.Last.Changelog(), rb.objs)
+		return
+	}
+	if tip.Version < m.log.BasePos().Version || !m.log.Has(tip) {
+		m.dropPending() // cannot go on from this log: start again
+		return
+	}
+	m.putObject(tip)
+}
+
+// storeSnapAt is the position of the snapshot the store log's head (as
+// this LEADER knows it this term) starts at; 0 when none.
+func (m *Master) storeSnapAt() uint64 {
+	if h := m.srHead; m.role == Leader && m.srRead && h != nil && h.Snapshot != nil {
+		return h.Snapshot.Last.Version
+	}
+	return 0
+}
+
+// putSnapshot writes this master's snapshot as an object (create-only).
+func (m *Master) putSnapshot() {
+	s := m.snap
+	b := &witness.LogBatch{Format: witness.LogFormat, Cluster: m.cfg.Witness.Cluster,
+		WitnessID: m.Registry().Witness, Epoch: m.hard.Epoch, Holder: m.cfg.ID, Snapshot: s}
+	key := witness.SnapshotKey(m.hard.Epoch, witness.PosOf(s.Pos), m.storeNonce())
+	m.storeRequest(&logCall{op: witness.Create, key: key, batch: b})
 }
 
 // compactAt: with this many objects named, the LEADER merges the newest
@@ -423,10 +583,18 @@ func (m *Master) putObject(last changelog.Pos) {
 }
 
 // writeHead swaps the head to name base and objs at this epoch (creates
-// it when there is none).
+// it when there is none), with the head's snapshot while it is at base.
 func (m *Master) writeHead(base changelog.Pos, objs []witness.LogObject) {
+	var snap *witness.LogObject
+	if h := m.srHead; h != nil && h.Snapshot != nil && h.Snapshot.Last.Changelog() == base {
+		snap = h.Snapshot
+	}
+	m.writeHeadWith(snap, base, objs)
+}
+
+func (m *Master) writeHeadWith(snap *witness.LogObject, base changelog.Pos, objs []witness.LogObject) {
 	h := witness.LogHead{Format: witness.LogFormat, WitnessID: m.Registry().Witness, Cluster: m.cfg.Witness.Cluster,
-		Epoch: m.hard.Epoch, Holder: m.cfg.ID, Base: witness.PosOf(base), Objects: objs, Nonce: m.storeNonce()}
+		Epoch: m.hard.Epoch, Holder: m.cfg.ID, Base: witness.PosOf(base), Snapshot: snap, Objects: objs, Nonce: m.storeNonce()}
 	c := &logCall{op: witness.Swap, key: witness.LogKey, etag: m.srETag, head: &h, body: h.Encode()}
 	if m.srETag == "" {
 		c.op = witness.Create
@@ -480,7 +648,7 @@ func (m *Master) onStoreResult(r witness.Result) {
 		// A read-back of an object whose write was ambiguous.
 		if r.Class == witness.OK && r.Batch != nil {
 			o := *c.obj
-			m.srPut = &o
+			m.landed(&o)
 		} else {
 			m.srGarbage = append(m.srGarbage, c.key)
 			fail(fmt.Sprintf("an ambiguous write of %s did not land", c.key))
@@ -496,7 +664,8 @@ func (m *Master) onStoreResult(r witness.Result) {
 		o.Key = c.key
 		switch r.Class {
 		case witness.OK:
-			m.srPut, m.srErr = o, ""
+			m.landed(o)
+			m.srErr = ""
 		case witness.Ambiguous:
 			// Read back, never assumed (it may have landed).
 			m.storeRequest(&logCall{op: witness.Get, key: c.key, obj: o, back: true})
@@ -504,6 +673,23 @@ func (m *Master) onStoreResult(r witness.Result) {
 			m.srGarbage = append(m.srGarbage, c.key)
 			fail(fmt.Sprintf("create %s: %s %s", c.key, r.Class, r.Err))
 		}
+	}
+}
+
+// landed takes an object this LEADER wrote: a snapshot starts a rebase;
+// an object continues the rebase, or waits to be named (srPut).
+func (m *Master) landed(o *witness.LogObject) {
+	rb := m.srRebase
+	switch {
+	case len(o.Key) > len(witness.SnapDir) && o.Key[:len(witness.SnapDir)] == witness.SnapDir:
+		m.dropPending()
+		m.srRebase = &storeRebase{snap: *o}
+	case rb != nil && o.Prev.Changelog() == rb.tip():
+		rb.objs = append(rb.objs, *o)
+	case rb != nil:
+		m.srGarbage = append(m.srGarbage, o.Key)
+	default:
+		m.srPut = o
 	}
 }
 
@@ -539,6 +725,7 @@ func (m *Master) onHeadRead(c *logCall, r witness.Result) {
 	}
 	m.srErr = ""
 	m.srHead, m.srETag = h, r.ETag
+	m.settleMaybe()
 	m.noteOldest()
 	if m.role == Elect {
 		m.storeCatchUp()
@@ -571,7 +758,11 @@ func (m *Master) onHeadWritten(c *logCall, r witness.Result) {
 		// Another wrote it: read it again, never assume.
 		m.srRead = false
 	default:
-		// Read back: it may have landed.
+		// Read back: it may have landed (or land yet: srOffered).
+		m.srOffered = c.etag
+		if c.op == witness.Create {
+			m.srOffered = "absent"
+		}
 		m.storeRequest(&logCall{op: witness.Get, key: witness.LogKey, head: c.head, back: true})
 	}
 }
@@ -584,13 +775,23 @@ func (m *Master) headWritten(h *witness.LogHead, etag string) {
 		for _, o := range h.Objects {
 			named[o.Key] = true
 		}
+		if h.Snapshot != nil {
+			named[h.Snapshot.Key] = true
+		}
 		for _, o := range m.srHead.Objects {
 			if !named[o.Key] {
 				m.srGarbage = append(m.srGarbage, o.Key)
 			}
 		}
+		if s := m.srHead.Snapshot; s != nil && !named[s.Key] {
+			m.srGarbage = append(m.srGarbage, s.Key)
+		}
+	}
+	if rb := m.srRebase; rb != nil && h.Snapshot != nil && h.Snapshot.Key == rb.snap.Key {
+		m.srRebase = nil
 	}
 	m.srHead, m.srETag, m.srPut, m.srErr = h, etag, nil, ""
+	m.settleMaybe()
 	m.noteOldest()
 	if m.role != Leader || h.Epoch != m.hard.Epoch {
 		return
@@ -618,6 +819,12 @@ func (m *Master) storeCatchUp() {
 	h := m.srHead
 	need := m.srNeed
 	if h == nil || need == (changelog.Pos{}) || m.log.Has(need) {
+		return
+	}
+	if s := h.Snapshot; s != nil && s.Last.Version > m.hard.Commit.Version && !(m.log.Has(h.Base.Changelog()) && h.Base.Version <= m.log.Len()) {
+		// This log does not reach where the chain starts: the snapshot
+		// there first.
+		m.storeRequest(&logCall{op: witness.Get, key: s.Key, obj: s})
 		return
 	}
 	for i := range h.Objects {
@@ -652,6 +859,10 @@ func (m *Master) onObjectRead(c *logCall, r witness.Result) {
 		m.ignore("store-object-damaged")
 		return
 	}
+	if s := b.Snapshot; s != nil {
+		m.onStoreSnapshot(c, s)
+		return
+	}
 	es := b.Entries
 	for len(es) > 0 && es[len(es)-1].Version > m.srNeed.Version {
 		es = es[:len(es)-1]
@@ -671,6 +882,28 @@ func (m *Master) onObjectRead(c *logCall, r witness.Result) {
 	if trunc != nil || len(app) > 0 {
 		m.persist(Persist{TruncateAfter: trunc, Append: app})
 	}
+	m.srErr = ""
+	m.tryWin()
+	if m.role == Elect && m.srCall == nil {
+		m.storeCatchUp()
+	}
+}
+
+// onStoreSnapshot installs the snapshot an ELECT read for its catch-up:
+// a LEADER snapshots only applied, so committed, changes.
+func (m *Master) onStoreSnapshot(c *logCall, s *namespace.Snapshot) {
+	switch {
+	case witness.PosOf(s.Pos) != c.obj.Last || s.Latest == nil:
+		m.ignore("store-object-damaged")
+		return
+	case s.Pos.Epoch > min(EpochCeiling, max(m.hard.Epoch, m.hard.MaxEpoch)+MaxEpochJump):
+		m.ignore("store-snapshot-epoch-implausible")
+		return
+	case s.Pos.Version <= m.hard.Commit.Version:
+		m.ignore("snapshot-not-needed")
+		return
+	}
+	m.install(s, changelog.Pos{})
 	m.srErr = ""
 	m.tryWin()
 	if m.role == Elect && m.srCall == nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/mfs-election/mfs-election/pkg/changelog"
+	"github.com/mfs-election/mfs-election/pkg/namespace"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
@@ -20,10 +21,11 @@ import (
 // count again (the store's conditional PUT is the fence).
 
 // LogKey is the head's name under the cluster's prefix; LogDir the
-// prefix of the change objects it names.
+// prefix of the change objects it names, SnapDir of its snapshots.
 const (
-	LogKey = "log.json"
-	LogDir = "log/"
+	LogKey  = "log.json"
+	LogDir  = "log/"
+	SnapDir = "snap/"
 )
 
 // Bounds on what is read back: a head names at most MaxLogObjects
@@ -33,6 +35,9 @@ const (
 	MaxLogObjects    = 4096
 	MaxLogHeadSize   = 1 << 20
 	MaxLogObjectSize = 8 << 20
+	// MaxLogSnapshotSize bounds a snapshot object: the namespace, held in
+	// memory by every master anyway.
+	MaxLogSnapshotSize = 1 << 30
 )
 
 // LogFormat is the head and object layout written by this build.
@@ -41,7 +46,8 @@ const LogFormat = 1
 // LogHead is log.json: which objects hold changes, in order. Objects[0]
 // continues Base, and each object continues the one before. Entries at
 // or below Base are not in the store: when the head was written they were
-// durable on ACK_REPLICAS follower masters.
+// durable on ACK_REPLICAS follower masters, or (Snapshot set) the
+// snapshot object at Base holds what they made.
 type LogHead struct {
 	Format    int    `json:"format"`
 	WitnessID string `json:"witness_id"`
@@ -52,6 +58,10 @@ type LogHead struct {
 	Epoch  uint64        `json:"epoch"`
 	Holder wire.MasterID `json:"holder"`
 	Base   Pos           `json:"base"`
+	// Snapshot, when set, is an object under snap/ holding the namespace
+	// at Base (its Last; its Prev is zero): written when the LEADER can no
+	// longer continue the chain from its log, or the chain grew heavy.
+	Snapshot *LogObject `json:"snapshot,omitempty"`
 	// Objects, oldest first.
 	Objects []LogObject `json:"objects"`
 	// Nonce makes every write's content (and so its ETag) unique: a
@@ -77,9 +87,12 @@ func (h *LogHead) Last() Pos {
 	return h.Objects[len(h.Objects)-1].Last
 }
 
-// Size is the bytes of the objects the head names.
+// Size is the bytes of the objects the head names (its snapshot's too).
 func (h *LogHead) Size() int64 {
 	var n int64
+	if h.Snapshot != nil {
+		n += int64(h.Snapshot.Bytes)
+	}
 	for _, o := range h.Objects {
 		n += int64(o.Bytes)
 	}
@@ -91,6 +104,12 @@ func (h *LogHead) Size() int64 {
 // another's content).
 func ObjectKey(epoch uint64, prev, last Pos, nonce uint64) string {
 	return fmt.Sprintf("%s%016x-%016x-%016x-%016x", LogDir, epoch, prev.Version, last.Version, nonce)
+}
+
+// SnapshotKey names a snapshot object: its writer's epoch, its position,
+// and a nonce.
+func SnapshotKey(epoch uint64, at Pos, nonce uint64) string {
+	return fmt.Sprintf("%s%016x-%016x-%016x", SnapDir, epoch, at.Version, nonce)
 }
 
 // Encode renders the head.
@@ -129,6 +148,18 @@ func DecodeHead(b []byte) (LogHead, error) {
 	case len(h.Objects) > MaxLogObjects:
 		return LogHead{}, fmt.Errorf("witness log head: %d objects, more than %d", len(h.Objects), MaxLogObjects)
 	}
+	if s := h.Snapshot; s != nil {
+		switch {
+		case !strings.HasPrefix(s.Key, SnapDir) || len(s.Key) > 128:
+			return LogHead{}, fmt.Errorf("witness log head: snapshot key %q is not under %s", s.Key, SnapDir)
+		case s.Last != h.Base || s.Prev != (Pos{}) || s.Last.Version == 0:
+			return LogHead{}, fmt.Errorf("witness log head: snapshot at %v after %v, the head's base is %v", s.Last, s.Prev, h.Base)
+		case s.Epoch > h.Epoch || s.Last.Epoch > s.Epoch:
+			return LogHead{}, fmt.Errorf("witness log head: snapshot of epoch %d at %v, the head's epoch is %d", s.Epoch, s.Last, h.Epoch)
+		case s.Bytes <= 0 || s.Bytes > MaxLogSnapshotSize || len(s.SHA256) != 64:
+			return LogHead{}, fmt.Errorf("witness log head: snapshot: size %d or checksum %q is not one of ours", s.Bytes, s.SHA256)
+		}
+	}
 	prev := h.Base
 	for i, o := range h.Objects {
 		switch {
@@ -149,7 +180,8 @@ func DecodeHead(b []byte) (LogHead, error) {
 }
 
 // LogBatch is one object's content: changes Prev+1 .. last, written by
-// the LEADER of Epoch.
+// the LEADER of Epoch; or, for a snapshot object, Snapshot (no entries,
+// Prev zero).
 type LogBatch struct {
 	Format    int
 	Cluster   string
@@ -158,4 +190,5 @@ type LogBatch struct {
 	Holder    wire.MasterID
 	Prev      changelog.Pos
 	Entries   []changelog.Entry
+	Snapshot  *namespace.Snapshot `msgpack:",omitempty"`
 }

@@ -34,6 +34,8 @@ func SizeLimit(name string) int64 {
 		return witness.MaxLogHeadSize
 	case strings.HasPrefix(name, witness.LogDir):
 		return witness.MaxLogObjectSize
+	case strings.HasPrefix(name, witness.SnapDir):
+		return witness.MaxLogSnapshotSize
 	}
 	return MaxObjectSize
 }

@@ -9,7 +9,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strings"
 
+	"github.com/mfs-election/mfs-election/pkg/changelog"
+	"github.com/mfs-election/mfs-election/pkg/namespace"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 	"github.com/mfs-election/mfs-election/pkg/witness"
 )
@@ -33,6 +36,9 @@ func Encode(b witness.LogBatch) ([]byte, witness.LogObject) {
 	if n := len(b.Entries); n > 0 {
 		last = b.Entries[n-1].Pos
 	}
+	if b.Snapshot != nil {
+		last = b.Snapshot.Pos
+	}
 	return out, witness.LogObject{Epoch: b.Epoch, Prev: witness.PosOf(b.Prev), Last: witness.PosOf(last), Bytes: len(out), SHA256: hex.EncodeToString(all[:])}
 }
 
@@ -41,7 +47,11 @@ func Encode(b witness.LogBatch) ([]byte, witness.LogObject) {
 // its entries run from want.Prev to want.Last in order.
 func Decode(body []byte, want witness.LogObject) (witness.LogBatch, error) {
 	where := want.Key
-	if len(body) != want.Bytes || len(body) < len(batchMagic)+sha256.Size {
+	limit := witness.MaxLogObjectSize
+	if strings.HasPrefix(want.Key, witness.SnapDir) {
+		limit = witness.MaxLogSnapshotSize
+	}
+	if len(body) != want.Bytes || len(body) < len(batchMagic)+sha256.Size || len(body) > limit {
 		return witness.LogBatch{}, fmt.Errorf("witness log object %s: %d bytes, the head says %d", where, len(body), want.Bytes)
 	}
 	all := sha256.Sum256(body)
@@ -59,8 +69,25 @@ func Decode(body []byte, want witness.LogObject) (witness.LogBatch, error) {
 	switch {
 	case b.Format != witness.LogFormat:
 		return witness.LogBatch{}, fmt.Errorf("witness log object %s: format %d, this build reads %d", where, b.Format, witness.LogFormat)
-	case b.Epoch != want.Epoch || witness.PosOf(b.Prev) != want.Prev || len(b.Entries) == 0:
+	case b.Epoch != want.Epoch || witness.PosOf(b.Prev) != want.Prev:
 		return witness.LogBatch{}, fmt.Errorf("witness log object %s: epoch %d after %v, the head says epoch %d after %v", where, b.Epoch, b.Prev, want.Epoch, want.Prev)
+	case strings.HasPrefix(want.Key, witness.SnapDir):
+		s := b.Snapshot
+		switch {
+		case s == nil || len(b.Entries) > 0:
+			return witness.LogBatch{}, fmt.Errorf("witness log object %s: not a snapshot", where)
+		case witness.PosOf(s.Pos) != want.Last || s.Latest == nil:
+			return witness.LogBatch{}, fmt.Errorf("witness log object %s: a snapshot at %v, the head says %v", where, s.Pos, want.Last)
+		}
+		if s.Data == nil {
+			s.Data = map[string]namespace.Item{}
+		}
+		if s.Sessions == nil {
+			s.Sessions = map[changelog.ClientID]namespace.Session{}
+		}
+		return b, nil
+	case len(b.Entries) == 0 || b.Snapshot != nil:
+		return witness.LogBatch{}, fmt.Errorf("witness log object %s: holds no changes", where)
 	}
 	last := b.Prev
 	for _, e := range b.Entries {
