@@ -93,6 +93,7 @@ type StoreLogView struct {
 	From      netip.Addr `json:"from"` // the master whose answer it is
 	Objects   int        `json:"objects"`
 	Bytes     int64      `json:"bytes"`
+	Snapshot  uint64     `json:"snapshot"`   // its snapshot holds the namespace at this version (0: none)
 	Base      uint64     `json:"base"`       // it holds the changes after this version
 	Last      uint64     `json:"last"`       // up to this one
 	OldestAge float64    `json:"oldest_age"` // seconds the head has named objects
@@ -109,6 +110,9 @@ type StoreLogView struct {
 	WaitingFor float64 `json:"waiting_for"`
 	Garbage    int     `json:"garbage"`
 	Error      string  `json:"error"`
+	// Refused: head writes the store refused to the answering master (a
+	// LEADER superseded, fence 1), since it started.
+	Refused int `json:"refused"`
 }
 
 // storeLogView picks the answer that knows the store log best.
@@ -129,7 +133,7 @@ func storeLogView(answers []Answer) *StoreLogView {
 		return nil
 	}
 	l := best.St.StoreLog
-	return &StoreLogView{From: best.Addr.Addr(), Objects: l.Objects, Bytes: l.Bytes, Base: l.Base, Last: l.Last,
+	return &StoreLogView{From: best.Addr.Addr(), Objects: l.Objects, Bytes: l.Bytes, Snapshot: l.Snapshot, Base: l.Base, Last: l.Last, Refused: l.Refused,
 		OldestAge: l.OldestAge.Seconds(), MaxObjects: l.MaxObjects, MaxBytes: l.MaxBytes, MaxAge: l.MaxAge.Seconds(),
 		StandsIn: l.StandsIn, OnStore: l.OnStore, BehindFor: l.BehindFor.Seconds(), WaitingFor: l.WaitingFor.Seconds(),
 		Garbage: l.Garbage, Error: l.Error}
@@ -139,6 +143,9 @@ func storeLogView(answers []Answer) *StoreLogView {
 func (l *StoreLogView) Text() string {
 	t := "store log: "
 	switch {
+	case l.Snapshot > 0:
+		t += fmt.Sprintf("a snapshot at %d and %d object(s), %s, changes %d..%d, oldest %v", l.Snapshot, l.Objects, byteSize(l.Bytes), l.Base+1, l.Last,
+			secondsDur(l.OldestAge).Round(time.Second))
 	case l.Objects == 0:
 		t += "empty"
 	default:

@@ -293,7 +293,7 @@ func (n *MasterNode) storeLogStatus(role roles.Role, now roles.Instant) *protoco
 	}
 	w := n.opt.Core.Witness
 	st := &protocol.StoreLogStatus{Known: s.Known, Objects: s.Objects, Bytes: s.Bytes, Base: s.Base.Version, Last: s.Last.Version,
-		Epoch: s.Epoch, Garbage: s.Garbage, Error: s.Error, MaxObjects: w.LogObjects, MaxBytes: w.LogBytes, MaxAge: w.LogAge}
+		Epoch: s.Epoch, Snapshot: s.Snapshot.Version, Garbage: s.Garbage, Error: s.Error, Refused: s.Refused, MaxObjects: w.LogObjects, MaxBytes: w.LogBytes, MaxAge: w.LogAge}
 	if s.OldestSince != 0 {
 		st.OldestAge = now.Sub(s.OldestSince)
 	}

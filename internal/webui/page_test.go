@@ -153,6 +153,7 @@ func TestWitnessPanel(t *testing.T) {
 			"Witness " + fixture.WitnessID + " · s3 http://10.0.3.5:7070 mfs-witness/mfs",
 			fmt.Sprintf("lease held by 127.0.0.11 · lease_epoch %d", epoch),
 			"last write 1 s ago by 127.0.0.11", "last call 12 ms", "store usable by 2 of 2 masters",
+			"store log: a snapshot at 1400 and 3 object(s), 3.0 MiB, changes 1401..1532, oldest 40 s",
 		} {
 			if !strings.Contains(w, want) {
 				return fmt.Errorf("%q missing:\n%s", want, w)

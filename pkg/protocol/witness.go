@@ -105,6 +105,9 @@ type StoreLogStatus struct {
 	Base    uint64 `msgpack:",omitempty"` // the version below which it holds nothing
 	Last    uint64 `msgpack:",omitempty"` // the newest version it holds
 	Epoch   uint64 `msgpack:",omitempty"` // the epoch of the LEADER that wrote the head
+	// Snapshot: the version the head's snapshot object holds the
+	// namespace at (0: none; the objects then start at Base).
+	Snapshot uint64 `msgpack:",omitempty"`
 	// OldestAge: how long the head has named objects, as far as this
 	// master has seen it.
 	OldestAge time.Duration `msgpack:",omitempty"`
@@ -126,4 +129,7 @@ type StoreLogStatus struct {
 	// failure of a call on the store log ("" after a success).
 	Garbage int    `msgpack:",omitempty"`
 	Error   string `msgpack:",omitempty"`
+	// Refused: this master's head writes the store refused since it
+	// started, and head reads that showed it superseded (fence 1 at work).
+	Refused int `msgpack:",omitempty"`
 }

@@ -73,6 +73,9 @@ type storeReplica struct {
 	srBehind Instant
 	// srAcks: the newest acknowledgement rested on the store.
 	srAcks bool
+	// srRefused counts this master's head writes the store refused
+	// (another had swapped it) and reads that showed a later LEADER's.
+	srRefused int
 }
 
 // storeRebase restarts the chain at a snapshot of this LEADER's: when
@@ -742,6 +745,7 @@ func (m *Master) onHeadRead(c *logCall, r witness.Result) {
 	if h != nil && h.Epoch > m.hard.Epoch {
 		// A later LEADER wrote it: this one is superseded (fence 1).
 		m.srFenced = true
+		m.srRefused++
 		m.srErr = fmt.Sprintf("the store log was written at epoch %d, above this LEADER's %d", h.Epoch, m.hard.Epoch)
 		if !m.implausible(h.Epoch) {
 			m.onHigherEpoch(h.Epoch)
@@ -757,6 +761,7 @@ func (m *Master) onHeadWritten(c *logCall, r witness.Result) {
 	case witness.Conflict:
 		// Another wrote it: read it again, never assume.
 		m.srRead = false
+		m.srRefused++
 	default:
 		// Read back: it may have landed (or land yet: srOffered).
 		m.srOffered = c.etag
@@ -920,9 +925,11 @@ type StoreLogStatus struct {
 	Known   bool
 	Objects int
 	Bytes   int64
-	Base    changelog.Pos
-	Last    changelog.Pos
-	Epoch   uint64 // the head's
+	// Snapshot: where the head's snapshot object is (zero: none).
+	Snapshot changelog.Pos
+	Base     changelog.Pos
+	Last     changelog.Pos
+	Epoch    uint64 // the head's
 	// OldestSince: since when the head has named objects (0: none).
 	OldestSince Instant
 	// StandsIn: this LEADER has fewer followers present than
@@ -934,16 +941,22 @@ type StoreLogStatus struct {
 	// BehindSince: since when the store has stood in with changes it
 	// does not hold yet (0: not behind).
 	BehindSince Instant
-	// Garbage: objects to delete. Error: the last failure.
+	// Garbage: objects to delete. Error: the last failure. Refused:
+	// head writes of this master's the store refused, and head reads
+	// that showed it superseded (fence 1).
 	Garbage int
 	Error   string
+	Refused int
 }
 
 // StoreLog reports the store log as of the last step.
 func (m *Master) StoreLog() StoreLogStatus {
-	s := StoreLogStatus{Configured: m.storeConfigured(), Error: m.srErr, Garbage: len(m.srGarbage), OldestSince: m.srOldest}
+	s := StoreLogStatus{Configured: m.storeConfigured(), Error: m.srErr, Garbage: len(m.srGarbage), OldestSince: m.srOldest, Refused: m.srRefused}
 	if h := m.srHead; h != nil {
 		s.Known, s.Objects, s.Bytes, s.Epoch = true, len(h.Objects), h.Size(), h.Epoch
+		if h.Snapshot != nil {
+			s.Snapshot = h.Snapshot.Last.Changelog()
+		}
 		s.Base, s.Last = h.Base.Changelog(), h.Last().Changelog()
 	} else if m.srRead {
 		s.Known = true

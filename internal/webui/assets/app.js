@@ -164,6 +164,23 @@ function drawLocations(d) {
 // ("record") is what a master last read, not a claim that anyone counts it.
 const WITNESS_HEAD = ["master", "store", "self-test", "lease", "record", "last call", "latency", "last write", "failing for"];
 const WITNESS_LABELLED = new Set(["store", "self-test", "lease", "record", "last call", "latency", "last write", "failing for"]);
+function size(n) {
+  for (const [u, d] of [["GiB", 2 ** 30], ["MiB", 2 ** 20], ["KiB", 2 ** 10]]) if (n >= d) return (n / d).toFixed(1) + " " + u;
+  return n + " B";
+}
+// storeLogText: the store as a stand-in replica, as -SIM's witness line
+// says it (clusterview StoreLogView.Text).
+function storeLogText(l) {
+  let t = "store log: ";
+  if (l.snapshot) t += `a snapshot at ${l.snapshot} and `;
+  if (l.objects || l.snapshot) t += `${l.objects} object(s), ${size(l.bytes)}, changes ${l.base + 1}..${l.last}, oldest ${ago(l.oldest_age).replace(/ ago$/, "")}`;
+  else t += "empty";
+  if (l.acks_on_store) t += " · the LEADER's acknowledgements rest on it";
+  else if (l.stands_in) t += " · it stands in for missing follower masters";
+  if (l.waiting_for) t += ` · changes have waited ${secs(l.waiting_for)} for a copy`;
+  if (l.error) t += ` · last error: ${l.error}`;
+  return t;
+}
 function secs(s) { return s >= 1 ? s.toFixed(1) + " s" : (s * 1000).toFixed(0) + " ms"; }
 function recordText(r, absent) {
   if (absent) return "absent";
@@ -209,6 +226,8 @@ function drawWitness(d) {
   const ms = (d.masters || []).filter(m => m.witness);
   const ok = ms.filter(m => m.witness.self_test === "passed" && !m.witness.failing_for).length;
   facts.push(el("span", { class: ok === ms.length ? "" : "bad" }, `store usable by ${ok} of ${ms.length} masters`));
+  const l = v.store_log;
+  if (l) facts.push(el("span", { class: l.waiting_for ? "bad" : l.acks_on_store ? "warn" : "" }, storeLogText(l)));
   replace("witnessfacts", ...facts);
   table("witnesstable", WITNESS_HEAD, ms.map(witnessRow));
   replace("witnessproblems", ...(v.problems || []).map(p => el("div", { class: "warning" }, p)));
