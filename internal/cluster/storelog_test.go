@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -232,4 +234,134 @@ func acceptLossRepair(p *cluster.Proc) (string, error) {
 	defer cancel()
 	out, err := exec.CommandContext(ctx, filepath.Join(bin, "mfsmaster"), "-c", p.Cfg, "--accept-loss", "repair").CombinedOutput()
 	return string(out), err
+}
+
+// TestStoreStaleLeader: fence 1 on live daemons. The LEADER of site a
+// writes to the store in place of site b's master (its site killed) and
+// is frozen (SIGSTOP) in the middle of that. Site b is started again: its
+// master takes the frozen one's changes from the store and leads, the
+// store now standing in for the frozen master. Then the old LEADER is
+// resumed (SIGCONT) with whatever calls it had under way. All along the
+// head's epoch is polled: it never falls (no write of the superseded
+// LEADER lands over the new one's), every change acknowledged reads back
+// (the df writer, and porcupine over the load's history), and the old
+// LEADER's refused head writes are counted.
+func TestStoreStaleLeader(t *testing.T) {
+	r := startWitnessRig(t, rigOptions{perSite: 1})
+	lead, _, err := r.c.WaitLeader(5*time.Second, 50*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ld := startLoad(t, r.c, 3)
+	w := startDFWriter(t, r.c)
+	w.await(t, 20)
+	here := r.site[lead]
+	far := witnessrig.Other(here)
+	farMasters, farProcs := r.procs(far)
+	witnessrig.KillAll(farProcs)
+	w.await(t, w.count()+30)
+	eventually(t, 10*time.Second, 100*time.Millisecond, "the LEADER's acknowledgements to rest on the store", func() error {
+		st, err := r.status(lead, time.Second)
+		if err != nil || st.Role != roles.Leader || st.StoreLog == nil || !st.StoreLog.OnStore || st.StoreLog.Objects == 0 {
+			return fmt.Errorf("%v %v %+v", st.Role, err, st.StoreLog)
+		}
+		return nil
+	})
+
+	hw := watchHead(r)
+	old := r.c.Masters[lead]
+	if err := old.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = old.Signal(syscall.SIGCONT) })
+	frozenAt := w.count()
+	t.Logf("LEADER %s (site %s) frozen with the store standing in for site %s, after %d changes", old.Addr, here, far, frozenAt)
+	for _, p := range farProcs {
+		if err := p.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next := farMasters[0]
+	var nextEpoch uint64
+	eventually(t, 60*time.Second, 100*time.Millisecond, "site "+far+"'s master to lead with the store standing in", func() error {
+		st, err := r.status(next, time.Second)
+		switch {
+		case err != nil || st.Role != roles.Leader:
+			return fmt.Errorf("%v %v", st.Role, err)
+		case st.StoreLog == nil || !st.StoreLog.OnStore || st.StoreLog.Epoch != st.Epoch:
+			return fmt.Errorf("store log %+v at epoch %d", st.StoreLog, st.Epoch)
+		}
+		nextEpoch = st.Epoch
+		return nil
+	})
+	w.await(t, w.count()+20)
+	t.Logf("%s LEADER at epoch %d, its acknowledgements on the store; %d changes acknowledged so far", r.c.Masters[next].Addr, nextEpoch, w.count())
+
+	if err := old.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, 100*time.Millisecond, old.Addr.String()+" to step down once resumed", func() error {
+		st, err := r.status(lead, time.Second)
+		if err != nil || st.Role == roles.Leader {
+			return fmt.Errorf("%v %v", st.Role, err)
+		}
+		return nil
+	})
+	w.await(t, w.count()+20)
+	seen, polls, fell := hw.stop()
+	if fell != "" {
+		t.Error(fell)
+	}
+	if polls < 10 || seen[nextEpoch] == 0 {
+		t.Errorf("the head was read %d times and seen at epochs %v: the watch saw too little (want the new LEADER's %d)", polls, seen, nextEpoch)
+	}
+	st, err := r.status(lead, time.Second)
+	if err != nil || st.StoreLog == nil {
+		t.Fatalf("the resumed master's status: %v %+v", err, st.StoreLog)
+	}
+	t.Logf("head read %d times, epochs seen %v, never falling; the resumed master %s: %v at epoch %d, %d of its head writes refused by the store, last store error %q",
+		polls, seen, old.Addr, st.Role, st.Epoch, st.StoreLog.Refused, st.StoreLog.Error)
+
+	w.halt()
+	cl := newClient(t, r.c, time.Second)
+	w.check(t, cl, "after the superseded LEADER was resumed")
+	ld.finish(t, nil)
+}
+
+// headWatch polls the store log's head until stopped (at most 3 minutes).
+type headWatch struct {
+	quit  atomic.Bool
+	done  chan struct{}
+	seen  map[uint64]int
+	polls int
+	fell  string
+}
+
+func watchHead(r *witnessRig) *headWatch {
+	hw := &headWatch{done: make(chan struct{}), seen: map[uint64]int{}}
+	go func() {
+		defer close(hw.done)
+		var top uint64
+		for end := time.Now().Add(3 * time.Minute); !hw.quit.Load() && time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+			h, ok, err := r.store.LogHead()
+			if err != nil || !ok {
+				continue
+			}
+			hw.polls++
+			hw.seen[h.Epoch]++
+			if h.Epoch < top && hw.fell == "" {
+				hw.fell = fmt.Sprintf("the store log's head fell from epoch %d to %d (written by %v): a superseded LEADER's write landed", top, h.Epoch, h.Holder)
+			}
+			top = max(top, h.Epoch)
+		}
+	}()
+	return hw
+}
+
+// stop ends the watch: the epochs seen (with how often), the polls, and
+// the first fall of the epoch ("" for none).
+func (hw *headWatch) stop() (map[uint64]int, int, string) {
+	hw.quit.Store(true)
+	<-hw.done
+	return hw.seen, hw.polls, hw.fell
 }

@@ -218,6 +218,22 @@ func (s *Store) Record() (rec witness.Record, ok bool, err error) {
 	return rec, err == nil, err
 }
 
+// LogHead reads the store log's head (log.json) as a master would: ok
+// false when it does not exist.
+func (s *Store) LogHead() (h witness.LogHead, ok bool, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	body, _, err := s.client.Get(ctx, witness.LogKey)
+	if err != nil {
+		if s3store.Classify(err) == s3store.Absent {
+			return h, false, nil
+		}
+		return h, false, err
+	}
+	h, err = witness.DecodeHead(body)
+	return h, err == nil, err
+}
+
 // Signal sends sig to versitygw (SIGSTOP: its calls hang until their
 // timeout; SIGCONT resumes it).
 func (s *Store) Signal(sig syscall.Signal) error { return s.cmd.Process.Signal(sig) }
