@@ -26,6 +26,9 @@ import (
 //	                           with a store (a 2s lease): its calls print as
 //	                           "S3: M1 swap ok" when delivered
 //	net ... nostore=1          master 1 has no store (it cannot take the lease)
+//	net ... logobjects=N       WITNESS_LOG_OBJECTS = N
+//	net ... snapevery=N        a snapshot every N changes (durable at once;
+//	                           LogRetain 0), carried over a restart
 //	store down / store up      the store answers nothing / again
 //	time +D                    every node's clock moves on; each is ticked
 //	run +D                     time moves on in steps of 10ms, each
@@ -129,7 +132,11 @@ func (h *harness) netStart(a map[string]string) string {
 		cfg := DefaultConfig(id, masters)
 		cfg.CheckCaches = 1
 		cfg.VoteLease = 800 * time.Millisecond // the lease the scripts were written for
+		if v := a["snapevery"]; v != "" {
+			cfg.SnapshotEvery, cfg.LogRetain = mustU(v), 0
+		}
 		if w := a["witness"]; w != "" {
+			cfg.Witness.LogObjects = int(mustU(orDefault(a["logobjects"], "0")))
 			cfg.Witness.Store, cfg.Witness.Cluster = !slices.Contains(ids(orDefault(a["nostore"], "0")), id), "c1"
 			cfg.Witness.Lease.Lease, cfg.Witness.Lease.RenewEvery, cfg.Witness.Lease.CallTimeout = 2*time.Second, 500*time.Millisecond, 200*time.Millisecond
 			if id == masters[0] && !n.store.exists() {
@@ -217,7 +224,7 @@ func (h *harness) netRun(cmd string, fields []string, a map[string]string) strin
 		switch {
 		case node.m != nil:
 			old := node.m
-			st := Stored{Hard: old.hard, Base: old.log.Base(), Entries: old.log.From(old.log.BasePos().Version, 0, 0)}
+			st := Stored{Hard: old.hard, Snapshot: old.snap, Base: old.log.Base(), Entries: old.log.From(old.log.BasePos().Version, 0, 0)}
 			node.m, b = NewMaster(old.cfg, st, h.now)
 		default:
 			node.v, b = NewVoter(node.v.cfg, node.v.hard, h.now)
@@ -232,8 +239,8 @@ func (h *harness) netRun(cmd string, fields []string, a map[string]string) strin
 				continue
 			}
 			l, d := node.m.StoreLog(), node.m.Durability()
-			lines = append(lines, fmt.Sprintf("%s %v acked %v of %v: store log known=%v objects=%d %v..%v stands_in=%v holds=%v on_store=%v waiting=%v error=%q",
-				name, node.m.Role(), node.m.Acked(), node.m.Log().Last(), l.Known, l.Objects, l.Base, l.Last, l.StandsIn, l.Holds, l.OnStore, d.Waiting, l.Error))
+			lines = append(lines, fmt.Sprintf("%s %v acked %v of %v (snapshot %v): store log known=%v snapshot=%v objects=%d %v..%v stands_in=%v holds=%v on_store=%v waiting=%v refused=%d error=%q",
+				name, node.m.Role(), node.m.Acked(), node.m.Log().Last(), node.m.SnapshotAt(), l.Known, l.Snapshot, l.Objects, l.Base, l.Last, l.StandsIn, l.Holds, l.OnStore, d.Waiting, l.Refused, l.Error))
 		}
 		lines = append(lines, fmt.Sprintf("bucket: %s", strings.Join(n.store.Keys(), " ")))
 		return strings.Join(lines, "\n")
@@ -348,6 +355,11 @@ func (h *harness) netCarry(name string, b Batch) []string {
 	}
 	for _, r := range b.Witness {
 		n.calls = append(n.calls, storeCall{name, r})
+	}
+	if s := b.SaveSnapshot; s != nil {
+		// Durable at once (a disk with no delay).
+		lines = append(lines, fmt.Sprintf("%s: snapshot %v durable", name, s.Pos))
+		lines = append(lines, h.netStep(name, SnapshotSaved{Pos: s.Pos})...)
 	}
 	return lines
 }
