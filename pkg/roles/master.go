@@ -138,7 +138,7 @@ func (m *Master) NextDeadline() Instant {
 		}
 		switch {
 		case m.srCall != nil:
-			at(m.srCall.at.Add(logCallLimit))
+			at(m.srCall.at.Add(m.srCall.limit()))
 		case m.role == Elect && m.srNeed != (changelog.Pos{}):
 			at(max(m.srAgain, m.srReadAt))
 		case m.role == Leader:

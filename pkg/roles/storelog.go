@@ -2,6 +2,7 @@ package roles
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/mfs-election/mfs-election/pkg/changelog"
@@ -124,6 +125,17 @@ type logCall struct {
 // answers every call by its deadline; this only guards against a lost
 // answer).
 const logCallLimit = 30 * time.Second
+
+// snapCallLimit is logCallLimit for a snapshot object's write or read:
+// the driver gives a call on n bytes its timeout plus n at 8 MiB/s.
+const snapCallLimit = logCallLimit + witness.MaxLogSnapshotSize/(8<<20)*time.Second
+
+func (c *logCall) limit() time.Duration {
+	if strings.HasPrefix(c.key, witness.SnapDir) {
+		return snapCallLimit
+	}
+	return logCallLimit
+}
 
 // catchWait is an ELECT's won tally held up by the catch-up rule: the
 // commit point it lacks (the newest told, by the LEADER of epoch tag),
@@ -327,7 +339,7 @@ func (m *Master) storeStep() {
 	if m.role != Elect {
 		m.srNeed = changelog.Pos{}
 	}
-	if m.srCall != nil && m.now.Sub(m.srCall.at) >= logCallLimit {
+	if m.srCall != nil && m.now.Sub(m.srCall.at) >= m.srCall.limit() {
 		m.srErr, m.srCall = "a call on the store log went unanswered", nil
 	}
 	if m.srCall != nil || m.now < m.srAgain || !m.storeUsable() {
@@ -684,7 +696,7 @@ func (m *Master) onStoreResult(r witness.Result) {
 func (m *Master) landed(o *witness.LogObject) {
 	rb := m.srRebase
 	switch {
-	case len(o.Key) > len(witness.SnapDir) && o.Key[:len(witness.SnapDir)] == witness.SnapDir:
+	case strings.HasPrefix(o.Key, witness.SnapDir):
 		m.dropPending()
 		m.srRebase = &storeRebase{snap: *o}
 	case rb != nil && o.Prev.Changelog() == rb.tip():

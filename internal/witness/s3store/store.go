@@ -283,6 +283,16 @@ func New(cfg Config) (*Store, error) {
 	}, nil
 }
 
+// minRate is the slowest transfer a call is given time for: a call on n
+// bytes may take the call timeout plus n/minRate (a snapshot of the
+// store log is up to 1 GiB; a lease record answers within the timeout).
+const minRate = 8 << 20 // bytes a second
+
+// deadline bounds a call that moves up to n bytes.
+func (s *Store) deadline(n int64) time.Duration {
+	return s.timeout + time.Duration(n)*time.Second/minRate
+}
+
 // newHTTPClient bounds each phase of a request by the call timeout (the
 // context deadline of each call bounds the whole) and never follows a
 // redirect: a witness that redirects is misconfigured, and the 3xx is
@@ -303,7 +313,7 @@ func newHTTPClient(callTimeout time.Duration) *http.Client {
 	}
 	return &http.Client{
 		Transport:     tr,
-		Timeout:       2 * callTimeout, // a backstop: every call has a context deadline
+		Timeout:       2*callTimeout + witness.MaxLogSnapshotSize*time.Second/minRate, // a backstop: every call has a context deadline (deadline)
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 }
@@ -367,9 +377,9 @@ func (s *Store) Get(ctx context.Context, name string) ([]byte, string, error) {
 	if oe != nil {
 		return nil, "", oe
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
 	limit := SizeLimit(name)
+	ctx, cancel := context.WithTimeout(ctx, s.deadline(limit))
+	defer cancel()
 	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
 	if err != nil {
 		return nil, "", s.opError(OpGet, key, err)
@@ -431,7 +441,7 @@ func (s *Store) put(ctx context.Context, op Op, key string, limit int64, body []
 	// sends it plainly (no aws-chunked encoding).
 	in.Body = bytes.NewReader(body)
 	in.ContentLength = aws.Int64(int64(len(body)))
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	ctx, cancel := context.WithTimeout(ctx, s.deadline(int64(len(body))))
 	defer cancel()
 	out, err := s.client.PutObject(ctx, in)
 	if err != nil {
