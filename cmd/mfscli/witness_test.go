@@ -26,7 +26,11 @@ func init() {
 		struct {
 			name    string
 			answers func() []clusterview.Answer
-		}{"witnessdown", witnessDown})
+		}{"witnessdown", witnessDown},
+		struct {
+			name    string
+			answers func() []clusterview.Answer
+		}{"storelog", storeStandsIn})
 }
 
 const witnessID = fixture.WitnessID
@@ -76,6 +80,24 @@ func witnessHeld() []clusterview.Answer {
 			st.Chunkservers, st.Connected = registryOf(ids(1, 2), none)[:4], 2
 		case addr("127.0.0.13"):
 			as[i] = clusterview.Answer{Addr: as[i].Addr, Err: fmt.Errorf("%w: dial tcp 127.0.0.13:9421: i/o timeout", client.ErrUnreachable)}
+		}
+	}
+	return as
+}
+
+// storeStandsIn: witnessHeld with 127.0.0.12 down too (maintenance): the
+// LEADER has no follower master, so the witness's store stands in for it
+// (docs/architecture.md §7.5): twelve objects with the changes after
+// 1500, its acknowledgements resting on them for 95 s.
+func storeStandsIn() []clusterview.Answer {
+	as := witnessHeld()
+	for i := range as {
+		switch as[i].Addr.Addr() {
+		case addr("127.0.0.11"):
+			as[i].St.StoreLog = &protocol.StoreLogStatus{Known: true, Objects: 12, Bytes: 48 << 10, Base: 1500, Last: 1532, Epoch: 7,
+				OldestAge: 95 * time.Second, MaxObjects: 1000, MaxBytes: 1 << 30, MaxAge: 24 * time.Hour, StandsIn: true, OnStore: true}
+		case addr("127.0.0.12"):
+			as[i] = clusterview.Answer{Addr: as[i].Addr, Err: fmt.Errorf("%w: dial tcp 127.0.0.12:9421: connect: connection refused", client.ErrUnreachable)}
 		}
 	}
 	return as

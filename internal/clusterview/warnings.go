@@ -29,8 +29,8 @@ const (
 // SIMAlarms are the alarms mfscli prints under -SIM, SLQAlarms those under
 // -SLQ, SCSAlarms those under -SCS.
 var (
-	SIMAlarms = []string{AlarmTwoLeaders, AlarmSingleMaster, AlarmMetadataID, AlarmClockOffset, AlarmFollowerBehind, AlarmAckDurability, WarnKeep, AlarmVersionSkew, AlarmVoterRecord, AlarmWitness}
-	SLQAlarms = []string{AlarmAckDurability, WarnKeep, AlarmLocationLoss, WarnTieBreak, AlarmVoterRecord, AlarmWitness, AlarmWitnessUnheld}
+	SIMAlarms = []string{AlarmTwoLeaders, AlarmSingleMaster, AlarmMetadataID, AlarmClockOffset, AlarmFollowerBehind, AlarmAckDurability, WarnKeep, AlarmVersionSkew, AlarmVoterRecord, AlarmWitness, AlarmStoreReplica, AlarmStoreBehind}
+	SLQAlarms = []string{AlarmAckDurability, WarnKeep, AlarmLocationLoss, WarnTieBreak, AlarmVoterRecord, AlarmWitness, AlarmWitnessUnheld, AlarmStoreReplica, AlarmStoreBehind}
 	SCSAlarms = []string{AlarmVoterRecord}
 )
 
