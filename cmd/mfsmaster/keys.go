@@ -175,6 +175,6 @@ func witnessKeyTable(c *config) []settings.Key {
 		settings.Ranged("WITNESS_LOG_BYTES", &w.LogBytes, 0, uint64(1)<<40,
 			"The most bytes the witness's store log may hold, its snapshot included, with the same effects at half and at the bound as WITNESS_LOG_OBJECTS (the changes' objects count for the half). The default, 1 GiB, holds about a million small changes; it must exceed the namespace's snapshot (snapshot.mfs) by a good margin, or the store cannot stand in once the log restarts at a snapshot. 0: no bound."),
 		settings.Ranged("WITNESS_LOG_AGE", &w.LogAge, 0, 365*24*time.Hour,
-			"How old the oldest object of the witness's store log may grow before the witness_log alarm says that acknowledged changes have rested on the store that long: bring the follower masters back. Nothing is refused at this bound: refusing would stop writes and make nothing more durable. 0: never."),
+			"How old the oldest object of the witness's store log may grow before the store_behind alarm says that acknowledged changes have rested on the store that long: bring the follower masters back. Nothing is refused at this bound: refusing would stop writes and make nothing more durable. 0: never."),
 	}
 }

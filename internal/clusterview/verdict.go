@@ -207,7 +207,7 @@ func catchUpText(c *protocol.CatchUpStatus) string {
 		return t + ": it is fetching it from a master or the witness's store"
 	}
 	return t + ": " + LostChangesText + " (no master it hears and no store log has them). Bring that master back; if its disk is gone for good, " +
-		"stop this master, run `mfsmaster repair --accept-loss` on it and start it: it leads without them, and those acknowledged changes are lost (docs/operations.md, \"Bringing a lost site back\")"
+		"stop this master, run `mfsmaster -c <its config> --accept-loss repair` on it and start it: it leads without them, and those acknowledged changes are lost (docs/operations.md, \"Bringing a lost site back\")"
 }
 
 // wonText: the numbers of a won count, and the locations it does without.
