@@ -53,6 +53,14 @@ func main() {
 			if w.Refused {
 				wit.refused++
 			}
+			if w.LogObjects+w.LogSnapshots > 0 {
+				wit.logSeeds++
+			}
+			wit.logObjects += w.LogObjects
+			wit.logSnaps += w.LogSnapshots
+			wit.logHeads += w.LogHeads
+			wit.logReads += w.LogReads
+			wit.stale += w.StaleRefused
 		}
 		violations += len(r.Violations)
 		if r.Liveness != "" {
@@ -93,6 +101,7 @@ func main() {
 	fmt.Printf("snapshots: saved=%d trims=%d installed=%d (by an ELECT %d); temporary removals accepted: %d; forged messages: %d\n", snaps.Saved, snaps.Trims, snaps.Installed, snaps.ElectInstall, tempRemovals, forged)
 	fmt.Printf("disk faults: %d chunkserver records damaged, torn or lost; %d seeds left with no quorum of certain voters after the heal (documented, not failures)\n", diskFaults, stuck)
 	fmt.Printf("witness: on %d seeds, its lease held on %d, the store refused by the self-test on %d; %d calls, %d writes\n", wit.seeds, wit.held, wit.refused, wit.calls, wit.writes)
+	fmt.Printf("store log: stood in on %d seeds; %d objects, %d snapshots, %d heads written; %d objects read by a catch-up; %d head writes of a superseded LEADER refused\n", wit.logSeeds, wit.logObjects, wit.logSnaps, wit.logHeads, wit.logReads, wit.stale)
 	if violations > 0 || liveness > 0 {
 		os.Exit(1)
 	}
@@ -109,7 +118,11 @@ func pct(ds []time.Duration, p float64) time.Duration {
 }
 
 // witnessFigures sums what the witness did over the seeds that drew it.
-type witnessFigures struct{ seeds, held, refused, calls, writes int }
+type witnessFigures struct {
+	seeds, held, refused, calls, writes int
+	// The store as a stand-in replica (W2).
+	logSeeds, logObjects, logSnaps, logHeads, logReads, stale int
+}
 
 func writeDoc(path string, withWitness bool, wit witnessFigures, seeds, violations, liveness int, elapsed time.Duration, events, terms, acked int, snaps sim.Snapshots, tempRemovals, forged, diskFaults, stuck int, fail map[string][]time.Duration, heal []time.Duration) error {
 	old, err := os.ReadFile(path)
@@ -140,7 +153,13 @@ func writeDoc(path string, withWitness bool, wit witnessFigures, seeds, violatio
 	fmt.Fprintf(&b, "| chunkserver records damaged, torn or lost (rot-cs, torn-cs, lose-cs) | %d |\n", diskFaults)
 	fmt.Fprintf(&b, "| seeds with no quorum of certain voters after the heal (no LEADER, as documented) | %d |\n", stuck)
 	fmt.Fprintf(&b, "| seeds with a witness / its lease held / the store refused by the self-test | %d / %d / %d |\n", wit.seeds, wit.held, wit.refused)
-	fmt.Fprintf(&b, "| calls on the witness's store / writes it took | %d / %d |\n\n", wit.calls, wit.writes)
+	fmt.Fprintf(&b, "| calls on the witness's store / writes it took | %d / %d |\n", wit.calls, wit.writes)
+	if withWitness {
+		fmt.Fprintf(&b, "| seeds where the store stood in for followers (W2 checked on every head write) | %d |\n", wit.logSeeds)
+		fmt.Fprintf(&b, "| store log objects / snapshots / heads written | %d / %d / %d |\n", wit.logObjects, wit.logSnaps, wit.logHeads)
+		fmt.Fprintf(&b, "| objects and snapshots read back by a catch-up / head writes of a superseded LEADER refused | %d / %d |\n", wit.logReads, wit.stale)
+	}
+	b.WriteString("\n")
 	fmt.Fprintf(&b, "Virtual time from the fault to the next LEADER (only faults that hit the sitting LEADER):\n\n")
 	fmt.Fprintf(&b, "| fault | samples | median | p90 | p99 | max |\n|---|---|---|---|---|---|\n")
 	kinds := []string{"kill", "pause", "partition", "step-down", "usurper"}
