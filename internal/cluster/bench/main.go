@@ -32,7 +32,7 @@ func main() {
 	doc := flag.String("doc", "docs/benchmarks.md", "where to write the results")
 	base := flag.Int("base", 60, "second octet of the loopback addresses used (127.B.x.y)")
 	keep := flag.String("keep", "", "keep configs, data and logs in this directory")
-	only := flag.String("only", "", "run one kind only: "+strings.Join(kinds, ", ")+" (freeze: the SIGSTOP trials and the 200 ms stalls; for a look; the doc is not written, but for coldstart, scale and sites, which rewrite their own section; -doc '' writes nothing)")
+	only := flag.String("only", "", "run one kind only: "+strings.Join(kinds, ", ")+" (freeze: the SIGSTOP trials and the 200 ms stalls; for a look; the doc is not written, but for coldstart, scale, sites and storelog, which rewrite their own section; -doc '' writes nothing)")
 	vgw := flag.String("versitygw", ".bin/versitygw", "the versitygw binary, the witness's store in the two-location part (make versitygw installs it)")
 	coldTrials := flag.Int("cold-trials", 7, "cold starts of each way down (planned restart, power cut)")
 	before := flag.String("before", "", "a directory with an older build's mfsmaster and mfschunkserver: the cold start is measured with them too")
@@ -95,7 +95,7 @@ func (s series) stats() (med, p90, max time.Duration) {
 }
 
 // kinds are the values of -only.
-var kinds = []string{"kill", "kill-notrust", "freeze", "changes", "writes", "reads", "etcd", "sites", "coldstart", "scale"}
+var kinds = []string{"kill", "kill-notrust", "freeze", "changes", "writes", "reads", "etcd", "sites", "storelog", "coldstart", "scale"}
 
 func run(trials int, doc string, base uint8, keep, only string, coldTrials int, before, vgw string, so scaleOpts) error {
 	if only != "" && !slices.Contains(kinds, only) {
@@ -235,6 +235,19 @@ func run(trials int, doc string, base uint8, keep, only string, coldTrials int, 
 		section := scaleSection(*res.scale)
 		fmt.Print("\n" + section)
 		return splice(doc, section, scaleBegin, scaleEnd)
+	}
+
+	if want("storelog") {
+		sr := storelogPhase(work, bin, base, vgw, trials, keep != "")
+		res.storelog = &sr
+	}
+	if only == "storelog" {
+		section := storelogBegin + "\n" + storelogSection(*res.storelog) + storelogEnd + "\n\n"
+		fmt.Print("\n" + section)
+		if doc == "" {
+			return nil
+		}
+		return splice(doc, section, storelogBegin, storelogEnd)
 	}
 
 	if want("sites") {
@@ -401,6 +414,7 @@ type results struct {
 	cold                                []coldRun // this build's, after an older one's (-before)
 	scale                               *scaleResults
 	sites                               *sitesRun
+	storelog                            *storelogRun
 	overload                            *overloadRun
 	profile64                           string // pprof top 15 of the LEADER at 64 clients
 	profile64CS                         string // and of one chunkserver
@@ -668,6 +682,9 @@ func write(doc string, r results) error {
 	b.WriteString("so a killed LEADER is replaced as a frozen one is, after the promise: that row is the price of a crash on such a site, to be read beside the SIGSTOP row, not the kill -9 one.\n")
 	if r.sites != nil {
 		b.WriteString("\n" + sitesBegin + "\n" + sitesSection(*r.sites, r.etcdKill, r.etcdVersion) + sitesEnd + "\n")
+	}
+	if r.storelog != nil {
+		b.WriteString("\n" + storelogBegin + "\n" + storelogSection(*r.storelog) + storelogEnd + "\n")
 	}
 	b.WriteString(changesSection(r))
 	if len(r.confirmed) > 0 && len(r.lease) > 0 {
