@@ -103,6 +103,9 @@ func Decode(b []byte) (Record, error) {
 	if err := d.Decode(&r); err != nil {
 		return Record{}, fmt.Errorf("witness record: %v", err)
 	}
+	if d.More() {
+		return Record{}, fmt.Errorf("witness record: more after its JSON object: not one of ours")
+	}
 	switch {
 	case r.Format != Format:
 		return Record{}, fmt.Errorf("witness record: format %d, this build reads %d", r.Format, Format)

@@ -136,6 +136,9 @@ func DecodeHead(b []byte) (LogHead, error) {
 	if err := d.Decode(&h); err != nil {
 		return LogHead{}, fmt.Errorf("witness log head: %v", err)
 	}
+	if d.More() {
+		return LogHead{}, fmt.Errorf("witness log head: more after its JSON object: not one of ours")
+	}
 	switch {
 	case h.Format != LogFormat:
 		return LogHead{}, fmt.Errorf("witness log head: format %d, this build reads %d", h.Format, LogFormat)

@@ -1,6 +1,7 @@
 package logobj
 
 import (
+	"bytes"
 	"crypto/md5"
 	"encoding/hex"
 	"sort"
@@ -63,7 +64,7 @@ func (b *Bucket) Write(r witness.Request, body []byte, d *witness.LogObject) wit
 		return res
 	}
 	sum := md5.Sum(body)
-	o := &object{body: body, etag: hex.EncodeToString(sum[:])}
+	o := &object{body: bytes.Clone(body), etag: hex.EncodeToString(sum[:])}
 	b.objs[name(r)] = o
 	b.Writes++
 	res.ETag = o.etag
@@ -79,7 +80,7 @@ func (b *Bucket) Read(r witness.Request) witness.Result {
 		res.Class = witness.Absent
 		return res
 	}
-	res.ETag, res.Body = o.etag, o.body
+	res.ETag, res.Body = o.etag, bytes.Clone(o.body)
 	Check(&res, r)
 	return res
 }
