@@ -641,6 +641,18 @@ func (m *Master) catchUp(need changelog.Pos) {
 	if m.now < m.fetchAt {
 		return
 	}
+	if !m.fetchToward(need) {
+		// No master it hears can give it: the store may (storelog.go).
+		if m.storeUsable() {
+			m.srNeed = need
+		}
+		m.ignore("no-catch-up-source")
+	}
+}
+
+// fetchToward asks the most advanced master it hears whose log reaches
+// need for what it lacks (false: none does).
+func (m *Master) fetchToward(need changelog.Pos) bool {
 	best := wire.NoMaster
 	var bestLast changelog.Pos
 	for _, id := range m.cfg.Masters {
@@ -656,13 +668,9 @@ func (m *Master) catchUp(need changelog.Pos) {
 		}
 	}
 	if best == wire.NoMaster {
-		// No master it hears can give it: the store may (storelog.go).
-		if m.storeUsable() {
-			m.srNeed = need
-		}
-		m.ignore("no-catch-up-source")
-		return
+		return false
 	}
 	m.fetchAt = m.now.Add(m.cfg.PeerInterval)
 	m.send(ToMaster(best), FetchReq{From: m.cfg.ID, After: m.hard.Commit.Version})
+	return true
 }

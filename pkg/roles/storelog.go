@@ -850,6 +850,13 @@ func (m *Master) storeCatchUp() {
 			continue // held
 		}
 		if o.Prev.Version >= need.Version || !m.log.Has(o.Prev.Changelog()) {
+			// The chain starts past this log: the changes up to its
+			// base (committed: the followers held them when the head
+			// was written) from a master whose log reaches it, then the
+			// objects.
+			if base := h.Base.Changelog(); m.log.Len() < base.Version && m.now >= m.fetchAt && m.fetchToward(base) {
+				return
+			}
 			m.ignore("store-log-gap")
 			return
 		}
