@@ -104,6 +104,9 @@ func drawWitness(seed int64, p profile, force bool, sabotage bool) (wp witnessPr
 		// with room to spare: docs/operations.md, WITNESS_LOG_BYTES.)
 		wp.lease.LogObjects, wp.lease.LogBytes = 4+r.Intn(8), uint64(64+r.Intn(192))<<10
 	}
+	if r.Intn(2) == 0 {
+		wp.faults = append(wp.faults, "store-lag")
+	}
 	return wp
 }
 
@@ -115,6 +118,9 @@ type simStore struct {
 	down      bool
 	slow      bool
 	cut       []bool // master i cannot reach it
+	// lagUntil, lagBy: until lagUntil[i], master i's requests reach the
+	// store lagBy[i] late (still in flight when its answer timed out).
+	lagUntil, lagBy []int64
 	nonAtomic bool
 	ignoreIf  bool // every conditional write succeeds (an emulator that ignores the headers)
 	calls     int
@@ -186,7 +192,8 @@ func (w *world) setupWitness(masters int) {
 	if !wp.on {
 		return
 	}
-	w.store = &simStore{rng: rand.New(rand.NewSource(w.opt.Seed*31 + 7)), nonAtomic: wp.nonAtomic, ignoreIf: wp.ignoreIf, cut: make([]bool, masters)}
+	w.store = &simStore{rng: rand.New(rand.NewSource(w.opt.Seed*31 + 7)), nonAtomic: wp.nonAtomic, ignoreIf: wp.ignoreIf, cut: make([]bool, masters),
+		lagUntil: make([]int64, masters), lagBy: make([]int64, masters)}
 	wp.selfTestN = w.store.selfTest()
 	wp.refused = wp.selfTestN != 1 && !wp.sabotage
 	w.store.write(witness.Request{Op: witness.Create, Body: witness.Record{Format: witness.Format, WitnessID: witnessID, Cluster: "sim", State: witness.Free,
@@ -251,6 +258,9 @@ func (w *world) call(r ref, req witness.Request) {
 		return
 	}
 	arrive := sent + trip()
+	if s.lagUntil[r.i] > w.now {
+		arrive += s.lagBy[r.i]
+	}
 	w.at(arrive, func() {
 		if s.down {
 			answer(sent+timeout, fail("timeout"))
@@ -345,6 +355,20 @@ func (w *world) witnessFault(f string, dur int64, pick int) {
 		w.tracef("STORE CUT from M%d for %v", i+1, time.Duration(dur))
 		s.cut[i] = true
 		w.at(w.now+dur, func() { s.cut[i] = false })
+	case "store-lag":
+		// The stale writer: the LEADER is cut off from every node, and
+		// its calls on the store land long after they timed out, when
+		// another LEADER may have swapped the head (fence 1 refuses them).
+		i := w.leaderIdx()
+		if i < 0 {
+			i = pick % len(w.masters)
+		}
+		lag := dur + int64(w.wprof.lease.Lease.Lease)
+		w.tracef("STORE LAG for M%d: cut off for %v, its store calls landing %v late", i+1, time.Duration(dur), time.Duration(lag))
+		s.lagUntil[i], s.lagBy[i] = w.now+dur, lag
+		me := func(r ref) bool { return r.k == kMaster && r.i == i }
+		other := func(r ref) bool { return !me(r) }
+		w.addCuts(fmt.Sprintf("M%d from all", i+1), dur, []cut{{from: me, to: other}, {from: other, to: me}})
 	case "split-sites":
 		in := func(site int) func(ref) bool {
 			return func(r ref) bool { return (r.k == kMaster || r.k == kCS) && w.site(r) == site }
