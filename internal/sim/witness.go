@@ -113,18 +113,18 @@ func drawWitness(seed int64, p profile, force bool, sabotage bool) (wp witnessPr
 // simStore is the witness's store: the lease object and the store log
 // (logobj.Bucket), with its faults.
 type simStore struct {
-	rng       *rand.Rand
-	bucket    logobj.Bucket
-	down      bool
-	slow      bool
-	cut       []bool // master i cannot reach it
+	rng    *rand.Rand
+	bucket logobj.Bucket
+	down   bool
+	slow   bool
+	cut    []bool // master i cannot reach it
 	// lagUntil, lagBy: until lagUntil[i], master i's requests reach the
 	// store lagBy[i] late (still in flight when its answer timed out).
 	lagUntil, lagBy []int64
-	nonAtomic bool
-	ignoreIf  bool // every conditional write succeeds (an emulator that ignores the headers)
-	calls     int
-	writes    int
+	nonAtomic       bool
+	ignoreIf        bool // every conditional write succeeds (an emulator that ignores the headers)
+	calls           int
+	writes          int
 	// The store log (the store as a stand-in replica): objects and head
 	// writes that landed, reads of objects (an ELECT's catch-up), and
 	// head writes refused because a later LEADER's head was there (a
