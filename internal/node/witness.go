@@ -28,6 +28,10 @@ type witnessClient struct {
 	// logCalls: the store log's (Request.Key set), on a worker of their
 	// own, so that an upload never holds up a lease renewal.
 	logCalls chan witness.Request
+	// delCalls: the store log's deletes of garbage, on a third worker, so
+	// that they never hold up an object or a head (the core has at most
+	// one of each out).
+	delCalls chan witness.Request
 	done     chan witnessDone
 	// ready: nil before the first self-test ended, then "" (passed) or
 	// what it found.
@@ -49,12 +53,14 @@ type witnessDone struct {
 const witnessRetest = 30 * time.Second
 
 func startWitness(store *s3store.Store, log zerolog.Logger) *witnessClient {
-	w := &witnessClient{store: store, log: log, calls: make(chan witness.Request, 4), logCalls: make(chan witness.Request, 4), done: make(chan witnessDone, 8)}
+	w := &witnessClient{store: store, log: log, calls: make(chan witness.Request, 4), logCalls: make(chan witness.Request, 4),
+		delCalls: make(chan witness.Request, 4), done: make(chan witnessDone, 8)}
 	w.ctx, w.cancel = context.WithCancel(context.Background())
-	w.wg.Add(3)
+	w.wg.Add(4)
 	go w.selfTests()
 	go w.worker(w.calls)
 	go w.worker(w.logCalls)
+	go w.worker(w.delCalls)
 	return w
 }
 
@@ -185,6 +191,9 @@ func (n *MasterNode) witnessCall(r witness.Request) {
 	calls := n.wit.calls
 	if r.Key != "" {
 		calls = n.wit.logCalls
+		if r.Op == witness.Delete {
+			calls = n.wit.delCalls
+		}
 	}
 	select {
 	case calls <- r:

@@ -136,6 +136,9 @@ func (m *Master) NextDeadline() Instant {
 		if m.role == Elect && m.asideSince != 0 {
 			at(m.asideSince.Add(m.asideWait()))
 		}
+		if m.srDel != nil {
+			at(m.srDel.at.Add(logCallLimit))
+		}
 		switch {
 		case m.srCall != nil:
 			at(m.srCall.at.Add(m.srCall.limit()))

@@ -33,14 +33,17 @@ import (
 
 // storeReplica is what a master keeps of the store log.
 type storeReplica struct {
-	srTerm  uint64             // the epoch srMatch and srRead belong to
-	srHead  *witness.LogHead   // as last read or written (nil: absent or unknown)
-	srETag  string             // its ETag ("": absent)
-	srRead  bool               // srHead is known in this term
-	srMatch changelog.Pos      // this term: the store holds everything above the followers' point up to it
-	srCall  *logCall           // the one call out
-	srSeq   uint64             // the last call's Seq
-	srPut   *witness.LogObject // an object written, not yet named by the head
+	srTerm  uint64           // the epoch srMatch and srRead belong to
+	srHead  *witness.LogHead // as last read or written (nil: absent or unknown)
+	srETag  string           // its ETag ("": absent)
+	srRead  bool             // srHead is known in this term
+	srMatch changelog.Pos    // this term: the store holds everything above the followers' point up to it
+	srCall  *logCall         // the one call out (but deletes)
+	// srDel: the one delete out, beside srCall: garbage is deleted on a
+	// lane of its own, so that it never delays an object or a head.
+	srDel *logCall
+	srSeq uint64             // the last call's Seq
+	srPut *witness.LogObject // an object written, not yet named by the head
 	// srRebase: a snapshot written to restart the chain at it, and the
 	// objects after it written since (see storeRebase).
 	srRebase *storeRebase
@@ -342,6 +345,14 @@ func (m *Master) storeStep() {
 	if m.srCall != nil && m.now.Sub(m.srCall.at) >= m.srCall.limit() {
 		m.srErr, m.srCall = "a call on the store log went unanswered", nil
 	}
+	if m.srDel != nil && m.now.Sub(m.srDel.at) >= logCallLimit {
+		m.srDel = nil
+	}
+	if m.role == Leader && m.srDel == nil && len(m.srGarbage) > 0 && m.now >= m.srAgain && m.storeUsable() {
+		m.srSeq++
+		m.srDel = &logCall{seq: m.srSeq, op: witness.Delete, key: m.srGarbage[0], at: m.now}
+		m.out.Witness = append(m.out.Witness, witness.Request{Seq: m.srSeq, Op: witness.Delete, Key: m.srGarbage[0]})
+	}
 	if m.srCall != nil || m.now < m.srAgain || !m.storeUsable() {
 		return
 	}
@@ -473,9 +484,6 @@ func (m *Master) storeLead() {
 	}
 	if standsIn && last.Version >= m.log.Len() {
 		m.srBehind = 0
-	}
-	if len(m.srGarbage) > 0 {
-		m.storeRequest(&logCall{op: witness.Delete, key: m.srGarbage[0]})
 	}
 }
 
@@ -636,11 +644,15 @@ func (m *Master) storeRequest(c *logCall) {
 // onStoreResult takes the answer to the call out.
 func (m *Master) onStoreResult(r witness.Result) {
 	c := m.srCall
-	if c == nil || r.Seq != c.seq {
+	switch {
+	case m.srDel != nil && r.Seq == m.srDel.seq:
+		c, m.srDel = m.srDel, nil
+	case c == nil || r.Seq != c.seq:
 		m.ignore("stale-store-answer")
 		return
+	default:
+		m.srCall = nil
 	}
-	m.srCall = nil
 	fail := func(why string) {
 		m.srErr = why
 		m.srAgain = m.now.Add(m.cfg.PeerInterval)
