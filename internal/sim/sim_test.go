@@ -115,6 +115,12 @@ func TestSeeds(t *testing.T) {
 	if n >= 200 && (wit.seeds == 0 || wit.held == 0 || wit.refused == 0) {
 		t.Fatalf("%d seeds: %d with a witness, %d where a master held its lease, %d where the self-test refused the store: the witness paths went untested", n, wit.seeds, wit.held, wit.refused)
 	}
+	// With 200 witness seeds (-witness), the store log must stand in,
+	// restart at a snapshot, and be read back by a catch-up, or W2 and
+	// §7.5's catch-up went untested.
+	if wit.seeds >= 200 && (wit.logSeeds == 0 || wit.logSnaps == 0 || wit.logReads == 0) {
+		t.Fatalf("%d witness seeds: the store stood in on %d, %d snapshots written to it, %d objects read back by a catch-up: the store log's paths went untested", wit.seeds, wit.logSeeds, wit.logSnaps, wit.logReads)
+	}
 	if n >= 50 && clean == 0 {
 		t.Fatalf("%d seeds and no chunkserver started from a clean-stop mark: the orderly-stop path went untested", n)
 	}
