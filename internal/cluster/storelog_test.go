@@ -117,27 +117,41 @@ type lostSites struct {
 	ld     *load
 }
 
-// loseBothSites: two sites, one master each, with masterCfg; site b (the
-// one without the LEADER) killed, changes acknowledged, the LEADER's site
-// killed and its master's DATA_PATH wiped, site b started again.
-func loseBothSites(t *testing.T, masterCfg map[string]string) (*witnessRig, lostSites) {
+// siteDown is what siteBDown did.
+type siteDown struct {
+	r          *witnessRig
+	lead       int    // the LEADER, on site here
+	here, far  string // far: the site killed
+	farMasters []int
+	farProcs   []*cluster.Proc
+	ld         *load
+	w          *dfWriter
+	before     map[string]string // acknowledged before far was killed
+}
+
+// siteBDown: two sites, one master each, with masterCfg, a load and a df
+// writer; every process of the site without the LEADER killed (its
+// master the only follower), and n more changes acknowledged, resting on
+// the store (or, with WITNESS_LOG = 0, on the LEADER's disk alone: it
+// says AckShort).
+func siteBDown(t *testing.T, masterCfg map[string]string, n int) siteDown {
+	t.Helper()
 	r := startWitnessRig(t, rigOptions{perSite: 1, masterCfg: masterCfg})
 	lead, _, err := r.c.WaitLeader(5*time.Second, 50*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ld := startLoad(t, r.c, 3)
-	w := startDFWriter(t, r.c)
-	w.await(t, 20)
-	before := w.snapshot()
-	here := r.site[lead]
-	far := witnessrig.Other(here)
-	farMasters, farProcs := r.procs(far)
-	witnessrig.KillAll(farProcs)
-	t.Logf("site %s killed (its master %s was the only follower) after %d changes; LEADER %s on site %s", far, r.c.Masters[farMasters[0]].Addr, len(before), r.c.Masters[lead].Addr, here)
+	s := siteDown{r: r, lead: lead, ld: startLoad(t, r.c, 3), w: startDFWriter(t, r.c)}
+	s.w.await(t, 20)
+	s.before = s.w.snapshot()
+	s.here = r.site[lead]
+	s.far = witnessrig.Other(s.here)
+	s.farMasters, s.farProcs = r.procs(s.far)
+	witnessrig.KillAll(s.farProcs)
+	t.Logf("site %s killed (its master %s was the only follower) after %d changes; LEADER %s on site %s", s.far, r.c.Masters[s.farMasters[0]].Addr, len(s.before), r.c.Masters[lead].Addr, s.here)
 
 	// Changes acknowledged with no follower master.
-	w.await(t, len(before)+60)
+	s.w.await(t, len(s.before)+n)
 	eventually(t, 10*time.Second, 100*time.Millisecond, "the LEADER to say what its acknowledgements rest on", func() error {
 		st, err := r.status(lead, time.Second)
 		switch {
@@ -150,6 +164,15 @@ func loseBothSites(t *testing.T, masterCfg map[string]string) (*witnessRig, lost
 		}
 		return nil
 	})
+	return s
+}
+
+// loseBothSites: two sites, one master each, with masterCfg; site b (the
+// one without the LEADER) killed, changes acknowledged, the LEADER's site
+// killed and its master's DATA_PATH wiped, site b started again.
+func loseBothSites(t *testing.T, masterCfg map[string]string) (*witnessRig, lostSites) {
+	s := siteBDown(t, masterCfg, 60)
+	r, lead, here, far, farMasters, farProcs, ld, w, before := s.r, s.lead, s.here, s.far, s.farMasters, s.farProcs, s.ld, s.w, s.before
 	out, _ := r.mfscli("-SIM")
 	t.Logf("LEADER %s with site %s down; -SIM:\n%s", r.c.Masters[lead].Addr, far, out)
 	w.halt()
@@ -247,26 +270,8 @@ func acceptLossRepair(p *cluster.Proc) (string, error) {
 // (the df writer, and porcupine over the load's history), and the old
 // LEADER's refused head writes are counted.
 func TestStoreStaleLeader(t *testing.T) {
-	r := startWitnessRig(t, rigOptions{perSite: 1})
-	lead, _, err := r.c.WaitLeader(5*time.Second, 50*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ld := startLoad(t, r.c, 3)
-	w := startDFWriter(t, r.c)
-	w.await(t, 20)
-	here := r.site[lead]
-	far := witnessrig.Other(here)
-	farMasters, farProcs := r.procs(far)
-	witnessrig.KillAll(farProcs)
-	w.await(t, w.count()+30)
-	eventually(t, 10*time.Second, 100*time.Millisecond, "the LEADER's acknowledgements to rest on the store", func() error {
-		st, err := r.status(lead, time.Second)
-		if err != nil || st.Role != roles.Leader || st.StoreLog == nil || !st.StoreLog.OnStore || st.StoreLog.Objects == 0 {
-			return fmt.Errorf("%v %v %+v", st.Role, err, st.StoreLog)
-		}
-		return nil
-	})
+	s := siteBDown(t, nil, 30)
+	r, lead, here, far, farMasters, farProcs, ld, w := s.r, s.lead, s.here, s.far, s.farMasters, s.farProcs, s.ld, s.w
 
 	hw := watchHead(r)
 	old := r.c.Masters[lead]
