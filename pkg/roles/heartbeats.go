@@ -96,6 +96,7 @@ func (m *Master) heartbeatAll() {
 	m.roundVoters = len(m.voters)
 	m.hbSeq++
 	m.roundSeq = m.hbSeq
+	m.roundAnswered = 0
 	if m.role == Leader {
 		m.commitSent = m.replicated.Version
 	}
