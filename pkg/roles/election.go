@@ -625,6 +625,7 @@ func (m *Master) tryWin() {
 			m.catchWait = catchWait{need: need, tag: tag, since: m.now}
 		}
 		m.catchUp(need)
+		m.storeAside()
 		return
 	}
 	m.catchWait = catchWait{}

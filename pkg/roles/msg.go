@@ -160,6 +160,10 @@ type PeerStatus struct {
 	Witness bool `msgpack:",omitempty"`
 	// WitnessHeld: it counts the witness's lease now.
 	WitnessHeld bool `msgpack:",omitempty"`
+	// StoreLog: it can read and write the store log (storeUsable). An
+	// ELECT waiting for changes only the store holds, with no store of its
+	// own, hands its voters to one that can (storeAside).
+	StoreLog bool `msgpack:",omitempty"`
 	// InForce: the newest config version it knows to be in force. A peer
 	// whose log holds the same config entry (at or below Commit) takes it
 	// (an earlier build, which does not say, sends 0).

@@ -44,6 +44,7 @@ func (m *Master) sendStatus() {
 		Usurper: m.role == Usurper, Keep: m.keeps(), KeepSet: m.cfg.KeepLeadership, Placed: m.placed,
 		Leader: m.Leader(), Snap: m.SnapshotAt().Version, History: m.toReport(), Proto: m.cfg.Protocol,
 		Witness: m.witnessUsable(), WitnessHeld: m.WitnessCounted(m.now), InForce: m.hard.InForce,
+		StoreLog: m.storeUsable(),
 	}
 	for _, id := range m.cfg.Masters {
 		if id != m.cfg.ID {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/namespace"
+	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/witness"
 )
 
@@ -178,6 +179,39 @@ func (m *Master) CatchUpWait() (w CatchUpWait, ok bool) {
 		w.Sources = true
 	}
 	return w, true
+}
+
+// storeAside: an ELECT whose won tally has waited asideWait for changes
+// that no master it hears holds, and that cannot read the store log
+// itself, hands its voters to the best master that can (a VoteRelease
+// naming it, as stepAside does). Such changes were acknowledged with the
+// store standing in for the followers (§7.5): staying, this ELECT would
+// hold every vote for ever while a master with the store could lead.
+// With no such master it stays: the LEADER that wrote them may come back.
+func (m *Master) storeAside() {
+	c := m.catchWait
+	if m.role != Elect || c.since == 0 || m.storeUsable() || m.now.Sub(c.since) < m.asideWait() {
+		return
+	}
+	if w, _ := m.CatchUpWait(); w.Sources {
+		return
+	}
+	best := wire.NoMaster
+	var bc Candidate
+	for _, id := range m.cfg.Masters {
+		p := m.peers[id]
+		if id == m.cfg.ID || !m.fresh(p) || !p.st.StoreLog || !p.st.Eligible {
+			continue
+		}
+		if cand := peerCandidate(p.st); best == wire.NoMaster || Better(cand, bc) {
+			best, bc = id, cand
+		}
+	}
+	if best == wire.NoMaster {
+		return
+	}
+	m.releaseNext = best
+	m.stepDown(ReasonNoWitness)
 }
 
 // storeConfigured: the registry names a witness and this master has a
