@@ -129,14 +129,16 @@ type siteDown struct {
 	before     map[string]string // acknowledged before far was killed
 }
 
-// siteBDown: two sites, one master each, with masterCfg, a load and a df
+// siteBDown: two sites, one master each, started with o, a load and a df
 // writer; every process of the site without the LEADER killed (its
 // master the only follower), and n more changes acknowledged, resting on
 // the store (or, with WITNESS_LOG = 0, on the LEADER's disk alone: it
 // says AckShort).
-func siteBDown(t *testing.T, masterCfg map[string]string, n int) siteDown {
+func siteBDown(t *testing.T, o rigOptions, n int) siteDown {
 	t.Helper()
-	r := startWitnessRig(t, rigOptions{perSite: 1, masterCfg: masterCfg})
+	o.perSite = 1
+	masterCfg := o.masterCfg
+	r := startWitnessRig(t, o)
 	lead, _, err := r.c.WaitLeader(5*time.Second, 50*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +173,7 @@ func siteBDown(t *testing.T, masterCfg map[string]string, n int) siteDown {
 // one without the LEADER) killed, changes acknowledged, the LEADER's site
 // killed and its master's DATA_PATH wiped, site b started again.
 func loseBothSites(t *testing.T, masterCfg map[string]string) (*witnessRig, lostSites) {
-	s := siteBDown(t, masterCfg, 60)
+	s := siteBDown(t, rigOptions{masterCfg: masterCfg}, 60)
 	r, lead, here, far, farMasters, farProcs, ld, w, before := s.r, s.lead, s.here, s.far, s.farMasters, s.farProcs, s.ld, s.w, s.before
 	out, _ := r.mfscli("-SIM")
 	t.Logf("LEADER %s with site %s down; -SIM:\n%s", r.c.Masters[lead].Addr, far, out)
@@ -270,7 +272,7 @@ func acceptLossRepair(p *cluster.Proc) (string, error) {
 // (the df writer, and porcupine over the load's history), and the old
 // LEADER's refused head writes are counted.
 func TestStoreStaleLeader(t *testing.T) {
-	s := siteBDown(t, nil, 30)
+	s := siteBDown(t, rigOptions{}, 30)
 	r, lead, here, far, farMasters, farProcs, ld, w := s.r, s.lead, s.here, s.far, s.farMasters, s.farProcs, s.ld, s.w
 
 	hw := watchHead(r)

@@ -70,12 +70,17 @@ type witnessRig struct {
 	site   []string
 	ranges map[string]netip.Prefix
 	id     string // the witness id the registry names
+	// proxies: with rigOptions.proxies, each master's way to the store.
+	proxies []*holdProxy
 }
 
 type rigOptions struct {
 	perSite   int               // masters per site (1 or 2)
 	masterCfg map[string]string // more keys for every master
 	netns     string            // every process (and the store) in this namespace
+	// proxies: each master reaches the store through its own holdProxy
+	// (witnessRig.proxies, by master index).
+	proxies bool
 }
 
 // startWitnessRig starts versitygw and the two sites, restarts the masters
@@ -106,8 +111,16 @@ func startWitnessRig(t *testing.T, o rigOptions) *witnessRig {
 	if os.Getenv("MFS_TEST_DIR") != "" {
 		l.Spec.MasterCfg["LOG_LEVEL"] = "debug"
 	}
+	var proxies []*holdProxy
+	if o.proxies {
+		for range l.Spec.Masters {
+			px := startHoldProxy(t, store.Endpoint)
+			proxies = append(proxies, px)
+			l.Spec.PerMaster = append(l.Spec.PerMaster, map[string]string{"WITNESS_ENDPOINT": px.URL})
+		}
+	}
 	s := l.Spec
-	r := &witnessRig{t: t, store: store, l: l, site: l.Site, ranges: l.Spec.Locations}
+	r := &witnessRig{t: t, store: store, l: l, site: l.Site, ranges: l.Spec.Locations, proxies: proxies}
 	c, err := cluster.Start(s)
 	if err != nil {
 		t.Fatal(err)
