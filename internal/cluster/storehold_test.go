@@ -1,7 +1,10 @@
 package cluster_test
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -61,6 +64,21 @@ func (p *holdProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	p.mu.Lock()
 	hold, release := p.holding, p.release
+	p.mu.Unlock()
+	if hold {
+		// The whole request in hand before it counts as held: the test
+		// freezes its sender then, and a body still on the way would
+		// wait for it to resume.
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		// Answered by the store whatever becomes of its sender.
+		r = r.WithContext(context.Background())
+	}
+	p.mu.Lock()
 	if hold {
 		p.held++
 		if p.held == 1 {
