@@ -247,6 +247,9 @@ func foreground(c *cli.Context, cfg config, v settings.Values, lockPath string, 
 	}
 	api := newStatusAPI(n.Masters, uint16(cfg.CL.Port), cfg.MasterHost, time.Second, origins)
 	reg.MustRegister(api)
+	apiDone := make(chan struct{})
+	defer close(apiDone)
+	go api.run(apiDone)
 	page := webui.Handler()
 	// /healthz: 200 only while this master is LEADER holding a quorum at
 	// the instant of the request (docs/operations.md, Health checks).

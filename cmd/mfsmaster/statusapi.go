@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"sync"
 	"time"
 
@@ -21,36 +23,133 @@ import (
 // the others. Each master's answer is fenced as its role is, so the
 // document never shows a LEADER that no longer holds its quorum.
 //
-// Answers are kept for statusFresh: however many pages poll, a master
-// asks the others at most that often, one round at a time (a request that
-// comes during a round waits for it). The document is read-only and
-// carries nothing the client port does not answer to anyone, but it is an
-// inventory of the cluster and of what is left open: a browser lets a
-// page of another origin read it only when origins allows that origin
-// (the page of a master of the set, which asks the others when its own
-// master is down, and HTTP_ALLOW_ORIGIN), never any page (review N4).
+// The rounds of questions run in the background (run), never in a
+// request: a scrape of /metrics, or a page's poll, answers at once from
+// the newest round, and says how old it is (mfs_cluster_view_age_seconds,
+// the document's cache_age_seconds, an Age header). Asked inline, one
+// frozen master made every other master's /metrics wait for its timeout,
+// so a poller saw a failover about four times later than it happened
+// (issue "Seen as fast as it happens"). A round starts every statusFresh
+// while the document or the alarms were read within statusWanted, and
+// not otherwise: nobody reading, nobody asked.
+//
+// The document is read-only and carries nothing the client port does not
+// answer to anyone, but it is an inventory of the cluster and of what is
+// left open: a browser lets a page of another origin read it only when
+// origins allows that origin (the page of a master of the set, which asks
+// the others when its own master is down, and HTTP_ALLOW_ORIGIN), never
+// any page (review N4).
 type statusAPI struct {
 	masters    func() []masterhost.Master // the set of masters now (it changes: MASTER_RESOLVE_INTERVAL)
 	clientPort uint16
 	host       string // MASTER_HOST, for the removal commands
 	timeout    time.Duration
 	origins    *originRule
+	wake       chan struct{} // a read while no round runs
 
 	mu     sync.Mutex
-	at     time.Time
-	doc    []byte
-	alarms map[string]bool // the round's alarms, by kind
+	cur    *statusRound  // the newest round (nil: none yet)
+	first  chan struct{} // closed when cur is first set
+	wanted time.Time     // the last read
 }
 
-// statusFresh is how long one round of answers is served again.
-const statusFresh = 500 * time.Millisecond
+// statusRound is one round's document and alarms.
+type statusRound struct {
+	at     time.Time
+	doc    clusterview.Document
+	alarms map[string]bool // by kind
+}
+
+const (
+	// statusFresh: a round starts at most this often.
+	statusFresh = 500 * time.Millisecond
+	// statusWanted: rounds go on this long after the last read (four
+	// scrapes at Prometheus's default 15 s interval, or a minute of a
+	// page closed).
+	statusWanted = time.Minute
+	// statusFirstWait: how long the document's first request waits for the
+	// first round (there is nothing to serve before it); /metrics never
+	// waits.
+	statusFirstWait = 2 * time.Second
+)
 
 func newStatusAPI(masters func() []masterhost.Master, clientPort uint16, host string, timeout time.Duration, origins *originRule) *statusAPI {
-	return &statusAPI{masters: masters, clientPort: clientPort, host: host, timeout: timeout, origins: origins}
+	return &statusAPI{masters: masters, clientPort: clientPort, host: host, timeout: timeout, origins: origins,
+		wake: make(chan struct{}, 1), first: make(chan struct{})}
+}
+
+// run asks the masters a round at a time, every statusFresh while the
+// document or the alarms are read, until done is closed.
+func (s *statusAPI) run(done <-chan struct{}) {
+	for {
+		s.mu.Lock()
+		idle := time.Since(s.wanted) > statusWanted
+		s.mu.Unlock()
+		if idle {
+			select {
+			case <-done:
+				return
+			case <-s.wake:
+			}
+		}
+		r := s.ask()
+		s.mu.Lock()
+		if s.cur == nil {
+			close(s.first)
+		}
+		s.cur = r
+		s.mu.Unlock()
+		select {
+		case <-done:
+			return
+		case <-time.After(statusFresh):
+		}
+	}
+}
+
+// ask is one round: every master asked at once, each with its own deadline.
+func (s *statusAPI) ask() *statusRound {
+	var addrs []netip.AddrPort
+	for _, m := range s.masters() {
+		addrs = append(addrs, netip.AddrPortFrom(m.Addr.Addr(), s.clientPort))
+	}
+	answers := clusterview.AskAll(addrs, s.timeout)
+	now := time.Now()
+	ds := clusterview.Build(answers, s.host, now)
+	r := &statusRound{at: now, doc: clusterview.NewDocument(ds, clusterview.AnswerErrors(answers), clusterview.AllParts, release.Version, now),
+		alarms: map[string]bool{}}
+	for _, w := range ds.Warnings {
+		r.alarms[w.Kind] = true
+	}
+	return r
+}
+
+// latest is the newest round (nil: none yet), and notes the read: the
+// rounds go on (or start again) while someone reads.
+func (s *statusAPI) latest() *statusRound {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if time.Since(s.wanted) > statusWanted {
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	}
+	s.wanted = time.Now()
+	return s.cur
 }
 
 func (s *statusAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	doc, _, err := s.round()
+	cur := s.latest()
+	if cur == nil {
+		select {
+		case <-s.first:
+			cur = s.latest()
+		case <-time.After(statusFirstWait):
+		case <-r.Context().Done():
+			return
+		}
+	}
 	h := w.Header()
 	h.Set("Cache-Control", "no-store")
 	// The answer depends on the Origin: a cache between must not hand
@@ -63,61 +162,51 @@ func (s *statusAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.Set("Access-Control-Allow-Origin", o)
 		}
 	}
+	if cur == nil {
+		http.Error(w, fmt.Sprintf("no status round yet: the masters were asked and none has answered within %v", statusFirstWait), http.StatusServiceUnavailable)
+		return
+	}
+	doc := cur.doc
+	age := time.Since(cur.at)
+	secs := age.Seconds()
+	doc.CacheAge = &secs
+	b, err := json.Marshal(doc)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(doc)
-}
-
-// round is the newest round's document and alarms, asked anew once it is
-// older than statusFresh.
-func (s *statusAPI) round() ([]byte, map[string]bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.doc != nil && time.Since(s.at) < statusFresh {
-		return s.doc, s.alarms, nil
-	}
-	var addrs []netip.AddrPort
-	for _, m := range s.masters() {
-		addrs = append(addrs, netip.AddrPortFrom(m.Addr.Addr(), s.clientPort))
-	}
-	answers := clusterview.AskAll(addrs, s.timeout)
-	now := time.Now()
-	ds := clusterview.Build(answers, s.host, now)
-	b, err := json.Marshal(clusterview.NewDocument(ds, clusterview.AnswerErrors(answers), clusterview.AllParts, release.Version, now))
-	if err != nil {
-		return nil, nil, err
-	}
-	s.alarms = map[string]bool{}
-	for _, w := range ds.Warnings {
-		s.alarms[w.Kind] = true
-	}
-	s.doc, s.at = append(b, '\n'), time.Now()
-	return s.doc, s.alarms, nil
+	h.Set("Content-Type", "application/json")
+	h.Set("Age", strconv.Itoa(int(age/time.Second)))
+	_, _ = w.Write(append(b, '\n'))
 }
 
 // alarmDesc is mfs_cluster_alarm: 1 while an alarm is raised, 0 when not,
 // for every kind (clusterview.AlarmKinds), as this master sees the whole
 // cluster (the round /api/v1/status serves).
 var alarmDesc = prometheus.NewDesc("mfs_cluster_alarm",
-	"1 while the alarm is raised, as this master sees the cluster (every master's status answer, as mfscli -SIM -SLQ lists them); 0 otherwise.",
+	"1 while the alarm is raised, as this master sees the cluster (every master's status answer, as mfscli -SIM -SLQ lists them); 0 otherwise. As of mfs_cluster_view_age_seconds ago.",
 	[]string{"alarm"}, nil)
 
+// ageDesc is mfs_cluster_view_age_seconds: how old the round behind
+// mfs_cluster_alarm is.
+var ageDesc = prometheus.NewDesc("mfs_cluster_view_age_seconds",
+	"How long ago the round of status answers behind mfs_cluster_alarm (and /api/v1/status) was asked. Rounds run in the background every 0.5 s while read; a frozen or far master makes a round last up to its timeout, and this grow.",
+	nil, nil)
+
 // Describe and Collect make the alarms a collector of the master's
-// registry: a scrape asks for a round at most every statusFresh.
-func (s *statusAPI) Describe(ch chan<- *prometheus.Desc) { ch <- alarmDesc }
+// registry. A scrape reads the newest round and never waits for one:
+// before the first round it has no alarm to give.
+func (s *statusAPI) Describe(ch chan<- *prometheus.Desc) { ch <- alarmDesc; ch <- ageDesc }
 
 func (s *statusAPI) Collect(ch chan<- prometheus.Metric) {
-	_, alarms, err := s.round()
-	if err != nil {
-		ch <- prometheus.NewInvalidMetric(alarmDesc, err)
+	cur := s.latest()
+	if cur == nil {
 		return
 	}
+	ch <- prometheus.MustNewConstMetric(ageDesc, prometheus.GaugeValue, time.Since(cur.at).Seconds())
 	for _, k := range clusterview.AlarmKinds {
 		v := 0.0
-		if alarms[k] {
+		if cur.alarms[k] {
 			v = 1
 		}
 		ch <- prometheus.MustNewConstMetric(alarmDesc, prometheus.GaugeValue, v, k)

@@ -22,6 +22,10 @@ type Document struct {
 	Timestamp int64        `json:"timestamp"`
 	Dataset   DocumentData `json:"dataset"`
 	Errors    []string     `json:"errors"`
+	// CacheAge: how long ago this document was built, when it is served
+	// from a cache (a master's /api/v1/status; absent from mfscli -j,
+	// built at once).
+	CacheAge *float64 `json:"cache_age_seconds,omitempty"`
 }
 
 // DocumentData is a Dataset's parts as they are printed: a part not asked

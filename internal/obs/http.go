@@ -1,12 +1,14 @@
 package obs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	stdlog "log"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,7 +38,7 @@ type Route struct {
 // for orchestrators, where /healthz is a readiness or routing check) on
 // ln, in its own goroutine, and routes beside them. Stop it with Shutdown.
 func Serve(ln net.Listener, reg *prometheus.Registry, health func() (ok bool, text string), log zerolog.Logger, routes ...Route) *http.Server {
-	el := errLog{log.With().Str("component", "http").Logger()}
+	el := newErrLog(log.With().Str("component", "http").Logger())
 	mux := http.NewServeMux()
 	for _, r := range routes {
 		mux.Handle(r.Pattern, r.Handler)
@@ -79,13 +81,50 @@ func Serve(ln net.Listener, reg *prometheus.Registry, health func() (ok bool, te
 }
 
 // errLog routes promhttp and net/http errors to zerolog at warn level.
-type errLog struct{ l zerolog.Logger }
+// A scrape its client gave up on (context canceled: a poller's timeout,
+// a closed tab) is logged at most once a minute, with how many there were
+// since: promhttp reports it once per metric family, dozens a scrape, and
+// it says nothing about this daemon.
+type errLog struct {
+	l        zerolog.Logger
+	canceled *canceledLog
+}
 
-func (e errLog) Println(v ...any) { e.l.Warn().Msg(strings.TrimSpace(fmt.Sprintln(v...))) }
+type canceledLog struct {
+	mu     sync.Mutex
+	last   time.Time
+	quiet  int // canceled since last, not logged
+	now    func() time.Time
+	period time.Duration
+}
+
+func newErrLog(l zerolog.Logger) errLog {
+	return errLog{l: l, canceled: &canceledLog{now: time.Now, period: time.Minute}}
+}
+
+func (e errLog) Println(v ...any) { e.log(strings.TrimSpace(fmt.Sprintln(v...))) }
 
 func (e errLog) Write(p []byte) (int, error) {
-	e.l.Warn().Msg(strings.TrimSpace(string(p)))
+	e.log(strings.TrimSpace(string(p)))
 	return len(p), nil
+}
+
+func (e errLog) log(msg string) {
+	if strings.Contains(msg, context.Canceled.Error()) {
+		c := e.canceled
+		c.mu.Lock()
+		if c.now().Sub(c.last) < c.period {
+			c.quiet++
+			c.mu.Unlock()
+			return
+		}
+		n := c.quiet
+		c.last, c.quiet = c.now(), 0
+		c.mu.Unlock()
+		e.l.Info().Int("since_last", n).Msg("a client gave up on its request (logged at most once a minute): " + msg)
+		return
+	}
+	e.l.Warn().Msg(msg)
 }
 
 // RegisterStoreCommits exports a store's durable writes as

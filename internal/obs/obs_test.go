@@ -176,3 +176,25 @@ mfs_master_votes{location="dc2"} 0
 		}
 	}
 }
+
+// TestCanceledScrapesQuiet: a scrape its client gave up on is logged once
+// a minute, with the count of those left out; any other error each time.
+func TestCanceledScrapesQuiet(t *testing.T) {
+	var buf bytes.Buffer
+	now := time.Unix(1000, 0)
+	el := newErrLog(zerolog.New(&buf))
+	el.canceled.now = func() time.Time { return now }
+	for range 40 {
+		el.Println("error encoding and sending metric family: write tcp: context canceled")
+	}
+	el.Println("error gathering metrics: boom")
+	now = now.Add(61 * time.Second)
+	el.Println("error encoding and sending metric family: context canceled")
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d lines, want 3 (one canceled, the other error, one canceled a minute later):\n%s", len(lines), buf.String())
+	}
+	if !strings.Contains(lines[0], `"since_last":0`) || !strings.Contains(lines[1], "boom") || !strings.Contains(lines[2], `"since_last":39`) {
+		t.Errorf("lines:\n%s", buf.String())
+	}
+}

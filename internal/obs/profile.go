@@ -46,7 +46,7 @@ func ServeProfiles(addr string, log zerolog.Logger) (*http.Server, string, error
 	if err != nil {
 		return nil, "", fmt.Errorf("PPROF_LISTEN: %w", err)
 	}
-	el := errLog{log.With().Str("component", "pprof").Logger()}
+	el := newErrLog(log.With().Str("component", "pprof").Logger())
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)

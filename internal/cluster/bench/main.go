@@ -95,7 +95,7 @@ func (s series) stats() (med, p90, max time.Duration) {
 }
 
 // kinds are the values of -only.
-var kinds = []string{"kill", "kill-notrust", "freeze", "changes", "writes", "reads", "etcd", "sites", "storelog", "coldstart", "scale"}
+var kinds = []string{"kill", "kill-notrust", "freeze", "seen", "changes", "writes", "reads", "etcd", "sites", "storelog", "coldstart", "scale"}
 
 func run(trials int, doc string, base uint8, keep, only string, coldTrials int, before, vgw string, so scaleOpts) error {
 	if only != "" && !slices.Contains(kinds, only) {
@@ -248,6 +248,25 @@ func run(trials int, doc string, base uint8, keep, only string, coldTrials int, 
 			return nil
 		}
 		return splice(doc, section, storelogBegin, storelogEnd)
+	}
+
+	if want("seen") {
+		var sr seenRun
+		if err := withCluster(spec("mfs-seen", nil, nil), func(c *cluster.Cluster) error {
+			sr = seenPhase(c, trials)
+			return nil
+		}); err != nil && sr.err == nil {
+			sr.err = err
+		}
+		res.seen = &sr
+	}
+	if only == "seen" {
+		section := seenBegin + "\n" + seenSection(*res.seen, trials) + seenEnd + "\n\n"
+		fmt.Print("\n" + section)
+		if doc == "" {
+			return nil
+		}
+		return splice(doc, section, seenBegin, seenEnd)
 	}
 
 	if want("sites") {
@@ -415,6 +434,7 @@ type results struct {
 	scale                               *scaleResults
 	sites                               *sitesRun
 	storelog                            *storelogRun
+	seen                                *seenRun
 	overload                            *overloadRun
 	profile64                           string // pprof top 15 of the LEADER at 64 clients
 	profile64CS                         string // and of one chunkserver
@@ -682,6 +702,9 @@ func write(doc string, r results) error {
 	b.WriteString("so a killed LEADER is replaced as a frozen one is, after the promise: that row is the price of a crash on such a site, to be read beside the SIGSTOP row, not the kill -9 one.\n")
 	if r.sites != nil {
 		b.WriteString("\n" + sitesBegin + "\n" + sitesSection(*r.sites, r.etcdKill, r.etcdVersion) + sitesEnd + "\n")
+	}
+	if r.seen != nil {
+		b.WriteString("\n" + seenBegin + "\n" + seenSection(*r.seen, r.trials) + seenEnd + "\n")
 	}
 	if r.storelog != nil {
 		b.WriteString("\n" + storelogBegin + "\n" + storelogSection(*r.storelog) + storelogEnd + "\n")
