@@ -96,6 +96,11 @@ test: vet versitygw
 		{ DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -q chromium >/dev/null 2>&1 || \
 		{ timeout 300 apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -q chromium >/dev/null 2>&1; }; }; } || \
 		echo "make test: Chromium is not installed and could not be (apt-get install chromium, as root): TestWebPage will skip"
+	@command -v iptables >/dev/null 2>&1 || \
+		{ [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+		{ DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y -q iptables >/dev/null 2>&1 || \
+		{ timeout 300 apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y -q iptables >/dev/null 2>&1; }; }; } || \
+		echo "make test: iptables is not installed and could not be (apt-get install iptables, as root): TestLossyLeader will skip"
 	MFS_VERSITYGW=$(VERSITYGW) $(GO) test -count=1 -timeout 14m ./...
 	$(call fuzz-each,$(SHORTFUZZ))
 

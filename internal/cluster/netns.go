@@ -2,9 +2,11 @@ package cluster
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -87,4 +89,44 @@ func InNetns(name string, f func()) error {
 		errc <- nil
 	}()
 	return <-errc
+}
+
+// Lossy drops each packet from or to addr inside the namespace with
+// probability p (iptables' statistic match, both directions on the
+// loopback: a bad link between addr and everything else, not a cut). The
+// returned heal removes the rules. It needs iptables (Debian's package);
+// the error says so.
+func Lossy(ns string, addr netip.Addr, p float64) (heal func() error, err error) {
+	if _, err := exec.LookPath("iptables"); err != nil {
+		return nil, fmt.Errorf("packet loss needs iptables (apt-get install iptables): %w", err)
+	}
+	if p <= 0 || p >= 1 {
+		return nil, fmt.Errorf("loss probability %v: want 0 < p < 1", p)
+	}
+	rule := func(op, dir string) []string {
+		return []string{"netns", "exec", ns, "iptables", "-w", op, "INPUT", dir, addr.String(), "-m", "statistic", "--mode", "random",
+			"--probability", strconv.FormatFloat(p, 'f', 4, 64), "-j", "DROP"}
+	}
+	var added [][]string
+	heal = func() error {
+		var errs []string
+		for _, dir := range added {
+			if out, err := exec.Command("ip", rule("-D", dir[0])...).CombinedOutput(); err != nil {
+				errs = append(errs, fmt.Sprintf("iptables -D: %v: %s", err, out))
+			}
+		}
+		added = nil
+		if len(errs) > 0 {
+			return fmt.Errorf("%s", strings.Join(errs, "; "))
+		}
+		return nil
+	}
+	for _, dir := range []string{"-s", "-d"} {
+		if out, err := exec.Command("ip", rule("-A", dir)...).CombinedOutput(); err != nil {
+			_ = heal()
+			return nil, fmt.Errorf("iptables -A: %v: %s", err, out)
+		}
+		added = append(added, []string{dir})
+	}
+	return heal, nil
 }
