@@ -18,6 +18,7 @@ import (
 // etcdMember is one etcd process of the comparison cluster.
 type etcdMember struct {
 	name, addr, dir, log string
+	netns                string // run inside this network namespace ("": none)
 	args                 []string
 	cmd                  *exec.Cmd
 	done                 chan struct{}
@@ -29,6 +30,9 @@ func (m *etcdMember) start() error {
 		return err
 	}
 	m.cmd = exec.Command("etcd", m.args...)
+	if m.netns != "" {
+		m.cmd = exec.Command("ip", append([]string{"netns", "exec", m.netns, "etcd"}, m.args...)...)
+	}
 	m.cmd.Stdout, m.cmd.Stderr = f, f
 	if err := m.cmd.Start(); err != nil {
 		f.Close()
@@ -96,6 +100,13 @@ func lastLines(b []byte, n int) string {
 // etcdStart starts a 3-member etcd cluster with its default settings on
 // 127.B.0.21-23 and waits for a leader.
 func etcdStart(work string, base uint8) ([]*etcdMember, string, error) {
+	return etcdStartIn(work, base, "")
+}
+
+// etcdStartIn is etcdStart inside the network namespace ns ("": none),
+// where the members are not reachable from here: a leader is then waited
+// for in their logs.
+func etcdStartIn(work string, base uint8, ns string) ([]*etcdMember, string, error) {
 	if err := ensureEtcd(); err != nil {
 		return nil, "", err
 	}
@@ -107,7 +118,7 @@ func etcdStart(work string, base uint8) ([]*etcdMember, string, error) {
 		addr := fmt.Sprintf("127.%d.0.%d", base, 21+i)
 		name := fmt.Sprintf("e%d", i+1)
 		initial = append(initial, fmt.Sprintf("%s=http://%s:2380", name, addr))
-		ms = append(ms, &etcdMember{name: name, addr: addr, dir: filepath.Join(work, "etcd", name), log: filepath.Join(work, "etcd", name+".log")})
+		ms = append(ms, &etcdMember{name: name, addr: addr, dir: filepath.Join(work, "etcd", name), log: filepath.Join(work, "etcd", name+".log"), netns: ns})
 	}
 	if err := os.MkdirAll(filepath.Join(work, "etcd"), 0o755); err != nil {
 		return nil, version, err
@@ -121,6 +132,15 @@ func etcdStart(work string, base uint8) ([]*etcdMember, string, error) {
 			etcdStop(ms)
 			return nil, version, err
 		}
+	}
+	if ns != "" {
+		for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+			if etcdLogLeader(ms) >= 0 {
+				return ms, version, nil
+			}
+		}
+		etcdStop(ms)
+		return nil, version, fmt.Errorf("no etcd member logged `became leader` within 30 s (logs in %s)", filepath.Join(work, "etcd"))
 	}
 	if _, err := etcdLeader(ms, -1, 30*time.Second); err != nil {
 		etcdStop(ms)

@@ -95,7 +95,7 @@ func (s series) stats() (med, p90, max time.Duration) {
 }
 
 // kinds are the values of -only.
-var kinds = []string{"kill", "kill-notrust", "freeze", "seen", "changes", "writes", "reads", "etcd", "sites", "storelog", "coldstart", "scale"}
+var kinds = []string{"kill", "kill-notrust", "freeze", "seen", "loss", "changes", "writes", "reads", "etcd", "sites", "storelog", "coldstart", "scale"}
 
 func run(trials int, doc string, base uint8, keep, only string, coldTrials int, before, vgw string, so scaleOpts) error {
 	if only != "" && !slices.Contains(kinds, only) {
@@ -269,6 +269,19 @@ func run(trials int, doc string, base uint8, keep, only string, coldTrials int, 
 		return splice(doc, section, seenBegin, seenEnd)
 	}
 
+	if want("loss") {
+		lr := lossPhase(work, bin, base, trials, func(dir string) cluster.Spec { return spec(dir, nil, nil) })
+		res.loss = &lr
+	}
+	if only == "loss" {
+		section := lossBegin + "\n" + lossSection(*res.loss, trials) + lossEnd + "\n\n"
+		fmt.Print("\n" + section)
+		if doc == "" {
+			return nil
+		}
+		return splice(doc, section, lossBegin, lossEnd)
+	}
+
 	if want("sites") {
 		sr := sitesPhase(work, bin, base, vgw, trials, keep != "")
 		res.sites = &sr
@@ -435,6 +448,7 @@ type results struct {
 	sites                               *sitesRun
 	storelog                            *storelogRun
 	seen                                *seenRun
+	loss                                *lossRun
 	overload                            *overloadRun
 	profile64                           string // pprof top 15 of the LEADER at 64 clients
 	profile64CS                         string // and of one chunkserver
@@ -705,6 +719,9 @@ func write(doc string, r results) error {
 	}
 	if r.seen != nil {
 		b.WriteString("\n" + seenBegin + "\n" + seenSection(*r.seen, r.trials) + seenEnd + "\n")
+	}
+	if r.loss != nil {
+		b.WriteString("\n" + lossBegin + "\n" + lossSection(*r.loss, r.trials) + lossEnd + "\n")
 	}
 	if r.storelog != nil {
 		b.WriteString("\n" + storelogBegin + "\n" + storelogSection(*r.storelog) + storelogEnd + "\n")
