@@ -11,7 +11,9 @@ import (
 // longest time without a LEADER.
 func TestLeaderTerms(t *testing.T) {
 	dir := t.TempDir()
-	at := func(s float64) time.Time { return time.Unix(1000, 0).Add(time.Duration(s * float64(time.Second))).UTC() }
+	at := func(s float64) time.Time {
+		return time.Unix(1000, 0).Add(time.Duration(s * float64(time.Second))).UTC()
+	}
 	line := func(s float64, from, to string) string {
 		return `{"level":"info","from":"` + from + `","to":"` + to + `","time":"` + at(s).Format(time.RFC3339Nano) + `","message":"role change"}` + "\n"
 	}
