@@ -49,7 +49,7 @@ type statusAPI struct {
 
 	mu     sync.Mutex
 	cur    *statusRound  // the newest round (nil: none yet)
-	first  chan struct{} // closed when cur is first set
+	next   chan struct{} // closed when cur is next replaced
 	wanted time.Time     // the last read
 }
 
@@ -63,19 +63,20 @@ type statusRound struct {
 const (
 	// statusFresh: a round starts at most this often.
 	statusFresh = 500 * time.Millisecond
-	// statusWanted: rounds go on this long after the last read (four
-	// scrapes at Prometheus's default 15 s interval, or a minute of a
-	// page closed).
-	statusWanted = time.Minute
-	// statusFirstWait: how long the document's first request waits for the
-	// first round (there is nothing to serve before it); /metrics never
-	// waits.
+	// statusWanted: rounds go on this long after the last read: past the
+	// longest scrape interval in common use (Prometheus's default is 15 s,
+	// many run 1 m), so that no scrape reads a round older than a round's
+	// own length.
+	statusWanted = 5 * time.Minute
+	// statusFirstWait: how long a request for the document waits for a
+	// round when there is none, or the newest is from before the rounds
+	// stopped (nobody read for statusWanted); /metrics never waits.
 	statusFirstWait = 2 * time.Second
 )
 
 func newStatusAPI(masters func() []masterhost.Master, clientPort uint16, host string, timeout time.Duration, origins *originRule) *statusAPI {
 	return &statusAPI{masters: masters, clientPort: clientPort, host: host, timeout: timeout, origins: origins,
-		wake: make(chan struct{}, 1), first: make(chan struct{})}
+		wake: make(chan struct{}, 1), next: make(chan struct{})}
 }
 
 // run asks the masters a round at a time, every statusFresh while the
@@ -94,10 +95,9 @@ func (s *statusAPI) run(done <-chan struct{}) {
 		}
 		r := s.ask()
 		s.mu.Lock()
-		if s.cur == nil {
-			close(s.first)
-		}
 		s.cur = r
+		close(s.next)
+		s.next = make(chan struct{})
 		s.mu.Unlock()
 		select {
 		case <-done:
@@ -124,27 +124,28 @@ func (s *statusAPI) ask() *statusRound {
 	return r
 }
 
-// latest is the newest round (nil: none yet), and notes the read: the
-// rounds go on (or start again) while someone reads.
-func (s *statusAPI) latest() *statusRound {
+// latest is the newest round (nil: none yet), whether it is from before
+// the rounds stopped (stale), and a channel closed at the next round; it
+// notes the read: the rounds go on (or start again) while someone reads.
+func (s *statusAPI) latest() (cur *statusRound, stale bool, next <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if time.Since(s.wanted) > statusWanted {
+	if stale = time.Since(s.wanted) > statusWanted; stale {
 		select {
 		case s.wake <- struct{}{}:
 		default:
 		}
 	}
 	s.wanted = time.Now()
-	return s.cur
+	return s.cur, stale, s.next
 }
 
 func (s *statusAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	cur := s.latest()
-	if cur == nil {
+	cur, stale, next := s.latest()
+	if cur == nil || stale {
 		select {
-		case <-s.first:
-			cur = s.latest()
+		case <-next:
+			cur, _, _ = s.latest()
 		case <-time.After(statusFirstWait):
 		case <-r.Context().Done():
 			return
@@ -199,7 +200,7 @@ var ageDesc = prometheus.NewDesc("mfs_cluster_view_age_seconds",
 func (s *statusAPI) Describe(ch chan<- *prometheus.Desc) { ch <- alarmDesc; ch <- ageDesc }
 
 func (s *statusAPI) Collect(ch chan<- prometheus.Metric) {
-	cur := s.latest()
+	cur, _, _ := s.latest()
 	if cur == nil {
 		return
 	}
