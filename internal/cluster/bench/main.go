@@ -270,7 +270,7 @@ func run(trials int, doc string, base uint8, keep, only string, coldTrials int, 
 	}
 
 	if want("loss") {
-		lr := lossPhase(work, bin, base, trials, func(dir string) cluster.Spec { return spec(dir, nil, nil) })
+		lr := lossPhase(work, bin, base, trials, func(dir string, masterCfg map[string]string) cluster.Spec { return spec(dir, masterCfg, nil) })
 		res.loss = &lr
 	}
 	if only == "loss" {
