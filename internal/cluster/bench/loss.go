@@ -225,29 +225,10 @@ func lossSection(r lossRun, trials int) string {
 	fmt.Fprintf(&b, "The `make run` topology inside a network namespace; %.0f%% of the packets from and to the LEADER dropped, both ways (iptables' statistic match), for %v; ", lossRate*100, lossFor)
 	fmt.Fprintf(&b, "counted from the loss's start to %v after its end, from the masters' own logs: the LEADER changes, and the longest time no master was LEADER. ", lossAfter)
 	fmt.Fprintf(&b, "etcd beside it, in the same namespace: 3 members with default settings, the loss on its leader, from its members' logs (`became leader`; `lost leader` to `elected leader`). Goal: no change, never over 0.5 s without a LEADER. Reproduce: `go run ./internal/cluster/bench -only loss -trials=%d`.\n\n", trials)
-	row := func(name string, ts []lossTrial, err error) {
-		if len(ts) == 0 {
-			fmt.Fprintf(&b, "| %s | 0 | not measured: %v | | | |\n", name, err)
-			return
-		}
-		var changes []string
-		kept, total := 0, 0
-		var gaps series
-		for _, t := range ts {
-			changes = append(changes, fmt.Sprint(t.changes))
-			total += t.changes
-			if t.changes == 0 {
-				kept++
-			}
-			gaps.d = append(gaps.d, t.gap)
-		}
-		med, _, mx := gaps.stats()
-		fmt.Fprintf(&b, "| %s | %d | %s | %d of %d | %s | %s |\n", name, len(ts), strings.Join(changes, ", "), kept, len(ts), ms(med), ms(mx))
-	}
 	b.WriteString("| system | trials | LEADER changes per trial | trials with no change | longest without a LEADER (median) | (max) |\n|---|---|---|---|---|---|\n")
-	row("ours, the defaults", r.ours, r.oursErr)
-	row("ours, "+tunedWords(), r.tuned, r.tunedErr)
-	row("etcd "+r.etcdVersion, r.etcd, r.etcdErr)
+	lossRows(&b, "ours, the defaults", r.ours, r.oursErr)
+	lossRows(&b, "ours, "+tunedWords(), r.tuned, r.tunedErr)
+	lossRows(&b, "etcd "+r.etcdVersion, r.etcd, r.etcdErr)
 	if len(r.tunedFreeze.d) > 0 {
 		med, p90, mx := r.tunedFreeze.stats()
 		fmt.Fprintf(&b, "\nThe price of %s: SIGSTOP of the LEADER -> new LEADER on that cluster (no loss), %d trials: median %s, p90 %s, max %s (the defaults: the Failover table). kill -9 is not slowed: a dead master's refused dials release the promises at once.\n", tunedWords(), len(r.tunedFreeze.d), ms(med), ms(p90), ms(mx))
@@ -270,4 +251,25 @@ func tunedWords() string {
 	}
 	slices.Sort(kv)
 	return strings.Join(kv, ", ")
+}
+
+// lossRows writes one row of trials (the LEADER changes and the longest
+// time without a LEADER) into b.
+func lossRows(b *strings.Builder, name string, ts []lossTrial, err error) {
+	if len(ts) == 0 {
+		fmt.Fprintf(b, "| %s | 0 | not measured: %v | | | |\n", name, err)
+		return
+	}
+	var changes []string
+	kept := 0
+	var gaps series
+	for _, t := range ts {
+		changes = append(changes, fmt.Sprint(t.changes))
+		if t.changes == 0 {
+			kept++
+		}
+		gaps.d = append(gaps.d, t.gap)
+	}
+	med, _, mx := gaps.stats()
+	fmt.Fprintf(b, "| %s | %d | %s | %d of %d | %s | %s |\n", name, len(ts), strings.Join(changes, ", "), kept, len(ts), ms(med), ms(mx))
 }

@@ -95,7 +95,7 @@ func (s series) stats() (med, p90, max time.Duration) {
 }
 
 // kinds are the values of -only.
-var kinds = []string{"kill", "kill-notrust", "freeze", "seen", "loss", "changes", "writes", "reads", "etcd", "sites", "storelog", "coldstart", "scale"}
+var kinds = []string{"kill", "kill-notrust", "freeze", "seen", "loss", "load", "changes", "writes", "reads", "etcd", "sites", "storelog", "coldstart", "scale"}
 
 func run(trials int, doc string, base uint8, keep, only string, coldTrials int, before, vgw string, so scaleOpts) error {
 	if only != "" && !slices.Contains(kinds, only) {
@@ -282,6 +282,19 @@ func run(trials int, doc string, base uint8, keep, only string, coldTrials int, 
 		return splice(doc, section, lossBegin, lossEnd)
 	}
 
+	if want("load") {
+		lr := loadPhase(work, base, trials, func(dir string) cluster.Spec { return spec(dir, nil, nil) })
+		res.load = &lr
+	}
+	if only == "load" {
+		section := loadBegin + "\n" + loadSection(*res.load, trials) + loadEnd + "\n\n"
+		fmt.Print("\n" + section)
+		if doc == "" {
+			return nil
+		}
+		return splice(doc, section, loadBegin, loadEnd)
+	}
+
 	if want("sites") {
 		sr := sitesPhase(work, bin, base, vgw, trials, keep != "")
 		res.sites = &sr
@@ -449,6 +462,7 @@ type results struct {
 	storelog                            *storelogRun
 	seen                                *seenRun
 	loss                                *lossRun
+	load                                *loadRun
 	overload                            *overloadRun
 	profile64                           string // pprof top 15 of the LEADER at 64 clients
 	profile64CS                         string // and of one chunkserver
@@ -722,6 +736,9 @@ func write(doc string, r results) error {
 	}
 	if r.loss != nil {
 		b.WriteString("\n" + lossBegin + "\n" + lossSection(*r.loss, r.trials) + lossEnd + "\n")
+	}
+	if r.load != nil {
+		b.WriteString("\n" + loadBegin + "\n" + loadSection(*r.load, r.trials) + loadEnd + "\n")
 	}
 	if r.storelog != nil {
 		b.WriteString("\n" + storelogBegin + "\n" + storelogSection(*r.storelog) + storelogEnd + "\n")
