@@ -91,6 +91,32 @@ func InNetns(name string, f func()) error {
 	return <-errc
 }
 
+// OneWay drops every packet to addr inside the namespace (in true: addr
+// cannot receive) or every packet from it (in false: addr cannot send),
+// the other direction untouched: an asymmetric cut. The returned heal
+// removes the rule. It needs iptables, as Lossy.
+func OneWay(ns string, addr netip.Addr, in bool) (heal func() error, err error) {
+	if _, err := exec.LookPath("iptables"); err != nil {
+		return nil, fmt.Errorf("a one-way cut needs iptables (apt-get install iptables): %w", err)
+	}
+	dir := "-s"
+	if in {
+		dir = "-d"
+	}
+	rule := func(op string) []string {
+		return []string{"netns", "exec", ns, "iptables", "-w", op, "INPUT", dir, addr.String(), "-j", "DROP"}
+	}
+	if out, err := exec.Command("ip", rule("-A")...).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("iptables -A: %v: %s", err, out)
+	}
+	return func() error {
+		if out, err := exec.Command("ip", rule("-D")...).CombinedOutput(); err != nil {
+			return fmt.Errorf("iptables -D: %v: %s", err, out)
+		}
+		return nil
+	}, nil
+}
+
 // Lossy drops each packet from or to addr inside the namespace with
 // probability p (iptables' statistic match, both directions on the
 // loopback: a bad link between addr and everything else, not a cut). The

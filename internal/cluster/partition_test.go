@@ -137,3 +137,62 @@ func TestLossyLeader(t *testing.T) {
 	t.Logf("20%% loss both ways on the LEADER %s for %v: %d LEADER changes, the longest time without a LEADER %v, from the loss's start to %v after its end (goal: 0 changes, never over 0.5 s)",
 		c.Masters[lead].Addr, to.Sub(from).Round(time.Millisecond), began, gap.Round(time.Millisecond), end.Sub(to).Round(time.Millisecond))
 }
+
+// TestOneWayCut: the LEADER cut off in one direction only (iptables in a
+// network namespace of the test's own), each way in turn: it cannot
+// receive (its heartbeats still reach the voters, whose answers do not
+// reach it), or it cannot send. Either way it must step down once its
+// lease lapses, and another master must lead; after the heal the cluster
+// settles with one LEADER. The times are printed (the lease is 0.5 s: the
+// step-down comes about then, the new LEADER within about 1 s); asserted
+// are bounds that hold on a loaded machine.
+func TestOneWayCut(t *testing.T) {
+	ns := fmt.Sprintf("mfs-oneway-%d", os.Getpid())
+	if err := cluster.NewNetns(ns); err != nil {
+		t.Skipf("no network namespace: %v", err)
+	}
+	t.Cleanup(func() { _ = cluster.DeleteNetns(ns) })
+	c, _ := start(t, func(s *cluster.Spec) { s.Netns = ns })
+	time.Sleep(2 * time.Second) // settled: see TestPartition
+	for _, in := range []bool{true, false} {
+		what := "cannot send"
+		if in {
+			what = "cannot receive"
+		}
+		lead, _, err := c.WaitLeader(10*time.Second, 50*time.Millisecond)
+		if err != nil {
+			t.Fatalf("no LEADER before the cut (%s): %v", what, err)
+		}
+		old := c.Masters[lead]
+		heal, err := cluster.OneWay(ns, old.Addr, in)
+		if err != nil {
+			t.Skipf("no one-way cut: %v", err)
+		}
+		from := time.Now()
+		next, _, err := c.WaitLeader(10*time.Second, 50*time.Millisecond, lead)
+		if err != nil {
+			_ = heal()
+			t.Fatalf("the LEADER %s: no other master led within 10 s: %v", what, err)
+		}
+		left := cluster.LeftLeader(old.Log, from)
+		for end := time.Now().Add(5 * time.Second); left.IsZero() && time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+			left = cluster.LeftLeader(old.Log, from)
+		}
+		if err := heal(); err != nil {
+			t.Fatal(err)
+		}
+		came := cluster.BecameLeader(c.Masters[next].Log, from)
+		if left.IsZero() {
+			t.Fatalf("the LEADER %s never stepped down (its log has no LEADER -> line within 5 s of %s leading)", what, c.Masters[next].Addr)
+		}
+		t.Logf("LEADER %s %s: stepped down %v after the cut, %s LEADER %v after it", old.Addr, what,
+			left.Sub(from).Round(time.Millisecond), c.Masters[next].Addr, came.Sub(from).Round(time.Millisecond))
+		if d := left.Sub(from); d > 3*time.Second {
+			t.Errorf("the LEADER %s stepped down %v after the cut (its lease is 0.5 s)", what, d)
+		}
+		if d := came.Sub(from); d > 5*time.Second {
+			t.Errorf("a new LEADER came %v after the cut of a LEADER that %s", d, what)
+		}
+		holdsLeader(t, c, next, time.Second, "after the heal ("+what+")")
+	}
+}
