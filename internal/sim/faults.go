@@ -41,6 +41,7 @@ const (
 	fRotCS
 	fTornCS
 	fLoseCS
+	fLossyLink
 	numFaults
 )
 
@@ -430,6 +431,11 @@ var faultMenu = [numFaults]struct {
 	fLoseCS: {"lose-cs", func(w *world, d draw) fault {
 		return csLose{i: d.pick % len(w.css), downFor: d.dur}
 	}},
+	fLossyLink: {"lossy-link", func(w *world, d draw) fault {
+		// 1.3-8.6 s: as long as the real-process bench's 8 s, and longer
+		// than most leases, so that a stall chain can outlast one.
+		return lossyLink{i: w.aimedMaster(d), dur: int64(time.Second) + 2*d.dur}
+	}},
 }
 
 // fault fires one fault of the menu.
@@ -490,6 +496,27 @@ func (f freeze) fire(w *world, _ *adminIDs) {
 	}
 	w.pause(f.r)
 	w.at(w.now+f.dur, func() { w.resume(f.r) })
+}
+
+// lossyLink: every link of a master (the LEADER 7 in 10) lossy as a bad
+// link is under TCP, both ways, for dur (net.lossy): a master alive and
+// reachable whose messages come in bursts after stalls of 200 ms and
+// more. Safety must hold as ever; the LEADER changes it causes are counted
+// (Result.LossyChanges), the figure issue "Seen as fast as it happens"
+// asks to bring to 0.
+type lossyLink struct {
+	i   int
+	dur int64
+}
+
+func (f lossyLink) fire(w *world, _ *adminIDs) {
+	end := w.now + f.dur
+	w.tracef("LOSSY M%d: %.0f%% of its packets lost both ways (TCP resends) for %v", f.i+1, lossyRate*100, time.Duration(f.dur))
+	w.net.lossy[f.i] = max(w.net.lossy[f.i], end)
+	if end > w.lossyUntil {
+		w.lossyTime += end - max(w.now, w.lossyUntil)
+		w.lossyUntil = end
+	}
 }
 
 // cutDir is which way a partition of one master drops messages.

@@ -102,6 +102,10 @@ type Result struct {
 	Restores int
 	// Witness: what the witness did on a seed that drew one (nil: none).
 	Witness *WitnessRun
+	// Lossy: how long a master's links were lossy (the lossy-link fault),
+	// and LossyChanges: the LEADER changes in that time.
+	Lossy        time.Duration
+	LossyChanges int
 }
 
 // WitnessRun is what the witness did in one run.
@@ -296,7 +300,22 @@ type net struct {
 	delayBase, delayJitter int64
 	loss, dup              float64
 	cuts                   []cut
+	// lossy: until when each master's links (both ways, to every node)
+	// lose packets as a bad link does under TCP (the lossy-link fault):
+	// nothing is dropped, a lost segment is resent after TCP's
+	// retransmission timeout, and everything after it on the same
+	// connection waits behind it (hol: until when each link is held).
+	lossy map[int]int64
+	hol   map[[2]ref]int64
 }
+
+// The lossy-link model: each message is lost with lossyRate, and resent
+// after tcpRTO, doubling with each loss in a row (Linux's minimum timeout
+// on a fresh connection; on loopback the measured round trip adds nothing).
+const (
+	lossyRate = 0.2
+	tcpRTO    = int64(200 * time.Millisecond)
+)
 
 // cut drops every message from a node matching from to a node matching to.
 type cut struct {
@@ -337,6 +356,11 @@ type world struct {
 
 	cleanStarts int // chunkserver starts from a clean-stop mark
 	restores    int // masters started again from an older copy of their store
+	// lossyUntil, lossyTime, lossyChanges: the end of the lossy-link
+	// windows so far, their length (overlaps counted once), and the
+	// LEADER changes that came in them.
+	lossyUntil, lossyTime int64
+	lossyChanges          int
 
 	wprof witnessProfile // the witness (witness.go)
 	store *simStore
@@ -413,6 +437,16 @@ func (w *world) send(from, to ref, msg any, sentLoc int64) {
 	w.sendAfter(from, to, msg, sentLoc, 0)
 }
 
+// lossyBetween: a lossy-link window holds for a master at either end.
+func (w *world) lossyBetween(from, to ref) bool {
+	for _, r := range []ref{from, to} {
+		if r.k == kMaster && w.net.lossy[r.i] > w.now {
+			return true
+		}
+	}
+	return false
+}
+
 // cpuOf is the processor node r runs on under the CPU model (nil: none).
 func (w *world) cpuOf(r ref) *int64 {
 	switch {
@@ -435,6 +469,18 @@ func (w *world) sendAfter(from, to ref, msg any, sentLoc, extra int64) {
 	}
 	if w.cutBetween(from, to) {
 		w.reject(from, to, msg, sentLoc)
+		return
+	}
+	if w.lossyBetween(from, to) {
+		d := extra + w.net.delayBase + w.rng.Int63n(w.net.delayJitter+1)
+		rto := tcpRTO
+		for n := 0; n < 6 && w.rng.Float64() < lossyRate; n++ {
+			d, rto = d+rto, 2*rto
+		}
+		link := [2]ref{from, to}
+		at := max(w.now+d, w.net.hol[link])
+		w.net.hol[link] = at
+		w.push(&event{at: at, kind: evDeliver, to: to, from: from, msg: msg, sentLoc: sentLoc})
 		return
 	}
 	if w.rng.Float64() < w.net.loss {
@@ -994,7 +1040,8 @@ func newWorld(opt Options) *world {
 // build makes the world's nodes from its profile.
 func (w *world) build() {
 	opt := w.opt
-	w.net = net{delayBase: int64(w.prof.delayBase), delayJitter: int64(w.prof.delayJitter), loss: w.prof.loss, dup: w.prof.dup}
+	w.net = net{delayBase: int64(w.prof.delayBase), delayJitter: int64(w.prof.delayJitter), loss: w.prof.loss, dup: w.prof.dup,
+		lossy: map[int]int64{}, hol: map[[2]ref]int64{}}
 	w.diskMin, w.diskMax = int64(50*time.Microsecond), int64(w.prof.diskMax)
 	ids := make([]wire.MasterID, w.prof.masters)
 	for i := range ids {
@@ -1108,6 +1155,7 @@ func (w *world) run() Result {
 	res.AllKeep = res.Keep == len(w.masters)
 	res.CleanStarts = w.cleanStarts
 	res.Restores = w.restores
+	res.Lossy, res.LossyChanges = time.Duration(w.lossyTime), w.lossyChanges
 	res.Refusals = w.chk.refusals
 	res.TraceHash = w.hash
 	res.Trace = w.tail()
@@ -1149,6 +1197,11 @@ func (w *world) heal() {
 	w.tracef("HEAL")
 	w.net.cuts = nil
 	w.net.loss, w.net.dup = 0, 0
+	clear(w.net.lossy)
+	if w.lossyUntil > w.now {
+		w.lossyTime -= w.lossyUntil - w.now
+		w.lossyUntil = w.now
+	}
 	w.chk.healed, w.chk.healAt = true, w.now
 	w.chk.healVoters = slices.Clone(w.chk.lastVoter)
 	w.fullMasterSet()

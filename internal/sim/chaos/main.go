@@ -29,6 +29,7 @@ func main() {
 	var snaps sim.Snapshots
 	tempRemovals, forged, diskFaults, stuck := 0, 0, 0, 0
 	var wit witnessFigures
+	var lossy lossyFigures
 	opts := func(s int64) sim.Options {
 		o := sim.DefaultOptions(s)
 		o.Witness = *witness
@@ -62,6 +63,11 @@ func main() {
 			wit.logReads += w.LogReads
 			wit.stale += w.StaleRefused
 		}
+		if r.Lossy > 0 {
+			lossy.seeds++
+			lossy.time += r.Lossy
+			lossy.changes += r.LossyChanges
+		}
 		violations += len(r.Violations)
 		if r.Liveness != "" {
 			liveness++
@@ -92,7 +98,7 @@ func main() {
 		fmt.Fprint(os.Stderr, r.Report())
 	}
 	if *doc != "" {
-		if err := writeDoc(*doc, *witness, wit, *seeds, violations, liveness, elapsed, events, terms, acked, snaps, tempRemovals, forged, diskFaults, stuck, fail, heal); err != nil {
+		if err := writeDoc(*doc, *witness, wit, lossy, *seeds, violations, liveness, elapsed, events, terms, acked, snaps, tempRemovals, forged, diskFaults, stuck, fail, heal); err != nil {
 			fmt.Fprintln(os.Stderr, "chaos:", err)
 			os.Exit(2)
 		}
@@ -100,6 +106,7 @@ func main() {
 	fmt.Printf("sim: seeds=%d violations=%d liveness_failures=%d elapsed=%.0fs\n", *seeds, violations, liveness, elapsed.Seconds())
 	fmt.Printf("snapshots: saved=%d trims=%d installed=%d (by an ELECT %d); temporary removals accepted: %d; forged messages: %d\n", snaps.Saved, snaps.Trims, snaps.Installed, snaps.ElectInstall, tempRemovals, forged)
 	fmt.Printf("disk faults: %d chunkserver records damaged, torn or lost; %d seeds left with no quorum of certain voters after the heal (documented, not failures)\n", diskFaults, stuck)
+	fmt.Printf("lossy links: on %d seeds, %.1f simulated minutes of 20%% loss both ways on a master's links, %d LEADER changes in them (%s)\n", lossy.seeds, lossy.time.Minutes(), lossy.changes, lossy.rate())
 	fmt.Printf("witness: on %d seeds, its lease held on %d, the store refused by the self-test on %d; %d calls, %d writes\n", wit.seeds, wit.held, wit.refused, wit.calls, wit.writes)
 	fmt.Printf("store log: stood in on %d seeds; %d objects, %d snapshots, %d heads written; %d objects read by a catch-up; %d head writes of a superseded LEADER refused\n", wit.logSeeds, wit.logObjects, wit.logSnaps, wit.logHeads, wit.logReads, wit.stale)
 	if violations > 0 || liveness > 0 {
@@ -117,6 +124,20 @@ func pct(ds []time.Duration, p float64) time.Duration {
 	return s[i].Round(time.Millisecond)
 }
 
+// lossyFigures sums the lossy-link windows: seeds that drew one, their
+// simulated time, and the LEADER changes in them.
+type lossyFigures struct {
+	seeds, changes int
+	time           time.Duration
+}
+
+func (l lossyFigures) rate() string {
+	if l.time <= 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%.2f per simulated minute", float64(l.changes)/l.time.Minutes())
+}
+
 // witnessFigures sums what the witness did over the seeds that drew it.
 type witnessFigures struct {
 	seeds, held, refused, calls, writes int
@@ -124,7 +145,7 @@ type witnessFigures struct {
 	logSeeds, logObjects, logSnaps, logHeads, logReads, stale int
 }
 
-func writeDoc(path string, withWitness bool, wit witnessFigures, seeds, violations, liveness int, elapsed time.Duration, events, terms, acked int, snaps sim.Snapshots, tempRemovals, forged, diskFaults, stuck int, fail map[string][]time.Duration, heal []time.Duration) error {
+func writeDoc(path string, withWitness bool, wit witnessFigures, lossy lossyFigures, seeds, violations, liveness int, elapsed time.Duration, events, terms, acked int, snaps sim.Snapshots, tempRemovals, forged, diskFaults, stuck int, fail map[string][]time.Duration, heal []time.Duration) error {
 	old, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -152,6 +173,7 @@ func writeDoc(path string, withWitness bool, wit witnessFigures, seeds, violatio
 	fmt.Fprintf(&b, "| forged messages (impostor acks, a clone's echoes, epoch bombs) | %d |\n", forged)
 	fmt.Fprintf(&b, "| chunkserver records damaged, torn or lost (rot-cs, torn-cs, lose-cs) | %d |\n", diskFaults)
 	fmt.Fprintf(&b, "| seeds with no quorum of certain voters after the heal (no LEADER, as documented) | %d |\n", stuck)
+	fmt.Fprintf(&b, "| lossy links (lossy-link: 20%% loss both ways, TCP resends): seeds / simulated minutes / LEADER changes in them | %d / %.1f / %d (%s) |\n", lossy.seeds, lossy.time.Minutes(), lossy.changes, lossy.rate())
 	fmt.Fprintf(&b, "| seeds with a witness / its lease held / the store refused by the self-test | %d / %d / %d |\n", wit.seeds, wit.held, wit.refused)
 	fmt.Fprintf(&b, "| calls on the witness's store / writes it took | %d / %d |\n", wit.calls, wit.writes)
 	if withWitness {
