@@ -127,8 +127,8 @@ func (c *checker) batch(w *world, r ref, b roles.Batch) {
 // transition checks one role change: it is in the table, its disconnect
 // rule was followed, and no settled LEADER flaps after the heal (L2).
 func (c *checker) transition(w *world, r ref, a roles.Transition) {
-	if a.To == roles.Leader && w.now < w.lossyUntil {
-		w.lossyChanges++
+	if a.From == roles.Leader && a.Reason == roles.ReasonQuorumLost && r.k == kMaster && w.net.lossy[r.i] > w.now {
+		w.lossyChanges++ // its lossy link deposed it: the lease lapsed while it lived
 	}
 	c.happened[historyKey(wire.MasterID(r.i+1), a.From.String(), a.To.String(), a.Epoch, a.Reason)] = true
 	if _, ok := roles.FindRule(a.From, a.To, a.Reason); !ok {

@@ -358,7 +358,8 @@ type world struct {
 	restores    int // masters started again from an older copy of their store
 	// lossyUntil, lossyTime, lossyChanges: the end of the lossy-link
 	// windows so far, their length (overlaps counted once), and the
-	// LEADER changes that came in them.
+	// LEADERs deposed in them: quorum-lost while their own links were
+	// lossy (other faults' changes in the same windows are not counted).
 	lossyUntil, lossyTime int64
 	lossyChanges          int
 

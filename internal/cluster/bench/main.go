@@ -95,7 +95,7 @@ func (s series) stats() (med, p90, max time.Duration) {
 }
 
 // kinds are the values of -only.
-var kinds = []string{"kill", "kill-notrust", "freeze", "seen", "loss", "load", "changes", "writes", "reads", "etcd", "sites", "storelog", "coldstart", "scale"}
+var kinds = []string{"kill", "kill-notrust", "freeze", "seen", "loss", "load", "oneway", "changes", "writes", "reads", "etcd", "sites", "storelog", "coldstart", "scale"}
 
 func run(trials int, doc string, base uint8, keep, only string, coldTrials int, before, vgw string, so scaleOpts) error {
 	if only != "" && !slices.Contains(kinds, only) {
@@ -295,6 +295,19 @@ func run(trials int, doc string, base uint8, keep, only string, coldTrials int, 
 		return splice(doc, section, loadBegin, loadEnd)
 	}
 
+	if want("oneway") {
+		or := onewayPhase(trials, func(dir string) cluster.Spec { return spec(dir, nil, nil) })
+		res.oneway = &or
+	}
+	if only == "oneway" {
+		section := onewayBegin + "\n" + onewaySection(*res.oneway, trials) + onewayEnd + "\n\n"
+		fmt.Print("\n" + section)
+		if doc == "" {
+			return nil
+		}
+		return splice(doc, section, onewayBegin, onewayEnd)
+	}
+
 	if want("sites") {
 		sr := sitesPhase(work, bin, base, vgw, trials, keep != "")
 		res.sites = &sr
@@ -463,6 +476,7 @@ type results struct {
 	seen                                *seenRun
 	loss                                *lossRun
 	load                                *loadRun
+	oneway                              *onewayRun
 	overload                            *overloadRun
 	profile64                           string // pprof top 15 of the LEADER at 64 clients
 	profile64CS                         string // and of one chunkserver
@@ -739,6 +753,9 @@ func write(doc string, r results) error {
 	}
 	if r.load != nil {
 		b.WriteString("\n" + loadBegin + "\n" + loadSection(*r.load, r.trials) + loadEnd + "\n")
+	}
+	if r.oneway != nil {
+		b.WriteString("\n" + onewayBegin + "\n" + onewaySection(*r.oneway, r.trials) + onewayEnd + "\n")
 	}
 	if r.storelog != nil {
 		b.WriteString("\n" + storelogBegin + "\n" + storelogSection(*r.storelog) + storelogEnd + "\n")
