@@ -129,6 +129,9 @@ func (c *checker) batch(w *world, r ref, b roles.Batch) {
 func (c *checker) transition(w *world, r ref, a roles.Transition) {
 	if a.From == roles.Leader && a.Reason == roles.ReasonQuorumLost && r.k == kMaster && w.net.lossy[r.i] > w.now {
 		w.lossyChanges++ // its lossy link deposed it: the lease lapsed while it lived
+		if w.now >= w.othersUntil {
+			w.lossyAlone++
+		}
 	}
 	c.happened[historyKey(wire.MasterID(r.i+1), a.From.String(), a.To.String(), a.Epoch, a.Reason)] = true
 	if _, ok := roles.FindRule(a.From, a.To, a.Reason); !ok {

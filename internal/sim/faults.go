@@ -441,6 +441,11 @@ var faultMenu = [numFaults]struct {
 // fault fires one fault of the menu.
 func (w *world) fault(f faultKind, d draw, ids *adminIDs) {
 	if x := faultMenu[f].read(w, d); x != nil {
+		if f != fLossyLink {
+			// Until then another fault may be what deposes a LEADER on a
+			// lossy link: its duration, and a lease for its effects.
+			w.othersUntil = max(w.othersUntil, w.now+d.dur+int64(w.prof.masterCfg.VoteLease))
+		}
 		x.fire(w, ids)
 	}
 }

@@ -106,6 +106,8 @@ type Result struct {
 	// and LossyChanges: the LEADER changes in that time.
 	Lossy        time.Duration
 	LossyChanges int
+	// LossyAlone: those of LossyChanges with no other fault acting.
+	LossyAlone int
 }
 
 // WitnessRun is what the witness did in one run.
@@ -362,6 +364,10 @@ type world struct {
 	// lossy (other faults' changes in the same windows are not counted).
 	lossyUntil, lossyTime int64
 	lossyChanges          int
+	// lossyAlone: those of lossyChanges with no other fault acting
+	// (othersUntil: the end of the other faults' effects so far).
+	lossyAlone  int
+	othersUntil int64
 
 	wprof witnessProfile // the witness (witness.go)
 	store *simStore
@@ -1156,7 +1162,7 @@ func (w *world) run() Result {
 	res.AllKeep = res.Keep == len(w.masters)
 	res.CleanStarts = w.cleanStarts
 	res.Restores = w.restores
-	res.Lossy, res.LossyChanges = time.Duration(w.lossyTime), w.lossyChanges
+	res.Lossy, res.LossyChanges, res.LossyAlone = time.Duration(w.lossyTime), w.lossyChanges, w.lossyAlone
 	res.Refusals = w.chk.refusals
 	res.TraceHash = w.hash
 	res.Trace = w.tail()

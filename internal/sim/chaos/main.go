@@ -67,6 +67,7 @@ func main() {
 			lossy.seeds++
 			lossy.time += r.Lossy
 			lossy.changes += r.LossyChanges
+			lossy.alone += r.LossyAlone
 		}
 		violations += len(r.Violations)
 		if r.Liveness != "" {
@@ -106,7 +107,7 @@ func main() {
 	fmt.Printf("sim: seeds=%d violations=%d liveness_failures=%d elapsed=%.0fs\n", *seeds, violations, liveness, elapsed.Seconds())
 	fmt.Printf("snapshots: saved=%d trims=%d installed=%d (by an ELECT %d); temporary removals accepted: %d; forged messages: %d\n", snaps.Saved, snaps.Trims, snaps.Installed, snaps.ElectInstall, tempRemovals, forged)
 	fmt.Printf("disk faults: %d chunkserver records damaged, torn or lost; %d seeds left with no quorum of certain voters after the heal (documented, not failures)\n", diskFaults, stuck)
-	fmt.Printf("lossy links: on %d seeds, %.1f simulated minutes of 20%% loss both ways on a master's links, %d LEADER changes in them (%s)\n", lossy.seeds, lossy.time.Minutes(), lossy.changes, lossy.rate())
+	fmt.Printf("lossy links: on %d seeds, %.1f simulated minutes of 20%% loss both ways on a master's links, %d LEADERs deposed by their lossy link in them (%s)\n", lossy.seeds, lossy.time.Minutes(), lossy.changes, lossy.rate())
 	fmt.Printf("witness: on %d seeds, its lease held on %d, the store refused by the self-test on %d; %d calls, %d writes\n", wit.seeds, wit.held, wit.refused, wit.calls, wit.writes)
 	fmt.Printf("store log: stood in on %d seeds; %d objects, %d snapshots, %d heads written; %d objects read by a catch-up; %d head writes of a superseded LEADER refused\n", wit.logSeeds, wit.logObjects, wit.logSnaps, wit.logHeads, wit.logReads, wit.stale)
 	if violations > 0 || liveness > 0 {
@@ -127,15 +128,15 @@ func pct(ds []time.Duration, p float64) time.Duration {
 // lossyFigures sums the lossy-link windows: seeds that drew one, their
 // simulated time, and the LEADER changes in them.
 type lossyFigures struct {
-	seeds, changes int
-	time           time.Duration
+	seeds, changes, alone int
+	time                  time.Duration
 }
 
 func (l lossyFigures) rate() string {
 	if l.time <= 0 {
 		return "none"
 	}
-	return fmt.Sprintf("%.2f per simulated minute", float64(l.changes)/l.time.Minutes())
+	return fmt.Sprintf("%.2f per simulated minute; with no other fault acting %d, %.2f per minute", float64(l.changes)/l.time.Minutes(), l.alone, float64(l.alone)/l.time.Minutes())
 }
 
 // witnessFigures sums what the witness did over the seeds that drew it.
@@ -173,7 +174,7 @@ func writeDoc(path string, withWitness bool, wit witnessFigures, lossy lossyFigu
 	fmt.Fprintf(&b, "| forged messages (impostor acks, a clone's echoes, epoch bombs) | %d |\n", forged)
 	fmt.Fprintf(&b, "| chunkserver records damaged, torn or lost (rot-cs, torn-cs, lose-cs) | %d |\n", diskFaults)
 	fmt.Fprintf(&b, "| seeds with no quorum of certain voters after the heal (no LEADER, as documented) | %d |\n", stuck)
-	fmt.Fprintf(&b, "| lossy links (lossy-link: 20%% loss both ways, TCP resends): seeds / simulated minutes / LEADER changes in them | %d / %.1f / %d (%s) |\n", lossy.seeds, lossy.time.Minutes(), lossy.changes, lossy.rate())
+	fmt.Fprintf(&b, "| lossy links (lossy-link: 20%% loss both ways, TCP resends): seeds / simulated minutes / LEADERs deposed by their lossy link (quorum-lost while it lasted) | %d / %.1f / %d (%s) |\n", lossy.seeds, lossy.time.Minutes(), lossy.changes, lossy.rate())
 	fmt.Fprintf(&b, "| seeds with a witness / its lease held / the store refused by the self-test | %d / %d / %d |\n", wit.seeds, wit.held, wit.refused)
 	fmt.Fprintf(&b, "| calls on the witness's store / writes it took | %d / %d |\n", wit.calls, wit.writes)
 	if withWitness {
