@@ -59,7 +59,7 @@ func TestStatusOrigins(t *testing.T) {
 			rule := &originRule{httpPort: 9425, own: []netip.Addr{netip.MustParseAddr("10.0.0.9")},
 				host: func() string { return "10.0.0.1, mfsmaster:9419" }, all: all, extra: extra}
 			api := newStatusAPI(func() []masterhost.Master { return masters }, 9421, "mfsmaster", time.Second, rule)
-			api.cur = &statusRound{at: time.Now()} // served from the cache: no master is asked
+			api.cur, api.wanted = &statusRound{at: time.Now()}, time.Now() // served from the cache: no master is asked
 			req := httptest.NewRequest(http.MethodGet, "/api/v1/status", nil)
 			req.Host = "10.0.0.1:9425"
 			if c.host != "" {
