@@ -7,7 +7,6 @@ import (
 
 	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/namespace"
-	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/witness"
 )
 
@@ -196,22 +195,7 @@ func (m *Master) storeAside() {
 	if w, _ := m.CatchUpWait(); w.Sources {
 		return
 	}
-	best := wire.NoMaster
-	var bc Candidate
-	for _, id := range m.cfg.Masters {
-		p := m.peers[id]
-		if id == m.cfg.ID || !m.fresh(p) || !p.st.StoreLog || !p.st.Eligible {
-			continue
-		}
-		if cand := peerCandidate(p.st); best == wire.NoMaster || Better(cand, bc) {
-			best, bc = id, cand
-		}
-	}
-	if best == wire.NoMaster {
-		return
-	}
-	m.releaseNext = best
-	m.stepDown(ReasonNoWitness)
+	m.handAside(func(st PeerStatus) bool { return st.StoreLog })
 }
 
 // storeConfigured: the registry names a witness and this master has a

@@ -304,14 +304,20 @@ func (m *Master) stepAside() {
 	if m.now.Sub(m.asideSince) < m.asideWait() {
 		return
 	}
+	m.handAside(func(st PeerStatus) bool { return st.Witness })
+}
+
+// handAside releases this ELECT's voters naming the best fresh, eligible
+// peer whose status can says yes to, and steps down (ReasonNoWitness);
+// with no such peer it stays. The peer's log may be behind this one: as
+// ELECT it catches up from this master (the catch-up rule) before it may
+// lead. Better ranks the newest first.
+func (m *Master) handAside(can func(PeerStatus) bool) {
 	best := wire.NoMaster
 	var bc Candidate
 	for _, id := range m.cfg.Masters {
 		p := m.peers[id]
-		// Its log may be behind this one: as ELECT it catches up from this
-		// master (the catch-up rule) before it may lead. Better ranks the
-		// newest first.
-		if id == m.cfg.ID || !m.fresh(p) || !p.st.Witness || !p.st.Eligible {
+		if id == m.cfg.ID || !m.fresh(p) || !can(p.st) || !p.st.Eligible {
 			continue
 		}
 		if c := peerCandidate(p.st); best == wire.NoMaster || Better(c, bc) {
