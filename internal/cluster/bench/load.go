@@ -31,17 +31,18 @@ type loadRun struct {
 	loops            int
 }
 
-// busy starts n busy loops (sh), each its own process group, and returns
-// their stop.
-func busy(n int) (stop func(), err error) {
+// busy starts r.loops busy loops (sh), each its own process group, and
+// returns their stop.
+func (r loadRun) busy() (stop func() error, err error) {
 	var cmds []*exec.Cmd
-	stop = func() {
+	stop = func() error {
 		for _, c := range cmds {
 			_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
 			_ = c.Wait()
 		}
+		return nil
 	}
-	for range n {
+	for range r.loops {
 		c := exec.Command("sh", "-c", "while :; do :; done")
 		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if err := c.Start(); err != nil {
@@ -60,22 +61,13 @@ func loadPhase(work string, base uint8, trials int, spec func(dir string) cluste
 			return err
 		}
 		for i := range trials {
-			from := time.Now()
-			stop, err := busy(r.loops)
+			from, end, err := faultWindow(r.busy, loadFor)
 			if err != nil {
 				return err
 			}
-			time.Sleep(loadFor)
-			stop()
-			time.Sleep(lossAfter)
-			end := time.Now()
-			var logs []string
-			for _, m := range c.Masters {
-				logs = append(logs, m.Log)
-			}
-			changes, gap := cluster.Leadership(cluster.LeaderTerms(logs, from), from, end)
-			r.ours = append(r.ours, lossTrial{changes, gap})
-			fmt.Printf("load trial %d (ours): %d LEADER changes, longest without a LEADER %v\n", i+1, changes, ms(gap))
+			t := oursTrial(c, from, end)
+			r.ours = append(r.ours, t)
+			fmt.Printf("load trial %d (ours): %d LEADER changes, longest without a LEADER %v\n", i+1, t.changes, ms(t.gap))
 			if err := settle(c, -1); err != nil {
 				return err
 			}
@@ -91,21 +83,12 @@ func loadPhase(work string, base uint8, trials int, spec func(dir string) cluste
 	defer etcdStop(members)
 	time.Sleep(2 * time.Second)
 	for i := range trials {
-		from := time.Now()
-		stop, err := busy(r.loops)
+		from, end, err := faultWindow(r.busy, loadFor)
 		if err != nil {
 			r.etcdErr = err
 			break
 		}
-		time.Sleep(loadFor)
-		stop()
-		time.Sleep(lossAfter)
-		end := time.Now()
-		var t lossTrial
-		for _, m := range members {
-			t.changes += etcdCount(m.log, from, "became leader")
-			t.gap = max(t.gap, etcdLeaderless(m.log, from, end))
-		}
+		t := etcdTrial(members, from, end)
 		r.etcd = append(r.etcd, t)
 		fmt.Printf("load trial %d (etcd): %d leader changes, longest without a leader %v\n", i+1, t.changes, ms(t.gap))
 		time.Sleep(2 * time.Second)

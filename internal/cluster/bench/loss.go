@@ -111,23 +111,11 @@ func lossOurs(c *cluster.Cluster, ns string) (lossTrial, error) {
 	if len(ls) != 1 {
 		return lossTrial{}, fmt.Errorf("%d LEADERs before the loss", len(ls))
 	}
-	heal, err := cluster.Lossy(ns, c.Masters[ls[0]].Addr, lossRate)
+	from, end, err := faultWindow(func() (func() error, error) { return cluster.Lossy(ns, c.Masters[ls[0]].Addr, lossRate) }, lossFor)
 	if err != nil {
 		return lossTrial{}, err
 	}
-	from := time.Now()
-	time.Sleep(lossFor)
-	if err := heal(); err != nil {
-		return lossTrial{}, err
-	}
-	time.Sleep(lossAfter)
-	end := time.Now()
-	var logs []string
-	for _, m := range c.Masters {
-		logs = append(logs, m.Log)
-	}
-	changes, gap := cluster.Leadership(cluster.LeaderTerms(logs, from), from, end)
-	return lossTrial{changes, gap}, nil
+	return oursTrial(c, from, end), nil
 }
 
 func lossEtcd(ms []*etcdMember, ns string) (lossTrial, error) {
@@ -135,25 +123,50 @@ func lossEtcd(ms []*etcdMember, ns string) (lossTrial, error) {
 	if lead < 0 {
 		return lossTrial{}, fmt.Errorf("no etcd leader in the logs")
 	}
-	heal, err := cluster.Lossy(ns, netip.MustParseAddr(ms[lead].addr), lossRate)
+	from, end, err := faultWindow(func() (func() error, error) {
+		return cluster.Lossy(ns, netip.MustParseAddr(ms[lead].addr), lossRate)
+	}, lossFor)
 	if err != nil {
 		return lossTrial{}, err
 	}
-	from := time.Now()
-	time.Sleep(lossFor)
-	if err := heal(); err != nil {
-		return lossTrial{}, err
+	return etcdTrial(ms, from, end), nil
+}
+
+// faultWindow starts a fault, holds it for hold, ends it, and waits
+// lossAfter for what it set off: the window [from, end] to read the logs
+// over.
+func faultWindow(start func() (stop func() error, err error), hold time.Duration) (from, end time.Time, err error) {
+	stop, err := start()
+	if err != nil {
+		return from, end, err
+	}
+	from = time.Now()
+	time.Sleep(hold)
+	if err := stop(); err != nil {
+		return from, end, err
 	}
 	time.Sleep(lossAfter)
-	end := time.Now()
+	return from, time.Now(), nil
+}
+
+// oursTrial is what the masters' logs say of [from, end].
+func oursTrial(c *cluster.Cluster, from, end time.Time) lossTrial {
+	var logs []string
+	for _, m := range c.Masters {
+		logs = append(logs, m.Log)
+	}
+	changes, gap := cluster.Leadership(cluster.LeaderTerms(logs, from), from, end)
+	return lossTrial{changes, gap}
+}
+
+// etcdTrial is what the etcd members' logs say of [from, end].
+func etcdTrial(ms []*etcdMember, from, end time.Time) lossTrial {
 	var t lossTrial
 	for _, m := range ms {
-		if !becameLeaderEtcd(m.log, from).IsZero() {
-			t.changes += etcdCount(m.log, from, "became leader")
-		}
+		t.changes += etcdCount(m.log, from, "became leader")
 		t.gap = max(t.gap, etcdLeaderless(m.log, from, end))
 	}
-	return t, nil
+	return t
 }
 
 // etcdLine is one zap log line's time and message.

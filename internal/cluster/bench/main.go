@@ -242,12 +242,7 @@ func run(trials int, doc string, base uint8, keep, only string, coldTrials int, 
 		res.storelog = &sr
 	}
 	if only == "storelog" {
-		section := storelogBegin + "\n" + storelogSection(*res.storelog) + storelogEnd + "\n\n"
-		fmt.Print("\n" + section)
-		if doc == "" {
-			return nil
-		}
-		return splice(doc, section, storelogBegin, storelogEnd)
+		return printSection(doc, storelogBegin, storelogSection(*res.storelog), storelogEnd)
 	}
 
 	if want("seen") {
@@ -261,12 +256,7 @@ func run(trials int, doc string, base uint8, keep, only string, coldTrials int, 
 		res.seen = &sr
 	}
 	if only == "seen" {
-		section := seenBegin + "\n" + seenSection(*res.seen, trials) + seenEnd + "\n\n"
-		fmt.Print("\n" + section)
-		if doc == "" {
-			return nil
-		}
-		return splice(doc, section, seenBegin, seenEnd)
+		return printSection(doc, seenBegin, seenSection(*res.seen, trials), seenEnd)
 	}
 
 	if want("loss") {
@@ -274,12 +264,7 @@ func run(trials int, doc string, base uint8, keep, only string, coldTrials int, 
 		res.loss = &lr
 	}
 	if only == "loss" {
-		section := lossBegin + "\n" + lossSection(*res.loss, trials) + lossEnd + "\n\n"
-		fmt.Print("\n" + section)
-		if doc == "" {
-			return nil
-		}
-		return splice(doc, section, lossBegin, lossEnd)
+		return printSection(doc, lossBegin, lossSection(*res.loss, trials), lossEnd)
 	}
 
 	if want("load") {
@@ -287,12 +272,7 @@ func run(trials int, doc string, base uint8, keep, only string, coldTrials int, 
 		res.load = &lr
 	}
 	if only == "load" {
-		section := loadBegin + "\n" + loadSection(*res.load, trials) + loadEnd + "\n\n"
-		fmt.Print("\n" + section)
-		if doc == "" {
-			return nil
-		}
-		return splice(doc, section, loadBegin, loadEnd)
+		return printSection(doc, loadBegin, loadSection(*res.load, trials), loadEnd)
 	}
 
 	if want("oneway") {
@@ -300,12 +280,7 @@ func run(trials int, doc string, base uint8, keep, only string, coldTrials int, 
 		res.oneway = &or
 	}
 	if only == "oneway" {
-		section := onewayBegin + "\n" + onewaySection(*res.oneway, trials) + onewayEnd + "\n\n"
-		fmt.Print("\n" + section)
-		if doc == "" {
-			return nil
-		}
-		return splice(doc, section, onewayBegin, onewayEnd)
+		return printSection(doc, onewayBegin, onewaySection(*res.oneway, trials), onewayEnd)
 	}
 
 	if want("sites") {
@@ -327,12 +302,7 @@ func run(trials int, doc string, base uint8, keep, only string, coldTrials int, 
 		}
 	}
 	if only == "sites" {
-		section := sitesBegin + "\n" + sitesSection(*res.sites, res.etcdKill, res.etcdVersion) + sitesEnd + "\n\n"
-		fmt.Print("\n" + section)
-		if doc == "" {
-			return nil
-		}
-		return splice(doc, section, sitesBegin, sitesEnd)
+		return printSection(doc, sitesBegin, sitesSection(*res.sites, res.etcdKill, res.etcdVersion), sitesEnd)
 	}
 	if only != "" {
 		summary(res)
@@ -906,4 +876,15 @@ func changesSection(r results) string {
 	}
 	b.WriteString("\nWhat a change waits for, in ours: the LEADER's fsync and a follower's side by side (the LEADER's Append leaves as its own write begins: docs/architecture.md §7, Overlap), then a heartbeat to every chunkserver with the new commit point, each of which fsyncs it before it answers; two fsyncs in a row and three round trips. One commit round and one Append to each follower are in flight at a time (§7, One round in flight): the changes that arrive meanwhile leave together when the one out is answered, so rounds grow with the load instead of their number, and throughput with the number of clients. etcd waits for its leader's and a follower's WAL fsync (in parallel) and one round trip.\n")
 	return b.String()
+}
+
+// printSection prints one kind's section (for -only) and, unless doc is
+// "", splices it into doc between its markers.
+func printSection(doc, begin, body, end string) error {
+	section := begin + "\n" + body + end + "\n\n"
+	fmt.Print("\n" + section)
+	if doc == "" {
+		return nil
+	}
+	return splice(doc, section, begin, end)
 }
