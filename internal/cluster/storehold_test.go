@@ -148,7 +148,7 @@ func (s *statusRecorder) WriteHeader(code int) {
 // change acknowledged must read back from the new LEADER.
 func TestStoreStaleWriteRefused(t *testing.T) {
 	s := siteBDown(t, rigOptions{proxies: true}, 30)
-	r, lead, here, far, farMasters, farProcs, ld, w := s.r, s.lead, s.here, s.far, s.farMasters, s.farProcs, s.ld, s.w
+	r, lead, here, farMasters, ld, w := s.r, s.lead, s.here, s.farMasters, s.ld, s.w
 	px := r.proxies[lead]
 	old := r.c.Masters[lead]
 
@@ -167,24 +167,8 @@ func TestStoreStaleWriteRefused(t *testing.T) {
 	t.Logf("LEADER %s (site %s) frozen with a head write under way (the head then: epoch %d, %d objects), after %d changes",
 		old.Addr, here, before.Epoch, len(before.Objects), w.count())
 
-	for _, p := range farProcs {
-		if err := p.Start(); err != nil {
-			t.Fatal(err)
-		}
-	}
 	next := farMasters[0]
-	var nextEpoch uint64
-	eventually(t, 60*time.Second, 100*time.Millisecond, "site "+far+"'s master to lead with the store standing in", func() error {
-		st, err := r.status(next, time.Second)
-		switch {
-		case err != nil || st.Role != roles.Leader:
-			return fmt.Errorf("%v %v", st.Role, err)
-		case st.StoreLog == nil || !st.StoreLog.OnStore || st.StoreLog.Epoch != st.Epoch:
-			return fmt.Errorf("store log %+v at epoch %d", st.StoreLog, st.Epoch)
-		}
-		nextEpoch = st.Epoch
-		return nil
-	})
+	nextEpoch := s.farLeadsOnStore(t)
 	if h, ok, err := r.store.LogHead(); err != nil || !ok || h.Epoch != nextEpoch {
 		t.Fatalf("the head after %s leads: epoch %d (%v %v), want %d", r.c.Masters[next].Addr, h.Epoch, ok, err, nextEpoch)
 	}

@@ -169,6 +169,31 @@ func siteBDown(t *testing.T, o rigOptions, n int) siteDown {
 	return s
 }
 
+// farLeadsOnStore starts the killed site again and waits until its master
+// leads with the store standing in for the other site (the head written
+// at its epoch); it returns that epoch.
+func (s siteDown) farLeadsOnStore(t *testing.T) uint64 {
+	t.Helper()
+	for _, p := range s.farProcs {
+		if err := p.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var epoch uint64
+	eventually(t, 60*time.Second, 100*time.Millisecond, "site "+s.far+"'s master to lead with the store standing in", func() error {
+		st, err := s.r.status(s.farMasters[0], time.Second)
+		switch {
+		case err != nil || st.Role != roles.Leader:
+			return fmt.Errorf("%v %v", st.Role, err)
+		case st.StoreLog == nil || !st.StoreLog.OnStore || st.StoreLog.Epoch != st.Epoch:
+			return fmt.Errorf("store log %+v at epoch %d", st.StoreLog, st.Epoch)
+		}
+		epoch = st.Epoch
+		return nil
+	})
+	return epoch
+}
+
 // loseBothSites: two sites, one master each, with masterCfg; site b (the
 // one without the LEADER) killed, changes acknowledged, the LEADER's site
 // killed and its master's DATA_PATH wiped, site b started again.
@@ -273,7 +298,7 @@ func acceptLossRepair(p *cluster.Proc) (string, error) {
 // LEADER's refused head writes are counted.
 func TestStoreStaleLeader(t *testing.T) {
 	s := siteBDown(t, rigOptions{}, 30)
-	r, lead, here, far, farMasters, farProcs, ld, w := s.r, s.lead, s.here, s.far, s.farMasters, s.farProcs, s.ld, s.w
+	r, lead, here, far, farMasters, ld, w := s.r, s.lead, s.here, s.far, s.farMasters, s.ld, s.w
 
 	hw := watchHead(r)
 	old := r.c.Masters[lead]
@@ -283,24 +308,8 @@ func TestStoreStaleLeader(t *testing.T) {
 	t.Cleanup(func() { _ = old.Signal(syscall.SIGCONT) })
 	frozenAt := w.count()
 	t.Logf("LEADER %s (site %s) frozen with the store standing in for site %s, after %d changes", old.Addr, here, far, frozenAt)
-	for _, p := range farProcs {
-		if err := p.Start(); err != nil {
-			t.Fatal(err)
-		}
-	}
 	next := farMasters[0]
-	var nextEpoch uint64
-	eventually(t, 60*time.Second, 100*time.Millisecond, "site "+far+"'s master to lead with the store standing in", func() error {
-		st, err := r.status(next, time.Second)
-		switch {
-		case err != nil || st.Role != roles.Leader:
-			return fmt.Errorf("%v %v", st.Role, err)
-		case st.StoreLog == nil || !st.StoreLog.OnStore || st.StoreLog.Epoch != st.Epoch:
-			return fmt.Errorf("store log %+v at epoch %d", st.StoreLog, st.Epoch)
-		}
-		nextEpoch = st.Epoch
-		return nil
-	})
+	nextEpoch := s.farLeadsOnStore(t)
 	w.await(t, w.count()+20)
 	t.Logf("%s LEADER at epoch %d, its acknowledgements on the store; %d changes acknowledged so far", r.c.Masters[next].Addr, nextEpoch, w.count())
 
