@@ -10,23 +10,31 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/roles"
 )
 
+// startInNetns starts the make run topology in a network namespace of the
+// test's own, named after prefix (the test skips where none can be made),
+// and lets it settle: the founder's first term can end soon after the
+// chunkservers register (a second election follows; issue 13's note), and
+// a fault in the middle of that election tests the election, not the
+// fault.
+func startInNetns(t *testing.T, prefix string) (*cluster.Cluster, string) {
+	t.Helper()
+	ns := fmt.Sprintf("%s-%d", prefix, os.Getpid())
+	if err := cluster.NewNetns(ns); err != nil {
+		t.Skipf("no network namespace: %v", err)
+	}
+	t.Cleanup(func() { _ = cluster.DeleteNetns(ns) })
+	c, _ := start(t, func(s *cluster.Spec) { s.Netns = ns })
+	time.Sleep(2 * time.Second)
+	return c, ns
+}
+
 // TestPartition cuts the LEADER off with one location of three (a silent
 // partition: packets dropped, as by a pulled cable) inside a network
 // namespace of the test's own. The minority side must have no LEADER once
 // the lease has run out; the majority side must elect one; after the heal
 // the new LEADER keeps its place.
 func TestPartition(t *testing.T) {
-	ns := fmt.Sprintf("mfs-test-%d", os.Getpid())
-	if err := cluster.NewNetns(ns); err != nil {
-		t.Skipf("no network namespace for a partition: %v", err)
-	}
-	t.Cleanup(func() { _ = cluster.DeleteNetns(ns) })
-	c, _ := start(t, func(s *cluster.Spec) { s.Netns = ns })
-	// The partition starts from a settled cluster: the founder's first
-	// term can end soon after the chunkservers register (a second election
-	// follows; issue 13's note), and a cut in the middle of that election
-	// tests the election, not the partition.
-	time.Sleep(2 * time.Second)
+	c, ns := startInNetns(t, "mfs-test")
 	lead, _, err := c.WaitLeader(10*time.Second, 50*time.Millisecond)
 	if err != nil {
 		t.Fatalf("no settled LEADER before the partition: %v", err)
@@ -93,13 +101,7 @@ func TestPartition(t *testing.T) {
 // LEADER leads and keeps its place, and no two masters ever logged
 // overlapping terms.
 func TestLossyLeader(t *testing.T) {
-	ns := fmt.Sprintf("mfs-loss-%d", os.Getpid())
-	if err := cluster.NewNetns(ns); err != nil {
-		t.Skipf("no network namespace: %v", err)
-	}
-	t.Cleanup(func() { _ = cluster.DeleteNetns(ns) })
-	c, _ := start(t, func(s *cluster.Spec) { s.Netns = ns })
-	time.Sleep(2 * time.Second) // settled: see TestPartition
+	c, ns := startInNetns(t, "mfs-loss")
 	lead, _, err := c.WaitLeader(10*time.Second, 50*time.Millisecond)
 	if err != nil {
 		t.Fatalf("no settled LEADER before the loss: %v", err)
@@ -147,13 +149,7 @@ func TestLossyLeader(t *testing.T) {
 // step-down comes about then, the new LEADER within about 1 s); asserted
 // are bounds that hold on a loaded machine.
 func TestOneWayCut(t *testing.T) {
-	ns := fmt.Sprintf("mfs-oneway-%d", os.Getpid())
-	if err := cluster.NewNetns(ns); err != nil {
-		t.Skipf("no network namespace: %v", err)
-	}
-	t.Cleanup(func() { _ = cluster.DeleteNetns(ns) })
-	c, _ := start(t, func(s *cluster.Spec) { s.Netns = ns })
-	time.Sleep(2 * time.Second) // settled: see TestPartition
+	c, ns := startInNetns(t, "mfs-oneway")
 	for _, in := range []bool{true, false} {
 		what := "cannot send"
 		if in {
