@@ -45,6 +45,7 @@ func defaults() config {
 			Voter:           roles.DefaultVoterConfig(0, netip.Addr{}, nil),
 			ReconnectDelay:  5 * time.Second,
 			TrustRefused:    true,
+			Datagrams:       true,
 			ResolveInterval: 30 * time.Second, // as the masters' (mfsmaster.cfg)
 			RecordVerify:    5 * time.Minute,
 		},
@@ -110,6 +111,8 @@ func keys(c *config) []settings.Key {
 			"In a registry of more chunkservers than this, each probes that many times less often (1,000: every second; 10,000: every 10 s; at most 400 times), so that thousands looking for a LEADER at once do not swamp the masters; a master that becomes ELECT or LEADER tells every connected chunkserver at once, unasked, a connection that comes up is probed at once, and a chunkserver probes just before its nomination turn. 0 = never slower."),
 		settings.Ranged("NOMINATE_SLOT", &voter.NominateSlot, r.NominateSlot.Min, r.NominateSlot.Max,
 			"Gap between nomination turns: longer than a probe round trip, so the next in turn sees the ELECT its predecessor made."),
+		settings.Field("HEARTBEAT_UDP", &c.Node.Datagrams,
+			"1: each vote session opens a UDP path beside its connection, from the CSSERV_LISTEN_PORT/udp (another port when that one is taken), and heartbeats and their acknowledgements travel both ways, authenticated with a key drawn for the session; whichever copy arrives first counts. Under packet loss a TCP stream waits behind each lost segment for 200 ms or more, longer than a lease renews; a datagram is lost alone. 0: TCP alone. Let the masters' MATOCS_LISTEN_PORT/udp (9420) through to them and their datagrams back."),
 		settings.Field("TRUST_REFUSED", &c.Node.TrustRefused,
 			"1: a master's connection closed by its host (FIN or RST) and then a dial to it refused prove its process is gone, so the promise to it is released at once (the kill -9 fast path). Set 0 where a REJECT rule with tcp-reset stands between chunkservers and masters, or a master's address may move to another host while the old process lives."),
 	}

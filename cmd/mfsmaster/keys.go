@@ -46,6 +46,7 @@ func defaults() config {
 			Core:            roles.DefaultConfig(0, nil), // ID and Masters come from MASTER_HOST
 			ExportsFile:     "/etc/mfs/mfsexports.cfg",
 			ResolveInterval: 30 * time.Second,
+			Datagrams:       true,
 		},
 		DataPath:   "/var/lib/mfs",
 		MasterHost: "mfsmaster",
@@ -114,6 +115,8 @@ func keys(c *config) []settings.Key {
 			"The promise a chunkserver makes on each heartbeat. A frozen LEADER is replaced about one lease after its last heartbeat, lease - interval/2 after it froze: the default keeps that near 0.45 s while a 200 ms stall (up to 350 ms of silence at the default interval) still deposes nobody. Past HEARTBEAT_VOTERS sessions the lease asked grows with the interval. Must not exceed the chunkservers' MAX_PROMISE."),
 		settings.Ranged("HEARTBEAT_INTERVAL", &core.HeartbeatInterval, r.HeartbeatInterval.Min, r.HeartbeatInterval.Max,
 			"How often a master that takes votes renews them: more than three renewals per lease, so that a 200 ms stall just before a renewal still leaves 150 ms of the lease in hand. Each renewal is a message each way for every chunkserver, and an idle chunkserver's processor goes mostly on them: at 100 ms it spent a third of a percent of a core, at 150 ms a fifth (docs/benchmarks.md)."),
+		settings.Field("HEARTBEAT_UDP", &c.Node.Datagrams,
+			"1: every heartbeat also goes out as a UDP datagram from MATOCS_LISTEN_PORT/udp, and acknowledgements are taken there, authenticated with a key each vote session opens on TCP; whichever copy arrives first counts. Under packet loss a TCP stream waits behind each lost segment for 200 ms or more, longer than a lease renews, so a LEADER on a lossy link was deposed though alive; a datagram is lost alone (docs/architecture.md, \"Loss is not death\"). 0: TCP alone. Open MATOCS_LISTEN_PORT/udp to the chunkservers."),
 		settings.Ranged("HEARTBEAT_VOTERS", &core.HeartbeatVoters, r.HeartbeatVoters.Min, r.HeartbeatVoters.Max,
 			"The vote sessions one HEARTBEAT_INTERVAL serves. With more, the interval grows in proportion (1,000 sessions: 200 ms at the defaults; at most HEARTBEAT_INTERVAL + 2 x VOTE_LEASE, 1.15 s from 5,750 on) and VOTE_LEASE by 1.5 times what the interval gained (575 ms; 2 s), so that a round costs the LEADER the same per second at any size and the silence a lease bears grows with the time a round takes; a frozen LEADER is then replaced about lease - interval/2 after it froze. 0 = never grow."),
 		settings.Ranged("MAX_PENDING", &core.MaxPending, r.MaxPending.Min, r.MaxPending.Max,

@@ -71,6 +71,10 @@ type ChunkserverOptions struct {
 	// readers run ahead of the loop; the swarm gives each of its thousands
 	// of voters a short one (a slot is 80 bytes, allocated up front).
 	Inbox int
+	// Datagrams (HEARTBEAT_UDP): each vote session opens a datagram path
+	// beside its connection (datagram.go), from a UDP port of the CSSERV
+	// port's number where it is free.
+	Datagrams bool
 }
 
 // csInbox is the loop's inbox unless ChunkserverOptions.Inbox says otherwise.
@@ -123,6 +127,15 @@ type ChunkserverNode struct {
 	damaged   bool
 	uncertain bool
 	trusted   wire.MasterID // the master an operator's TrustRecord came through, until it is stepped
+
+	// udp is the datagram socket (nil: Datagrams off, or none could be
+	// opened) and udpPort its port; dg the sessions' keys by master,
+	// hbSeen the heartbeats' filter (loop only), dgStats what was received.
+	udp     *net.UDPConn
+	udpPort uint16
+	dg      *dgKeys
+	hbSeen  seqFilter
+	dgStats *obs.Datagrams
 }
 
 // ChunkserverState is what a chunkserver's loop saw at its last flush: for
@@ -154,6 +167,8 @@ type csInput struct {
 	// record: the voter record was found changed on the disk (Verify's
 	// report; the rest is unset).
 	record string
+	// dgram: ev (a heartbeat) came as a datagram.
+	dgram bool
 }
 
 // StartChunkserver listens on the CSSERV port (unless opt.Port names it),
@@ -166,6 +181,7 @@ func StartChunkserver(opt ChunkserverOptions, store ChunkserverStore) (*Chunkser
 		host:  newHostSpec(opt.MasterHost),
 		named: map[wire.MasterID]string{}, conns: map[string]bool{},
 		state: ChunkserverState{Up: make([]bool, len(opt.Masters))},
+		dg:    newDGKeys(), hbSeen: seqFilter{},
 	}
 	var names []string
 	for _, m := range opt.Masters {
@@ -201,6 +217,7 @@ func StartChunkserver(opt ChunkserverOptions, store ChunkserverStore) (*Chunkser
 			}
 		}()
 	}
+	n.openDatagramPort()
 	if d, ok := store.(interface{ Damage() string }); ok && d.Damage() != "" {
 		n.damaged = true
 		n.state.Record = d.Damage()
@@ -218,6 +235,7 @@ func StartChunkserver(opt ChunkserverOptions, store ChunkserverStore) (*Chunkser
 				Msg("port changed since registration: registering again")
 			if err := store.ForgetIdentity(); err != nil {
 				n.closeListener()
+				n.closeDatagrams()
 				return nil, err
 			}
 		default:
@@ -305,6 +323,7 @@ func (n *ChunkserverNode) takeMasters(list []masterhost.Master) error {
 			removed = append(removed, n.addrOf[id].String())
 			l.stop()
 			delete(n.links, id)
+			n.forgetDatagrams(id)
 		}
 	}
 	n.log.Info().Strs("added", added).Strs("removed", removed).Int("masters", len(list)).Msg("set of masters changed (MASTER_HOST resolved again)")
@@ -454,6 +473,7 @@ func (n *ChunkserverNode) closeListener() {
 	if n.ln != nil {
 		_ = n.ln.Close()
 	}
+	n.closeDatagrams()
 }
 
 // Reconnect closes every master connection at once; each link dials again
@@ -606,9 +626,18 @@ func (n *ChunkserverNode) handle(in csInput) error {
 		return nil // the fast path is off: a promise to a dead master lapses
 	}
 	switch e := in.ev.(type) {
+	case roles.Heartbeat:
+		if !n.admitHeartbeat(e, in.dgram) {
+			return nil
+		}
+	case roles.VoteRelease:
+		n.dg.forget(uint32(in.from), e.Session)
+	case roles.Redirect:
+		n.dg.forget(uint32(in.from), e.Session)
 	case roles.TrustRecord:
 		n.trusted = in.from
 	case roles.VoteConnLost:
+		n.forgetDatagrams(e.Master)
 		n.log.Debug().Str("master", n.addrOf[e.Master].String()).Bool("closed", e.Closed).Msg("master connection lost")
 	case roles.Refused:
 		n.log.Debug().Str("master", n.addrOf[e.Master].String()).Dur("sent_ago", time.Duration(n.now()-e.SentAt)).Msg("dial refused")
@@ -711,14 +740,22 @@ func (fx csFx) WallUnixMs() int64 { return time.Now().UnixMilli() }
 
 func (fx csFx) Send(to roles.Peer, msg wire.Message) {
 	n := fx.n
+	l := n.links[wire.MasterID(to.ID)]
 	switch m := msg.(type) {
 	case roles.VoteHello:
 		n.log.Debug().Str("master", n.addrOf[wire.MasterID(to.ID)].String()).Bool("nominate", m.Nominate).Msg("vote session opened")
+		if l != nil {
+			msg = n.openDatagrams(l.to, m)
+		}
 	case roles.VoteBye:
 		n.log.Debug().Str("master", n.addrOf[wire.MasterID(to.ID)].String()).Msg("vote session closed")
+		n.dg.forget(uint32(to.ID), m.Session)
 	}
-	if l := n.links[wire.MasterID(to.ID)]; l != nil {
+	if l != nil {
 		l.send(msg)
+		if a, ok := msg.(roles.HeartbeatAck); ok {
+			n.sendDatagram(l.to.ID, a)
+		}
 	}
 }
 

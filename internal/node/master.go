@@ -58,6 +58,12 @@ type MasterOptions struct {
 	// the registry names a witness.
 	Witness *s3store.Config
 
+	// Datagrams (HEARTBEAT_UDP): heartbeats also go out as UDP datagrams
+	// from ListenCS's address and port to every voter that opened its
+	// session with a datagram key, and acknowledgements are taken from
+	// there (datagram.go).
+	Datagrams bool
+
 	// Tests shorten the read deadlines (0: the defaults of guard.go).
 	idleOverride, frameOverride time.Duration
 }
@@ -79,6 +85,13 @@ type MasterNode struct {
 	iterMono time.Time
 
 	lnML, lnCS, lnCL net.Listener
+	// udp is the datagram socket beside lnCS (nil: Datagrams off, or it
+	// could not be opened); dg the voters' session keys, ackSeen the
+	// acknowledgements' filter (loop only), dgStats what was received.
+	udp     *net.UDPConn
+	dg      *dgKeys
+	ackSeen seqFilter
+	dgStats *obs.Datagrams
 	// Two inboxes, so that client work never queues ahead of votes: inbox
 	// carries the chunkserver and master ports (votes, acks, peer
 	// traffic), clInbox the client port. The loop drains inbox first.
@@ -224,12 +237,13 @@ const (
 type inKind uint8
 
 const (
-	inMsg     inKind = iota // msg arrived on c
-	inOpen                  // c is established and checked
-	inClosed                // c ended
-	inMasters               // MASTER_HOST resolved again (masters)
-	inLink                  // a link to master from was answered (stranger: refused as not in its set)
-	inCall                  // call runs on the loop: the result of work done off it (witnessadmin.go)
+	inMsg      inKind = iota // msg arrived on c
+	inOpen                   // c is established and checked
+	inClosed                 // c ended
+	inMasters                // MASTER_HOST resolved again (masters)
+	inLink                   // a link to master from was answered (stranger: refused as not in its set)
+	inCall                   // call runs on the loop: the result of work done off it (witnessadmin.go)
+	inDatagram               // an authenticated acknowledgement datagram (msg) from src
 )
 
 // input is one thing for the loop: from a connection reader or a link.
@@ -252,7 +266,8 @@ type input struct {
 	err      error
 	from     wire.MasterID
 	stranger bool
-	call     func() // inCall
+	call     func()         // inCall
+	src      netip.AddrPort // inDatagram
 }
 
 // adminCheck is what the reader found of an admin command's proof.
@@ -292,6 +307,7 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 		clConns: map[*conn]bool{}, clients: map[changelog.ClientID]*conn{}, admins: map[uint64]adminWait{}, hbSent: map[hbKey]time.Time{},
 		snapDone: make(chan snapResult, 1), snapRetry: snapRetryMin,
 		listsOut: map[listKey]time.Time{}, conns: newConnCounter(), bodies: newBodyBudget(largeBodies), auth: &authGuard{}, refusals: &rateLog{}, infoClipped: map[wire.CSID]bool{},
+		dg: newDGKeys(), ackSeen: seqFilter{},
 	}
 	if need, have := filesNeeded(), raiseFileLimit(filesNeeded()); have < need {
 		// Not a fault: a few thousand chunkservers fit in far less. Said
@@ -346,6 +362,13 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 		}
 		*l.ln = ln
 	}
+	n.dgStats = obs.NewDatagrams(opt.Metrics, "master")
+	if opt.Datagrams {
+		if n.udp, err = listenDatagrams(n.lnCS.Addr().String()); err != nil {
+			n.log.Warn().Err(err).Str("listen", n.lnCS.Addr().String()).
+				Msg("heartbeat datagrams off: their UDP port could not be opened; votes are renewed on TCP alone, which packet loss holds up")
+		}
+	}
 	core, b := roles.NewMaster(opt.Core, st, n.now())
 	n.core = core
 	n.setHello()
@@ -364,6 +387,9 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 	go n.accept(n.lnML, portML, matomlIn, frame.KindMaster)
 	go n.accept(n.lnCS, portCS, matocsIn, frame.KindChunkserver)
 	go n.accept(n.lnCL, portCL, matoclIn, frame.KindClient, frame.KindAdmin)
+	if n.udp != nil {
+		go readDatagrams(n.udp, n.takeDatagram)
+	}
 	go n.resolver()
 	n.log.Info().Str(obs.FieldMaster, opt.Self.String()).Uint64("incarnation", core.Hard().Incarnation).
 		Str("cluster", store.ClusterID()).Bool("metadata", core.HasMetadata()).Uint64("snapshot", core.SnapshotAt().Version).
@@ -454,6 +480,9 @@ func (n *MasterNode) closeListeners() {
 		if ln != nil {
 			_ = ln.Close()
 		}
+	}
+	if n.udp != nil {
+		_ = n.udp.Close()
 	}
 }
 
@@ -891,6 +920,9 @@ func (n *MasterNode) route(to roles.Peer, msg wire.Message) {
 		if m.Role == roles.Leader {
 			n.stages.commitSent(m.Commit.Version, now)
 		}
+		if to.Kind == roles.PeerCS {
+			n.sendDatagram(wire.CSID(to.ID), m)
+		}
 	case roles.ClientReply:
 		delete(n.listsOut, listKey{m.Client, m.Seq})
 	}
@@ -950,6 +982,7 @@ func (n *MasterNode) disconnect(class roles.ConnClass) {
 			c.closeAfterFlush()
 			delete(n.cs, id)
 			delete(n.csInfo, id)
+			n.forgetDatagrams(id)
 		}
 	case roles.ConnClients:
 		for c := range n.clConns {
@@ -991,6 +1024,9 @@ func (n *MasterNode) handle(in input) error {
 	case inCall:
 		in.call()
 		return nil
+	case inDatagram:
+		n.fromDatagram(in.msg.(roles.HeartbeatAck), in.src)
+		return nil
 	case inOpen:
 		switch in.port {
 		case portCS:
@@ -1009,6 +1045,7 @@ func (n *MasterNode) handle(in input) error {
 				delete(n.cs, id)
 				delete(n.csInfo, id)
 				delete(n.infoClipped, id)
+				n.forgetDatagrams(id)
 				n.step(roles.ConnLost{CS: id, ByPeer: in.byPeer})
 			}
 		case portML:
@@ -1081,6 +1118,7 @@ func (n *MasterNode) dropCS(id wire.CSID, old *conn) {
 	delete(n.cs, id)
 	delete(n.csInfo, id)
 	delete(n.infoClipped, id)
+	n.forgetDatagrams(id)
 	n.step(roles.ConnLost{CS: id})
 }
 
@@ -1161,16 +1199,19 @@ func (n *MasterNode) fromCS(c *conn, msg wire.Message) error {
 		ev = m
 	case roles.VoteHello:
 		m.CS, m.Addr = id, c.remote
+		n.openDatagrams(id, c.remote, m)
+		m.DgKey = nil
 		ev = m
 	case roles.VoteBye:
 		m.CS, m.Addr = id, c.remote
+		n.dg.forget(uint32(id), m.Session) // after this, nothing of the session is taken
 		ev = m
 	case roles.HeartbeatAck:
-		m.CS, m.Addr = id, c.remote
-		if at, ok := n.hbSent[hbKey{id, m.Seq}]; ok {
-			n.metrics.HeartbeatRTT(time.Since(at))
-			delete(n.hbSent, hbKey{id, m.Seq})
+		if !n.ackSeen.admit(uint32(id), m.Session, m.Seq) {
+			return nil // its datagram was taken first
 		}
+		m.CS, m.Addr = id, c.remote
+		n.ackRTT(id, m.Seq)
 		ev = m
 	default:
 		return nil

@@ -54,6 +54,12 @@ type VoteHello struct {
 	// session ended (changelog.Why*), for the election history only.
 	Deposed wire.MasterID `msgpack:",omitempty"`
 	Why     string        `msgpack:",omitempty"`
+	// DgKey and DgPort open the session's datagram path (internal/node,
+	// datagram.go): the key its heartbeats and acknowledgements travel
+	// under as UDP datagrams beside this connection, and the voter's UDP
+	// port. The drivers' alone: the core neither sets nor reads them.
+	DgKey  []byte `msgpack:",omitempty"`
+	DgPort uint16 `msgpack:",omitempty"`
 }
 
 // VoteBye ends a vote session from the chunkserver's side. The master

@@ -1,0 +1,448 @@
+package node
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/mfs-election/mfs-election/internal/obs"
+	"github.com/mfs-election/mfs-election/pkg/masterhost"
+	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/wire"
+	"github.com/mfs-election/mfs-election/pkg/wire/frame"
+)
+
+// The datagram path (docs/architecture.md §3, "Loss is not death"; the
+// format is in docs/wire.md). Every heartbeat a master sends on a vote
+// session's TCP connection also goes out as one UDP datagram, and every
+// acknowledgement a voter sends likewise. Under packet loss TCP holds a
+// whole stream behind one lost segment for its retransmission timeout
+// (200 ms at least, doubling), longer than a lease renews; a datagram
+// is lost alone. Whichever copy arrives first is stepped, the other is
+// dropped: both paths pass one filter (seqFilter) that lets through, per
+// session, only sequence numbers above the highest it passed. So the
+// core sees a rising subsequence of what was sent, as if TCP had lost
+// some heartbeats, and every proof that holds for TCP holds unchanged:
+// a grant still counts from the heartbeat's send time, an
+// acknowledgement names the heartbeat it answers, and none older than
+// one already counted is ever stepped.
+//
+// A datagram is authenticated with HMAC-SHA256 under a key the voter
+// draws for each session and sends in its VoteHello on the TCP
+// connection (authenticated with AUTH_CODE where one is set): only the
+// two ends of that session can make one the other takes. A key is
+// forgotten when its session ends, so nothing of an ended session is
+// taken. Replays fail the sequence filter.
+const (
+	dgMagic     = "MFSD"
+	dgVersion   = 1
+	dgHeartbeat = 1 // master -> chunkserver: roles.Heartbeat
+	dgAck       = 2 // chunkserver -> master: roles.HeartbeatAck
+	// dgHeaderLen: magic, version, kind, sender id (4), session (8),
+	// sequence number (8); the message's frame follows, then the MAC.
+	dgHeaderLen = 4 + 1 + 1 + 4 + 8 + 8
+	dgMACLen    = sha256.Size
+	dgKeyLen    = 32
+	// dgMax bounds a datagram (it stays below any path's MTU: a
+	// fragmented datagram is lost more often, not less); a heartbeat is
+	// about 120 bytes. A larger message travels on TCP alone.
+	dgMax = 1200
+)
+
+// What each end takes from a datagram: only heartbeats and their
+// acknowledgements travel this way.
+var (
+	dgHeartbeatIn = frame.RegistryOf(roles.Heartbeat{})
+	dgAckIn       = frame.RegistryOf(roles.HeartbeatAck{})
+)
+
+// errDatagram wraps every reason a datagram is refused.
+var errDatagram = errors.New("datagram refused")
+
+// dgHeader is a datagram's header: kind, the sender's id (a master's or a
+// chunkserver's), and the session and sequence number of the message it
+// carries (which must be the message's own).
+type dgHeader struct {
+	kind    uint8
+	from    uint32
+	session uint64
+	seq     uint64
+}
+
+// newDatagramKey draws a session's key.
+func newDatagramKey() []byte {
+	k := make([]byte, dgKeyLen)
+	_, _ = rand.Read(k) // never fails (crypto/rand)
+	return k
+}
+
+// sealDatagram is m as a datagram under key, or nil when it does not fit.
+func sealDatagram(key []byte, h dgHeader, m wire.Message) []byte {
+	body, err := frame.Encode(m)
+	if err != nil || dgHeaderLen+len(body)+dgMACLen > dgMax {
+		return nil
+	}
+	b := make([]byte, 0, dgHeaderLen+len(body)+dgMACLen)
+	b = append(b, dgMagic...)
+	b = append(b, dgVersion, h.kind)
+	b = binary.BigEndian.AppendUint32(b, h.from)
+	b = binary.BigEndian.AppendUint64(b, h.session)
+	b = binary.BigEndian.AppendUint64(b, h.seq)
+	b = append(b, body...)
+	mac := hmac.New(sha256.New, key)
+	mac.Write(b)
+	return mac.Sum(b)
+}
+
+// parseDatagram reads b's header: what the receiver needs to find the
+// key. Nothing in b counts before openDatagram checked its MAC.
+func parseDatagram(b []byte, kind uint8) (dgHeader, error) {
+	if len(b) < dgHeaderLen+frame.HeaderLen+dgMACLen || len(b) > dgMax {
+		return dgHeader{}, fmt.Errorf("%w: %d bytes", errDatagram, len(b))
+	}
+	if string(b[:4]) != dgMagic || b[4] != dgVersion {
+		return dgHeader{}, fmt.Errorf("%w: not a heartbeat datagram of version %d", errDatagram, dgVersion)
+	}
+	if b[5] != kind {
+		return dgHeader{}, fmt.Errorf("%w: kind %d, want %d", errDatagram, b[5], kind)
+	}
+	return dgHeader{kind: b[5], from: binary.BigEndian.Uint32(b[6:10]),
+		session: binary.BigEndian.Uint64(b[10:18]), seq: binary.BigEndian.Uint64(b[18:26])}, nil
+}
+
+// openDatagram checks b's MAC under key and decodes its message, which
+// must name the session and sequence number of the header.
+func openDatagram(b []byte, key []byte, h dgHeader, in *frame.Registry) (wire.Message, error) {
+	end := len(b) - dgMACLen
+	mac := hmac.New(sha256.New, key)
+	mac.Write(b[:end])
+	if !hmac.Equal(mac.Sum(nil), b[end:]) {
+		return nil, fmt.Errorf("%w: bad MAC", errDatagram)
+	}
+	m, err := in.Decode(b[dgHeaderLen:end], dgMax)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errDatagram, err)
+	}
+	var session, seq uint64
+	switch v := deref(m).(type) {
+	case roles.Heartbeat:
+		session, seq, m = v.Session, v.Seq, v
+	case roles.HeartbeatAck:
+		session, seq, m = v.Session, v.Seq, v
+	}
+	if session != h.session || seq != h.seq {
+		return nil, fmt.Errorf("%w: the header names session %d seq %d, the message %d/%d", errDatagram, h.session, h.seq, session, seq)
+	}
+	return m, nil
+}
+
+// dgKey is one open session's datagram key, and where its peer takes
+// datagrams.
+type dgKey struct {
+	session uint64
+	key     []byte
+	to      netip.AddrPort
+}
+
+// dgKeys holds the key of each peer's open session: the loop sets and
+// forgets them, the datagram reader looks them up.
+type dgKeys struct {
+	mu sync.RWMutex
+	m  map[uint32]dgKey
+}
+
+func newDGKeys() *dgKeys { return &dgKeys{m: map[uint32]dgKey{}} }
+
+func (k *dgKeys) set(peer uint32, v dgKey) {
+	k.mu.Lock()
+	k.m[peer] = v
+	k.mu.Unlock()
+}
+
+func (k *dgKeys) get(peer uint32) (dgKey, bool) {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	v, ok := k.m[peer]
+	return v, ok
+}
+
+// forget drops peer's key; session 0 drops whatever it is, another only
+// that session's.
+func (k *dgKeys) forget(peer uint32, session uint64) {
+	k.mu.Lock()
+	if v, ok := k.m[peer]; ok && (session == 0 || v.session == session) {
+		delete(k.m, peer)
+	}
+	k.mu.Unlock()
+}
+
+// current: session is peer's open session, whose key is held.
+func (k *dgKeys) current(peer uint32, session uint64) bool {
+	v, ok := k.get(peer)
+	return ok && v.session == session
+}
+
+// seqFilter lets through, per peer and session, only sequence numbers
+// above the highest it let through: the copy of a message that arrives
+// second (on TCP or as a datagram) and anything older than what was
+// stepped. Invariant: per session, the core is stepped with strictly
+// rising sequence numbers. A message of an earlier session passes (the
+// core refuses it as stale); one of a later session starts that session.
+// Loop only.
+type seqFilter map[uint32]struct{ session, seq uint64 }
+
+func (f seqFilter) admit(peer uint32, session, seq uint64) bool {
+	cur, ok := f[peer]
+	switch {
+	case !ok || session > cur.session:
+		f[peer] = struct{ session, seq uint64 }{session, seq}
+		return true
+	case session < cur.session:
+		return true
+	case seq > cur.seq:
+		f[peer] = struct{ session, seq uint64 }{session, seq}
+		return true
+	}
+	return false
+}
+
+// listenDatagrams opens the datagram socket on addr ("host:port"), or
+// returns nil with the error when it cannot: the daemons run on TCP alone
+// then.
+func listenDatagrams(addr string) (*net.UDPConn, error) {
+	ua, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return net.ListenUDP("udp", ua)
+}
+
+// readDatagrams hands every datagram read from uc to take until uc is
+// closed. take runs on this goroutine; b is reused after it returns.
+func readDatagrams(uc *net.UDPConn, take func(b []byte, from netip.AddrPort)) {
+	buf := make([]byte, dgMax+1) // one more: a longer datagram is seen as such
+	for {
+		nb, from, err := uc.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue // an ICMP error reported on the socket, a truncation
+		}
+		take(buf[:nb], netip.AddrPortFrom(from.Addr().Unmap(), from.Port()))
+	}
+}
+
+// ---- the master's side ---------------------------------------------------------
+
+// openDatagrams keeps the datagram key a voter's VoteHello brings (from
+// the connection's address: remote), or forgets the one it had when the
+// hello brings none: the new session's heartbeats then go on TCP alone.
+func (n *MasterNode) openDatagrams(id wire.CSID, remote netip.Addr, h roles.VoteHello) {
+	if n.udp == nil || len(h.DgKey) != dgKeyLen || h.DgPort == 0 {
+		n.dg.forget(uint32(id), 0)
+		return
+	}
+	n.dg.set(uint32(id), dgKey{session: h.Session, key: h.DgKey, to: netip.AddrPortFrom(remote, h.DgPort)})
+}
+
+// forgetDatagrams: id's connection is gone, and its session with it.
+func (n *MasterNode) forgetDatagrams(id wire.CSID) {
+	n.dg.forget(uint32(id), 0)
+	delete(n.ackSeen, uint32(id))
+}
+
+// sendDatagram sends hb to voter cs as a datagram too, when its session
+// has a key.
+func (n *MasterNode) sendDatagram(cs wire.CSID, hb roles.Heartbeat) {
+	if n.udp == nil {
+		return
+	}
+	k, ok := n.dg.get(uint32(cs))
+	if !ok || k.session != hb.Session {
+		return
+	}
+	if b := sealDatagram(k.key, dgHeader{dgHeartbeat, uint32(n.opt.Core.ID), hb.Session, hb.Seq}, hb); b != nil {
+		_, _ = n.udp.WriteToUDPAddrPort(b, k.to) // lost like any datagram: TCP carries it too
+	}
+}
+
+// takeDatagram is the datagram reader's: an acknowledgement that
+// authenticates under its session's key goes to the loop, anything else is
+// counted and dropped. Never blocks: a full inbox drops it, as the network
+// may.
+func (n *MasterNode) takeDatagram(b []byte, src netip.AddrPort) {
+	h, err := parseDatagram(b, dgAck)
+	var m wire.Message
+	if err == nil {
+		k, ok := n.dg.get(h.from)
+		if !ok || k.session != h.session {
+			err = fmt.Errorf("%w: no open session %d of chunkserver %d", errDatagram, h.session, h.from)
+		} else {
+			m, err = openDatagram(b, k.key, h, dgAckIn)
+		}
+	}
+	if err != nil {
+		n.dgStats.Refused()
+		return
+	}
+	a := m.(roles.HeartbeatAck)
+	a.CS = wire.CSID(h.from)
+	select {
+	case n.inbox <- input{kind: inDatagram, port: portCS, msg: a, src: src}:
+	default:
+		n.dgStats.Refused()
+	}
+}
+
+// fromDatagram steps an acknowledgement that came as a datagram, unless
+// its session ended meanwhile or its TCP copy came first. Its address is
+// the datagram's source: the core counts it only from the address the
+// session was opened from, as on TCP.
+func (n *MasterNode) fromDatagram(a roles.HeartbeatAck, src netip.AddrPort) {
+	id := a.CS
+	if n.cs[id] == nil || !n.dg.current(uint32(id), a.Session) {
+		n.dgStats.Refused()
+		return
+	}
+	if !n.ackSeen.admit(uint32(id), a.Session, a.Seq) {
+		n.dgStats.Second()
+		return
+	}
+	n.dgStats.First()
+	a.Addr = src.Addr()
+	n.ackRTT(id, a.Seq)
+	n.step(a)
+}
+
+// ackRTT observes the round trip of the heartbeat seq to id, answered now.
+func (n *MasterNode) ackRTT(id wire.CSID, seq uint64) {
+	if at, ok := n.hbSent[hbKey{id, seq}]; ok {
+		n.metrics.HeartbeatRTT(time.Since(at))
+		delete(n.hbSent, hbKey{id, seq})
+	}
+}
+
+// ---- the chunkserver's side ----------------------------------------------------
+
+// openDatagramPort opens the datagram socket when Datagrams is on: on the
+// CSSERV port's number (one rule for a firewall: 9422/udp beside
+// 9422/tcp), or on any port when that one is taken. Without one the voter
+// runs on TCP alone, as before.
+func (n *ChunkserverNode) openDatagramPort() {
+	if !n.opt.Datagrams {
+		return
+	}
+	host := ""
+	if n.opt.Bind.IsValid() {
+		host = n.opt.Bind.String()
+	}
+	uc, err := listenDatagrams(net.JoinHostPort(host, fmt.Sprint(n.port)))
+	if err != nil {
+		first := err
+		if uc, err = listenDatagrams(net.JoinHostPort(host, "0")); err != nil {
+			n.log.Warn().Err(err).Msg("heartbeat datagrams off: no UDP port could be opened; votes are renewed on TCP alone, which packet loss holds up")
+			return
+		}
+		n.log.Warn().Err(first).Str("port", uc.LocalAddr().String()).Msg("heartbeat datagrams on another UDP port than the CSSERV port's number")
+	}
+	n.udp = uc
+	ap, _ := netip.ParseAddrPort(uc.LocalAddr().String())
+	n.udpPort = ap.Port()
+	n.dgStats = obs.NewDatagrams(n.opt.Metrics, "chunkserver")
+	go readDatagrams(uc, n.takeDatagram)
+}
+
+func (n *ChunkserverNode) closeDatagrams() {
+	if n.udp != nil {
+		_ = n.udp.Close()
+	}
+}
+
+// openDatagrams gives a new session to master to its datagram key, and
+// returns the hello that carries it (h as it is without a socket).
+func (n *ChunkserverNode) openDatagrams(to masterhost.Master, h roles.VoteHello) roles.VoteHello {
+	if n.udp == nil {
+		return h
+	}
+	k := dgKey{session: h.Session, key: newDatagramKey(), to: to.Addr}
+	n.dg.set(uint32(to.ID), k)
+	h.DgKey, h.DgPort = k.key, n.udpPort
+	return h
+}
+
+// forgetDatagrams: the connection to master m is gone, and its session
+// with it.
+func (n *ChunkserverNode) forgetDatagrams(m wire.MasterID) {
+	n.dg.forget(uint32(m), 0)
+	delete(n.hbSeen, uint32(m))
+}
+
+// sendDatagram sends a to master m as a datagram too, when the session
+// it answers has a key.
+func (n *ChunkserverNode) sendDatagram(m wire.MasterID, a roles.HeartbeatAck) {
+	if n.udp == nil {
+		return
+	}
+	k, ok := n.dg.get(uint32(m))
+	if !ok || k.session != a.Session {
+		return
+	}
+	if b := sealDatagram(k.key, dgHeader{dgAck, uint32(a.CS), a.Session, a.Seq}, a); b != nil {
+		_, _ = n.udp.WriteToUDPAddrPort(b, k.to)
+	}
+}
+
+// takeDatagram is the datagram reader's: a heartbeat that authenticates
+// under its session's key goes to the loop as its master's, anything else
+// is counted and dropped. Never blocks: a full inbox drops it.
+func (n *ChunkserverNode) takeDatagram(b []byte, _ netip.AddrPort) {
+	h, err := parseDatagram(b, dgHeartbeat)
+	var m wire.Message
+	if err == nil {
+		k, ok := n.dg.get(h.from)
+		if !ok || k.session != h.session {
+			err = fmt.Errorf("%w: no open session %d with master %d", errDatagram, h.session, h.from)
+		} else {
+			m, err = openDatagram(b, k.key, h, dgHeartbeatIn)
+		}
+	}
+	if err != nil {
+		n.dgStats.Refused()
+		return
+	}
+	hb := m.(roles.Heartbeat)
+	hb.From = wire.MasterID(h.from)
+	select {
+	case n.inbox <- csInput{from: hb.From, ev: hb, dgram: true}:
+	default:
+		n.dgStats.Refused()
+	}
+}
+
+// admitHeartbeat: hb (from TCP, or a datagram: dgram) is stepped, being
+// the first copy to arrive of a heartbeat newer than any stepped in its
+// session. Loop only.
+func (n *ChunkserverNode) admitHeartbeat(hb roles.Heartbeat, dgram bool) bool {
+	if dgram && !n.dg.current(uint32(hb.From), hb.Session) {
+		n.dgStats.Refused() // its session ended while it waited
+		return false
+	}
+	if !n.hbSeen.admit(uint32(hb.From), hb.Session, hb.Seq) {
+		if dgram {
+			n.dgStats.Second()
+		}
+		return false
+	}
+	if dgram {
+		n.dgStats.First()
+	}
+	return true
+}

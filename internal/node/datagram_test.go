@@ -1,0 +1,218 @@
+package node
+
+import (
+	"bytes"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/mfs-election/mfs-election/pkg/changelog"
+	"github.com/mfs-election/mfs-election/pkg/masterhost"
+	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/wire/frame"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+)
+
+func sampleHeartbeat() roles.Heartbeat {
+	return roles.Heartbeat{From: 7, Incarnation: 99, Session: 1<<32 | 3, Seq: 41, Role: roles.Leader, Epoch: 5,
+		Lease: 450 * time.Millisecond, RegVersion: 3, InForce: 3, Commit: changelog.Pos{Version: 120, Epoch: 5}, Rank: 1, Ranks: 3}
+}
+
+// TestDatagramSealOpen: a datagram opens under its key into the message
+// sealed, and any change to it, another key, another kind or a header that
+// names another session or sequence number than the message is refused.
+func TestDatagramSealOpen(t *testing.T) {
+	key, other := newDatagramKey(), newDatagramKey()
+	hb := sampleHeartbeat()
+	h := dgHeader{dgHeartbeat, 7, hb.Session, hb.Seq}
+	b := sealDatagram(key, h, hb)
+	if b == nil || len(b) > dgMax {
+		t.Fatalf("sealed %d bytes", len(b))
+	}
+	got, err := parseDatagram(b, dgHeartbeat)
+	if err != nil || got != h {
+		t.Fatalf("header %+v, %v; want %+v", got, err, h)
+	}
+	m, err := openDatagram(b, key, got, dgHeartbeatIn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.(roles.Heartbeat) != hb {
+		t.Fatalf("opened %+v, sealed %+v", m, hb)
+	}
+	if _, err := parseDatagram(b, dgAck); err == nil {
+		t.Fatal("a heartbeat datagram parsed as an acknowledgement")
+	}
+	if _, err := openDatagram(b, other, got, dgHeartbeatIn); err == nil {
+		t.Fatal("opened under another key")
+	}
+	for i := range b {
+		c := bytes.Clone(b)
+		c[i] ^= 0x40
+		if h2, err := parseDatagram(c, dgHeartbeat); err == nil {
+			if _, err := openDatagram(c, key, h2, dgHeartbeatIn); err == nil {
+				t.Fatalf("byte %d changed and still opened", i)
+			}
+		}
+	}
+	for _, n := range []int{0, 10, dgHeaderLen, len(b) - 1} {
+		if h2, err := parseDatagram(b[:n], dgHeartbeat); err == nil {
+			if _, err := openDatagram(b[:n], key, h2, dgHeartbeatIn); err == nil {
+				t.Fatalf("cut to %d bytes and still opened", n)
+			}
+		}
+	}
+	// A header naming another sequence number than its message, under the
+	// right key (a bug, or a peer replaying a message as a newer one).
+	lie := sealDatagram(key, dgHeader{dgHeartbeat, 7, hb.Session, hb.Seq + 1}, hb)
+	if h2, err := parseDatagram(lie, dgHeartbeat); err != nil {
+		t.Fatal(err)
+	} else if _, err := openDatagram(lie, key, h2, dgHeartbeatIn); err == nil {
+		t.Fatal("a header naming another sequence number than its message opened")
+	}
+	long := roles.HeartbeatAck{CS: 3, Session: 1, Seq: 2, Reason: string(make([]byte, dgMax))}
+	if sealDatagram(key, dgHeader{dgAck, 3, 1, 2}, long) != nil {
+		t.Fatal("a message longer than a datagram was sealed")
+	}
+}
+
+// TestSeqFilter: per peer and session, only rising sequence numbers pass;
+// a later session starts over, an earlier one passes untouched.
+func TestSeqFilter(t *testing.T) {
+	f := seqFilter{}
+	steps := []struct {
+		peer         uint32
+		session, seq uint64
+		want         bool
+	}{
+		{1, 10, 5, true},
+		{1, 10, 5, false}, // the second copy
+		{1, 10, 4, false}, // older
+		{1, 10, 9, true},
+		{2, 10, 1, true}, // another peer
+		{1, 9, 100, true}, // an earlier session: the core refuses it
+		{1, 10, 8, false}, // still filtered as session 10
+		{1, 11, 1, true},  // a new session starts over
+		{1, 10, 50, true}, // earlier again
+		{1, 11, 1, false},
+	}
+	for i, s := range steps {
+		if got := f.admit(s.peer, s.session, s.seq); got != s.want {
+			t.Fatalf("step %d %+v: admitted %v", i, s, got)
+		}
+	}
+}
+
+// TestDatagramPath: a master and a voter with HEARTBEAT_UDP renew the vote
+// on both paths: each takes datagrams from the other (first or second,
+// as the race goes). Datagrams a stranger sends to the master's port (no
+// key, a wrong key, garbage) are counted as refused and change nothing.
+func TestDatagramPath(t *testing.T) {
+	noLeaks(t)
+	self := netip.MustParseAddr("127.0.0.1")
+	m, _, mreg := startSoloWith(t, storeWithChanges(t, self, 10), self, func(o *MasterOptions) { o.Datagrams = true })
+	if !until(5*time.Second, func() bool { return statusOf(t, m).Role == roles.Leader }) {
+		t.Fatal("the master did not lead")
+	}
+	_, csAddr, _ := m.Addrs()
+	master := netip.MustParseAddrPort(csAddr.String())
+	creg := prometheus.NewRegistry()
+	opt := ChunkserverOptions{
+		Masters: []masterhost.Master{{ID: masterhost.IDOf(self), Addr: master}},
+		Bind:    netip.MustParseAddr("127.0.0.12"), Listen: "127.0.0.12:0", Datagrams: true, Metrics: creg,
+		Voter: roles.DefaultVoterConfig(0, netip.Addr{}, nil), ReconnectDelay: time.Second, TrustRefused: true,
+		Log: zerolog.New(zerolog.NewTestWriter(t)),
+	}
+	n, err := StartChunkserver(opt, NewMemChunkserverStore())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop(5 * time.Second)
+	if n.udp == nil || n.udpPort != n.port {
+		t.Fatalf("datagram port %d, CSSERV port %d", n.udpPort, n.port)
+	}
+	taken := func(reg *prometheus.Registry, daemon string) float64 {
+		name := "mfs_" + daemon + "_heartbeat_datagrams_total"
+		return labelled(t, reg, name, map[string]string{"result": "first"}) + labelled(t, reg, name, map[string]string{"result": "second"})
+	}
+	if !until(15*time.Second, func() bool {
+		s := n.State()
+		return s.Promised == opt.Masters[0].ID && taken(mreg, "master") >= 5 && taken(creg, "chunkserver") >= 5
+	}) {
+		t.Fatalf("datagrams taken: master %v, chunkserver %v; voter %+v", taken(mreg, "master"), taken(creg, "chunkserver"), n.State())
+	}
+	refusedBefore := labelled(t, mreg, "mfs_master_heartbeat_datagrams_total", map[string]string{"result": "refused"})
+
+	// A stranger on the master's UDP port: garbage, and well-formed
+	// acknowledgements of the voter's real id and session under a key of
+	// its own, claiming a long grant.
+	k, ok := m.dg.get(uint32(n.Identity().CS))
+	if !ok {
+		t.Fatal("the master holds no key for the voter's session")
+	}
+	uc, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(master))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer uc.Close()
+	forged := sealDatagram(newDatagramKey(), dgHeader{dgAck, uint32(n.Identity().CS), k.session, 1 << 60},
+		roles.HeartbeatAck{CS: n.Identity().CS, Session: k.session, Seq: 1 << 60, OK: true, Granted: time.Hour})
+	const sent = 20
+	for i := 0; i < sent/2; i++ {
+		_, _ = uc.Write([]byte("MFSD garbage"))
+		_, _ = uc.Write(forged)
+	}
+	if !until(5*time.Second, func() bool {
+		return labelled(t, mreg, "mfs_master_heartbeat_datagrams_total", map[string]string{"result": "refused"})-refusedBefore >= sent
+	}) {
+		t.Fatalf("refused %v of %d forged datagrams", labelled(t, mreg, "mfs_master_heartbeat_datagrams_total", map[string]string{"result": "refused"})-refusedBefore, sent)
+	}
+	// Renewals go on (the forged sequence number, had it been taken, would
+	// have filtered out every real acknowledgement after it).
+	before := taken(mreg, "master")
+	if !until(5*time.Second, func() bool { return taken(mreg, "master") >= before+3 }) {
+		t.Fatal("no datagram taken after the forged ones")
+	}
+	if st := statusOf(t, m); st.Role != roles.Leader || st.Voters != 1 {
+		t.Fatalf("after the forged datagrams: %+v", st)
+	}
+}
+
+// FuzzDatagram: whatever arrives on a datagram port, parsing and opening
+// it never panics, and a datagram that opens carries a message naming the
+// session and sequence number of its header, under the one key that made
+// it (the fuzzer does not hold it; a mutated MAC must not pass).
+func FuzzDatagram(f *testing.F) {
+	key := bytes.Repeat([]byte{7}, dgKeyLen)
+	hb := sampleHeartbeat()
+	f.Add(sealDatagram(key, dgHeader{dgHeartbeat, 7, hb.Session, hb.Seq}, hb))
+	a := roles.HeartbeatAck{CS: 3, Session: 9, Seq: 12, OK: true, Granted: time.Second, Commit: changelog.Pos{Version: 4, Epoch: 2}}
+	f.Add(sealDatagram(key, dgHeader{dgAck, 3, 9, 12}, a))
+	f.Add([]byte(dgMagic))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for kind, reg := range map[uint8]*frame.Registry{dgHeartbeat: dgHeartbeatIn, dgAck: dgAckIn} {
+			h, err := parseDatagram(b, kind)
+			if err != nil {
+				continue
+			}
+			m, err := openDatagram(b, key, h, reg)
+			if err != nil {
+				continue
+			}
+			var session, seq uint64
+			switch v := m.(type) {
+			case roles.Heartbeat:
+				session, seq = v.Session, v.Seq
+			case roles.HeartbeatAck:
+				session, seq = v.Session, v.Seq
+			default:
+				t.Fatalf("opened a %T", m)
+			}
+			if session != h.session || seq != h.seq {
+				t.Fatalf("header %+v, message %d/%d", h, session, seq)
+			}
+		}
+	})
+}
