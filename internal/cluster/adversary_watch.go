@@ -118,12 +118,45 @@ func RSS(pid int) (uint64, error) {
 	return 0, fmt.Errorf("/proc/%d/status has no VmRSS", pid)
 }
 
-// Metric reads one unlabelled sample (e.g. go_memstats_heap_inuse_bytes,
-// mfs_chunkserver_max_epoch) from a daemon's /metrics at addr.
+// Metric reads one sample (e.g. go_memstats_heap_inuse_bytes,
+// mfs_chunkserver_max_epoch, or a labelled one written as /metrics shows
+// it) from a daemon's /metrics at addr.
 func Metric(addr netip.AddrPort, name string, timeout time.Duration) (float64, error) {
-	cl := http.Client{Timeout: timeout, Transport: &http.Transport{DisableKeepAlives: true,
-		DialContext: (&net.Dialer{Timeout: timeout}).DialContext}}
-	resp, err := cl.Get("http://" + addr.String() + "/metrics")
+	nc, err := net.DialTimeout("tcp", addr.String(), timeout)
+	if err != nil {
+		return 0, err
+	}
+	return metricOver(nc, addr, name, timeout)
+}
+
+// MetricIn is Metric for a daemon in network namespace ns: the
+// connection is made from inside it (an http.Client dials on goroutines of
+// its own, outside it).
+func MetricIn(ns string, addr netip.AddrPort, name string, timeout time.Duration) (float64, error) {
+	var nc net.Conn
+	var derr error
+	if err := InNetns(ns, func() { nc, derr = net.DialTimeout("tcp", addr.String(), timeout) }); err != nil {
+		return 0, err
+	}
+	if derr != nil {
+		return 0, derr
+	}
+	return metricOver(nc, addr, name, timeout)
+}
+
+// metricOver asks for /metrics on nc (closed after) and finds name.
+func metricOver(nc net.Conn, addr netip.AddrPort, name string, timeout time.Duration) (float64, error) {
+	defer nc.Close()
+	_ = nc.SetDeadline(time.Now().Add(timeout))
+	req, err := http.NewRequest(http.MethodGet, "http://"+addr.String()+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Close = true
+	if err := req.Write(nc); err != nil {
+		return 0, err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(nc), req)
 	if err != nil {
 		return 0, err
 	}
