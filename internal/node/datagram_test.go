@@ -91,7 +91,7 @@ func TestSeqFilter(t *testing.T) {
 		{1, 10, 5, false}, // the second copy
 		{1, 10, 4, false}, // older
 		{1, 10, 9, true},
-		{2, 10, 1, true}, // another peer
+		{2, 10, 1, true},  // another peer
 		{1, 9, 100, true}, // an earlier session: the core refuses it
 		{1, 10, 8, false}, // still filtered as session 10
 		{1, 11, 1, true},  // a new session starts over
