@@ -110,6 +110,7 @@ func start(t *testing.T, mutate func(*cluster.Spec)) (*cluster.Cluster, int) {
 // raceReports fails t for every daemon log that holds a race detector
 // report (daemons built with MFS_RACE=1: cluster.Build).
 func raceReports(t *testing.T, dir string) {
+	t.Helper()
 	logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
 	for _, l := range logs {
 		if raw, err := os.ReadFile(l); err == nil && strings.Contains(string(raw), "WARNING: DATA RACE") {
@@ -331,6 +332,7 @@ func TestBadInput(t *testing.T) {
 }
 
 func mustEncode(t *testing.T, m frame.Hello) []byte {
+	t.Helper()
 	b, err := frame.Encode(m)
 	if err != nil {
 		t.Fatal(err)

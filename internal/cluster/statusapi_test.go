@@ -154,6 +154,7 @@ func TestStatusAPI(t *testing.T) {
 // shippedMetricNames lists the metric names the shipped alert rules and
 // dashboard query (a histogram's without its _bucket, _sum, _count).
 func shippedMetricNames(t *testing.T) []string {
+	t.Helper()
 	re := regexp.MustCompile(`\bmfs_[a-z_]+`)
 	seen := map[string]bool{}
 	var out []string

@@ -198,6 +198,7 @@ func (s siteDown) farLeadsOnStore(t *testing.T) uint64 {
 // one without the LEADER) killed, changes acknowledged, the LEADER's site
 // killed and its master's DATA_PATH wiped, site b started again.
 func loseBothSites(t *testing.T, masterCfg map[string]string) (*witnessRig, lostSites) {
+	t.Helper()
 	s := siteBDown(t, rigOptions{masterCfg: masterCfg}, 60)
 	r, lead, here, far, farMasters, farProcs, ld, w, before := s.r, s.lead, s.here, s.far, s.farMasters, s.farProcs, s.ld, s.w, s.before
 	out, _ := r.mfscli("-SIM")
@@ -233,6 +234,7 @@ func loseBothSites(t *testing.T, masterCfg map[string]string) (*witnessRig, lost
 // readBack: site b's master leads, and every acknowledged change reads
 // back from it.
 func (r *witnessRig) readBack(t *testing.T, lost lostSites) {
+	t.Helper()
 	began := time.Now()
 	next := lost.next
 	eventually(t, 60*time.Second, 100*time.Millisecond, "site "+lost.far+"'s master to lead", func() error {

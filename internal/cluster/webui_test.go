@@ -20,6 +20,7 @@ import (
 // artifacts is where the page test keeps its screenshots: MFS_ARTIFACTS,
 // else a directory under the system's temporary one (kept after the test).
 func artifacts(t *testing.T) string {
+	t.Helper()
 	dir := os.Getenv("MFS_ARTIFACTS")
 	if dir == "" {
 		dir = filepath.Join(os.TempDir(), "mfs-election-artifacts")

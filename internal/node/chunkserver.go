@@ -631,7 +631,9 @@ func (n *ChunkserverNode) handle(in csInput) error {
 			return nil
 		}
 	case roles.VoteRelease:
-		n.dg.forget(uint32(in.from), e.Session)
+		if !n.admitRelease(e, in.dgram) {
+			return nil
+		}
 	case roles.Redirect:
 		n.dg.forget(uint32(in.from), e.Session)
 	case roles.TrustRecord:

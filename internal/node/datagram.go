@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -45,6 +46,7 @@ const (
 	dgVersion   = 1
 	dgHeartbeat = 1 // master -> chunkserver: roles.Heartbeat
 	dgAck       = 2 // chunkserver -> master: roles.HeartbeatAck
+	dgRelease   = 3 // master -> chunkserver: roles.VoteRelease (sequence number 0)
 	// dgHeaderLen: magic, version, kind, sender id (4), session (8),
 	// sequence number (8); the message's frame follows, then the MAC.
 	dgHeaderLen = 4 + 1 + 1 + 4 + 8 + 8
@@ -56,11 +58,14 @@ const (
 	dgMax = 1200
 )
 
-// What each end takes from a datagram: only heartbeats and their
-// acknowledgements travel this way.
+// What each end takes from a datagram: heartbeats, their
+// acknowledgements, and a master's release of a vote, whose TCP copy waits
+// behind whatever the connection could not deliver (a LEADER that cannot
+// receive steps down, and its voters would otherwise keep their promise a
+// lease longer: the goodbye sits in a send queue nobody acknowledges).
 var (
-	dgHeartbeatIn = frame.RegistryOf(roles.Heartbeat{})
-	dgAckIn       = frame.RegistryOf(roles.HeartbeatAck{})
+	dgMasterIn = frame.RegistryOf(roles.Heartbeat{}, roles.VoteRelease{})
+	dgAckIn    = frame.RegistryOf(roles.HeartbeatAck{})
 )
 
 // errDatagram wraps every reason a datagram is refused.
@@ -101,17 +106,18 @@ func sealDatagram(key []byte, h dgHeader, m wire.Message) []byte {
 	return mac.Sum(b)
 }
 
-// parseDatagram reads b's header: what the receiver needs to find the
-// key. Nothing in b counts before openDatagram checked its MAC.
-func parseDatagram(b []byte, kind uint8) (dgHeader, error) {
+// parseDatagram reads b's header, of one of kinds: what the receiver
+// needs to find the key. Nothing in b counts before openDatagram checked
+// its MAC.
+func parseDatagram(b []byte, kinds ...uint8) (dgHeader, error) {
 	if len(b) < dgHeaderLen+frame.HeaderLen+dgMACLen || len(b) > dgMax {
 		return dgHeader{}, fmt.Errorf("%w: %d bytes", errDatagram, len(b))
 	}
 	if string(b[:4]) != dgMagic || b[4] != dgVersion {
 		return dgHeader{}, fmt.Errorf("%w: not a heartbeat datagram of version %d", errDatagram, dgVersion)
 	}
-	if b[5] != kind {
-		return dgHeader{}, fmt.Errorf("%w: kind %d, want %d", errDatagram, b[5], kind)
+	if !slices.Contains(kinds, b[5]) {
+		return dgHeader{}, fmt.Errorf("%w: kind %d, want one of %v", errDatagram, b[5], kinds)
 	}
 	return dgHeader{kind: b[5], from: binary.BigEndian.Uint32(b[6:10]),
 		session: binary.BigEndian.Uint64(b[10:18]), seq: binary.BigEndian.Uint64(b[18:26])}, nil
@@ -131,11 +137,17 @@ func openDatagram(b []byte, key []byte, h dgHeader, in *frame.Registry) (wire.Me
 		return nil, fmt.Errorf("%w: %w", errDatagram, err)
 	}
 	var session, seq uint64
+	var kind uint8
 	switch v := deref(m).(type) {
 	case roles.Heartbeat:
-		session, seq, m = v.Session, v.Seq, v
+		session, seq, kind, m = v.Session, v.Seq, dgHeartbeat, v
 	case roles.HeartbeatAck:
-		session, seq, m = v.Session, v.Seq, v
+		session, seq, kind, m = v.Session, v.Seq, dgAck, v
+	case roles.VoteRelease:
+		session, kind, m = v.Session, dgRelease, v
+	}
+	if kind != h.kind {
+		return nil, fmt.Errorf("%w: kind %d carries message type %d", errDatagram, h.kind, m.MsgType())
 	}
 	if session != h.session || seq != h.seq {
 		return nil, fmt.Errorf("%w: the header names session %d seq %d, the message %d/%d", errDatagram, h.session, h.seq, session, seq)
@@ -259,17 +271,17 @@ func (n *MasterNode) forgetDatagrams(id wire.CSID) {
 	delete(n.ackSeen, uint32(id))
 }
 
-// sendDatagram sends hb to voter cs as a datagram too, when its session
-// has a key.
-func (n *MasterNode) sendDatagram(cs wire.CSID, hb roles.Heartbeat) {
+// sendDatagram sends m (a heartbeat or a release of kind, for session and
+// seq) to voter cs as a datagram too, when that session has a key.
+func (n *MasterNode) sendDatagram(cs wire.CSID, kind uint8, session, seq uint64, m wire.Message) {
 	if n.udp == nil {
 		return
 	}
 	k, ok := n.dg.get(uint32(cs))
-	if !ok || k.session != hb.Session {
+	if !ok || k.session != session {
 		return
 	}
-	if b := sealDatagram(k.key, dgHeader{dgHeartbeat, uint32(n.opt.Core.ID), hb.Session, hb.Seq}, hb); b != nil {
+	if b := sealDatagram(k.key, dgHeader{kind, uint32(n.opt.Core.ID), session, seq}, m); b != nil {
 		_, _ = n.udp.WriteToUDPAddrPort(b, k.to) // lost like any datagram: TCP carries it too
 	}
 }
@@ -404,27 +416,51 @@ func (n *ChunkserverNode) sendDatagram(m wire.MasterID, a roles.HeartbeatAck) {
 // under its session's key goes to the loop as its master's, anything else
 // is counted and dropped. Never blocks: a full inbox drops it.
 func (n *ChunkserverNode) takeDatagram(b []byte, _ netip.AddrPort) {
-	h, err := parseDatagram(b, dgHeartbeat)
+	h, err := parseDatagram(b, dgHeartbeat, dgRelease)
 	var m wire.Message
 	if err == nil {
 		k, ok := n.dg.get(h.from)
 		if !ok || k.session != h.session {
 			err = fmt.Errorf("%w: no open session %d with master %d", errDatagram, h.session, h.from)
 		} else {
-			m, err = openDatagram(b, k.key, h, dgHeartbeatIn)
+			m, err = openDatagram(b, k.key, h, dgMasterIn)
 		}
 	}
 	if err != nil {
 		n.dgStats.Refused()
 		return
 	}
-	hb := m.(roles.Heartbeat)
-	hb.From = wire.MasterID(h.from)
+	from := wire.MasterID(h.from)
+	var ev roles.Event
+	switch v := m.(type) {
+	case roles.Heartbeat:
+		v.From = from
+		ev = v
+	case roles.VoteRelease:
+		v.From = from
+		ev = v
+	}
 	select {
-	case n.inbox <- csInput{from: hb.From, ev: hb, dgram: true}:
+	case n.inbox <- csInput{from: from, ev: ev, dgram: true}:
 	default:
 		n.dgStats.Refused()
 	}
+}
+
+// admitRelease: r (from TCP, or a datagram: dgram) is stepped. A release
+// ends its session's datagram path: nothing of the session is taken
+// after it. A datagram whose session ended meanwhile (its TCP copy came
+// first) is not stepped again. Loop only.
+func (n *ChunkserverNode) admitRelease(r roles.VoteRelease, dgram bool) bool {
+	if dgram && !n.dg.current(uint32(r.From), r.Session) {
+		n.dgStats.Second()
+		return false
+	}
+	if dgram {
+		n.dgStats.First()
+	}
+	n.dg.forget(uint32(r.From), r.Session)
+	return true
 }
 
 // admitHeartbeat: hb (from TCP, or a datagram: dgram) is stepped, being

@@ -35,7 +35,7 @@ func TestDatagramSealOpen(t *testing.T) {
 	if err != nil || got != h {
 		t.Fatalf("header %+v, %v; want %+v", got, err, h)
 	}
-	m, err := openDatagram(b, key, got, dgHeartbeatIn)
+	m, err := openDatagram(b, key, got, dgMasterIn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,21 +45,21 @@ func TestDatagramSealOpen(t *testing.T) {
 	if _, err := parseDatagram(b, dgAck); err == nil {
 		t.Fatal("a heartbeat datagram parsed as an acknowledgement")
 	}
-	if _, err := openDatagram(b, other, got, dgHeartbeatIn); err == nil {
+	if _, err := openDatagram(b, other, got, dgMasterIn); err == nil {
 		t.Fatal("opened under another key")
 	}
 	for i := range b {
 		c := bytes.Clone(b)
 		c[i] ^= 0x40
 		if h2, err := parseDatagram(c, dgHeartbeat); err == nil {
-			if _, err := openDatagram(c, key, h2, dgHeartbeatIn); err == nil {
+			if _, err := openDatagram(c, key, h2, dgMasterIn); err == nil {
 				t.Fatalf("byte %d changed and still opened", i)
 			}
 		}
 	}
 	for _, n := range []int{0, 10, dgHeaderLen, len(b) - 1} {
 		if h2, err := parseDatagram(b[:n], dgHeartbeat); err == nil {
-			if _, err := openDatagram(b[:n], key, h2, dgHeartbeatIn); err == nil {
+			if _, err := openDatagram(b[:n], key, h2, dgMasterIn); err == nil {
 				t.Fatalf("cut to %d bytes and still opened", n)
 			}
 		}
@@ -69,8 +69,23 @@ func TestDatagramSealOpen(t *testing.T) {
 	lie := sealDatagram(key, dgHeader{dgHeartbeat, 7, hb.Session, hb.Seq + 1}, hb)
 	if h2, err := parseDatagram(lie, dgHeartbeat); err != nil {
 		t.Fatal(err)
-	} else if _, err := openDatagram(lie, key, h2, dgHeartbeatIn); err == nil {
+	} else if _, err := openDatagram(lie, key, h2, dgMasterIn); err == nil {
 		t.Fatal("a header naming another sequence number than its message opened")
+	}
+	// A release travels as kind 3 with sequence number 0; a heartbeat
+	// under that kind is refused.
+	rel := roles.VoteRelease{From: 7, Incarnation: 99, Session: hb.Session, Next: 9}
+	rb := sealDatagram(key, dgHeader{dgRelease, 7, rel.Session, 0}, rel)
+	if h2, err := parseDatagram(rb, dgHeartbeat, dgRelease); err != nil {
+		t.Fatal(err)
+	} else if m, err := openDatagram(rb, key, h2, dgMasterIn); err != nil || m.(roles.VoteRelease) != rel {
+		t.Fatalf("release opened as %+v, %v", m, err)
+	}
+	posed := sealDatagram(key, dgHeader{dgRelease, 7, hb.Session, hb.Seq}, hb)
+	if h2, err := parseDatagram(posed, dgHeartbeat, dgRelease); err != nil {
+		t.Fatal(err)
+	} else if _, err := openDatagram(posed, key, h2, dgMasterIn); err == nil {
+		t.Fatal("a heartbeat under the release kind opened")
 	}
 	long := roles.HeartbeatAck{CS: 3, Session: 1, Seq: 2, Reason: string(make([]byte, dgMax))}
 	if sealDatagram(key, dgHeader{dgAck, 3, 1, 2}, long) != nil {
@@ -192,7 +207,7 @@ func FuzzDatagram(f *testing.F) {
 	f.Add(sealDatagram(key, dgHeader{dgAck, 3, 9, 12}, a))
 	f.Add([]byte(dgMagic))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		for kind, reg := range map[uint8]*frame.Registry{dgHeartbeat: dgHeartbeatIn, dgAck: dgAckIn} {
+		for kind, reg := range map[uint8]*frame.Registry{dgHeartbeat: dgMasterIn, dgRelease: dgMasterIn, dgAck: dgAckIn} {
 			h, err := parseDatagram(b, kind)
 			if err != nil {
 				continue
@@ -207,6 +222,8 @@ func FuzzDatagram(f *testing.F) {
 				session, seq = v.Session, v.Seq
 			case roles.HeartbeatAck:
 				session, seq = v.Session, v.Seq
+			case roles.VoteRelease:
+				session = v.Session
 			default:
 				t.Fatalf("opened a %T", m)
 			}

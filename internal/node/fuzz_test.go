@@ -119,6 +119,7 @@ func driverSeeds() map[wire.Type]wire.Message {
 // portSeeds returns a valid frame of every type r takes; a type without a
 // seed fails the test (a message added to a port needs one here).
 func portSeeds(tb testing.TB, r *frame.Registry) [][]byte {
+	tb.Helper()
 	all := coreSeeds()
 	for t, m := range driverSeeds() {
 		all[t] = m
@@ -140,6 +141,7 @@ func portSeeds(tb testing.TB, r *frame.Registry) [][]byte {
 
 // fuzzRegistry is the body of every port's target.
 func fuzzRegistry(f *testing.F, r *frame.Registry) {
+	f.Helper()
 	seeds := portSeeds(f, r)
 	if *writeCorpus {
 		saveCorpus(f, seeds)
@@ -186,6 +188,7 @@ func binaryType(b []byte) int {
 
 // saveCorpus writes seeds as the files go test reads a corpus from.
 func saveCorpus(tb testing.TB, seeds [][]byte) {
+	tb.Helper()
 	dir := filepath.Join("testdata", "fuzz", strings.Split(tb.Name(), "/")[0])
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		tb.Fatal(err)

@@ -921,7 +921,11 @@ func (n *MasterNode) route(to roles.Peer, msg wire.Message) {
 			n.stages.commitSent(m.Commit.Version, now)
 		}
 		if to.Kind == roles.PeerCS {
-			n.sendDatagram(wire.CSID(to.ID), m)
+			n.sendDatagram(wire.CSID(to.ID), dgHeartbeat, m.Session, m.Seq, m)
+		}
+	case roles.VoteRelease:
+		if to.Kind == roles.PeerCS {
+			n.sendDatagram(wire.CSID(to.ID), dgRelease, m.Session, 0, m)
 		}
 	case roles.ClientReply:
 		delete(n.listsOut, listKey{m.Client, m.Seq})

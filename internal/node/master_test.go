@@ -101,7 +101,10 @@ func status(t *testing.T, n *MasterNode) protocol.StatusResp {
 
 // noLeaks checks, after every other cleanup of the test, that no goroutine
 // of the driver (readers, writers, the background snapshot) is left.
-func noLeaks(t *testing.T) { t.Cleanup(func() { goleak.VerifyNone(t) }) }
+func noLeaks(t *testing.T) {
+	t.Helper()
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+}
 
 // TestMasterSavesSnapshot: a master with more committed changes than
 // SnapshotEvery writes a snapshot in the background, trims its changelog

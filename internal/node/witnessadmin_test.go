@@ -147,6 +147,7 @@ var witnessIDForm = regexp.MustCompile(`^w-[0-9a-f]{16}$`)
 // more against a store that passes its self-test; get reads the lease
 // object.
 func witnessAdminFlow(t *testing.T, sc *s3store.Config, get func(key string) ([]byte, bool)) {
+	t.Helper()
 	n := witnessSolo(t, sc)
 	key := strings.TrimSuffix(sc.Prefix, "/") + "/" + witness.Key
 

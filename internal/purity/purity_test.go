@@ -56,6 +56,7 @@ func TestPureCore(t *testing.T) {
 
 // problems lists what makes one file impure.
 func problems(t *testing.T, dir, path string) []string {
+	t.Helper()
 	var out []string
 	report := func(format string, a ...any) { out = append(out, fmt.Sprintf(format, a...)) }
 	src, err := os.ReadFile(path)

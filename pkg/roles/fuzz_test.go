@@ -53,6 +53,7 @@ func rigStored() Stored {
 // newLeaderRig returns master 1 of masters 1 and 2, LEADER at epoch 1,
 // chunkservers 1 and 2 voting for it.
 func newLeaderRig(t testing.TB) *coreRig {
+	t.Helper()
 	cfg := DefaultConfig(1, []wire.MasterID{1, 2})
 	cfg.CheckCaches = 1
 	m, _ := NewMaster(cfg, rigStored(), 0)
@@ -68,6 +69,7 @@ func newLeaderRig(t testing.TB) *coreRig {
 // newFollowerRig returns master 2 of masters 1 and 2, a FOLLOWER of
 // master 1 at epoch 1 holding n committed puts after the LEADER's noop.
 func newFollowerRig(t testing.TB, n int) *coreRig {
+	t.Helper()
 	m, _ := NewMaster(DefaultConfig(2, []wire.MasterID{1, 2}), rigStored(), 0)
 	r := &coreRig{t: t, m: m, other: 1}
 	es := []changelog.Entry{{Pos: changelog.Pos{Version: 3, Epoch: 1}, Kind: changelog.EntryNoop}}

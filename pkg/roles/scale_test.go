@@ -31,6 +31,7 @@ func scaleStored(n int) Stored {
 // scaleLeader returns master 1 of masters 1 and 2, LEADER over n voters
 // that all voted for it.
 func scaleLeader(tb testing.TB, n int) *coreRig {
+	tb.Helper()
 	m, _ := NewMaster(DefaultConfig(1, []wire.MasterID{1, 2}), scaleStored(n), 0)
 	r := &coreRig{t: tb, m: m, other: 2, addr: scaleAddr}
 	for cs := wire.CSID(1); cs <= wire.CSID(n); cs++ {

@@ -583,6 +583,7 @@ func msgText(m wire.Message) string {
 
 // runScript plays one file and returns its text with fresh expectations.
 func runScript(t *testing.T, path string) (got, want string) {
+	t.Helper()
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -626,6 +627,7 @@ func runScript(t *testing.T, path string) (got, want string) {
 }
 
 func scriptFiles(t *testing.T) []string {
+	t.Helper()
 	files, err := filepath.Glob("testdata/*.txt")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no golden scripts under testdata/: %v", err)

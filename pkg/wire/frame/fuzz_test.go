@@ -31,6 +31,7 @@ import (
 var writeCorpus = flag.Bool("write-corpus", false, "write the fuzz seeds to testdata/fuzz/<target>/")
 
 func saveCorpus(tb testing.TB, seeds map[string][]byte) {
+	tb.Helper()
 	dir := filepath.Join("testdata", "fuzz", tb.Name())
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		tb.Fatal(err)
@@ -180,6 +181,7 @@ func decodeSnapshot(b []byte) (snapRecords, error) {
 }
 
 func encodeSnapshot(t testing.TB, s snapRecords) []byte {
+	t.Helper()
 	var buf bytes.Buffer
 	enc := frame.NewEncoder(&buf)
 	if err := enc.Encode(&s.h); err != nil {
