@@ -66,6 +66,10 @@ type profile struct {
 	extremeClocks                       bool // every clock starts at +rho or -rho
 	reject                              bool // cuts refuse dials (REJECT rules) instead of dropping them
 	cpu                                 cpuModel
+	// dgram: heartbeats and their acks also go as datagrams, beside the
+	// TCP stream, through each receiver's sequence filter (sim.go:
+	// datagram, passSeq), as the daemons do by default.
+	dgram bool
 }
 
 // cpuModel: processors that take time. Each message a node takes costs
@@ -181,10 +185,10 @@ func (p profile) String() string {
 	for _, f := range p.faults {
 		fs = append(fs, faultMenu[f].name)
 	}
-	return fmt.Sprintf("masters=%d cs=%d+%d spare locations=%d clients=%d delay=%v+%v loss=%.2f dup=%.2f disk<=%v lease=%v hb=%v drift<=%.2f deputy=%v ack_replicas=%d ack_alone=%v snapshot_every=%d log_retain=%d keep=%s gap~%v extreme_clocks=%v reject=%v cpu=%v faults=[%s]",
+	return fmt.Sprintf("masters=%d cs=%d+%d spare locations=%d clients=%d delay=%v+%v loss=%.2f dup=%.2f disk<=%v lease=%v hb=%v drift<=%.2f deputy=%v ack_replicas=%d ack_alone=%v snapshot_every=%d log_retain=%d keep=%s gap~%v extreme_clocks=%v reject=%v cpu=%v dgram=%v faults=[%s]",
 		p.masters, p.css, p.spares, p.locs, p.clients, p.delayBase, p.delayJitter, p.loss, p.dup, p.diskMax,
 		p.masterCfg.VoteLease, p.masterCfg.HeartbeatInterval, p.masterCfg.MaxClockDrift, p.masterCfg.DeputyElectionTime,
-		p.masterCfg.AckReplicas, p.masterCfg.AckAlone, p.masterCfg.SnapshotEvery, p.masterCfg.LogRetain, p.keepString(), p.meanGap, p.extremeClocks, p.reject, p.cpu, strings.Join(fs, ","))
+		p.masterCfg.AckReplicas, p.masterCfg.AckAlone, p.masterCfg.SnapshotEvery, p.masterCfg.LogRetain, p.keepString(), p.meanGap, p.extremeClocks, p.reject, p.cpu, p.dgram, strings.Join(fs, ","))
 }
 
 func (p profile) keepString() string {

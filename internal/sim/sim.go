@@ -108,6 +108,11 @@ type Result struct {
 	LossyChanges int
 	// LossyAlone: those of LossyChanges with no other fault acting.
 	LossyAlone int
+	// Datagram: the seed drew the datagram side path for heartbeats and
+	// their acks (profile.dgram); DatagramFirst: heartbeats and acks the
+	// cores took from it, ahead of their TCP copies.
+	Datagram      bool
+	DatagramFirst int
 }
 
 // WitnessRun is what the witness did in one run.
@@ -210,13 +215,24 @@ type proc struct {
 	// time. The driver stamps it on status messages for display, as the
 	// daemons do; the core never reads it.
 	wallJump int64
+	// seqSeen is the driver's sequence filter on seeds with the datagram
+	// path (passSeq): the highest Seq of a Heartbeat or HeartbeatAck it
+	// passed on, per sender and session. Driver memory: gone with the
+	// process.
+	seqSeen map[seqKey]uint64
+}
+
+// seqKey: the sender (its source address, to the driver) and the session.
+type seqKey struct {
+	from    ref
+	session uint64
 }
 
 // setUp starts (up) or kills (!up) the process: whatever was queued or
 // waiting for the disk is gone, and a kill makes events addressed to the
 // old incarnation stale.
 func (p *proc) setUp(up bool) {
-	p.up, p.paused, p.busy, p.inbox, p.tickAt = up, false, false, nil, 0
+	p.up, p.paused, p.busy, p.inbox, p.tickAt, p.seqSeen = up, false, false, nil, 0, nil
 	if !up {
 		p.inc++
 	}
@@ -274,6 +290,7 @@ type event struct {
 	msg     any   // what a link delivers: a wire message, or a refused dial
 	sentLoc int64 // sender's clock at send (for Refused)
 	queued  bool  // a delivery that waited for its node's CPU already
+	dgram   bool  // a delivery on the datagram path (datagram), not TCP
 	batch   roles.Batch
 	fn      func()
 }
@@ -365,6 +382,9 @@ type world struct {
 
 	cleanStarts int // chunkserver starts from a clean-stop mark
 	restores    int // masters started again from an older copy of their store
+	// dgramFirst: heartbeats and acks the sequence filter passed from the
+	// datagram path (their TCP copies came later, or never).
+	dgramFirst int
 	// lossyUntil, lossyTime, lossyChanges: the end of the lossy-link
 	// windows so far, their length (overlaps counted once), and the
 	// LEADERs deposed in them: quorum-lost while their own links were
@@ -481,6 +501,7 @@ func (w *world) sendAfter(from, to ref, msg any, sentLoc, extra int64) {
 	if to.k == kCS && to.i >= len(w.css) {
 		return // an id only an adversary used: the answer goes back to it
 	}
+	w.datagram(from, to, msg, sentLoc, extra)
 	if w.cutBetween(from, to) {
 		w.reject(from, to, msg, sentLoc)
 		return
@@ -514,6 +535,86 @@ func (w *world) sendAfter(from, to ref, msg any, sentLoc, extra int64) {
 		at := max(w.now+d, w.net.hol[[2]ref{from, to}])
 		w.push(&event{at: at, kind: evDeliver, to: to, from: from, msg: msg, sentLoc: sentLoc})
 	}
+}
+
+// datagram: on seeds with the side path (profile.dgram), a heartbeat from
+// a master to a chunkserver, and an ack back, also leaves as a UDP
+// datagram, as the daemons send them. A datagram is never resent and
+// waits behind nothing: a cut drops it (UDP has no dial to refuse), a
+// lossy-link window loses it with lossyRate and the TCP stall that
+// follows does not hold it (net.hol is neither read nor moved), otherwise
+// the profile's loss does. No duplicates: the receiver's sequence filter
+// (passSeq) would drop the second copy as it drops the TCP one. Only
+// honest nodes send them: an adversary's messages are what its target's
+// core sees (adversary.go), one copy each.
+func (w *world) datagram(from, to ref, msg any, sentLoc, extra int64) {
+	if !w.prof.dgram {
+		return
+	}
+	switch msg.(type) {
+	case roles.Heartbeat:
+		if from.k != kMaster || to.k != kCS {
+			return
+		}
+	case roles.HeartbeatAck:
+		if from.k != kCS || to.k != kMaster {
+			return
+		}
+	default:
+		return
+	}
+	if w.cutBetween(from, to) {
+		return
+	}
+	loss := w.net.loss
+	if w.lossyBetween(from, to) {
+		loss = lossyRate
+	}
+	if w.rng.Float64() < loss {
+		return
+	}
+	d := extra + w.net.delayBase + w.rng.Int63n(w.net.delayJitter+1)
+	w.push(&event{at: w.now + d, kind: evDeliver, to: to, from: from, msg: msg, sentLoc: sentLoc, dgram: true})
+}
+
+// passSeq is the drivers' sequence filter on seeds with the datagram
+// path, over both paths: per sender and session, a voter passes on only a
+// Heartbeat, and a master only a HeartbeatAck, whose Seq is above the
+// highest it passed on before; the copy that comes second (or any older
+// one) is dropped. The core sees a strictly rising subsequence of what
+// was sent, whichever path brought each. The state is the process's
+// (proc.seqSeen, cleared by setUp); the daemon's driver also forgets a
+// session when it ends, which is not modelled: late datagrams of ended
+// sessions reach the core, the harder case.
+func (w *world) passSeq(e *event) bool {
+	var session, seq uint64
+	switch m := e.msg.(type) {
+	case roles.Heartbeat:
+		if e.to.k != kCS {
+			return true
+		}
+		session, seq = m.Session, m.Seq
+	case roles.HeartbeatAck:
+		if e.to.k != kMaster {
+			return true
+		}
+		session, seq = m.Session, m.Seq
+	default:
+		return true
+	}
+	p := w.proc(e.to)
+	k := seqKey{e.from, session}
+	if seq <= p.seqSeen[k] {
+		return false
+	}
+	if p.seqSeen == nil {
+		p.seqSeen = map[seqKey]uint64{}
+	}
+	p.seqSeen[k] = seq
+	if e.dgram {
+		w.dgramFirst++
+	}
+	return true
 }
 
 // reject: on seeds whose network has REJECT rules (iptables' default, an
@@ -551,7 +652,8 @@ func (w *world) deliver(e *event) {
 		return
 	}
 	if w.msgCount != nil && !e.queued {
-		w.msgCount[fmt.Sprintf("%v>%T", e.from.k, e.msg)]++
+		udp := map[bool]string{true: "/udp"}[e.dgram]
+		w.msgCount[fmt.Sprintf("%v>%T%s", e.from.k, e.msg, udp)]++
 	}
 	if c := w.cpuOf(e.to); c != nil && !e.queued {
 		// The node's processor takes messages in arrival order, each for
@@ -560,6 +662,11 @@ func (w *world) deliver(e *event) {
 		q := *e
 		q.at, q.queued = *c, true
 		w.push(&q)
+		return
+	}
+	// The filter sits in the driver, after the processor took the
+	// message: a copy it drops still cost its turn.
+	if w.prof.dgram && !w.passSeq(e) {
 		return
 	}
 	ev, ok := w.stamp(e.from, e.to, e.msg).(roles.Event)
@@ -1046,9 +1153,13 @@ func Run(opt Options) Result {
 func newWorld(opt Options) *world {
 	w := &world{opt: opt, rng: rand.New(rand.NewSource(opt.Seed))}
 	w.prof = drawProfile(w.rng)
-	// ACK_ALONE on a third of the seeds, from a stream of its own (every
-	// other draw stays as it was).
-	w.prof.masterCfg.AckAlone = rand.New(rand.NewSource(w.opt.Seed*8191+17)).Intn(3) == 0
+	// ACK_ALONE on a third of the seeds, and the datagram path for
+	// heartbeats (datagram) on three in four, from a stream of their own
+	// (every other draw stays as it was: a seed without the datagram path
+	// runs exactly as before it was modelled).
+	own := rand.New(rand.NewSource(w.opt.Seed*8191 + 17))
+	w.prof.masterCfg.AckAlone = own.Intn(3) == 0
+	w.prof.dgram = own.Intn(4) != 0
 	if opt.Witness {
 		w.prof.locs = 2
 	}
@@ -1176,6 +1287,7 @@ func (w *world) run() Result {
 	res.CleanStarts = w.cleanStarts
 	res.Restores = w.restores
 	res.Lossy, res.LossyChanges, res.LossyAlone = time.Duration(w.lossyTime), w.lossyChanges, w.lossyAlone
+	res.Datagram, res.DatagramFirst = w.prof.dgram, w.dgramFirst
 	res.Refusals = w.chk.refusals
 	res.TraceHash = w.hash
 	res.Trace = w.tail()

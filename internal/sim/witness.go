@@ -341,6 +341,10 @@ func (w *world) site(r ref) int {
 
 func (w *world) witnessFault(f string, dur int64, pick int) {
 	s := w.store
+	// Another fault that may depose a LEADER on a lossy link (as in
+	// world.fault): split-sites and kill-site did, counted as the lossy
+	// link's alone (chaos seeds 185, 397, 1059).
+	w.othersUntil = max(w.othersUntil, w.now+dur+int64(w.prof.masterCfg.VoteLease))
 	switch f {
 	case "store-down":
 		w.tracef("STORE DOWN for %v", time.Duration(dur))

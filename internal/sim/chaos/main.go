@@ -29,7 +29,8 @@ func main() {
 	var snaps sim.Snapshots
 	tempRemovals, forged, diskFaults, stuck := 0, 0, 0, 0
 	var wit witnessFigures
-	var lossy lossyFigures
+	var lossy, lossyDgram, lossyTCP lossyFigures
+	var dgram dgramFigures
 	opts := func(s int64) sim.Options {
 		o := sim.DefaultOptions(s)
 		o.Witness = *witness
@@ -63,11 +64,13 @@ func main() {
 			wit.logReads += w.LogReads
 			wit.stale += w.StaleRefused
 		}
-		if r.Lossy > 0 {
-			lossy.seeds++
-			lossy.time += r.Lossy
-			lossy.changes += r.LossyChanges
-			lossy.alone += r.LossyAlone
+		lossy.add(r)
+		if r.Datagram {
+			dgram.seeds++
+			dgram.first += r.DatagramFirst
+			lossyDgram.add(r)
+		} else {
+			lossyTCP.add(r)
 		}
 		violations += len(r.Violations)
 		if r.Liveness != "" {
@@ -99,7 +102,7 @@ func main() {
 		fmt.Fprint(os.Stderr, r.Report())
 	}
 	if *doc != "" {
-		if err := writeDoc(*doc, *witness, wit, lossy, *seeds, violations, liveness, elapsed, events, terms, acked, snaps, tempRemovals, forged, diskFaults, stuck, fail, heal); err != nil {
+		if err := writeDoc(*doc, *witness, wit, lossy, lossyDgram, lossyTCP, dgram, *seeds, violations, liveness, elapsed, events, terms, acked, snaps, tempRemovals, forged, diskFaults, stuck, fail, heal); err != nil {
 			fmt.Fprintln(os.Stderr, "chaos:", err)
 			os.Exit(2)
 		}
@@ -108,6 +111,7 @@ func main() {
 	fmt.Printf("snapshots: saved=%d trims=%d installed=%d (by an ELECT %d); temporary removals accepted: %d; forged messages: %d\n", snaps.Saved, snaps.Trims, snaps.Installed, snaps.ElectInstall, tempRemovals, forged)
 	fmt.Printf("disk faults: %d chunkserver records damaged, torn or lost; %d seeds left with no quorum of certain voters after the heal (documented, not failures)\n", diskFaults, stuck)
 	fmt.Printf("lossy links: on %d seeds, %.1f simulated minutes of 20%% loss both ways on a master's links, %d LEADERs deposed by their lossy link in them (%s)\n", lossy.seeds, lossy.time.Minutes(), lossy.changes, lossy.rate())
+	fmt.Printf("heartbeat datagrams: on %d of %d seeds, %d heartbeats and acks taken from them ahead of TCP; lossy links with them %s, TCP only %s\n", dgram.seeds, *seeds, dgram.first, lossyDgram.short(), lossyTCP.short())
 	fmt.Printf("witness: on %d seeds, its lease held on %d, the store refused by the self-test on %d; %d calls, %d writes\n", wit.seeds, wit.held, wit.refused, wit.calls, wit.writes)
 	fmt.Printf("store log: stood in on %d seeds; %d objects, %d snapshots, %d heads written; %d objects read by a catch-up; %d head writes of a superseded LEADER refused\n", wit.logSeeds, wit.logObjects, wit.logSnaps, wit.logHeads, wit.logReads, wit.stale)
 	if violations > 0 || liveness > 0 {
@@ -132,6 +136,29 @@ type lossyFigures struct {
 	time                  time.Duration
 }
 
+// add counts one seed's lossy-link windows, if it drew any.
+func (l *lossyFigures) add(r sim.Result) {
+	if r.Lossy <= 0 {
+		return
+	}
+	l.seeds++
+	l.time += r.Lossy
+	l.changes += r.LossyChanges
+	l.alone += r.LossyAlone
+}
+
+// short: deposed per simulated minute, over how many minutes.
+func (l lossyFigures) short() string {
+	if l.time <= 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%.2f deposed per simulated minute (%d in %.1f min; with no other fault acting %d, %.2f per minute)", float64(l.changes)/l.time.Minutes(), l.changes, l.time.Minutes(), l.alone, float64(l.alone)/l.time.Minutes())
+}
+
+// dgramFigures: the seeds that drew the datagram path for heartbeats, and
+// the heartbeats and acks the cores took from it ahead of TCP.
+type dgramFigures struct{ seeds, first int }
+
 func (l lossyFigures) rate() string {
 	if l.time <= 0 {
 		return "none"
@@ -146,7 +173,7 @@ type witnessFigures struct {
 	logSeeds, logObjects, logSnaps, logHeads, logReads, stale int
 }
 
-func writeDoc(path string, withWitness bool, wit witnessFigures, lossy lossyFigures, seeds, violations, liveness int, elapsed time.Duration, events, terms, acked int, snaps sim.Snapshots, tempRemovals, forged, diskFaults, stuck int, fail map[string][]time.Duration, heal []time.Duration) error {
+func writeDoc(path string, withWitness bool, wit witnessFigures, lossy, lossyDgram, lossyTCP lossyFigures, dgram dgramFigures, seeds, violations, liveness int, elapsed time.Duration, events, terms, acked int, snaps sim.Snapshots, tempRemovals, forged, diskFaults, stuck int, fail map[string][]time.Duration, heal []time.Duration) error {
 	old, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -175,6 +202,8 @@ func writeDoc(path string, withWitness bool, wit witnessFigures, lossy lossyFigu
 	fmt.Fprintf(&b, "| chunkserver records damaged, torn or lost (rot-cs, torn-cs, lose-cs) | %d |\n", diskFaults)
 	fmt.Fprintf(&b, "| seeds with no quorum of certain voters after the heal (no LEADER, as documented) | %d |\n", stuck)
 	fmt.Fprintf(&b, "| lossy links (lossy-link: 20%% loss both ways, TCP resends): seeds / simulated minutes / LEADERs deposed by their lossy link (quorum-lost while it lasted) | %d / %.1f / %d (%s) |\n", lossy.seeds, lossy.time.Minutes(), lossy.changes, lossy.rate())
+	fmt.Fprintf(&b, "| heartbeat datagrams (beside TCP, through a sequence filter): seeds / heartbeats and acks taken from them ahead of TCP | %d / %d |\n", dgram.seeds, dgram.first)
+	fmt.Fprintf(&b, "| LEADERs deposed by their lossy link: seeds with heartbeat datagrams / TCP only | %s / %s |\n", lossyDgram.short(), lossyTCP.short())
 	fmt.Fprintf(&b, "| seeds with a witness / its lease held / the store refused by the self-test | %d / %d / %d |\n", wit.seeds, wit.held, wit.refused)
 	fmt.Fprintf(&b, "| calls on the witness's store / writes it took | %d / %d |\n", wit.calls, wit.writes)
 	if withWitness {
