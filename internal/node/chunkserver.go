@@ -167,7 +167,7 @@ type csInput struct {
 	// record: the voter record was found changed on the disk (Verify's
 	// report; the rest is unset).
 	record string
-	// dgram: ev (a heartbeat) came as a datagram.
+	// dgram: ev (a heartbeat or a release) came as a datagram.
 	dgram bool
 }
 
@@ -234,8 +234,7 @@ func StartChunkserver(opt ChunkserverOptions, store ChunkserverStore) (*Chunkser
 			n.log.Warn().Str("was", id.Addr.String()).Str("now", netip.AddrPortFrom(opt.Bind, n.port).String()).
 				Msg("port changed since registration: registering again")
 			if err := store.ForgetIdentity(); err != nil {
-				n.closeListener()
-				n.closeDatagrams()
+				n.closeListener() // the datagram socket too
 				return nil, err
 			}
 		default:
