@@ -195,6 +195,21 @@ func (k *dgKeys) forget(peer uint32, session uint64) {
 	k.mu.Unlock()
 }
 
+// open is b's header and message, of one of kinds, if it authenticates
+// under the key of the session open now with the peer it names.
+func (k *dgKeys) open(b []byte, in *frame.Registry, kinds ...uint8) (dgHeader, wire.Message, error) {
+	h, err := parseDatagram(b, kinds...)
+	if err != nil {
+		return h, nil, err
+	}
+	v, ok := k.get(h.from)
+	if !ok || v.session != h.session {
+		return h, nil, fmt.Errorf("%w: no open session %d with peer %d", errDatagram, h.session, h.from)
+	}
+	m, err := openDatagram(b, v.key, h, in)
+	return h, m, err
+}
+
 // current: session is peer's open session, whose key is held.
 func (k *dgKeys) current(peer uint32, session uint64) bool {
 	v, ok := k.get(peer)
@@ -291,16 +306,7 @@ func (n *MasterNode) sendDatagram(cs wire.CSID, kind uint8, session, seq uint64,
 // counted and dropped. Never blocks: a full inbox drops it, as the network
 // may.
 func (n *MasterNode) takeDatagram(b []byte, src netip.AddrPort) {
-	h, err := parseDatagram(b, dgAck)
-	var m wire.Message
-	if err == nil {
-		k, ok := n.dg.get(h.from)
-		if !ok || k.session != h.session {
-			err = fmt.Errorf("%w: no open session %d of chunkserver %d", errDatagram, h.session, h.from)
-		} else {
-			m, err = openDatagram(b, k.key, h, dgAckIn)
-		}
-	}
+	h, m, err := n.dg.open(b, dgAckIn, dgAck)
 	if err != nil {
 		n.dgStats.Refused()
 		return
@@ -416,16 +422,7 @@ func (n *ChunkserverNode) sendDatagram(m wire.MasterID, a roles.HeartbeatAck) {
 // under its session's key goes to the loop as its master's, anything else
 // is counted and dropped. Never blocks: a full inbox drops it.
 func (n *ChunkserverNode) takeDatagram(b []byte, _ netip.AddrPort) {
-	h, err := parseDatagram(b, dgHeartbeat, dgRelease)
-	var m wire.Message
-	if err == nil {
-		k, ok := n.dg.get(h.from)
-		if !ok || k.session != h.session {
-			err = fmt.Errorf("%w: no open session %d with master %d", errDatagram, h.session, h.from)
-		} else {
-			m, err = openDatagram(b, k.key, h, dgMasterIn)
-		}
-	}
+	h, m, err := n.dg.open(b, dgMasterIn, dgHeartbeat, dgRelease)
 	if err != nil {
 		n.dgStats.Refused()
 		return
