@@ -109,10 +109,12 @@ type Result struct {
 	// LossyAlone: those of LossyChanges with no other fault acting.
 	LossyAlone int
 	// Datagram: the seed drew the datagram side path for heartbeats and
-	// their acks (profile.dgram); DatagramFirst: heartbeats and acks the
-	// cores took from it, ahead of their TCP copies.
-	Datagram      bool
-	DatagramFirst int
+	// their acks (profile.dgram); DatagramFirst: heartbeats, acks and
+	// releases the cores took from it, ahead of their TCP copies, of
+	// which DatagramRelease were releases.
+	Datagram        bool
+	DatagramFirst   int
+	DatagramRelease int
 }
 
 // WitnessRun is what the witness did in one run.
@@ -220,6 +222,9 @@ type proc struct {
 	// passed on, per sender and session. Driver memory: gone with the
 	// process.
 	seqSeen map[seqKey]uint64
+	// released: the sessions (per master) a VoteRelease was passed on
+	// for; their datagram path is closed (passSeq).
+	released map[seqKey]bool
 }
 
 // seqKey: the sender (its source address, to the driver) and the session.
@@ -232,7 +237,7 @@ type seqKey struct {
 // waiting for the disk is gone, and a kill makes events addressed to the
 // old incarnation stale.
 func (p *proc) setUp(up bool) {
-	p.up, p.paused, p.busy, p.inbox, p.tickAt, p.seqSeen = up, false, false, nil, 0, nil
+	p.up, p.paused, p.busy, p.inbox, p.tickAt, p.seqSeen, p.released = up, false, false, nil, 0, nil, nil
 	if !up {
 		p.inc++
 	}
@@ -382,9 +387,10 @@ type world struct {
 
 	cleanStarts int // chunkserver starts from a clean-stop mark
 	restores    int // masters started again from an older copy of their store
-	// dgramFirst: heartbeats and acks the sequence filter passed from the
-	// datagram path (their TCP copies came later, or never).
-	dgramFirst int
+	// dgramFirst: heartbeats, acks and releases the sequence filter
+	// passed from the datagram path (their TCP copies came later, or
+	// never); dgramRelease: the releases among them.
+	dgramFirst, dgramRelease int
 	// lossyUntil, lossyTime, lossyChanges: the end of the lossy-link
 	// windows so far, their length (overlaps counted once), and the
 	// LEADERs deposed in them: quorum-lost while their own links were
@@ -537,9 +543,10 @@ func (w *world) sendAfter(from, to ref, msg any, sentLoc, extra int64) {
 	}
 }
 
-// datagram: on seeds with the side path (profile.dgram), a heartbeat from
-// a master to a chunkserver, and an ack back, also leaves as a UDP
-// datagram, as the daemons send them. A datagram is never resent and
+// datagram: on seeds with the side path (profile.dgram), a heartbeat or
+// a VoteRelease from a master to a chunkserver, and an ack back, also
+// leaves as a UDP datagram, as the daemons send them. A release datagram
+// may overtake the heartbeats its session sent before it. A datagram is never resent and
 // waits behind nothing: a cut drops it (UDP has no dial to refuse), a
 // lossy-link window loses it with lossyRate and the TCP stall that
 // follows does not hold it (net.hol is neither read nor moved), otherwise
@@ -558,6 +565,10 @@ func (w *world) datagram(from, to ref, msg any, sentLoc, extra int64) {
 		}
 	case roles.HeartbeatAck:
 		if from.k != kCS || to.k != kMaster {
+			return
+		}
+	case roles.VoteRelease:
+		if from.k != kMaster || to.k != kCS {
 			return
 		}
 	default:
@@ -582,10 +593,15 @@ func (w *world) datagram(from, to ref, msg any, sentLoc, extra int64) {
 // Heartbeat, and a master only a HeartbeatAck, whose Seq is above the
 // highest it passed on before; the copy that comes second (or any older
 // one) is dropped. The core sees a strictly rising subsequence of what
-// was sent, whichever path brought each. The state is the process's
-// (proc.seqSeen, cleared by setUp); the daemon's driver also forgets a
-// session when it ends, which is not modelled: late datagrams of ended
-// sessions reach the core, the harder case.
+// was sent, whichever path brought each. A VoteRelease closes its
+// session's datagram path, as the voter's driver forgets the session's
+// key (admitRelease): a release or heartbeat datagram of a released
+// session is dropped; a release's TCP copy is always passed on, as the
+// daemon steps it. The state is the process's (proc.seqSeen and
+// proc.released, cleared by setUp); the daemon's driver also forgets a
+// session when its connection ends or on a redirect, which is not
+// modelled: late datagrams of such sessions reach the core, the harder
+// case.
 func (w *world) passSeq(e *event) bool {
 	var session, seq uint64
 	switch m := e.msg.(type) {
@@ -599,12 +615,17 @@ func (w *world) passSeq(e *event) bool {
 			return true
 		}
 		session, seq = m.Session, m.Seq
+	case roles.VoteRelease:
+		if e.to.k != kCS {
+			return true
+		}
+		return w.passRelease(e, seqKey{e.from, m.Session})
 	default:
 		return true
 	}
 	p := w.proc(e.to)
 	k := seqKey{e.from, session}
-	if seq <= p.seqSeen[k] {
+	if seq <= p.seqSeen[k] || (e.dgram && p.released[k]) {
 		return false
 	}
 	if p.seqSeen == nil {
@@ -614,6 +635,23 @@ func (w *world) passSeq(e *event) bool {
 	if e.dgram {
 		w.dgramFirst++
 	}
+	return true
+}
+
+// passRelease is passSeq for a VoteRelease of session k.
+func (w *world) passRelease(e *event, k seqKey) bool {
+	p := w.proc(e.to)
+	if e.dgram && p.released[k] {
+		return false
+	}
+	if p.released == nil {
+		p.released = map[seqKey]bool{}
+	}
+	if e.dgram {
+		w.dgramFirst++
+		w.dgramRelease++
+	}
+	p.released[k] = true
 	return true
 }
 
@@ -1287,7 +1325,7 @@ func (w *world) run() Result {
 	res.CleanStarts = w.cleanStarts
 	res.Restores = w.restores
 	res.Lossy, res.LossyChanges, res.LossyAlone = time.Duration(w.lossyTime), w.lossyChanges, w.lossyAlone
-	res.Datagram, res.DatagramFirst = w.prof.dgram, w.dgramFirst
+	res.Datagram, res.DatagramFirst, res.DatagramRelease = w.prof.dgram, w.dgramFirst, w.dgramRelease
 	res.Refusals = w.chk.refusals
 	res.TraceHash = w.hash
 	res.Trace = w.tail()

@@ -38,12 +38,13 @@ func TestSeeds(t *testing.T) {
 	forged, clean, restores, disk, stuck := 0, 0, 0, 0, 0
 	var wit struct{ seeds, refused, calls, held, logSeeds, logObjects, logSnaps, logReads, stale int }
 	keeps, refusals := map[string]int{}, map[string]int{}
-	dgramSeeds, dgramFirst := 0, 0
+	dgramSeeds, dgramFirst, dgramRelease := 0, 0, 0
 	RunSeedsWith(*firstFlag, n, options, func(r Result) {
 		forged += r.Forged
 		if r.Datagram {
 			dgramSeeds++
 			dgramFirst += r.DatagramFirst
+			dgramRelease += r.DatagramRelease
 		}
 		for k, c := range r.Refusals {
 			refusals[k] += c
@@ -127,14 +128,15 @@ func TestSeeds(t *testing.T) {
 		t.Fatalf("%d witness seeds: the store stood in on %d, %d snapshots written to it, %d objects read back by a catch-up: the store log's paths went untested", wit.seeds, wit.logSeeds, wit.logSnaps, wit.logReads)
 	}
 	// The datagram path on most seeds and off on some, and taken ahead of
-	// TCP, or either path of the heartbeats went untested.
-	if n >= 50 && (dgramSeeds == 0 || dgramSeeds == n || dgramFirst == 0) {
-		t.Fatalf("%d seeds: the datagram path on %d, %d heartbeats and acks taken from it first: a path of the heartbeats went untested", n, dgramSeeds, dgramFirst)
+	// TCP, releases among them, or a path of the heartbeats or releases
+	// went untested.
+	if n >= 50 && (dgramSeeds == 0 || dgramSeeds == n || dgramFirst == 0 || dgramRelease == 0) {
+		t.Fatalf("%d seeds: the datagram path on %d, %d heartbeats, acks and releases taken from it first (%d releases): a path of the heartbeats went untested", n, dgramSeeds, dgramFirst, dgramRelease)
 	}
 	if n >= 50 && clean == 0 {
 		t.Fatalf("%d seeds and no chunkserver started from a clean-stop mark: the orderly-stop path went untested", n)
 	}
-	t.Logf("%d seeds: the datagram path on %d (%d heartbeats and acks taken from it first)", n, dgramSeeds, dgramFirst)
+	t.Logf("%d seeds: the datagram path on %d (%d heartbeats, acks and releases taken from it first, %d of them releases)", n, dgramSeeds, dgramFirst, dgramRelease)
 	t.Logf("%d seeds: %d trims, %d snapshots installed, %d forged messages, KEEP_LEADERSHIP on %v, %d starts after an orderly stop, %d masters restored from a copy, %d chunkserver records damaged, torn or lost (%d seeds left with no quorum of certain voters), voter refusals %v, witness on %d seeds (held on %d, store refused on %d, %d calls; the store stood in for followers on %d seeds: %d objects and %d snapshots written, %d read back by a catch-up, %d head writes of a superseded LEADER refused)", n, snaps.Trims, snaps.Installed, forged, keeps, clean, restores, disk, stuck, refusals, wit.seeds, wit.held, wit.refused, wit.calls, wit.logSeeds, wit.logObjects, wit.logSnaps, wit.logReads, wit.stale)
 }
 

@@ -68,6 +68,7 @@ func main() {
 		if r.Datagram {
 			dgram.seeds++
 			dgram.first += r.DatagramFirst
+			dgram.release += r.DatagramRelease
 			lossyDgram.add(r)
 		} else {
 			lossyTCP.add(r)
@@ -111,7 +112,7 @@ func main() {
 	fmt.Printf("snapshots: saved=%d trims=%d installed=%d (by an ELECT %d); temporary removals accepted: %d; forged messages: %d\n", snaps.Saved, snaps.Trims, snaps.Installed, snaps.ElectInstall, tempRemovals, forged)
 	fmt.Printf("disk faults: %d chunkserver records damaged, torn or lost; %d seeds left with no quorum of certain voters after the heal (documented, not failures)\n", diskFaults, stuck)
 	fmt.Printf("lossy links: on %d seeds, %.1f simulated minutes of 20%% loss both ways on a master's links, %d LEADERs deposed by their lossy link in them (%s)\n", lossy.seeds, lossy.time.Minutes(), lossy.changes, lossy.rate())
-	fmt.Printf("heartbeat datagrams: on %d of %d seeds, %d heartbeats and acks taken from them ahead of TCP; lossy links with them %s, TCP only %s\n", dgram.seeds, *seeds, dgram.first, lossyDgram.short(), lossyTCP.short())
+	fmt.Printf("heartbeat datagrams: on %d of %d seeds, %d heartbeats, acks and releases taken from them ahead of TCP (%d releases); lossy links with them %s, TCP only %s\n", dgram.seeds, *seeds, dgram.first, dgram.release, lossyDgram.short(), lossyTCP.short())
 	fmt.Printf("witness: on %d seeds, its lease held on %d, the store refused by the self-test on %d; %d calls, %d writes\n", wit.seeds, wit.held, wit.refused, wit.calls, wit.writes)
 	fmt.Printf("store log: stood in on %d seeds; %d objects, %d snapshots, %d heads written; %d objects read by a catch-up; %d head writes of a superseded LEADER refused\n", wit.logSeeds, wit.logObjects, wit.logSnaps, wit.logHeads, wit.logReads, wit.stale)
 	if violations > 0 || liveness > 0 {
@@ -157,7 +158,7 @@ func (l lossyFigures) short() string {
 
 // dgramFigures: the seeds that drew the datagram path for heartbeats, and
 // the heartbeats and acks the cores took from it ahead of TCP.
-type dgramFigures struct{ seeds, first int }
+type dgramFigures struct{ seeds, first, release int }
 
 func (l lossyFigures) rate() string {
 	if l.time <= 0 {
@@ -202,7 +203,7 @@ func writeDoc(path string, withWitness bool, wit witnessFigures, lossy, lossyDgr
 	fmt.Fprintf(&b, "| chunkserver records damaged, torn or lost (rot-cs, torn-cs, lose-cs) | %d |\n", diskFaults)
 	fmt.Fprintf(&b, "| seeds with no quorum of certain voters after the heal (no LEADER, as documented) | %d |\n", stuck)
 	fmt.Fprintf(&b, "| lossy links (lossy-link: 20%% loss both ways, TCP resends): seeds / simulated minutes / LEADERs deposed by their lossy link (quorum-lost while it lasted) | %d / %.1f / %d (%s) |\n", lossy.seeds, lossy.time.Minutes(), lossy.changes, lossy.rate())
-	fmt.Fprintf(&b, "| heartbeat datagrams (beside TCP, through a sequence filter): seeds / heartbeats and acks taken from them ahead of TCP | %d / %d |\n", dgram.seeds, dgram.first)
+	fmt.Fprintf(&b, "| heartbeat and release datagrams (beside TCP, through a sequence filter): seeds / heartbeats, acks and releases taken from them ahead of TCP / of which releases | %d / %d / %d |\n", dgram.seeds, dgram.first, dgram.release)
 	fmt.Fprintf(&b, "| LEADERs deposed by their lossy link: seeds with heartbeat datagrams / TCP only | %s / %s |\n", lossyDgram.short(), lossyTCP.short())
 	fmt.Fprintf(&b, "| seeds with a witness / its lease held / the store refused by the self-test | %d / %d / %d |\n", wit.seeds, wit.held, wit.refused)
 	fmt.Fprintf(&b, "| calls on the witness's store / writes it took | %d / %d |\n", wit.calls, wit.writes)
