@@ -2,7 +2,6 @@ package roles
 
 import (
 	"fmt"
-	"net/netip"
 	"strings"
 	"time"
 
@@ -136,19 +135,6 @@ func DefaultConfig(id wire.MasterID, masters []wire.MasterID) Config {
 	}
 }
 
-// Range is what one setting accepts on its own: every value from Min to
-// Max, both included. Validate checks each field against its Range before
-// the rules that tie fields together, and the daemons' cfg keys are bound
-// to the same Ranges (cmd/*/keys.go), so that each bound is written once and
-// a value is refused alike from a cfg file, a flag or code.
-type Range[T int | uint64 | float64 | time.Duration] struct{ Min, Max T }
-
-// Has reports whether v lies in r.
-func (r Range[T]) Has(v T) bool { return r.Min <= v && v <= r.Max }
-
-// String shows r as an interval, for error messages.
-func (r Range[T]) String() string { return fmt.Sprintf("[%v, %v]", r.Min, r.Max) }
-
 // ConfigRanges holds the Range of each tunable field of Config.
 type ConfigRanges struct {
 	HeartbeatInterval, VoteLease, LeaseMargin, PeerInterval, PeerTimeout,
@@ -167,10 +153,8 @@ type ConfigRanges struct {
 // than one) is in Validate.
 func (Config) Ranges() ConfigRanges {
 	return ConfigRanges{
-		HeartbeatInterval: Range[time.Duration]{time.Millisecond, 10 * time.Second},
-		// At most a minute: a frozen LEADER is replaced only about a lease
-		// after its last heartbeat.
-		VoteLease:          Range[time.Duration]{20 * time.Millisecond, time.Minute},
+		HeartbeatInterval:  Range[time.Duration]{time.Millisecond, 10 * time.Second},
+		VoteLease:          VoteLeaseRange(),
 		MaxClockDrift:      Range[float64]{0, 0.1},
 		LeaseMargin:        Range[time.Duration]{0, time.Second},
 		PeerInterval:       Range[time.Duration]{time.Millisecond, 10 * time.Second},
@@ -184,13 +168,6 @@ func (Config) Ranges() ConfigRanges {
 		MaxPending:         Range[int]{0, 1_000_000},
 		SnapshotEvery:      Range[uint64]{0, 1_000_000_000},
 		LogRetain:          Range[uint64]{0, 1_000_000_000},
-	}
-}
-
-// inRange adds a problem (named what) when v lies outside r.
-func inRange[T int | uint64 | float64 | time.Duration](add func(string, ...any), what string, v T, r Range[T]) {
-	if !r.Has(v) {
-		add("%s %v outside %v", what, v, r)
 	}
 }
 
@@ -255,21 +232,21 @@ func (c Config) Validate() error {
 		add("master list %v does not contain this master %v", c.Masters, c.ID)
 	}
 	r := c.Ranges()
-	inRange(add, "heartbeat interval", c.HeartbeatInterval, r.HeartbeatInterval)
-	inRange(add, "vote lease", c.VoteLease, r.VoteLease)
-	inRange(add, "max clock drift", c.MaxClockDrift, r.MaxClockDrift)
-	inRange(add, "lease margin", c.LeaseMargin, r.LeaseMargin)
-	inRange(add, "peer interval", c.PeerInterval, r.PeerInterval)
-	inRange(add, "peer timeout", c.PeerTimeout, r.PeerTimeout)
-	inRange(add, "self-nomination delay", c.SelfNominateAfter, r.SelfNominateAfter)
-	inRange(add, "deputy election time", c.DeputyElectionTime, r.DeputyElectionTime)
-	inRange(add, "elect timeout", c.ElectTimeout, r.ElectTimeout)
-	inRange(add, "handover timeout", c.HandoverTimeout, r.HandoverTimeout)
-	inRange(add, "ack replicas", c.AckReplicas, r.AckReplicas)
-	inRange(add, "heartbeat voters", c.HeartbeatVoters, r.HeartbeatVoters)
-	inRange(add, "max pending", c.MaxPending, r.MaxPending)
-	inRange(add, "snapshot interval", c.SnapshotEvery, r.SnapshotEvery)
-	inRange(add, "changelog retention", c.LogRetain, r.LogRetain)
+	InRange(add, "heartbeat interval", c.HeartbeatInterval, r.HeartbeatInterval)
+	InRange(add, "vote lease", c.VoteLease, r.VoteLease)
+	InRange(add, "max clock drift", c.MaxClockDrift, r.MaxClockDrift)
+	InRange(add, "lease margin", c.LeaseMargin, r.LeaseMargin)
+	InRange(add, "peer interval", c.PeerInterval, r.PeerInterval)
+	InRange(add, "peer timeout", c.PeerTimeout, r.PeerTimeout)
+	InRange(add, "self-nomination delay", c.SelfNominateAfter, r.SelfNominateAfter)
+	InRange(add, "deputy election time", c.DeputyElectionTime, r.DeputyElectionTime)
+	InRange(add, "elect timeout", c.ElectTimeout, r.ElectTimeout)
+	InRange(add, "handover timeout", c.HandoverTimeout, r.HandoverTimeout)
+	InRange(add, "ack replicas", c.AckReplicas, r.AckReplicas)
+	InRange(add, "heartbeat voters", c.HeartbeatVoters, r.HeartbeatVoters)
+	InRange(add, "max pending", c.MaxPending, r.MaxPending)
+	InRange(add, "snapshot interval", c.SnapshotEvery, r.SnapshotEvery)
+	InRange(add, "changelog retention", c.LogRetain, r.LogRetain)
 	// The rules between fields: what the lease arithmetic needs.
 	if c.VoteLease < 2*c.HeartbeatInterval {
 		add("vote lease %v must be at least twice the heartbeat interval %v", c.VoteLease, c.HeartbeatInterval)
@@ -296,102 +273,6 @@ func (c Config) Validate() error {
 	}
 	if len(bad) > 0 {
 		return fmt.Errorf("invalid master config: %s", strings.Join(bad, "; "))
-	}
-	return nil
-}
-
-// VoterConfig is one chunkserver's election settings. As with Config, the
-// reason for each default is in the Usage of the mfschunkserver.cfg key
-// bound to the field (cmd/mfschunkserver/keys.go).
-type VoterConfig struct {
-	ID        wire.CSID
-	Addr      netip.Addr // the address it connects from: decides its location
-	Port      uint16     // its CSSERV port: with Addr, its identity (as in MooseFS)
-	VoterOnly bool       // no disks configured
-	Masters   []wire.MasterID
-	// MaxPromise caps the promise a master may ask for (MAX_PROMISE). A
-	// restarted voter waits this long before voting, since it cannot
-	// remember promises.
-	MaxPromise time.Duration
-	// ProbeInterval: how often a voter without a LEADER asks every master
-	// for its role (PROBE_INTERVAL).
-	ProbeInterval time.Duration
-	// ProbeVoters: in a registry of more chunkservers than this, a voter
-	// probes that many times less often (PROBE_VOTERS; 0: never).
-	ProbeVoters int
-	// NominateSlot: the gap between two consecutive nomination turns
-	// (NOMINATE_SLOT).
-	NominateSlot time.Duration
-	// Seed for the small jitter source kept in the state (logged by the
-	// driver, drawn by the simulator).
-	Seed uint64
-	// RecordLost: the durable record may not show every promise this id
-	// made (the driver got back an id that was already a member into a
-	// record that is new: a wiped data directory). The voter then keeps
-	// quiet as after a crash, even though the record says it never voted.
-	RecordLost bool
-	// RecordDamaged: the record was read from the older of its two copies,
-	// the newer one being unreadable (a torn write, rot, a bad sector): it
-	// may be one record behind what the voter acted on. Like RecordLost,
-	// the voter keeps quiet as after a crash and starts uncertain
-	// (VoterHardState.Uncertain).
-	RecordDamaged bool
-}
-
-// DefaultVoterConfig returns the shipped chunkserver defaults.
-func DefaultVoterConfig(id wire.CSID, addr netip.Addr, masters []wire.MasterID) VoterConfig {
-	return VoterConfig{
-		ID:            id,
-		Addr:          addr,
-		Masters:       append([]wire.MasterID(nil), masters...),
-		MaxPromise:    2 * time.Second,
-		ProbeInterval: 50 * time.Millisecond,
-		ProbeVoters:   50,
-		NominateSlot:  60 * time.Millisecond,
-	}
-}
-
-// VoterConfigRanges holds the Range of each tunable field of VoterConfig.
-type VoterConfigRanges struct {
-	MaxPromise, ProbeInterval, NominateSlot Range[time.Duration]
-	ProbeVoters                             Range[int]
-}
-
-// Ranges returns what each tunable field of a VoterConfig accepts on its
-// own (the same for every VoterConfig).
-func (VoterConfig) Ranges() VoterConfigRanges {
-	return VoterConfigRanges{
-		// VOTE_LEASE's range: the promise must cover every master's lease
-		// (a master asking more gets less and counts only what it got), so
-		// a MaxPromise below the shortest lease a master may ask could
-		// never be right, and one above the longest is never asked for.
-		MaxPromise:    Config{}.Ranges().VoteLease,
-		ProbeInterval: Range[time.Duration]{time.Millisecond, 10 * time.Second},
-		NominateSlot:  Range[time.Duration]{time.Millisecond, 10 * time.Second},
-		ProbeVoters:   Range[int]{0, 1_000_000},
-	}
-}
-
-// Validate reports every bad value at once; it never changes c.
-func (c VoterConfig) Validate() error {
-	var bad []string
-	add := func(format string, a ...any) { bad = append(bad, fmt.Sprintf(format, a...)) }
-	if len(c.Masters) == 0 {
-		add("no masters configured")
-	}
-	if c.ID == 0 {
-		add("chunkserver id must not be 0")
-	}
-	if !c.Addr.IsValid() {
-		add("chunkserver address is not set")
-	}
-	r := c.Ranges()
-	inRange(add, "max promise", c.MaxPromise, r.MaxPromise)
-	inRange(add, "probe interval", c.ProbeInterval, r.ProbeInterval)
-	inRange(add, "nomination slot", c.NominateSlot, r.NominateSlot)
-	inRange(add, "probe voters", c.ProbeVoters, r.ProbeVoters)
-	if len(bad) > 0 {
-		return fmt.Errorf("invalid chunkserver config: %s", strings.Join(bad, "; "))
 	}
 	return nil
 }

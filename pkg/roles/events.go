@@ -1,6 +1,8 @@
 package roles
 
 import (
+	"slices"
+
 	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/wire"
@@ -76,6 +78,14 @@ type ForeignCluster struct{ Master wire.MasterID }
 type MasterSet struct {
 	Masters []wire.MasterID
 	Member  bool
+}
+
+// NormalMasters sorts ids, drops duplicates and NoMaster.
+func NormalMasters(ids []wire.MasterID) []wire.MasterID {
+	out := slices.Clone(ids)
+	slices.Sort(out)
+	out = slices.Compact(out)
+	return slices.DeleteFunc(out, func(id wire.MasterID) bool { return id == wire.NoMaster })
 }
 
 // AdminKind is an operator command a master receives (through mfscli).

@@ -15,25 +15,17 @@ import (
 // self-nominates at. Each of those reads cfg.Masters at the moment it
 // acts, so a new list is in force from the step that takes it.
 
-// normalMasters sorts ids, drops duplicates and NoMaster.
-func normalMasters(ids []wire.MasterID) []wire.MasterID {
-	out := slices.Clone(ids)
-	slices.Sort(out)
-	out = slices.Compact(out)
-	return slices.DeleteFunc(out, func(id wire.MasterID) bool { return id == wire.NoMaster })
-}
-
 // onMasterSet takes a new list of masters. A master no longer in it, or
 // told by every master of it that answered that it is a stranger
 // (Member false), leaves any role for FOLLOWER (§3.15), may not be ELECT
 // and sends no status; named again, it takes part as a FOLLOWER.
 func (m *Master) onMasterSet(e MasterSet) {
-	list := normalMasters(e.Masters)
+	list := NormalMasters(e.Masters)
 	member := e.Member && slices.Contains(list, m.cfg.ID)
 	if !slices.Contains(list, m.cfg.ID) {
 		// Kept in the list, like every master's own id: the loops over
 		// it skip this master, and Validate wants it there.
-		list = normalMasters(append(list, m.cfg.ID))
+		list = NormalMasters(append(list, m.cfg.ID))
 	}
 	old := m.cfg.Masters
 	m.cfg.Masters = list
@@ -84,30 +76,3 @@ func (m *Master) onMasterSet(e MasterSet) {
 // Removed reports whether this master is out of the set of masters
 // (§3.15): it takes part in nothing until it is named again.
 func (m *Master) Removed() bool { return m.removed }
-
-// onMasterSet takes a new list of masters for a voter: it probes and
-// nominates only those. A session with a master no longer named is ended
-// (its bye asks for the release); a promise stands until it lapses or is
-// released, whoever it was made to.
-func (v *Voter) onMasterSet(e MasterSet) {
-	list := normalMasters(e.Masters)
-	if len(list) == 0 {
-		v.ignore("empty-master-set")
-		return
-	}
-	v.cfg.Masters = list
-	for id := range v.views {
-		if !slices.Contains(list, id) {
-			delete(v.views, id)
-		}
-	}
-	if v.voteFor != wire.NoMaster && !slices.Contains(list, v.voteFor) {
-		v.send(v.voteFor, VoteBye{CS: v.cfg.ID, Session: v.session})
-		v.endSession()
-	}
-	for _, p := range []*wire.MasterID{&v.nominateNext, &v.hint, &v.gone} {
-		if !slices.Contains(list, *p) {
-			*p = wire.NoMaster
-		}
-	}
-}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/namespace"
+	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
@@ -288,3 +289,25 @@ func (FetchResp) MsgType() wire.Type    { return wire.TypeFetchResp }
 func (ClientWrite) MsgType() wire.Type  { return wire.TypeClientWrite }
 func (ClientRead) MsgType() wire.Type   { return wire.TypeClientRead }
 func (ClientReply) MsgType() wire.Type  { return wire.TypeClientReply }
+
+// SnapshotChunk carries part of a snapshot: to a follower that lacks
+// entries the LEADER has trimmed (Epoch is the LEADER's; the follower acks
+// with AppendAck.SnapNext), or to an ELECT that asked with FetchReq (Epoch
+// 0). Records are the items sorted by key, then the sessions sorted by id;
+// Offset is the first record's place, Total their number.
+type SnapshotChunk struct {
+	From     wire.MasterID
+	Epoch    uint64
+	Pos      changelog.Pos
+	Total    uint64
+	Offset   uint64
+	Latest   *registry.ClusterConfig  `msgpack:",omitempty"` // in the first chunk
+	Previous *registry.ClusterConfig  `msgpack:",omitempty"`
+	Items    []namespace.KVEntry      `msgpack:",omitempty"`
+	Sessions []namespace.SessionEntry `msgpack:",omitempty"`
+	Commit   changelog.Pos            // as in Append
+	InForce  uint64
+}
+
+// MsgType implements wire.Message.
+func (SnapshotChunk) MsgType() wire.Type { return wire.TypeSnapshotChunk }

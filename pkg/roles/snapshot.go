@@ -252,28 +252,6 @@ func (m *Master) install(s *namespace.Snapshot, commit changelog.Pos) {
 	m.kv.ApplyUpTo(&m.log, m.hard.Commit.Version)
 }
 
-// SnapshotChunk carries part of a snapshot: to a follower that lacks
-// entries the LEADER has trimmed (Epoch is the LEADER's; the follower acks
-// with AppendAck.SnapNext), or to an ELECT that asked with FetchReq (Epoch
-// 0). Records are the items sorted by key, then the sessions sorted by id;
-// Offset is the first record's place, Total their number.
-type SnapshotChunk struct {
-	From     wire.MasterID
-	Epoch    uint64
-	Pos      changelog.Pos
-	Total    uint64
-	Offset   uint64
-	Latest   *registry.ClusterConfig  `msgpack:",omitempty"` // in the first chunk
-	Previous *registry.ClusterConfig  `msgpack:",omitempty"`
-	Items    []namespace.KVEntry      `msgpack:",omitempty"`
-	Sessions []namespace.SessionEntry `msgpack:",omitempty"`
-	Commit   changelog.Pos            // as in Append
-	InForce  uint64
-}
-
-// MsgType implements wire.Message.
-func (SnapshotChunk) MsgType() wire.Type { return wire.TypeSnapshotChunk }
-
 // checkChunk validates a SnapshotChunk's structure before anything is
 // taken from it: records within the announced total, configs well formed,
 // and a position no newer than its LEADER's epoch.

@@ -2,6 +2,7 @@ package roles
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/mfs-election/mfs-election/pkg/changelog"
@@ -679,4 +680,31 @@ func (v *Voter) openSession(m wire.MasterID, nominate bool) {
 		hello.Deposed, hello.Why = v.gone, v.goneWhy
 	}
 	v.send(m, hello)
+}
+
+// onMasterSet takes a new list of masters for a voter: it probes and
+// nominates only those. A session with a master no longer named is ended
+// (its bye asks for the release); a promise stands until it lapses or is
+// released, whoever it was made to.
+func (v *Voter) onMasterSet(e MasterSet) {
+	list := NormalMasters(e.Masters)
+	if len(list) == 0 {
+		v.ignore("empty-master-set")
+		return
+	}
+	v.cfg.Masters = list
+	for id := range v.views {
+		if !slices.Contains(list, id) {
+			delete(v.views, id)
+		}
+	}
+	if v.voteFor != wire.NoMaster && !slices.Contains(list, v.voteFor) {
+		v.send(v.voteFor, VoteBye{CS: v.cfg.ID, Session: v.session})
+		v.endSession()
+	}
+	for _, p := range []*wire.MasterID{&v.nominateNext, &v.hint, &v.gone} {
+		if !slices.Contains(list, *p) {
+			*p = wire.NoMaster
+		}
+	}
 }
