@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/mfs-election/mfs-election/internal/settings"
-	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/roles/voter"
 )
 
 var update = flag.Bool("update", false, "rewrite etc/mfschunkserver.cfg and the key table of docs/operations.md from the key table")
@@ -28,7 +28,7 @@ func TestDefaultsMatchCore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := roles.DefaultVoterConfig(0, netip.Addr{}, nil); !reflect.DeepEqual(cfg.Node.Voter, want) {
+	if want := voter.DefaultConfig(0, netip.Addr{}, nil); !reflect.DeepEqual(cfg.Node.Voter, want) {
 		t.Fatalf("mfschunkserver.cfg defaults %+v differ from roles.DefaultVoterConfig %+v", cfg.Node.Voter, want)
 	}
 }
@@ -37,7 +37,7 @@ func TestDefaultsMatchCore(t *testing.T) {
 // key takes exactly the range roles.VoterConfig.Ranges gives its field,
 // which Validate checks too (MAX_PROMISE: VOTE_LEASE's).
 func TestKeysBindVoter(t *testing.T) {
-	if err := spec.CheckRanges("Node.Voter.", roles.VoterConfig{}.Ranges()); err != nil {
+	if err := spec.CheckRanges("Node.Voter.", voter.Config{}.Ranges()); err != nil {
 		t.Error(err)
 	}
 }

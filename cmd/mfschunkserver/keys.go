@@ -6,7 +6,7 @@ import (
 
 	"github.com/mfs-election/mfs-election/internal/node"
 	"github.com/mfs-election/mfs-election/internal/settings"
-	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/roles/voter"
 )
 
 // config is what mfschunkserver.cfg and the flags set: the driver's
@@ -42,7 +42,7 @@ func defaults() config {
 	return config{
 		Node: node.ChunkserverOptions{
 			// The id, address, port and masters are the driver's to fill in.
-			Voter:           roles.DefaultVoterConfig(0, netip.Addr{}, nil),
+			Voter:           voter.DefaultConfig(0, netip.Addr{}, nil),
 			ReconnectDelay:  5 * time.Second,
 			TrustRefused:    true,
 			Datagrams:       true,

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/mfs-election/mfs-election/internal/settings"
-	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/roles/master"
 )
 
 var update = flag.Bool("update", false, "rewrite etc/mfsmaster.cfg and the key table of docs/operations.md from the key table")
@@ -30,7 +30,7 @@ func TestDefaultsMatchCore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := roles.DefaultConfig(0, nil); !reflect.DeepEqual(cfg.Node.Core, want) {
+	if want := master.DefaultConfig(0, nil); !reflect.DeepEqual(cfg.Node.Core, want) {
 		t.Fatalf("mfsmaster.cfg defaults %+v differ from roles.DefaultConfig %+v", cfg.Node.Core, want)
 	}
 }
@@ -53,13 +53,13 @@ func TestKeysBindCore(t *testing.T) {
 			set[p] = true
 		}
 	}
-	ct := reflect.TypeOf(roles.Config{})
+	ct := reflect.TypeOf(master.Config{})
 	for i := 0; i < ct.NumField(); i++ {
 		if f := ct.Field(i).Name; f != "ID" && f != "Masters" && f != "Protocol" && f != "CheckCaches" && !set["Node.Core."+f] {
 			t.Errorf("no mfsmaster.cfg key sets roles.Config.%s", f)
 		}
 	}
-	if err := spec.CheckRanges("Node.Core.", roles.Config{}.Ranges()); err != nil {
+	if err := spec.CheckRanges("Node.Core.", master.Config{}.Ranges()); err != nil {
 		t.Error(err)
 	}
 }

@@ -5,7 +5,7 @@ import (
 
 	"github.com/mfs-election/mfs-election/internal/node"
 	"github.com/mfs-election/mfs-election/internal/settings"
-	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/roles/master"
 )
 
 // config is what mfsmaster.cfg and the flags set: the driver's options
@@ -43,7 +43,7 @@ func (l listen) addr() string { return node.ListenAddr(l.Host, l.Port) }
 func defaults() config {
 	return config{
 		Node: node.MasterOptions{
-			Core:            roles.DefaultConfig(0, nil), // ID and Masters come from MASTER_HOST
+			Core:            master.DefaultConfig(0, nil), // ID and Masters come from MASTER_HOST
 			ExportsFile:     "/etc/mfs/mfsexports.cfg",
 			ResolveInterval: 30 * time.Second,
 			Datagrams:       true,

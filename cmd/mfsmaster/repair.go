@@ -10,6 +10,7 @@ import (
 	"github.com/mfs-election/mfs-election/internal/service"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
 	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/roles/master"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
@@ -34,7 +35,7 @@ func repairMetadata(out io.Writer, dataPath, lockPath, remove string) error {
 	if err != nil {
 		return err
 	}
-	cfg := roles.NewestConfig(stored)
+	cfg := master.NewestConfig(stored)
 	if cfg == nil {
 		return fmt.Errorf("%s holds no metadata: nothing to repair", st.Path())
 	}
@@ -58,7 +59,7 @@ func repairMetadata(out io.Writer, dataPath, lockPath, remove string) error {
 		}
 		ids = append(ids, wire.CSID(n))
 	}
-	forced, err := roles.ForcedOutOf(cfg, append(slices.Clone(stored.Hard.ForcedOut), ids...))
+	forced, err := master.ForcedOutOf(cfg, append(slices.Clone(stored.Hard.ForcedOut), ids...))
 	if err != nil {
 		return fmt.Errorf("--remove-chunkservers: %w", err)
 	}
@@ -99,7 +100,7 @@ func acceptLoss(out io.Writer, dataPath, lockPath string) error {
 	if err != nil {
 		return err
 	}
-	if roles.NewestConfig(stored) == nil {
+	if master.NewestConfig(stored) == nil {
 		return fmt.Errorf("%s holds no metadata: start it with -e instead (it copies a LEADER's)", st.Path())
 	}
 	h := stored.Hard

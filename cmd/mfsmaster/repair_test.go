@@ -10,6 +10,7 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/metadata"
 	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/roles/master"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
@@ -65,7 +66,7 @@ func TestRepairRemovesDeadMembers(t *testing.T) {
 		t.Fatalf("stored forced removal %v, want [2 3 4]", f)
 	}
 	// A master that starts from it counts CS1 alone.
-	m, _ := roles.NewMaster(roles.DefaultConfig(1, []wire.MasterID{1}), got, 0)
+	m, _ := master.New(master.DefaultConfig(1, []wire.MasterID{1}), got, 0)
 	if ids := m.TempRemoved(); len(ids) != 3 {
 		t.Fatalf("the master counts without %v, want CS2-CS4", ids)
 	}

@@ -126,11 +126,11 @@ func DryRunTempRemove(answers []Answer, command string, cs protocol.CSStatus, re
 	for _, id := range lv.st.TempRemoved {
 		out[id] = true
 	}
-	now, _ := roles.LeaveOut(lv.cfg, out)
+	now, _ := registry.LeaveOut(lv.cfg, out)
 	before := tallyWith(now, votes)
 	d.Before = dryCount(now, before)
 	out[cs.ID] = true
-	next, left := roles.LeaveOut(lv.cfg, out)
+	next, left := registry.LeaveOut(lv.cfg, out)
 	if !left[cs.ID] {
 		d.Refused = fmt.Sprintf("the leave-out rule keeps %s:%d (id %d) in the count: it is the last of its location, another of its location is left out already, or its location holds an even number and it is not the highest id there", cs.Addr, cs.Port, cs.ID)
 		return d.settle()

@@ -18,6 +18,7 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/namespace"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/roles/voter"
 	"github.com/mfs-election/mfs-election/pkg/secret"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
@@ -47,7 +48,7 @@ type ChunkserverOptions struct {
 	Port uint16
 	// Voter carries the timings; ID, Addr, Port, VoterOnly and Masters are
 	// filled in by the driver.
-	Voter          roles.VoterConfig
+	Voter          voter.Config
 	AuthCode       string
 	Labels         string
 	Disks          []string // from HDD_CONF_FILENAME; none = voter only
@@ -86,7 +87,7 @@ type ChunkserverNode struct {
 	opt     ChunkserverOptions
 	log     zerolog.Logger
 	store   ChunkserverStore
-	voter   *roles.Voter
+	voter   *voter.Voter
 	pending []roles.Batch           // the group being stepped (flush carries it out)
 	metrics *obs.ChunkserverMetrics // nil: Metrics was nil
 	start   time.Time
@@ -537,14 +538,14 @@ func (n *ChunkserverNode) startVoter(local netip.Addr, lost bool) error {
 	if err := n.flush(); err != nil {
 		return err
 	}
-	v, b := roles.NewVoter(cfg, hard, n.now())
+	v, b := voter.New(cfg, hard, n.now())
 	// Carry makes the start's record (the clean-stop mark cleared) durable
 	// before anything can be granted: the voter is stepped only after.
 	if err := roles.Carry(n.store, csFx{n}, b); err != nil {
 		return err
 	}
 	n.voter = v
-	quiet := roles.QuietAfterStart(cfg, hard)
+	quiet := voter.QuietAfterStart(cfg, hard)
 	why := "its last run may have left a promise: quiet until it has lapsed"
 	switch {
 	case cfg.RecordDamaged:

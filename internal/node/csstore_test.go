@@ -10,6 +10,7 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
 	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/roles/voter"
 	"github.com/rs/zerolog"
 )
 
@@ -83,7 +84,7 @@ func TestChunkserverInMemory(t *testing.T) {
 	opt := ChunkserverOptions{
 		Masters: []masterhost.Master{{ID: masterhost.IDOf(self), Addr: netip.MustParseAddrPort(csAddr.String())}},
 		Bind:    netip.MustParseAddr("127.0.0.9"), Port: port, Inbox: 4,
-		Voter: roles.DefaultVoterConfig(0, netip.Addr{}, nil), ReconnectDelay: time.Second, TrustRefused: true,
+		Voter: voter.DefaultConfig(0, netip.Addr{}, nil), ReconnectDelay: time.Second, TrustRefused: true,
 		Log: zerolog.New(zerolog.NewTestWriter(t)),
 	}
 	n, err := StartChunkserver(opt, store)

@@ -10,6 +10,7 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/roles/voter"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -137,7 +138,7 @@ func TestDatagramPath(t *testing.T) {
 	opt := ChunkserverOptions{
 		Masters: []masterhost.Master{{ID: masterhost.IDOf(self), Addr: master}},
 		Bind:    netip.MustParseAddr("127.0.0.12"), Listen: "127.0.0.12:0", Datagrams: true, Metrics: creg,
-		Voter: roles.DefaultVoterConfig(0, netip.Addr{}, nil), ReconnectDelay: time.Second, TrustRefused: true,
+		Voter: voter.DefaultConfig(0, netip.Addr{}, nil), ReconnectDelay: time.Second, TrustRefused: true,
 		Log: zerolog.New(zerolog.NewTestWriter(t)),
 	}
 	n, err := StartChunkserver(opt, NewMemChunkserverStore())

@@ -13,6 +13,7 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/metadata"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/roles/master"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 	"github.com/prometheus/client_golang/prometheus"
@@ -191,7 +192,7 @@ func TestBadExportsFileStopsStart(t *testing.T) {
 	}
 	defer st.Close()
 	id := masterhost.IDOf(self)
-	_, err = StartMaster(MasterOptions{Core: roles.DefaultConfig(id, []wire.MasterID{id}), Self: self,
+	_, err = StartMaster(MasterOptions{Core: master.DefaultConfig(id, []wire.MasterID{id}), Self: self,
 		Masters:  []masterhost.Master{{ID: id, Addr: netip.AddrPortFrom(self, 9419)}},
 		ListenML: "127.0.0.1:0", ListenCS: "127.0.0.1:0", ListenCL: "127.0.0.1:0", ExportsFile: file,
 		Log: zerolog.New(zerolog.NewTestWriter(t)), Metrics: prometheus.NewRegistry()}, st)

@@ -8,6 +8,7 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/roles/master"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
@@ -27,7 +28,7 @@ import (
 
 // outward is one published fence with what the gauges need beside it.
 type outward struct {
-	fence roles.Fence
+	fence master.Fence
 	locs  *locIndex
 }
 
@@ -75,7 +76,7 @@ func fenceEvery(voters int) time.Duration {
 // publishFence makes the core's fence as of its last step the one the
 // outward reports judge, at the cadence above. Loop only.
 func (n *MasterNode) publishFence() {
-	report := roles.RoleReport{Role: n.core.Role(), Epoch: n.core.Epoch(), Leader: n.core.Leader(), Sync: n.core.Sync()}
+	report := master.RoleReport{Role: n.core.Role(), Epoch: n.core.Epoch(), Leader: n.core.Leader(), Sync: n.core.Sync()}
 	stamp := n.core.Stamp()
 	if report == n.fenceReport && stamp == n.fenceStamp && time.Since(n.fenceAt) < fenceEvery(n.core.Voters()) {
 		return
@@ -91,7 +92,7 @@ func (n *MasterNode) publishFence() {
 // roleReport is what this master may say of its role now, from any
 // goroutine.
 type roleReport struct {
-	roles.RoleReport
+	master.RoleReport
 	quorum  bool
 	witness bool           // it counts the witness's lease
 	votes   map[string]int // per location of registered chunkservers
@@ -149,7 +150,7 @@ func (n *MasterNode) health(r roleReport) (ok bool, text string) {
 // say what the core would say after a re-tally at t (f taken after that
 // step, t not before it): a LEADER whose quorum has lapsed is shown as the
 // FOLLOWER it becomes, counting no vote.
-func (n *MasterNode) fenceStatus(st *protocol.StatusResp, f roles.Fence, t roles.Instant) {
+func (n *MasterNode) fenceStatus(st *protocol.StatusResp, f master.Fence, t roles.Instant) {
 	st.HoldsQuorum = f.HoldsQuorum(t)
 	rep := f.ReportAt(t)
 	if rep == f.Now {

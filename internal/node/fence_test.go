@@ -11,6 +11,7 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/roles/master"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -21,7 +22,7 @@ import (
 // win). Each vote was renewed by a heartbeat of its own, 100 ms apart, so
 // each lapses at its own instant: the quorum lapses with 3's vote, the
 // second to go.
-func fenceCore(t *testing.T) (*roles.Master, roles.Instant) {
+func fenceCore(t *testing.T) (*master.Master, roles.Instant) {
 	t.Helper()
 	g := changelog.Genesis(1)
 	west, err := g[0].Config.Locations.MapRange(netip.MustParsePrefix("10.0.2.0/24"), "west")
@@ -36,7 +37,7 @@ func fenceCore(t *testing.T) (*roles.Master, roles.Instant) {
 	}
 	st := roles.Stored{Entries: append(g, changelog.Entry{Pos: changelog.Pos{Version: 2}, Kind: changelog.EntryConfig, Config: cfg}),
 		Hard: roles.HardState{InForce: 2, Commit: changelog.Pos{Version: 2}}}
-	core, _ := roles.NewMaster(roles.DefaultConfig(1, []wire.MasterID{1, 2}), st, 0)
+	core, _ := master.New(master.DefaultConfig(1, []wire.MasterID{1, 2}), st, 0)
 	now := roles.Instant(0)
 	hbs := map[wire.CSID]roles.Heartbeat{}
 	step := func(ev roles.Event) {

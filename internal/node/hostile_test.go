@@ -21,6 +21,7 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/roles/master"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 	"github.com/prometheus/client_golang/prometheus"
@@ -422,7 +423,7 @@ func masterAt(t *testing.T, self netip.Addr, ms []masterhost.Master, founder boo
 		for _, m := range ms {
 			ids = append(ids, m.ID)
 		}
-		core := roles.DefaultConfig(masterhost.IDOf(self), ids)
+		core := master.DefaultConfig(masterhost.IDOf(self), ids)
 		core.SelfNominateAfter = 20 * time.Millisecond
 		o.Core, o.Self, o.Masters, o.Bind, o.AuthCode = core, self, ms, self, code
 		o.ListenML = netip.AddrPortFrom(self, port).String()

@@ -21,6 +21,7 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/namespace"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/roles/master"
 	"github.com/mfs-election/mfs-election/pkg/secret"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
@@ -31,7 +32,7 @@ import (
 
 // MasterOptions is what mfsmaster hands its driver.
 type MasterOptions struct {
-	Core    roles.Config // Core.ID is Self's id, Core.Masters every master's
+	Core    master.Config // Core.ID is Self's id, Core.Masters every master's
 	Self    netip.Addr
 	Masters []masterhost.Master // every master's 9419 address, this one included
 	// MasterHost is MASTER_HOST, resolved again (masterset.go) every
@@ -75,7 +76,7 @@ type MasterNode struct {
 	opt     MasterOptions
 	log     zerolog.Logger
 	store   *metadata.MasterStore
-	core    *roles.Master
+	core    *master.Master
 	metrics *obs.MasterMetrics
 	start   time.Time
 	clock   clock // the core's time (CLOCK_BOOTTIME)
@@ -178,8 +179,8 @@ type MasterNode struct {
 	// the loop (fence.go); locs is the loop's current index.
 	fenceOut atomic.Pointer[outward]
 	// The last fence taken: what it reported, under which stamp, when.
-	fenceReport roles.RoleReport
-	fenceStamp  roles.FenceStamp
+	fenceReport master.RoleReport
+	fenceStamp  master.FenceStamp
 	fenceAt     time.Time
 	// roundStart: when the step that started a heartbeat round began
 	// (zero: no round in the group being stepped).
@@ -369,7 +370,7 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 				Msg("heartbeat datagrams off: their UDP port could not be opened; votes are renewed on TCP alone, which packet loss holds up")
 		}
 	}
-	core, b := roles.NewMaster(opt.Core, st, n.now())
+	core, b := master.New(opt.Core, st, n.now())
 	n.core = core
 	n.setHello()
 	// No link is up yet: the first batch is its Persist (the new
@@ -690,8 +691,8 @@ func (n *MasterNode) shutdown(err error) {
 	n.err = err
 	// Whatever the core last was (a failed write ends the loop in any
 	// role), a master that stops reports DUMMY from now on.
-	stopped := roles.RoleReport{Role: roles.Dummy, Epoch: n.core.Epoch()}
-	n.fenceOut.Store(&outward{fence: roles.Fence{Now: stopped, Fenced: stopped}, locs: newLocIndex(nil)})
+	stopped := master.RoleReport{Role: roles.Dummy, Epoch: n.core.Epoch()}
+	n.fenceOut.Store(&outward{fence: master.Fence{Now: stopped, Fenced: stopped}, locs: newLocIndex(nil)})
 	if err != nil {
 		n.log.Error().Err(err).Msg("master stops")
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/metadata"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/roles/master"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -66,7 +67,7 @@ func startSoloWith(t *testing.T, dir string, self netip.Addr, mod func(*MasterOp
 		t.Fatal(err)
 	}
 	id := masterhost.IDOf(self)
-	core := roles.DefaultConfig(id, []wire.MasterID{id})
+	core := master.DefaultConfig(id, []wire.MasterID{id})
 	core.SnapshotEvery, core.LogRetain = 20, 10
 	core.SelfNominateAfter = 20 * time.Millisecond
 	reg := prometheus.NewRegistry()

@@ -9,6 +9,7 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/roles/master"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 )
@@ -193,7 +194,7 @@ func (n *MasterNode) gauges() obs.MasterSnapshot {
 
 // cfgAt returns the newest config or the one before it, whichever has
 // version v.
-func cfgAt(core *roles.Master, v uint64) *registry.ClusterConfig {
+func cfgAt(core *master.Master, v uint64) *registry.ClusterConfig {
 	latest, prev := core.Log().Configs(core.Log().Len())
 	if prev != nil && prev.Version == v {
 		return prev
@@ -202,7 +203,7 @@ func cfgAt(core *roles.Master, v uint64) *registry.ClusterConfig {
 }
 
 // tallyStatus turns a core count into its listing form, naming locations.
-func tallyStatus(cfg *registry.ClusterConfig, tv roles.TallyView) protocol.TallyStatus {
+func tallyStatus(cfg *registry.ClusterConfig, tv master.TallyView) protocol.TallyStatus {
 	t := protocol.TallyStatus{Config: tv.Config, Outcome: tv.Votes.Outcome.String(), Empty: tv.Votes.Empty, Divided: tv.Votes.Divided,
 		Participating: tv.Votes.Participating, Carried: tv.Votes.Carried, Needed: tv.Votes.Needed,
 		Witness: tv.Votes.Witness, WitnessHeld: tv.Votes.WitnessHeld}
@@ -229,11 +230,11 @@ func (n *MasterNode) notEligible(cfg *registry.ClusterConfig) string {
 	switch n.core.Ineligible() {
 	case "":
 		return ""
-	case roles.IneligibleRemoved:
+	case master.IneligibleRemoved:
 		return "it is out of the set of masters (MASTER_HOST no longer names it, or every master it reaches refuses it as a stranger): it takes part in nothing until it is named again"
-	case roles.IneligibleNoMetadata:
+	case master.IneligibleNoMetadata:
 		return "it holds no metadata yet (started with -e): it must sync from a LEADER first"
-	case roles.IneligibleFounder:
+	case master.IneligibleFounder:
 		founder := "the founder"
 		if cfg != nil {
 			if a, ok := n.addrKnown(cfg.Founder); ok {
@@ -241,7 +242,7 @@ func (n *MasterNode) notEligible(cfg *registry.ClusterConfig) string {
 			}
 		}
 		return "no chunkserver registration is in force yet: only " + founder + " can be elected"
-	case roles.IneligibleForeign:
+	case master.IneligibleForeign:
 		return "a master of MASTER_HOST belongs to another cluster: this founder does not bootstrap"
 	}
 	return "its registry could not be won even with every chunkserver's vote"

@@ -12,6 +12,7 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/roles/master"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/witness"
 )
@@ -235,7 +236,7 @@ func (n *MasterNode) witnessTest(c *conn, reqID uint64) {
 // witnessStatus is the status answer's witness section (loop only), from
 // the core at now and the fence f (Held: the lease counted at now). nil
 // when the registry names no witness and this master has no store.
-func (n *MasterNode) witnessStatus(f roles.Fence, now roles.Instant) *protocol.WitnessStatus {
+func (n *MasterNode) witnessStatus(f master.Fence, now roles.Instant) *protocol.WitnessStatus {
 	ws := n.core.Witness(now)
 	if !ws.Configured && n.wit == nil {
 		return nil

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/roles/master"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
@@ -93,7 +94,7 @@ func (f hostile) fire(w *world, _ *adminIDs) {
 // epochBomb sends every master hellos with absurd epochs: from an
 // unregistered id, and from a member's id at the adversary's address.
 func (w *world) epochBomb(pick int) {
-	epochs := []uint64{math.MaxUint64, math.MaxUint64 - 1, roles.EpochCeiling + 1, honestBound * 4}
+	epochs := []uint64{math.MaxUint64, math.MaxUint64 - 1, master.EpochCeiling + 1, honestBound * 4}
 	e := epochs[pick%len(epochs)]
 	// Its own hosts (advAddr 201-207): a bomb never shares an address with
 	// the impostor (1-) or a clone (101-), whose acks would otherwise count

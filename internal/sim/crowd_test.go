@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/roles/master"
+	"github.com/mfs-election/mfs-election/pkg/roles/voter"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
@@ -27,9 +29,9 @@ func newCrowd(seed int64, n int, cpu cpuModel) crowd {
 	p := drawProfile(w.rng)
 	p.masters, p.css, p.spares, p.locs, p.clients = 3, n, 0, 3, 0
 	p.delayBase, p.delayJitter, p.loss, p.dup = 200*time.Microsecond, time.Millisecond, 0, 0
-	p.masterCfg = roles.DefaultConfig(1, []wire.MasterID{1})
-	p.maxPromise = roles.DefaultVoterConfig(1, netip.Addr{}, nil).MaxPromise
-	p.probeVoters = roles.DefaultVoterConfig(1, netip.Addr{}, nil).ProbeVoters
+	p.masterCfg = master.DefaultConfig(1, []wire.MasterID{1})
+	p.maxPromise = voter.DefaultConfig(1, netip.Addr{}, nil).MaxPromise
+	p.probeVoters = voter.DefaultConfig(1, netip.Addr{}, nil).ProbeVoters
 	p.keep, p.faults, p.extremeClocks, p.reject = 0, nil, false, false
 	p.cpu = cpu
 	w.prof = p

@@ -10,6 +10,7 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/roles/master"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
@@ -57,7 +58,7 @@ type profile struct {
 	delayBase, delayJitter              time.Duration
 	loss, dup                           float64
 	diskMax                             time.Duration
-	masterCfg                           roles.Config
+	masterCfg                           master.Config
 	maxPromise                          time.Duration
 	probeVoters                         int    // the voters' PROBE_VOTERS
 	keep                                uint32 // masters with KEEP_LEADERSHIP: bit i is master i
@@ -114,7 +115,7 @@ func drawProfile(r *rand.Rand) profile {
 	p.loss = []float64{0, 0, 0.01, 0.05}[r.Intn(4)]
 	p.dup = []float64{0, 0.01, 0.05}[r.Intn(3)]
 	p.diskMax = time.Duration(100+r.Intn(5000)) * time.Microsecond
-	c := roles.DefaultConfig(1, []wire.MasterID{1})
+	c := master.DefaultConfig(1, []wire.MasterID{1})
 	c.CheckCaches = 1 // every cached count checked against a full tally
 	c.VoteLease = []time.Duration{400 * time.Millisecond, 800 * time.Millisecond, 1500 * time.Millisecond}[r.Intn(3)]
 	c.HeartbeatInterval = c.VoteLease / 8

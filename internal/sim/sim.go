@@ -23,6 +23,8 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/namespace"
 	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/roles/master"
+	"github.com/mfs-election/mfs-election/pkg/roles/voter"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/witness"
 )
@@ -249,15 +251,15 @@ func (p *proc) wallMs(now int64) int64 { return 1798761600000 + (now+p.wallJump)
 
 type masterNode struct {
 	proc
-	cfg   roles.Config
-	m     *roles.Master
+	cfg   master.Config
+	m     *master.Master
 	store *roles.MemStore // its disk: what completed batches made durable
 }
 
 type csNode struct {
 	proc
-	cfg      roles.VoterConfig
-	v        *roles.Voter
+	cfg      voter.Config
+	v        *voter.Voter
 	hard     roles.VoterHardState
 	spare    bool // starts later: a registration
 	started  bool
@@ -1017,7 +1019,7 @@ func (w *world) startMaster(i int) {
 				w.violate("M%d panicked at start: %v", i+1, x)
 			}
 		}()
-		n.m, b = roles.NewMaster(n.cfg, st, roles.Instant(n.clk.local(w.now)))
+		n.m, b = master.New(n.cfg, st, roles.Instant(n.clk.local(w.now)))
 	}()
 	w.tracef("M%d start (log %v)", i+1, n.m.Log().Last())
 	w.handle(n.ref, b)
@@ -1061,7 +1063,7 @@ func (w *world) startCS(i int) {
 	cfg.RecordDamaged, cfg.RecordLost = n.damaged, n.lost
 	n.damaged, n.lost = false, false
 	var acts roles.Batch
-	n.v, acts = roles.NewVoter(cfg, n.hard, roles.Instant(n.clk.local(w.now)))
+	n.v, acts = voter.New(cfg, n.hard, roles.Instant(n.clk.local(w.now)))
 	if w.opt.SabotageForget && n.v.Uncertain() {
 		n.v.Step(roles.Instant(n.clk.local(w.now)), roles.TrustRecord{}) // its Persist is folded into the start's below
 		h := n.v.Hard()
@@ -1239,7 +1241,7 @@ func (w *world) build() {
 	for i := 0; i < w.prof.css+w.prof.spares; i++ {
 		loc := i % w.prof.locs
 		addr := netip.AddrFrom4([4]byte{10, 0, byte(loc + 1), byte(10 + i)})
-		cfg := roles.DefaultVoterConfig(wire.CSID(i+1), addr, ids)
+		cfg := voter.DefaultConfig(wire.CSID(i+1), addr, ids)
 		cfg.Seed = uint64(w.rng.Int63())
 		cfg.MaxPromise = w.prof.maxPromise
 		cfg.ProbeVoters = w.prof.probeVoters
@@ -1357,7 +1359,7 @@ func (w *world) dispatch(e *event) {
 // giving up, a full nomination rotation, and slack for catching up.
 func (w *world) livenessBound() time.Duration {
 	c := w.prof.masterCfg
-	slot := roles.DefaultVoterConfig(1, netip.Addr{}, nil).NominateSlot
+	slot := voter.DefaultConfig(1, netip.Addr{}, nil).NominateSlot
 	_, lease := c.Scaled(len(w.css)) // the lease a crowd is asked for
 	return w.prof.maxPromise + 2*max(c.VoteLease, min(lease, w.prof.maxPromise)) + c.ElectTimeout + time.Duration(len(w.css)+16)*slot + 2*time.Second + w.witnessBound()
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/roles/master"
 	"github.com/mfs-election/mfs-election/pkg/witness"
 	"github.com/mfs-election/mfs-election/pkg/witness/logobj"
 )
@@ -32,7 +33,7 @@ const witnessID = "w-sim"
 type witnessProfile struct {
 	on        bool
 	noStore   uint32 // masters without a store: bit i is master i
-	lease     roles.WitnessConfig
+	lease     master.WitnessConfig
 	latency   time.Duration // the most one trip to the store takes
 	loss      float64       // an answer lost (before or after the write)
 	nonAtomic bool
@@ -74,7 +75,7 @@ func drawWitness(seed int64, p profile, force bool, sabotage bool) (wp witnessPr
 		}
 	}()
 	wp.on = true
-	l := roles.DefaultWitnessConfig()
+	l := master.DefaultWitnessConfig()
 	l.Lease.Lease = time.Duration(1+r.Intn(4)) * time.Second
 	l.Lease.RenewEvery = l.Lease.Lease / 4
 	l.Lease.CallTimeout = l.Lease.Lease / 8
@@ -202,7 +203,7 @@ func (w *world) setupWitness(masters int) {
 }
 
 // witnessCfg is master i's side of the witness.
-func (w *world) witnessCfg(i int, c roles.WitnessConfig) roles.WitnessConfig {
+func (w *world) witnessCfg(i int, c master.WitnessConfig) master.WitnessConfig {
 	wp := w.wprof
 	if !wp.on {
 		return c

@@ -213,7 +213,7 @@ func TestRefusalWithoutCodeRetried(t *testing.T) {
 	answers := []roles.ClientReply{
 		{Err: roles.ErrNotLeader},
 		{Err: "a refusal of a later build", Code: 200},
-		{Err: roles.ErrStaleSeq}, // would be final with its code
+		{Err: roles.ErrStaleSeq},
 		{OK: true, Version: 3},
 	}
 	f.answer = func(roles.ClientWrite) (roles.ClientReply, bool) {

@@ -17,6 +17,8 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/metadata"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/roles/master"
+	"github.com/mfs-election/mfs-election/pkg/roles/voter"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -74,7 +76,7 @@ func startCluster() (stop func(), err error) {
 	if err := mst.Init("EXAMPLE", changelog.Genesis(id)); err != nil {
 		return nil, err
 	}
-	core := roles.DefaultConfig(id, []wire.MasterID{id})
+	core := master.DefaultConfig(id, []wire.MasterID{id})
 	// A founder with no chunkservers yet nominates itself after 5 s by
 	// default: not worth waiting for before every go test.
 	core.SelfNominateAfter = 20 * time.Millisecond
@@ -95,7 +97,7 @@ func startCluster() (stop func(), err error) {
 		return nil, err
 	}
 	stops = append(stops, func() { cst.Close() })
-	vc := roles.DefaultVoterConfig(0, netip.Addr{}, nil)
+	vc := voter.DefaultConfig(0, netip.Addr{}, nil)
 	cs, err := node.StartChunkserver(node.ChunkserverOptions{
 		Masters: []masterhost.Master{{ID: id, Addr: netip.MustParseAddrPort(csPort.String())}},
 		Bind:    self, Listen: "127.0.0.1:0", Voter: vc, TrustRefused: true,

@@ -8,20 +8,21 @@ import (
 
 	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/roles/master"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
 // coreConfig is a config for the real core over a store of initStore
 // (genesis founder 7).
-func coreConfig() roles.Config { return roles.DefaultConfig(7, []wire.MasterID{7, 8, 9}) }
+func coreConfig() master.Config { return master.DefaultConfig(7, []wire.MasterID{7, 8, 9}) }
 
 // startCore is a master's start: Load, NewMaster, and the Persists of its
 // first batch applied in one Apply, as the driver does.
-func startCore(t *testing.T, s *MasterStore) (*roles.Master, []roles.Persist) {
+func startCore(t *testing.T, s *MasterStore) (*master.Master, []roles.Persist) {
 	t.Helper()
 	st, err := s.Load()
 	must(t, err)
-	m, b := roles.NewMaster(coreConfig(), st, 0)
+	m, b := master.New(coreConfig(), st, 0)
 	must(t, s.Apply(b.Persist...))
 	return m, b.Persist
 }

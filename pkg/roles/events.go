@@ -6,6 +6,7 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/wire"
+	"github.com/mfs-election/mfs-election/pkg/witness"
 )
 
 // Event is one input to Step: a received message or something the driver
@@ -148,3 +149,8 @@ func (FetchResp) event()      {}
 func (SnapshotChunk) event()  {}
 func (ClientWrite) event()    {}
 func (ClientRead) event()     {}
+
+// WitnessResult is the driver's answer to a call the witness asked for.
+type WitnessResult struct{ witness.Result }
+
+func (WitnessResult) event() {}

@@ -40,7 +40,7 @@ import (
 	"github.com/mfs-election/mfs-election/internal/release"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
-	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/roles/voter"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/rs/zerolog"
 )
@@ -56,7 +56,7 @@ type config struct {
 	status    string
 	rate      int
 	logLevel  string
-	voter     roles.VoterConfig
+	voter     voter.Config
 	reconnect time.Duration
 	trust     bool
 	stopWait  time.Duration
@@ -67,7 +67,7 @@ func main() {
 	// The voter's timings default to mfschunkserver's (cmd/mfschunkserver/keys.go:
 	// roles.DefaultVoterConfig, MASTER_RECONNECTION_DELAY 5s, TRUST_REFUSED 1).
 	var c config
-	c.voter = roles.DefaultVoterConfig(0, netip.Addr{}, nil)
+	c.voter = voter.DefaultConfig(0, netip.Addr{}, nil)
 	flag.StringVar(&c.cluster, "cluster", "", "start every voter registered in this cluster (its id): voter i holds id i+1 at its address, as cluster.SwarmMembers registers them (empty: each registers with the LEADER)")
 	flag.StringVar(&c.masters, "masters", "", "MASTER_HOST: the masters' chunkserver ports, e.g. 127.60.0.11:9420,127.60.0.12:9420 (port 9420 when left out)")
 	flag.IntVar(&c.n, "n", 100, "voters")
