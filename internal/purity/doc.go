@@ -6,4 +6,4 @@
 package purity
 
 // Pure lists the packages, relative to the module root, that must stay pure.
-var Pure = []string{"pkg/wire", "pkg/locations", "pkg/quorum", "pkg/registry", "pkg/changelog", "pkg/namespace", "pkg/witness", "pkg/roles"}
+var Pure = []string{"pkg/wire", "pkg/locations", "pkg/quorum", "pkg/registry", "pkg/changelog", "pkg/namespace", "pkg/witness", "pkg/roles", "pkg/roles/master", "pkg/roles/voter"}

@@ -30,6 +30,9 @@ var allowed = map[string]bool{
 	module + "pkg/registry": true, module + "pkg/changelog": true, module + "pkg/namespace": true,
 	// The witness's lease record is JSON read with a bytes.Reader.
 	"bytes": true, module + "pkg/witness": true,
+	// The contract the two machines share (and nothing of either machine:
+	// TestMachinesApart).
+	module + "pkg/roles": true,
 }
 
 var forbiddenTime = map[string]bool{
@@ -108,6 +111,38 @@ func f() { go func() {}(); var c chan int; _ = c; _ = time.Now(); _ = os.Args; s
 	for _, want := range []string{`imports "os"`, "goroutine", "channel", "select", "time.Now"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the purity check missed %q in:\n%s", want, got)
+		}
+	}
+}
+
+// TestMachinesApart: the master's and the voter's machines meet only
+// through the messages of the contract package below them. Neither
+// imports the other, and the contract imports neither, so a chunkserver
+// links no master code through the core and a witness machine can join
+// as a third package beside them.
+func TestMachinesApart(t *testing.T) {
+	machines := []string{"pkg/roles/master", "pkg/roles/voter"}
+	for _, dir := range append([]string{"pkg/roles"}, machines...) {
+		files, err := filepath.Glob(filepath.Join("..", "..", dir, "*.go"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("%s: no Go files (%v)", dir, err)
+		}
+		for _, path := range files {
+			if strings.HasSuffix(path, "_test.go") {
+				continue // a machine's tests may drive the other machine
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, imp := range f.Imports {
+				p, _ := strconv.Unquote(imp.Path.Value)
+				for _, m := range machines {
+					if p == module+m && m != dir {
+						t.Errorf("%s imports %s: the machines meet only through pkg/roles", filepath.Join(dir, filepath.Base(path)), m)
+					}
+				}
+			}
 		}
 	}
 }
