@@ -15,14 +15,12 @@ import (
 	"github.com/mfs-election/mfs-election/internal/obs"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
-	"github.com/mfs-election/mfs-election/pkg/namespace"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/roles/voter"
 	"github.com/mfs-election/mfs-election/pkg/secret"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
-	"github.com/mfs-election/mfs-election/pkg/witness"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
@@ -88,7 +86,7 @@ type ChunkserverNode struct {
 	log     zerolog.Logger
 	store   ChunkserverStore
 	voter   *voter.Voter
-	pending []roles.Batch           // the group being stepped (flush carries it out)
+	pending []voter.Batch           // the group being stepped (flush carries it out)
 	metrics *obs.ChunkserverMetrics // nil: Metrics was nil
 	start   time.Time
 	clock   clock        // the core's time (newVoterClock)
@@ -541,7 +539,7 @@ func (n *ChunkserverNode) startVoter(local netip.Addr, lost bool) error {
 	v, b := voter.New(cfg, hard, n.now())
 	// Carry makes the start's record (the clean-stop mark cleared) durable
 	// before anything can be granted: the voter is stepped only after.
-	if err := roles.Carry(n.store, csFx{n}, b); err != nil {
+	if err := voter.Carry(n.store, csFx{n}, b); err != nil {
 		return err
 	}
 	n.voter = v
@@ -660,7 +658,7 @@ func (n *ChunkserverNode) step(ev roles.Event) error {
 func (n *ChunkserverNode) flush() error {
 	group := n.pending
 	n.pending = nil
-	if err := roles.Carry(n.store, csFx{n}, group...); err != nil {
+	if err := voter.Carry(n.store, csFx{n}, group...); err != nil {
 		return err
 	}
 	n.noteUncertain()
@@ -783,29 +781,7 @@ func (fx csFx) IDTaken(t roles.IDTaken) error {
 // Stopped: the loop ends after this flush (it asks voter.Stopped()).
 func (fx csFx) Stopped() {}
 
-// Witness is a master's: a voter's batches never carry it.
-func (fx csFx) Witness(witness.Request) {
-	panic("invariant batch-kinds: a voter's batch asked for a witness call")
-}
-
 func (fx csFx) Ignored(reason string) { fx.n.log.Debug().Str(obs.FieldReason, reason).Msg("ignored") }
-
-// A voter's batch carries no role change, admin reply or snapshot.
-func (fx csFx) Close(c roles.ConnClass) {
-	panic("invariant batch-kinds: a voter's batch closed " + c.String())
-}
-
-func (fx csFx) Transitioned(t roles.Transition) {
-	panic(fmt.Sprintf("invariant batch-kinds: a voter's batch said %v -> %v", t.From, t.To))
-}
-
-func (fx csFx) AdminReplied(roles.AdminReply) {
-	panic("invariant batch-kinds: a voter's batch answered an admin command")
-}
-
-func (fx csFx) SaveSnapshot(*namespace.Snapshot) {
-	panic("invariant batch-kinds: a voter's batch saved a snapshot")
-}
 
 func (n *ChunkserverNode) observe() {
 	n.stMu.Lock()

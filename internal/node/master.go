@@ -141,7 +141,7 @@ type MasterNode struct {
 
 	// The group being built: the batches of the steps since the last
 	// flush, and the driver's own replies that must follow them.
-	group []roles.Batch
+	group []master.Batch
 	after []func()
 
 	// What observe() last saw, to log and count changes once.
@@ -375,7 +375,7 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 	n.setHello()
 	// No link is up yet: the first batch is its Persist (the new
 	// incarnation), carried out before anything is heard.
-	if err := roles.Carry(masterDisk{n}, masterFx{n}, b); err != nil {
+	if err := master.Carry(masterDisk{n}, masterFx{n}, b); err != nil {
 		n.closeListeners()
 		return nil, err
 	}
@@ -753,7 +753,7 @@ func (n *MasterNode) flush() error {
 	group, after := n.group, n.after
 	n.group, n.after = nil, nil
 	if len(group) > 0 {
-		if err := roles.Carry(masterDisk{n}, masterFx{n}, group...); err != nil {
+		if err := master.Carry(masterDisk{n}, masterFx{n}, group...); err != nil {
 			return err
 		}
 		if !n.roundStart.IsZero() {
@@ -834,13 +834,6 @@ func (fx masterFx) AdminReplied(r roles.AdminReply) {
 }
 
 func (fx masterFx) SaveSnapshot(s *namespace.Snapshot) { fx.n.saveSnapshot(s) }
-
-// IDTaken and Stopped are a voter's: a master's batches never carry them.
-func (fx masterFx) IDTaken(t roles.IDTaken) error {
-	return fmt.Errorf("invariant batch-kinds: a master's batch said IDTaken (%v)", t.Master)
-}
-
-func (fx masterFx) Stopped() { panic("invariant batch-kinds: a master's batch said Stopped") }
 
 // Witness hands a call on the witness's store to its client.
 func (fx masterFx) Witness(r witness.Request) { fx.n.witnessCall(r) }

@@ -91,8 +91,9 @@ func (c *checker) init(w *world) {
 }
 
 // batch checks one batch as the node made it.
-func (c *checker) batch(w *world, r ref, b roles.Batch) {
-	if b.SaveSnapshot != nil {
+func (c *checker) batch(w *world, r ref, sb stepBatch) {
+	b := sb.common()
+	if sb.m.SaveSnapshot != nil {
 		c.snaps.Saved++
 	}
 	for _, p := range b.Persist {
@@ -111,7 +112,7 @@ func (c *checker) batch(w *world, r ref, b roles.Batch) {
 			c.refusal(w, r, s.To, ack)
 		}
 	}
-	for _, t := range b.Transitions {
+	for _, t := range sb.m.Transitions {
 		c.transition(w, r, t)
 	}
 	for _, reason := range b.Ignored {

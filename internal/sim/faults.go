@@ -11,6 +11,7 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/roles/master"
+	"github.com/mfs-election/mfs-election/pkg/roles/voter"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
@@ -267,7 +268,7 @@ func (w *world) admin(target int, a roles.Admin, retries int) {
 	if ok && a.Kind == roles.AdminTempRemove {
 		w.chk.tempRemovals++
 	}
-	w.handle(m.ref, acts)
+	w.handle(m.ref, ofMaster(acts))
 	w.drain(m.ref)
 	if !ok && a.Kind == roles.AdminChange && retries > 0 {
 		w.at(w.now+int64(adminRetryGap), func() { w.admin(target, a, retries-1) })
@@ -1025,7 +1026,7 @@ func (f csTear) fire(w *world, _ *adminIDs) {
 // tearWrite is the power cut during chunkserver i's write of b's record:
 // nothing of the batch leaves, the process is gone, and it starts again
 // after a while.
-func (w *world) tearWrite(i int, b roles.Batch) {
+func (w *world) tearWrite(i int, b voter.Batch) {
 	n := w.css[i]
 	how := n.tear
 	n.tear = 0

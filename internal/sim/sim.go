@@ -298,7 +298,7 @@ type event struct {
 	sentLoc int64 // sender's clock at send (for Refused)
 	queued  bool  // a delivery that waited for its node's CPU already
 	dgram   bool  // a delivery on the datagram path (datagram), not TCP
-	batch   roles.Batch
+	batch   stepBatch
 	fn      func()
 }
 
@@ -772,7 +772,7 @@ func (w *world) drain(r ref) {
 func (w *world) step(r ref, ev roles.Event) {
 	p := w.proc(r)
 	now := roles.Instant(p.clk.local(w.now))
-	var b roles.Batch
+	var b stepBatch
 	func() {
 		defer func() {
 			if x := recover(); x != nil {
@@ -780,9 +780,9 @@ func (w *world) step(r ref, ev roles.Event) {
 			}
 		}()
 		if r.k == kMaster {
-			b = w.masters[r.i].m.Step(now, ev)
+			b = ofMaster(w.masters[r.i].m.Step(now, ev))
 		} else {
-			b = w.css[r.i].v.Step(now, ev)
+			b = ofVoter(w.css[r.i].v.Step(now, ev))
 		}
 	}()
 	if w.opt.FullTrace {
@@ -794,22 +794,22 @@ func (w *world) step(r ref, ev roles.Event) {
 // handle carries out one batch as the daemons do (roles.Carry): a batch
 // with a Persist waits for the node's disk, whose delay is drawn here;
 // one without is carried out at once.
-func (w *world) handle(r ref, b roles.Batch) {
+func (w *world) handle(r ref, b stepBatch) {
 	p := w.proc(r)
 	w.chk.batch(w, r, b)
-	if len(b.Persist) == 0 {
+	if len(b.common().Persist) == 0 {
 		w.carry(r, b)
 		return
 	}
 	if r.k == kCS && w.css[r.i].tear != 0 {
-		w.tearWrite(r.i, b)
+		w.tearWrite(r.i, b.v)
 		return
 	}
 	p.busy = true
 	// A LEADER's appends leave as the write begins (roles.Send.Early): a
 	// kill during the write leaves followers holding entries this master
 	// never made durable.
-	roles.SendEarly(b, w.fx(r))
+	roles.SendEarly(b.common(), w.fx(r))
 	d := w.diskMin + w.rng.Int63n(w.diskMax-w.diskMin+1)
 	w.push(&event{at: w.now + d, kind: evBatch, to: r, inc: p.inc, batch: b})
 }
@@ -828,18 +828,46 @@ func (w *world) batchDone(e *event) {
 // carry is roles.Carry over the node's disk and the simulated world. A
 // store that refuses a batch is a violation: the bbolt store would refuse
 // it too, and end the daemon.
-func (w *world) carry(r ref, b roles.Batch) {
-	if err := roles.Carry(w.disk(r), w.fx(r), b); err != nil {
+func (w *world) carry(r ref, b stepBatch) {
+	err := master.Carry(w.disk(r), w.fx(r), b.m)
+	if b.isVoter {
+		err = voter.Carry(w.disk(r), w.fx(r), b.v)
+	}
+	if err != nil {
 		w.violate("%v: its store refused a batch: %v", r, err)
 	}
 }
 
 // carryRest is carry for a batch whose Early sends left when its write
 // began (handle).
-func (w *world) carryRest(r ref, b roles.Batch) {
-	if err := roles.CarryRest(w.disk(r), w.fx(r), b); err != nil {
+func (w *world) carryRest(r ref, b stepBatch) {
+	err := master.CarryRest(w.disk(r), w.fx(r), b.m)
+	if b.isVoter {
+		err = voter.CarryRest(w.disk(r), w.fx(r), b.v)
+	}
+	if err != nil {
 		w.violate("%v: its store refused a batch: %v", r, err)
 	}
+}
+
+// stepBatch is a batch of the machine at a ref: a master's (m), or a
+// chunkserver's voter's (v, isVoter).
+type stepBatch struct {
+	m       master.Batch
+	v       voter.Batch
+	isVoter bool
+}
+
+func ofMaster(b master.Batch) stepBatch { return stepBatch{m: b} }
+
+func ofVoter(b voter.Batch) stepBatch { return stepBatch{v: b, isVoter: true} }
+
+// common is the part of the batch both machines have.
+func (b stepBatch) common() roles.Batch {
+	if b.isVoter {
+		return b.v.Batch
+	}
+	return b.m.Batch
 }
 
 func (w *world) disk(r ref) roles.Persister {
@@ -1012,7 +1040,7 @@ func (w *world) startMaster(i int) {
 	// above it, and random bits keep it from repeating an earlier one on
 	// a clock that is behind (roles.IncarnationBase).
 	st.Hard.Incarnation = roles.IncarnationBase(st.Hard.Incarnation, n.wallMs(w.now), w.rng.Uint32())
-	var b roles.Batch
+	var b master.Batch
 	func() {
 		defer func() {
 			if x := recover(); x != nil {
@@ -1022,7 +1050,7 @@ func (w *world) startMaster(i int) {
 		n.m, b = master.New(n.cfg, st, roles.Instant(n.clk.local(w.now)))
 	}()
 	w.tracef("M%d start (log %v)", i+1, n.m.Log().Last())
-	w.handle(n.ref, b)
+	w.handle(n.ref, ofMaster(b))
 	w.drain(n.ref)
 	// Every chunkserver's link to it comes up (where the network lets
 	// the connection through).
@@ -1062,7 +1090,7 @@ func (w *world) startCS(i int) {
 	cfg := n.cfg
 	cfg.RecordDamaged, cfg.RecordLost = n.damaged, n.lost
 	n.damaged, n.lost = false, false
-	var acts roles.Batch
+	var acts voter.Batch
 	n.v, acts = voter.New(cfg, n.hard, roles.Instant(n.clk.local(w.now)))
 	if w.opt.SabotageForget && n.v.Uncertain() {
 		n.v.Step(roles.Instant(n.clk.local(w.now)), roles.TrustRecord{}) // its Persist is folded into the start's below
@@ -1070,7 +1098,7 @@ func (w *world) startCS(i int) {
 		acts.Persist = append(acts.Persist, roles.Persist{Voter: &h})
 	}
 	w.tracef("CS%d start (clean=%v damaged=%v lost=%v uncertain=%v)", i+1, n.hard.CleanStop, cfg.RecordDamaged, cfg.RecordLost, n.v.Uncertain())
-	w.handle(n.ref, acts)
+	w.handle(n.ref, ofVoter(acts))
 	w.drain(n.ref)
 }
 

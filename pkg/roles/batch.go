@@ -6,51 +6,32 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/namespace"
 	"github.com/mfs-election/mfs-election/pkg/wire"
-	"github.com/mfs-election/mfs-election/pkg/witness"
 )
 
-// Batch is everything one Step (or NewMaster, NewVoter) asks of its
-// driver. Its fields are in the order they are carried out, and Carry is
-// the one place that carries them out, for both daemons and the
-// simulator: nothing of a batch happens before its Persist is durable,
-// but the Sends marked Early (a LEADER's appends to the other masters),
-// which leave first, while the Persist is under way.
+// Batch is the part of a step's batch every machine has: what one Step
+// (or a machine's constructor) asks of its driver, in the order it is
+// carried out. Each machine's own batch embeds it and adds its kinds
+// (master.Batch: admin replies, transitions, snapshots, witness calls;
+// voter.Batch: a lost id, a clean stop), so a driver cannot be handed a
+// kind its machine never makes. Carry is the one place that carries
+// batches out, for both daemons and the simulator: nothing of a batch
+// happens before its Persist is durable, but the Sends marked Early (a
+// LEADER's appends to the other masters), which leave first, while the
+// Persist is under way.
 type Batch struct {
 	// Persist: durable first, in order, all or nothing (Store.Apply).
 	Persist []Persist
-	// AdminReplies go out next: a step-down's disconnect rule closes the
-	// admin's connection with the clients', and the reply says what the
-	// command did.
-	AdminReplies []AdminReply
-	// Transitions, in the order the roles changed; each carries the
-	// disconnects its rule requires before it.
-	Transitions []Transition
-	// Sends, in order.
+	// Sends, in order, after the machine's own work before them
+	// (Carried.Before).
 	Sends []Send
-	// SaveSnapshot: a snapshot of this master's own making to write in the
-	// background (at most one a batch).
-	SaveSnapshot *namespace.Snapshot
-	// IDTaken: the voter's id is another chunkserver's; the driver forgets
-	// it and registers again, and nothing the old voter asked for after
-	// this batch is carried out.
-	IDTaken *IDTaken
-	// Stopped: the voter has ended in order, and this batch's Persist
-	// carries the clean-stop mark (VoterHardState.CleanStop). The driver
-	// makes it durable and exits; it steps the voter no more.
-	Stopped bool
-	// Witness: calls on the witness's store, made after Persist (a write
-	// carries the epoch, which must be durable first); each answer comes
-	// back as a WitnessResult.
-	Witness []witness.Request
 	// Ignored: input that was stale, duplicated or foreign, by a stable,
 	// low-cardinality reason (counted, never an error).
 	Ignored []string
 }
 
-// Empty reports whether the batch asks for nothing at all.
+// Empty reports whether the common part asks for nothing.
 func (b *Batch) Empty() bool {
-	return len(b.Persist) == 0 && len(b.AdminReplies) == 0 && len(b.Transitions) == 0 && len(b.Sends) == 0 &&
-		b.SaveSnapshot == nil && b.IDTaken == nil && !b.Stopped && len(b.Ignored) == 0 && len(b.Witness) == 0
+	return len(b.Persist) == 0 && len(b.Sends) == 0 && len(b.Ignored) == 0
 }
 
 // Persister makes Persists durable: in order, all of them or (a failure
@@ -78,9 +59,9 @@ type Store interface {
 	Load() (Stored, error)
 }
 
-// Effects is what a driver does with a batch once its Persist is durable:
-// the daemons' connections and logs, the simulator's network and trace.
-// Carry calls the methods in the batch's order.
+// Effects is what a driver does with the common part of a batch once its
+// Persist is durable: the daemons' connections and logs, the simulator's
+// network and trace. Each machine's Effects adds its own kinds.
 type Effects interface {
 	// Durable: the Persist of the batches being carried is on disk, and
 	// nothing of them has been done yet but their Early sends: no report
@@ -91,39 +72,38 @@ type Effects interface {
 	WallUnixMs() int64
 	// Send hands a message to the transport.
 	Send(to Peer, msg wire.Message)
-	// Close closes every connection of a class; its goodbyes were sent.
-	Close(class ConnClass)
-	// Transitioned: the role changed (its disconnects are done).
-	Transitioned(t Transition)
-	// AdminReplied answers an admin command.
-	AdminReplied(r AdminReply)
-	// SaveSnapshot writes a snapshot in the background and steps
-	// SnapshotSaved once it is durable.
-	SaveSnapshot(s *namespace.Snapshot)
-	// IDTaken: forget the id and register again (an error ends the
-	// process: the id could not be forgotten durably).
-	IDTaken(t IDTaken) error
-	// Stopped: the voter ended in order (Batch.Stopped).
-	Stopped()
 	// Ignored counts an input the core ignored.
 	Ignored(reason string)
-	// Witness makes a call on the witness's store, and steps its answer
-	// (a WitnessResult) by the call's deadline whatever happens.
-	Witness(r witness.Request)
+}
+
+// Carried is a machine's batch as Carry carries it out: the common part,
+// and the machine's own kinds at their places around it.
+type Carried[FX Effects] interface {
+	Common() Batch
+	// Lead: once the group's Persist is durable, before anything else
+	// of any batch of the group (a master's admin replies).
+	Lead(fx FX)
+	// Before: this batch's work ahead of its sends (a master's
+	// transitions, each with its disconnects).
+	Before(fx FX)
+	// After: this batch's work after its sends; last ends the group
+	// (a voter told its id is taken: the rest was the old voter's), and
+	// an error ends it too.
+	After(fx FX) (last bool, err error)
 }
 
 // Carry carries out a group of batches the driver stepped one after
 // another: the Sends marked Early (Send.Early), then every Persist of them
-// in one Apply (one fsync for the group), then every admin reply, then
-// each batch's transitions (goodbyes, then closes, then the transition),
-// other sends, snapshot save, id loss, stop and ignored inputs, batch by
-// batch in order. A failed Apply returns before anything else is done:
-// the driver must not run ahead of its disk. After a
-// batch with IDTaken the rest of the group is dropped: it was the old
-// voter's.
-func Carry(st Persister, fx Effects, group ...Batch) error {
+// in one Apply (one fsync for the group), then each batch's Lead work,
+// then batch by batch in order: its Before work, its other sends, its
+// After work and its ignored inputs. A failed Apply returns before
+// anything else is done: the driver must not run ahead of its disk. After
+// a batch whose After says last, the rest of the group is dropped. Each
+// machine's package instantiates it for its batch (master.Carry,
+// voter.Carry).
+func Carry[FX Effects, B Carried[FX]](st Persister, fx FX, group ...B) error {
 	for i := range group {
-		if len(group[i].Persist) > 0 {
+		if c := group[i].Common(); len(c.Persist) > 0 {
 			return carry(st, fx, true, group...)
 		}
 	}
@@ -133,21 +113,21 @@ func Carry(st Persister, fx Effects, group ...Batch) error {
 // CarryRest is Carry for a group whose Early sends already left
 // (SendEarly, when its Persist began: the simulator, which draws the
 // disk's delay between the two).
-func CarryRest(st Persister, fx Effects, group ...Batch) error {
+func CarryRest[FX Effects, B Carried[FX]](st Persister, fx FX, group ...B) error {
 	return carry(st, fx, false, group...)
 }
 
 // carry persists the group, then carries out the rest of it; early: send
 // the Early sends first; false: they left already, or (no Persist) they
 // go in order with the others.
-func carry(st Persister, fx Effects, early bool, group ...Batch) error {
+func carry[FX Effects, B Carried[FX]](st Persister, fx FX, early bool, group ...B) error {
 	var ps []Persist
 	for i := range group {
-		ps = append(ps, group[i].Persist...)
+		ps = append(ps, group[i].Common().Persist...)
 	}
 	if early {
 		for i := range group {
-			SendEarly(group[i], fx)
+			SendEarly(group[i].Common(), fx)
 		}
 	}
 	if len(ps) > 0 {
@@ -157,17 +137,23 @@ func carry(st Persister, fx Effects, early bool, group ...Batch) error {
 	}
 	fx.Durable()
 	for i := range group {
-		for _, r := range group[i].AdminReplies {
-			fx.AdminReplied(r)
-		}
+		group[i].Lead(fx)
 	}
 	skip := len(ps) > 0 // the Early sends left before the Persist
 	for i := range group {
-		if err := deliver(&group[i], fx, skip); err != nil {
-			return err
+		c := group[i].Common()
+		group[i].Before(fx)
+		for _, s := range c.Sends {
+			if !s.Early || !skip {
+				fx.Send(s.To, stamp(s.Msg, fx))
+			}
 		}
-		if group[i].IDTaken != nil {
-			return nil
+		last, err := group[i].After(fx)
+		for _, r := range c.Ignored {
+			fx.Ignored(r)
+		}
+		if err != nil || last {
+			return err
 		}
 	}
 	return nil
@@ -175,50 +161,13 @@ func carry(st Persister, fx Effects, early bool, group ...Batch) error {
 
 // SendEarly sends a batch's Early sends, in their order: before its
 // Persist is durable (Carry; the simulator when it draws the disk's
-// delay). Carry's deliver then skips them.
+// delay). Carry then skips them.
 func SendEarly(b Batch, fx Effects) {
 	for _, s := range b.Sends {
 		if s.Early {
 			fx.Send(s.To, stamp(s.Msg, fx))
 		}
 	}
-}
-
-// deliver carries out one batch after its Persist and admin replies; early
-// says its Early sends already left.
-func deliver(b *Batch, fx Effects, early bool) error {
-	for _, t := range b.Transitions {
-		for _, d := range t.Disconnects {
-			for _, g := range d.Goodbyes {
-				fx.Send(g.To, g.Msg)
-			}
-			fx.Close(d.Class)
-		}
-		fx.Transitioned(t)
-	}
-	for _, s := range b.Sends {
-		if !s.Early || !early {
-			fx.Send(s.To, stamp(s.Msg, fx))
-		}
-	}
-	if b.SaveSnapshot != nil {
-		fx.SaveSnapshot(b.SaveSnapshot)
-	}
-	if b.IDTaken != nil {
-		if err := fx.IDTaken(*b.IDTaken); err != nil {
-			return err
-		}
-	}
-	if b.Stopped {
-		fx.Stopped()
-	}
-	for _, r := range b.Ignored {
-		fx.Ignored(r)
-	}
-	for _, r := range b.Witness {
-		fx.Witness(r)
-	}
-	return nil
 }
 
 // stamp sets the sender's wall clock on the messages that show it: the
@@ -234,12 +183,6 @@ func stamp(msg wire.Message, fx Effects) wire.Message {
 		return m
 	}
 	return msg
-}
-
-// String lists the batch for traces and test failures.
-func (b Batch) String() string {
-	return fmt.Sprintf("persist=%d replies=%d transitions=%d sends=%d snapshot=%v idtaken=%v stopped=%v ignored=%v",
-		len(b.Persist), len(b.AdminReplies), len(b.Transitions), len(b.Sends), b.SaveSnapshot != nil, b.IDTaken, b.Stopped, b.Ignored)
 }
 
 // PeerKind says what sort of node a Peer is.

@@ -107,7 +107,7 @@ func (r *coreRig) csAddr(cs wire.CSID) netip.Addr {
 }
 
 // answer is what the rig's peers say to acts.
-func (r *coreRig) answer(b roles.Batch) []roles.Event {
+func (r *coreRig) answer(b Batch) []roles.Event {
 	var out []roles.Event
 	for _, s := range b.Sends {
 		switch msg := s.Msg.(type) {

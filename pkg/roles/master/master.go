@@ -22,7 +22,7 @@ type Master struct {
 	hardDirty bool // hard changed in this step: persist it
 	log       changelog.Log
 	kv        namespace.KV
-	out       roles.Batch // what this step asks of the driver so far
+	out       Batch // what this step asks of the driver so far
 
 	// Each part's state sits in its own file, beside the code that owns
 	// it; Step is the one dispatcher.
@@ -41,7 +41,7 @@ type Master struct {
 // NewMaster starts a master from what its disk holds. The caller must carry
 // out the returned batch (its Persist holds the new incarnation) before
 // handling any event.
-func New(cfg Config, st roles.Stored, now roles.Instant) (*Master, roles.Batch) {
+func New(cfg Config, st roles.Stored, now roles.Instant) (*Master, Batch) {
 	m := &Master{
 		cfg:          cfg,
 		now:          now,
@@ -166,7 +166,7 @@ func (m *Master) selfNominateAt() roles.Instant {
 }
 
 // Step advances the machine by one event at this master's time now.
-func (m *Master) Step(now roles.Instant, ev roles.Event) roles.Batch {
+func (m *Master) Step(now roles.Instant, ev roles.Event) Batch {
 	if now < m.now {
 		panic(fmt.Sprintf("invariant monotonic-clock: %d after %d", now, m.now))
 	}
@@ -237,14 +237,14 @@ func (m *Master) Step(now roles.Instant, ev roles.Event) roles.Batch {
 
 // flush hands the step's batch over, with the durable record last when
 // it changed.
-func (m *Master) flush() roles.Batch {
+func (m *Master) flush() Batch {
 	if m.hardDirty {
 		h := m.hard
 		m.persist(roles.Persist{Hard: &h})
 		m.hardDirty = false
 	}
 	b := m.out
-	m.out = roles.Batch{}
+	m.out = Batch{}
 	return b
 }
 

@@ -151,7 +151,7 @@ func (h *harness) netStart(a map[string]string) string {
 		name := masterName(id)
 		n.names = append(n.names, name)
 		n.nodes[name] = &netNode{m: m}
-		lines = append(lines, h.netCarry(name, b)...)
+		lines = append(lines, h.netCarry(name, ofMaster(b))...)
 	}
 	for i, c := range css {
 		id := wire.CSID(mustU(c))
@@ -162,7 +162,7 @@ func (h *harness) netStart(a map[string]string) string {
 		name := csName(id)
 		n.names = append(n.names, name)
 		n.nodes[name] = &netNode{v: v, addr: addr}
-		lines = append(lines, h.netCarry(name, b)...)
+		lines = append(lines, h.netCarry(name, ofVoter(b))...)
 	}
 	return joinOrNothing(lines)
 }
@@ -222,14 +222,18 @@ func (h *harness) netRun(cmd string, fields []string, a map[string]string) strin
 		// From what it held when killed (its disk), or from nothing but
 		// the registry ("wiped"): a new master process.
 		node := n.nodes[fields[1]]
-		var b roles.Batch
+		var b both
 		switch {
 		case node.m != nil:
 			old := node.m
 			st := roles.Stored{Hard: old.hard, Snapshot: old.snap, Base: old.log.Base(), Entries: old.log.From(old.log.BasePos().Version, 0, 0)}
-			node.m, b = New(old.cfg, st, h.now)
+			var mb Batch
+			node.m, mb = New(old.cfg, st, h.now)
+			b = ofMaster(mb)
 		default:
-			node.v, b = voter.New(node.v.Config(), node.v.Hard(), h.now)
+			var vb voter.Batch
+			node.v, vb = voter.New(node.v.Config(), node.v.Hard(), h.now)
+			b = ofVoter(vb)
 		}
 		node.down = false
 		return joinOrNothing(h.netCarry(fields[1], b))
@@ -324,14 +328,14 @@ func (h *harness) netStep(name string, ev roles.Event) []string {
 		return nil
 	}
 	if node.m != nil {
-		return h.netCarry(name, node.m.Step(h.now, ev))
+		return h.netCarry(name, ofMaster(node.m.Step(h.now, ev)))
 	}
-	return h.netCarry(name, node.v.Step(h.now, ev))
+	return h.netCarry(name, ofVoter(node.v.Step(h.now, ev)))
 }
 
 // netCarry queues a batch's messages (goodbyes first) and prints what the
 // node did besides sending.
-func (h *harness) netCarry(name string, b roles.Batch) []string {
+func (h *harness) netCarry(name string, b both) []string {
 	n := h.net
 	var lines []string
 	for _, r := range b.AdminReplies {

@@ -158,9 +158,9 @@ func (h *harness) run(cmd string) string {
 		if e, ok := a["epoch"]; ok {
 			st.Hard.Epoch, st.Hard.MaxEpoch = mustU(e), mustU(e)
 		}
-		var b roles.Batch
+		var b Batch
 		h.m, b = New(cfg, st, h.now)
-		return h.format(b)
+		return h.format(ofMaster(b))
 	case "voter":
 		cfg := voter.DefaultConfig(wire.CSID(mustU(a["id"])), netip.MustParseAddr(a["addr"]), ids(a["masters"]))
 		var hs roles.VoterHardState
@@ -183,9 +183,9 @@ func (h *harness) run(cmd string) string {
 		cfg.RecordLost = a["lost"] == "true"
 		cfg.RecordDamaged = a["damaged"] == "true"
 		hs.Uncertain = a["uncertain"] == "true"
-		var b roles.Batch
+		var b voter.Batch
 		h.v, b = voter.New(cfg, hs, h.now)
-		return h.format(b)
+		return h.format(ofVoter(b))
 	case "elect":
 		return h.elect(strings.Split(a["cs"], ","))
 	case "time":
@@ -198,9 +198,9 @@ func (h *harness) run(cmd string) string {
 	}
 	ev := h.event(fields[0], a)
 	if h.m != nil {
-		return h.format(h.m.Step(h.now, ev))
+		return h.format(ofMaster(h.m.Step(h.now, ev)))
 	}
-	return h.format(h.v.Step(h.now, ev))
+	return h.format(ofVoter(h.v.Step(h.now, ev)))
 }
 
 // elect is the usual preamble in one command: the first chunkserver
@@ -433,10 +433,23 @@ func roleOf(s string) roles.Role {
 	panic("unknown role " + s)
 }
 
+// both is a batch of either machine, as the harness prints it.
+type both struct {
+	Batch
+	IDTaken *roles.IDTaken
+	Stopped bool
+}
+
+func ofMaster(b Batch) both { return both{Batch: b} }
+
+func ofVoter(b voter.Batch) both {
+	return both{Batch: Batch{Batch: b.Batch}, IDTaken: b.IDTaken, Stopped: b.Stopped}
+}
+
 // format prints a batch the way the golden files show it, in the order
 // Carry carries it out. Probes and peer status broadcasts are left out:
 // they are routine and would drown the rest.
-func (h *harness) format(b roles.Batch) string {
+func (h *harness) format(b both) string {
 	var lines []string
 	for _, p := range b.Persist {
 		lines = append(lines, "persist "+persistText(p))

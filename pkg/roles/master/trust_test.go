@@ -42,7 +42,7 @@ func leaderAmong(t *testing.T, masters string) *harness {
 	return h
 }
 
-func hasIgnored(b roles.Batch, reason string) bool { return slices.Contains(b.Ignored, reason) }
+func hasIgnored(ignored []string, reason string) bool { return slices.Contains(ignored, reason) }
 
 // C1: acks that echo a real voter's session from another address (a clone,
 // or an impostor the driver let through) never count; the LEADER fences
@@ -89,18 +89,18 @@ func TestEpochBombs(t *testing.T) {
 	}
 	// A member's refusal with an epoch far above any seen is refused too.
 	acts := h.m.Step(h.now, roles.HeartbeatAck{CS: 1, Session: 1, Seq: 1, MaxEpoch: 1 << 40, EpochOwner: 2, Addr: netip.MustParseAddr("10.0.1.1")})
-	if !hasIgnored(acts, "epoch-implausible") || h.m.Role() != roles.Leader || h.m.Hard().MaxEpoch != 1 {
+	if !hasIgnored(acts.Ignored, "epoch-implausible") || h.m.Role() != roles.Leader || h.m.Hard().MaxEpoch != 1 {
 		t.Fatalf("an implausible refusal: %v max %d, %v", h.m.Role(), h.m.Hard().MaxEpoch, acts)
 	}
 	// A master's status and Append are bounded alike.
 	f := newHarness(t)
 	f.run("master id=2 masters=1,2 registry=1@10.0.1.1 acks=0")
 	acts = f.m.Step(f.now, roles.PeerStatus{From: 1, Incarnation: 1, Role: roles.Leader, Epoch: math.MaxUint64, MaxEpoch: math.MaxUint64})
-	if !hasIgnored(acts, "epoch-implausible") || f.m.Hard().MaxEpoch != 0 {
+	if !hasIgnored(acts.Ignored, "epoch-implausible") || f.m.Hard().MaxEpoch != 0 {
 		t.Fatalf("a status with epoch 2^64-1 was taken: max %d, %v", f.m.Hard().MaxEpoch, acts)
 	}
 	acts = f.m.Step(f.now, roles.Append{From: 1, Epoch: EpochCeiling + 1, Prev: changelog.Pos{Version: 2}})
-	if !hasIgnored(acts, "epoch-implausible") || f.m.Hard().LeaderEpoch != 0 {
+	if !hasIgnored(acts.Ignored, "epoch-implausible") || f.m.Hard().LeaderEpoch != 0 {
 		t.Fatalf("an Append above the ceiling was taken: %+v, %v", f.m.Hard(), acts)
 	}
 	// A store already at the ceiling (damaged, or bombed before the bound)
@@ -108,7 +108,7 @@ func TestEpochBombs(t *testing.T) {
 	c := newHarness(t)
 	c.run("master id=1 masters=1 registry=1@10.0.1.1 acks=0 epoch=" + uintString(EpochCeiling))
 	acts = c.m.Step(c.now, roles.VoteHello{CS: 1, Addr: netip.MustParseAddr("10.0.1.1"), Session: 1, Nominate: true})
-	if !hasIgnored(acts, "epoch-exhausted") || c.m.Role() != roles.Follower || c.m.Hard().Epoch != EpochCeiling {
+	if !hasIgnored(acts.Ignored, "epoch-exhausted") || c.m.Role() != roles.Follower || c.m.Hard().Epoch != EpochCeiling {
 		t.Fatalf("at the ceiling: %v epoch %d, %v", c.m.Role(), c.m.Hard().Epoch, acts)
 	}
 }
@@ -359,10 +359,10 @@ func TestForcedRemovalUnsticksStuffedRegistry(t *testing.T) {
 	entries, inForce := registryLog("1@10.0.1.1,2@10.7.0.1,3@10.7.0.2,4@10.7.0.3", "")
 	start := func(forced []wire.CSID) *harness {
 		h := newHarness(t)
-		var acts roles.Batch
+		var acts Batch
 		h.m, acts = New(DefaultConfig(1, []wire.MasterID{1}), roles.Stored{Entries: entries,
 			Hard: roles.HardState{Commit: changelog.Pos{Version: 2}, InForce: inForce, ForcedOut: forced}}, 0)
-		h.format(acts)
+		h.format(ofMaster(acts))
 		h.run("time 6s")
 		h.run("hello cs=1 nominate")
 		for i := 0; i < 3; i++ {
@@ -551,7 +551,7 @@ func TestGrantsDurableBeforeSent(t *testing.T) {
 		cfg := voter.DefaultConfig(2, netip.MustParseAddr("10.0.1.2"), []wire.MasterID{1, 2, 3})
 		v, acts := voter.New(cfg, roles.VoterHardState{}, 0)
 		var durable roles.VoterHardState
-		carry := func(b roles.Batch) {
+		carry := func(b voter.Batch) {
 			for _, p := range b.Persist {
 				if p.Voter != nil {
 					durable = *p.Voter

@@ -18,7 +18,7 @@ type Voter struct {
 	now  roles.Instant
 	hard roles.VoterHardState
 	rng  uint64
-	out  roles.Batch // what this step asks of the driver so far
+	out  Batch // what this step asks of the driver so far
 
 	voteAfter roles.Instant // a restarted voter keeps quiet until then
 
@@ -114,7 +114,7 @@ const crowdHelloWait = 200 * time.Microsecond
 // The first batch's Persist (Boot raised, the clean-stop mark cleared)
 // must be durable before the voter is stepped: a grant of this run must
 // never sit beside a mark that says the run before ended clean.
-func New(cfg Config, hard roles.VoterHardState, now roles.Instant) (*Voter, roles.Batch) {
+func New(cfg Config, hard roles.VoterHardState, now roles.Instant) (*Voter, Batch) {
 	v := &Voter{cfg: cfg, now: now, hard: hard, rng: cfg.Seed | 1, views: map[wire.MasterID]*view{}}
 	v.hard.Boot++
 	v.hard.CleanStop = false
@@ -289,9 +289,9 @@ func (v *Voter) persist(h roles.VoterHardState) {
 	v.out.Persist = append(v.out.Persist, roles.Persist{Voter: &h})
 }
 
-func (v *Voter) flush() roles.Batch {
+func (v *Voter) flush() Batch {
 	b := v.out
-	v.out = roles.Batch{}
+	v.out = Batch{}
 	return b
 }
 
@@ -312,7 +312,7 @@ func (v *Voter) rand(n int64) int64 {
 }
 
 // Step advances the voter by one event at its own time now.
-func (v *Voter) Step(now roles.Instant, ev roles.Event) roles.Batch {
+func (v *Voter) Step(now roles.Instant, ev roles.Event) Batch {
 	if now < v.now {
 		panic(fmt.Sprintf("invariant monotonic-clock: %d after %d", now, v.now))
 	}
@@ -320,7 +320,7 @@ func (v *Voter) Step(now roles.Instant, ev roles.Event) roles.Batch {
 	if v.stopped {
 		// Its last record is written: nothing may change it, and above
 		// all no grant may follow the clean-stop mark.
-		return roles.Batch{Ignored: []string{"stopped"}}
+		return Batch{Batch: roles.Batch{Ignored: []string{"stopped"}}}
 	}
 	switch e := ev.(type) {
 	case roles.Tick:
