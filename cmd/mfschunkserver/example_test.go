@@ -21,7 +21,7 @@ func TestShippedExample(t *testing.T) {
 }
 
 // TestDefaultsMatchCore: with no file and no flag, the voter config is
-// roles.DefaultVoterConfig exactly: every default is inside its own range
+// voter.DefaultConfig exactly: every default is inside its own range
 // and survives being written as a cfg value and read back.
 func TestDefaultsMatchCore(t *testing.T) {
 	cfg, _, err := spec.Resolve("", false, nil)
@@ -34,7 +34,7 @@ func TestDefaultsMatchCore(t *testing.T) {
 }
 
 // TestKeysBindVoter: each key sets one field of its own, and each voter
-// key takes exactly the range roles.VoterConfig.Ranges gives its field,
+// key takes exactly the range voter.Config.Ranges gives its field,
 // which Validate checks too (MAX_PROMISE: VOTE_LEASE's).
 func TestKeysBindVoter(t *testing.T) {
 	if err := spec.CheckRanges("Node.Voter.", voter.Config{}.Ranges()); err != nil {

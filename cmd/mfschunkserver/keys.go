@@ -10,7 +10,7 @@ import (
 )
 
 // config is what mfschunkserver.cfg and the flags set: the driver's
-// options (the voter's roles.VoterConfig among them) and what only this
+// options (the voter's voter.Config among them) and what only this
 // command uses. Each field is set by the one key bound to it in keys.
 type config struct {
 	Node       node.ChunkserverOptions
@@ -36,7 +36,7 @@ type listen struct {
 func (l listen) addr() string { return node.ListenAddr(l.Host, l.Port) }
 
 // defaults is the config before any file or flag: the voter's
-// roles.DefaultVoterConfig and this command's own. Why each value is what
+// voter.DefaultConfig and this command's own. Why each value is what
 // it is, is in its key's Usage.
 func defaults() config {
 	return config{
@@ -66,7 +66,7 @@ var spec = settings.Spec[config]{Daemon: "mfschunkserver", Defaults: defaults, K
 
 // keys binds each mfschunkserver.cfg key to its field of c. A key's default
 // is that field's value in defaults; the range of a voter field is the
-// voter's own (roles.VoterConfig.Ranges, which Validate checks too); the
+// voter's own (voter.Config.Ranges, which Validate checks too); the
 // Usage says what the key does and why its default, once. Live marks the
 // keys a reload applies at once (applyLive).
 func keys(c *config) []settings.Key {

@@ -23,7 +23,7 @@ func TestShippedExample(t *testing.T) {
 }
 
 // TestDefaultsMatchCore: with no file and no flag, the core config is
-// roles.DefaultConfig exactly: every default is inside its own range and
+// master.DefaultConfig exactly: every default is inside its own range and
 // survives being written as a cfg value and read back.
 func TestDefaultsMatchCore(t *testing.T) {
 	cfg, _, err := spec.Resolve("", false, nil)
@@ -36,9 +36,9 @@ func TestDefaultsMatchCore(t *testing.T) {
 }
 
 // TestKeysBindCore: each key sets one field of its own, every field of
-// roles.Config but the two MASTER_HOST gives (ID, Masters), the binary's
+// master.Config but the two MASTER_HOST gives (ID, Masters), the binary's
 // own protocol version and the simulator's CheckCaches has a key, and
-// each core key takes exactly the range roles.Config.Ranges gives its
+// each core key takes exactly the range master.Config.Ranges gives its
 // field, which Validate checks too.
 func TestKeysBindCore(t *testing.T) {
 	bind, err := spec.Bindings()

@@ -9,7 +9,7 @@ import (
 )
 
 // config is what mfsmaster.cfg and the flags set: the driver's options
-// (the election core's roles.Config among them) and what only this command
+// (the election core's master.Config among them) and what only this command
 // uses. Each field is set by the one key bound to it in keys.
 type config struct {
 	Node       node.MasterOptions
@@ -38,7 +38,7 @@ type listen struct {
 func (l listen) addr() string { return node.ListenAddr(l.Host, l.Port) }
 
 // defaults is the config before any file or flag: the core's
-// roles.DefaultConfig and this command's own. Why each value is what it
+// master.DefaultConfig and this command's own. Why each value is what it
 // is, is in its key's Usage.
 func defaults() config {
 	return config{
@@ -67,7 +67,7 @@ var spec = settings.Spec[config]{Daemon: "mfsmaster", Defaults: defaults, Keys: 
 
 // keys binds each mfsmaster.cfg key to its field of c. A key's default is
 // that field's value in defaults; the range of a core field is the core's
-// own (roles.Config.Ranges, which Validate checks too); the Usage says
+// own (master.Config.Ranges, which Validate checks too); the Usage says
 // what the key does and why its default, once. Live marks the keys a
 // reload applies at once (applyLive).
 func keys(c *config) []settings.Key {
@@ -149,7 +149,7 @@ func keys(c *config) []settings.Key {
 // witnessKeyTable is the WITNESS_* keys (docs/operations.md, the witness;
 // docs/architecture.md §7.4). None is changed by a reload: restart to
 // change them. The lease's bounds are the ones witness.Config.Validate and
-// roles.Config.Validate check.
+// master.Config.Validate check.
 func witnessKeyTable(c *config) []settings.Key {
 	w := &c.Node.Core.Witness
 	return []settings.Key{

@@ -110,7 +110,7 @@ func DryRunChange(answers []Answer, command string, c registry.Change) DryRun {
 // refuse to send it (refused: a LEADER answers, or a master already
 // leaves out another of the location), else the count of the master that
 // counts votes now and after, each under the masters' own leave-out rule
-// (roles.LeaveOut: at most one per location, never the last of its
+// (registry.LeaveOut: at most one per location, never the last of its
 // location, in a location with an even number only the highest id:
 // docs/architecture.md §5.1), with the chunkservers it leaves out now.
 func DryRunTempRemove(answers []Answer, command string, cs protocol.CSStatus, refused string) DryRun {

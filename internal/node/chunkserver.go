@@ -145,11 +145,11 @@ type ChunkserverState struct {
 	VoteFor    wire.MasterID // the master its vote is for (NoMaster: none)
 	Promised   wire.MasterID // the master its standing promise binds it to (NoMaster: none)
 	Crowd      int           // the most chunkservers a master said its registry holds
-	InCrowd    bool          // more than PROBE_VOTERS of them (roles.Voter.InCrowd)
+	InCrowd    bool          // more than PROBE_VOTERS of them (voter.Voter.InCrowd)
 	Up         []bool        // by index in the set of masters now (Masters at the start): the link is connected
 	// Record: what was found wrong with the voter record this run (empty:
 	// nothing); Uncertain: the voter grants nothing until a LEADER
-	// restores its record (roles.Voter.Uncertain). CSInfo tells both.
+	// restores its record (voter.Voter.Uncertain). CSInfo tells both.
 	Record    string
 	Uncertain bool
 }
@@ -505,7 +505,7 @@ func (n *ChunkserverNode) register() {
 
 // startVoter starts the voter once the chunkserver has an id. lost: the id
 // came back from a registration of this run as a known member while the
-// record shows no promise (a wiped data directory: roles.VoterConfig).
+// record shows no promise (a wiped data directory: voter.Config).
 func (n *ChunkserverNode) startVoter(local netip.Addr, lost bool) error {
 	id := n.Identity()
 	cfg := n.opt.Voter
@@ -729,7 +729,7 @@ func (n *ChunkserverNode) verifyLoop(verify func() (string, error)) {
 }
 
 // csFx carries a voter's batch out to the links and the log
-// (roles.Effects). The store is the Persister: one fsync for the newest
+// (voter.Effects). The store is the Persister: one fsync for the newest
 // voter record of the group, before anything leaves.
 type csFx struct{ n *ChunkserverNode }
 
@@ -981,7 +981,7 @@ func (l *csLink) run() {
 
 // redialDelay is how long a link to master m waits before it redials a
 // connection that lived; closed: the master's host closed it. In a crowd
-// (roles.Voter.InCrowd: more than PROBE_VOTERS registered) the dials after a
+// (voter.Voter.InCrowd: more than PROBE_VOTERS registered) the dials after a
 // network blip are spread: after one that cut every link of 10,000
 // voters, 30,000 handshakes at once timed out by the thousand, and the
 // LEADER, which had to renew 10,000 votes it still held, had no

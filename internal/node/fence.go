@@ -60,7 +60,7 @@ func newLocIndex(cfg *registry.ClusterConfig) *locIndex {
 
 // fenceEvery: the loop takes a fence (O(voters): every counted vote, and
 // the exact lapse of the quorum) at most this often while nothing that
-// could move the lapse earlier happened (roles.Master.FenceStamp) and the
+// could move the lapse earlier happened (master.Master.FenceStamp) and the
 // role it reports is unchanged; otherwise after every batch. A fence older
 // than this says less than a new one would (renewals are missing from it),
 // never more: its lapse is no later than the core's. Past a thousand

@@ -808,7 +808,7 @@ func (d masterDisk) Apply(ps ...roles.Persist) error {
 }
 
 // masterFx carries a batch's effects out to the connections, the logs and
-// the metrics (roles.Effects).
+// the metrics (master.Effects).
 type masterFx struct{ n *MasterNode }
 
 // Durable: before anything leaves, a step-down's vote releases let the

@@ -15,7 +15,7 @@ import (
 )
 
 // witnessClient makes the calls the core's witness lease asks for
-// (roles.Batch.Witness) on the store, one at a time, each within the
+// (master.Batch.Witness) on the store, one at a time, each within the
 // store's call timeout, and hands every answer back to the loop. Until the
 // store has passed its self-test (at start, and again every
 // witnessRetest while it fails) every call is answered Refused with the

@@ -9,7 +9,7 @@
 //     which binds each key to a field of a T (Field, Ranged). A key's
 //     default is its field's value in Defaults and its kind is the field's
 //     type; its bounds are given where the field's range is defined (for
-//     the election core, roles.Config.Ranges). Nothing about a key is
+//     the election core, master.Config.Ranges). Nothing about a key is
 //     written twice.
 //   - Every key is also a flag: DATA_PATH becomes --data-path. Flags are
 //     plain strings; Resolve parses them, so a bad flag and a bad file line

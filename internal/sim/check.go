@@ -466,7 +466,7 @@ func (w *world) uncertainBlock() bool {
 		return false
 	}
 	// The configs a LEADER must win under: the newest, and while it is not
-	// in force the one before it too (roles.Master.Tallies).
+	// in force the one before it too (master.Master.Tallies).
 	var need []*registry.ClusterConfig
 	for _, m := range w.masters {
 		if !m.up {

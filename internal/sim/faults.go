@@ -1042,7 +1042,7 @@ func (w *world) tearWrite(i int, b voter.Batch) {
 
 // csLose: chunkserver i crashes and its record file is lost (removed as an
 // operator might, a wiped DATA_PATH); it registers again and gets its id
-// back as a known member's (roles.VoterConfig.RecordLost).
+// back as a known member's (voter.Config.RecordLost).
 type csLose struct {
 	i       int
 	downFor int64

@@ -267,7 +267,7 @@ type csNode struct {
 	// The disk faults (faults.go): prev is what the record file's other
 	// copy holds (the record before hard); tear arms a torn write of the
 	// next persist (tearEarly, tearLate); damaged and lost are what the
-	// next start finds (roles.VoterConfig.RecordDamaged, RecordLost).
+	// next start finds (voter.Config.RecordDamaged, RecordLost).
 	prev          roles.VoterHardState
 	tear          int
 	damaged, lost bool
@@ -893,7 +893,7 @@ func (d voterDisk) Apply(ps ...roles.Persist) error {
 }
 
 // simFx carries a batch's effects into the simulated world
-// (roles.Effects): the network, the clients, the trace.
+// (master.Effects and voter.Effects): the network, the clients, the trace.
 type simFx struct {
 	w   *world
 	r   ref

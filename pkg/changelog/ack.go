@@ -22,7 +22,7 @@ func AckRule(limit uint64, candidates []uint64, quorumKnows func(v uint64) bool)
 // required it needs all of them, and with none only the LEADER: the caller
 // passes the followers heard lately, so a LEADER that hears none
 // acknowledges on its own disk. That fallback keeps the LEADER writing;
-// roles.Master.Durability reports each acknowledgement it carried (review
+// master.Master.Durability reports each acknowledgement it carried (review
 // N7).
 func ReplicatedVersion(leaderDurable uint64, followerDurable []uint64, required int) uint64 {
 	if required > len(followerDurable) {

@@ -55,7 +55,7 @@ type Identity struct {
 // slot is one record behind what the voter told the masters. So the file
 // opens from the good slot but says so (Damage): the daemon logs it at
 // error level, counts it, shows it in the listings, and starts the voter
-// uncertain (roles.VoterConfig.RecordDamaged), which grants nothing until
+// uncertain (voter.Config.RecordDamaged), which grants nothing until
 // a LEADER's heartbeat has restored what it may have lost. Both slots
 // unreadable is an error naming the file; nothing is guessed, and the file
 // is not modified. Verify reads both slots back from the disk while the

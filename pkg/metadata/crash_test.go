@@ -16,7 +16,7 @@ import (
 // (genesis founder 7).
 func coreConfig() master.Config { return master.DefaultConfig(7, []wire.MasterID{7, 8, 9}) }
 
-// startCore is a master's start: Load, NewMaster, and the Persists of its
+// startCore is a master's start: Load, master.New, and the Persists of its
 // first batch applied in one Apply, as the driver does.
 func startCore(t *testing.T, s *MasterStore) (*master.Master, []roles.Persist) {
 	t.Helper()
@@ -194,7 +194,7 @@ func TestSnapshotWithoutTrim(t *testing.T) {
 	}
 }
 
-// TestRepairPersist: the Persist roles.NewMaster starts with when the
+// TestRepairPersist: the Persist master.New starts with when the
 // stored log does not continue the stored snapshot (Trim to the snapshot's
 // base and TruncateAfter its version, with the hard state in the same
 // batch) is applied whatever the log holds: a base above its last entry, a

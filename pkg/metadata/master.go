@@ -256,7 +256,7 @@ func (s *MasterStore) Apply(ps ...roles.Persist) error {
 		// Durable before the log that relies on it: a crash between the
 		// two leaves a snapshot the log may not continue. The core then
 		// starts with a Persist that trims the stored log to the snapshot
-		// and truncates what follows (roles.NewMaster), which this store
+		// and truncates what follows (master.New), which this store
 		// applies like an install's: TestCrashDuringInstall stops an
 		// install after each step and restarts.
 		if _, err := s.SaveSnapshot(context.Background(), snap); err != nil {

@@ -66,7 +66,7 @@ func (v Vote) String() string {
 }
 
 // Member is one counting chunkserver of an Electorate and the location it
-// counts in (a chunkserver as the tally sees it; roles.Voter is its role
+// counts in (a chunkserver as the tally sees it; voter.Voter is its role
 // machine).
 type Member struct {
 	ID  wire.CSID

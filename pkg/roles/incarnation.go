@@ -1,7 +1,7 @@
 package roles
 
 // IncarnationBase is what a master's stored incarnation becomes before
-// NewMaster raises it by one for the new run: above every incarnation this
+// master.New raises it by one for the new run: above every incarnation this
 // master had before, and never one it had before, whatever its wall clock
 // says. stored is the incarnation its store remembers (a store restored
 // from an older copy remembers a lower one than it used), wallUnixMs the

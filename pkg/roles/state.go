@@ -58,7 +58,7 @@ type VoterHardState struct {
 	MaxGranted time.Duration `msgpack:",omitempty"`
 	// CleanStop: the last run ended in order with no promise standing, and
 	// granted nothing after (Voter, StopVoting). It is written only then,
-	// as that run's last record, and NewVoter clears it in its first
+	// as that run's last record, and voter.New clears it in its first
 	// Persist, which is durable before any grant of the new run: so a
 	// crash can never leave it set while a promise stands.
 	CleanStop bool `msgpack:",omitempty"`

@@ -790,7 +790,7 @@ func scaleSection(r scaleResults) string {
 		r.start.UTC().Format("2006-01-02 15:04 UTC"), cores, model, runtime.Version(), runtime.GOOS, runtime.GOARCH, r.load)
 	b.WriteString("Reproduce one point with `make scale N=1000 LOCATIONS=3` (it prints that point's rows and writes nothing); `go run ./internal/cluster/bench -only scale` runs the whole table and rewrites only this section.\n\n")
 	b.WriteString("Each point: 3 real `mfsmaster` processes on 127.60.0.11-13 with the shipped defaults (SELF_NOMINATE_AFTER 1s, as in every bench cluster) and one `mfsswarm` process (internal/cluster/swarm) running N voters. ")
-	b.WriteString("Every voter is the real chunkserver driver (`node.ChunkserverNode`: its links, a dial from its own source address, the hello, the AUTH_CODE challenge, the pure `roles.Voter`) over an in-memory store, with mfschunkserver's default timings; ")
+	b.WriteString("Every voter is the real chunkserver driver (`node.ChunkserverNode`: its links, a dial from its own source address, the hello, the AUTH_CODE challenge, the pure `voter.Voter`) over an in-memory store, with mfschunkserver's default timings; ")
 	fmt.Fprintf(&b, "voter i is in location i %% L and leaves from 127.(61+i %% L).x.y, and the masters' location map names those /16s (dc1 .. dc7: a map holds 8 locations with the default one, so with L = 8 the 8th /16 is the default location). The swarm starts %d voters a second. ", r.opts.rate)
 	fmt.Fprintf(&b, "One swarm process holds at most %d voters here (a descriptor a link and one more a voter within the hard RLIMIT_NOFILE of %d this machine gives, which a process without CAP_SYS_RESOURCE cannot raise): larger points run several, side by side, and their CPU and RSS are summed. ",
 		cluster.SwarmPerProcess(3), hardNoFile())

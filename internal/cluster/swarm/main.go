@@ -65,7 +65,7 @@ type config struct {
 
 func main() {
 	// The voter's timings default to mfschunkserver's (cmd/mfschunkserver/keys.go:
-	// roles.DefaultVoterConfig, MASTER_RECONNECTION_DELAY 5s, TRUST_REFUSED 1).
+	// voter.DefaultConfig, MASTER_RECONNECTION_DELAY 5s, TRUST_REFUSED 1).
 	var c config
 	c.voter = voter.DefaultConfig(0, netip.Addr{}, nil)
 	flag.StringVar(&c.cluster, "cluster", "", "start every voter registered in this cluster (its id): voter i holds id i+1 at its address, as cluster.SwarmMembers registers them (empty: each registers with the LEADER)")

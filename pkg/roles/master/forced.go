@@ -111,7 +111,7 @@ func (m *Master) clearForced() {
 func NewestConfig(st roles.Stored) *registry.ClusterConfig {
 	last := st.Base.Pos.Version + uint64(len(st.Entries))
 	if s := st.Snapshot; s != nil && s.Pos.Version >= last {
-		return s.Latest // the log restarts after it (see NewMaster)
+		return s.Latest // the log restarts after it (see New)
 	}
 	for i := len(st.Entries) - 1; i >= 0; i-- {
 		if st.Entries[i].Kind == changelog.EntryConfig {

@@ -12,7 +12,7 @@ import (
 )
 
 // Master is the role machine of one mfsmaster. The zero value is not
-// usable: build it with NewMaster. It is not safe for concurrent use; one
+// usable: build it with New. It is not safe for concurrent use; one
 // driver goroutine owns it.
 type Master struct {
 	cfg       Config
@@ -38,7 +38,7 @@ type Master struct {
 	storeReplica  // the witness's store as a stand-in replica (storelog.go)
 }
 
-// NewMaster starts a master from what its disk holds. The caller must carry
+// New starts a master from what its disk holds. The caller must carry
 // out the returned batch (its Persist holds the new incarnation) before
 // handling any event.
 func New(cfg Config, st roles.Stored, now roles.Instant) (*Master, Batch) {

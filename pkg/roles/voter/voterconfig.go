@@ -10,7 +10,7 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
-// VoterConfig is one chunkserver's election settings. As with Config, the
+// Config is one chunkserver's election settings. As with master.Config, the
 // reason for each default is in the Usage of the mfschunkserver.cfg key
 // bound to the field (cmd/mfschunkserver/keys.go).
 type Config struct {
@@ -61,14 +61,14 @@ func DefaultConfig(id wire.CSID, addr netip.Addr, masters []wire.MasterID) Confi
 	}
 }
 
-// VoterConfigRanges holds the Range of each tunable field of VoterConfig.
+// VoterConfigRanges holds the Range of each tunable field of Config.
 type ConfigRanges struct {
 	MaxPromise, ProbeInterval, NominateSlot roles.Range[time.Duration]
 	ProbeVoters                             roles.Range[int]
 }
 
-// Ranges returns what each tunable field of a VoterConfig accepts on its
-// own (the same for every VoterConfig).
+// Ranges returns what each tunable field of a Config accepts on its
+// own (the same for every Config).
 func (Config) Ranges() ConfigRanges {
 	return ConfigRanges{
 		// VOTE_LEASE's range: the promise must cover every master's lease
