@@ -139,6 +139,40 @@ func (m *Master) probeReply(nonce uint64) roles.ProbeReply {
 }
 
 func (m *Master) onVoteHello(h roles.VoteHello) {
+	h, ok := m.admitHello(h)
+	if !ok {
+		return
+	}
+	waiting := m.keepaliveOnly() // counted before anything changes (the caches key on the generations)
+	m.open(h.CS, &voterRec{session: h.Session, addr: h.Addr, port: h.Port, voterOnly: h.VoterOnly}, m.now, m.hard.Epoch)
+	// Equal is not higher: the voter may have acknowledged this very epoch
+	// (a refusal tells the case of another master owning it).
+	if h.MaxEpoch > m.hard.Epoch {
+		m.onHigherEpoch(h.MaxEpoch)
+		if !m.role.TakesVotes() {
+			return
+		}
+	}
+	switch {
+	case m.nextHB <= m.now:
+		// A broadcast is due in this very step.
+	case waiting && !m.keepaliveOnly():
+		// The sessions just made a quorum: propose the epoch to all. Only
+		// then: a round per hello would be N rounds of N heartbeats.
+		m.heartbeatNow()
+	default:
+		m.heartbeatTo(h.CS)
+	}
+}
+
+// admitHello checks a hello before its session is recorded: the epoch it
+// brings (kept only from a registered member, within reach), a
+// nomination (from a member, or while the registry is empty), this
+// master's role (a FOLLOWER starts an election or redirects), the id
+// (another address's: redirected as taken) and the session (an older
+// one, or a duplicate, changes nothing). It returns the hello as it
+// counts; false: it goes no further.
+func (m *Master) admitHello(h roles.VoteHello) (roles.VoteHello, bool) {
 	member := m.registeredAt(h.CS, h.Addr, h.Port)
 	if member {
 		m.endTempRemoval(h.CS, "it asked for a vote session")
@@ -162,34 +196,13 @@ func (m *Master) onVoteHello(h roles.VoteHello) {
 		m.hard.MaxEpoch = h.MaxEpoch
 		m.persistHard()
 	}
-	if !m.role.TakesVotes() {
-		canElect := m.role == roles.Follower || m.role == roles.Usurper
-		if h.Nominate && canElect && m.Eligible() {
-			if e := m.betterElectSeen(); e != wire.NoMaster {
-				// It would step down at e's next status (§3.6), after
-				// raising every voter's epoch: in a crowd, nominations
-				// that race a standing ELECT kept one from ever winning.
-				m.ignore("nomination-better-elect")
-				m.send(roles.ToCS(h.CS), roles.Redirect{From: m.cfg.ID, Session: h.Session, Leader: e})
-				return
-			}
-			m.startElect(roles.ReasonNominated, &h)
-		}
-		if !m.role.TakesVotes() {
-			switch {
-			case h.Nominate && m.removed:
-				m.ignore("nominated-while-removed")
-			case h.Nominate && !m.Eligible():
-				m.ignore("nominated-without-metadata")
-			}
-			m.send(roles.ToCS(h.CS), roles.Redirect{From: m.cfg.ID, Session: h.Session, Leader: m.Leader()})
-			return
-		}
+	if !m.role.TakesVotes() && !m.electOn(&h) {
+		return h, false
 	}
 	if c, ok := m.Registry().Member(h.CS); ok && !c.Is(h.Addr, h.Port) {
 		m.ignore("id-taken")
 		m.send(roles.ToCS(h.CS), roles.Redirect{From: m.cfg.ID, Session: h.Session, Leader: m.Leader(), IDTaken: true})
-		return
+		return h, false
 	}
 	if old := m.voters[h.CS]; old != nil && old.session >= h.Session && old.addr == h.Addr && old.port == h.Port {
 		// An older session, or this one again (a duplicate): keep what the
@@ -198,48 +211,38 @@ func (m *Master) onVoteHello(h roles.VoteHello) {
 		// not registered yet the newest claim replaces the old one, so a
 		// made-up session number cannot lock the real holder out.)
 		m.ignore("stale-session")
-		return
+		return h, false
 	}
-	waiting := m.keepaliveOnly() // counted before anything changes (the caches key on the generations)
-	rec := &voterRec{session: h.Session, addr: h.Addr, port: h.Port, voterOnly: h.VoterOnly}
-	if old := m.voters[h.CS]; old == nil {
-		m.idsOK = false // a new id among the sessions
-	} else {
-		switch {
-		case m.carried(old, rec):
-			// The same voter process (its boot in the session's high
-			// half) at the same address, back after its connection
-			// closed: the vote it granted binds it until its promise
-			// ends, whatever session it is on, so it counts on.
-			rec.validUntil, rec.ackEpoch, rec.ackedSeq = old.validUntil, old.ackEpoch, old.ackedSeq
-			rec.knownReg, rec.inForce, rec.commit, rec.commitTag = old.knownReg, old.inForce, old.commit, old.commitTag
-		case m.counts(old):
-			m.votersGen++ // the old session's vote stops counting
+	return h, true
+}
+
+// electOn: a master that takes no votes hears a hello. Nominated, and
+// able to, it becomes ELECT (true: the hello goes on to open a session);
+// otherwise the voter is redirected to the LEADER it knows.
+func (m *Master) electOn(h *roles.VoteHello) bool {
+	canElect := m.role == roles.Follower || m.role == roles.Usurper
+	if h.Nominate && canElect && m.Eligible() {
+		if e := m.betterElectSeen(); e != wire.NoMaster {
+			// It would step down at e's next status (§3.6), after
+			// raising every voter's epoch: in a crowd, nominations
+			// that race a standing ELECT kept one from ever winning.
+			m.ignore("nomination-better-elect")
+			m.send(roles.ToCS(h.CS), roles.Redirect{From: m.cfg.ID, Session: h.Session, Leader: e})
+			return false
 		}
-		if old.addr != rec.addr || old.port != rec.port {
-			m.sessionsGen++
-		}
+		m.startElect(roles.ReasonNominated, h)
 	}
-	m.voters[h.CS] = rec
-	m.lastVoteSeen = m.now
-	// Equal is not higher: the voter may have acknowledged this very epoch
-	// (a refusal tells the case of another master owning it).
-	if h.MaxEpoch > m.hard.Epoch {
-		m.onHigherEpoch(h.MaxEpoch)
-		if !m.role.TakesVotes() {
-			return
-		}
+	if m.role.TakesVotes() {
+		return true
 	}
 	switch {
-	case m.nextHB <= m.now:
-		// A broadcast is due in this very step.
-	case waiting && !m.keepaliveOnly():
-		// The sessions just made a quorum: propose the epoch to all. Only
-		// then: a round per hello would be N rounds of N heartbeats.
-		m.heartbeatNow()
-	default:
-		m.heartbeatTo(h.CS)
+	case h.Nominate && m.removed:
+		m.ignore("nominated-while-removed")
+	case h.Nominate && !m.Eligible():
+		m.ignore("nominated-without-metadata")
 	}
+	m.send(roles.ToCS(h.CS), roles.Redirect{From: m.cfg.ID, Session: h.Session, Leader: m.Leader()})
+	return false
 }
 
 // onConnLost: a LEADER keeps counting a vote whose connection the voter's
@@ -273,88 +276,82 @@ func (m *Master) onVoteBye(b roles.VoteBye) {
 }
 
 func (m *Master) onHeartbeatAck(a roles.HeartbeatAck) {
-	v := m.voters[a.CS]
-	if v == nil || v.session != a.Session {
-		m.ignore("stale-ack-session") // told apart from a stale hello: in a crowd the two say different things
-		return
-	}
-	// Only the connection the session was opened from speaks for it: an
-	// ack from any other address (a clone, an impostor that learnt the
-	// session number) is not this voter's.
-	if a.Addr != v.addr {
-		m.ignore("wrong-address")
-		return
-	}
-	if m.implausible(a.MaxEpoch) {
-		m.dropVoter(a.CS)
-		return
-	}
-	if !a.OK {
-		// The voter owns up to an epoch: a newer one, or this very epoch
-		// given to another master or to another incarnation of this one (a
-		// data directory rolled back to before it took the epoch).
-		reused := a.MaxEpoch == m.hard.Epoch && (a.EpochOwner != m.cfg.ID || (a.EpochInc != 0 && a.EpochInc != m.hard.Incarnation))
-		// A LEADER (or DEPUTY) refused for an epoch above its own, even
-		// one it already knew of (an ELECT's, from a peer's status),
-		// steps down: that voter never votes at this epoch again, and
-		// left in place the LEADER would lead without it for good (a site
-		// whose ELECT raised the epoch during a split, then saw the LEADER
-		// at the heal; with a witness, half of the sites and the lease).
-		above := m.role != roles.Elect && a.MaxEpoch > m.hard.Epoch
-		if reused && (m.role == roles.Leader || m.role == roles.Deputy) {
-			// Its own epoch, owned by another in that voter's record (two
-			// ELECTs proposed it and the voter gave it to the other, which
-			// lost and went back to FOLLOWER; or this master forgot it had
-			// taken it): the same for good, so the same step-down.
-			m.stepDown(roles.ReasonHigherEpoch)
-			return
-		}
-		if a.MaxEpoch > m.hard.MaxEpoch || reused || above {
-			m.onHigherEpoch(a.MaxEpoch)
-			return
-		}
-		m.dropVoter(a.CS)
-		m.ignore("vote-refused")
-		return
-	}
-	if a.Granted == 0 {
+	v := m.admitAck(a)
+	switch {
+	case v == nil:
+	case !a.OK:
+		m.onVoteRefused(a)
+	case a.Granted == 0:
 		// A keepalive's answer: no vote, but what the voter knows.
-		v.knownReg, v.inForce, v.commit, v.commitTag = a.KnownReg, a.InForce, a.Commit, a.CommitTag
+		v.learn(a)
 		m.lastVoteSeen = m.now
 		if m.role == roles.Elect && a.MaxEpoch >= m.hard.Epoch && a.EpochOwner != m.cfg.ID && !m.newEpoch(a.MaxEpoch) {
 			m.stepDown(roles.ReasonNoVotes) // propose above it once sessions make a quorum; none is left
 		}
-		return
-	}
-	sent, ok := m.hbSent[a.Seq]
-	if !ok || sent.epoch < v.ackEpoch {
-		m.ignore("stale-ack")
-		return
-	}
-	// An honest voter never grants more than was asked; a forged grant of
-	// hours must not keep a vote counted after its sender fell silent.
-	granted := min(a.Granted, sent.lease)
-	if a.Granted < sent.lease {
-		m.shortGrant = a.Granted
-	}
-	if until := sent.at.Add(m.cfg.CountedLease(granted)); until > v.validUntil || sent.epoch != v.ackEpoch {
-		if until < v.validUntil {
-			m.votersGen++ // shortened: cached deadlines may no longer hold
+	default:
+		sent, ok := m.hbSent[a.Seq]
+		if !ok || !m.grant(v, a, sent, m.now, m.hard.Epoch, m.cfg.CountedLease) {
+			m.ignore("stale-ack")
+			return
 		}
-		v.validUntil = until
+		m.onGrant(a, v)
 	}
-	v.ackEpoch = sent.epoch
-	if sent.epoch == m.hard.Epoch {
-		v.ackedSeq = max(v.ackedSeq, a.Seq)
+}
+
+// admitAck is the session an acknowledgement is for, if it speaks for
+// it: the session open, and the ack from the address the session was
+// opened from (a clone, an impostor that learnt the session number, is
+// not this voter). An ack claiming an epoch out of reach ends the
+// session. Nil: the ack goes no further.
+func (m *Master) admitAck(a roles.HeartbeatAck) *voterRec {
+	v := m.voters[a.CS]
+	switch {
+	case v == nil || v.session != a.Session:
+		m.ignore("stale-ack-session") // told apart from a stale hello: in a crowd the two say different things
+		return nil
+	case a.Addr != v.addr:
+		m.ignore("wrong-address")
+		return nil
+	case m.implausible(a.MaxEpoch):
+		m.dropVoter(a.CS)
+		return nil
 	}
-	if a.Seq == m.roundSeq {
-		m.roundAnswered = m.now
+	return v
+}
+
+// onVoteRefused: the voter owns up to an epoch, a newer one, or this very
+// epoch given to another master or to another incarnation of this one (a
+// data directory rolled back to before it took the epoch).
+func (m *Master) onVoteRefused(a roles.HeartbeatAck) {
+	reused := a.MaxEpoch == m.hard.Epoch && (a.EpochOwner != m.cfg.ID || (a.EpochInc != 0 && a.EpochInc != m.hard.Incarnation))
+	// A LEADER (or DEPUTY) refused for an epoch above its own, even one
+	// it already knew of (an ELECT's, from a peer's status), steps down:
+	// that voter never votes at this epoch again, and left in place the
+	// LEADER would lead without it for good (a site whose ELECT raised
+	// the epoch during a split, then saw the LEADER at the heal; with a
+	// witness, half of the sites and the lease).
+	above := m.role != roles.Elect && a.MaxEpoch > m.hard.Epoch
+	if reused && (m.role == roles.Leader || m.role == roles.Deputy) {
+		// Its own epoch, owned by another in that voter's record (two
+		// ELECTs proposed it and the voter gave it to the other, which
+		// lost and went back to FOLLOWER; or this master forgot it had
+		// taken it): the same for good, so the same step-down.
+		m.stepDown(roles.ReasonHigherEpoch)
+		return
 	}
-	v.knownReg, v.inForce, v.commit, v.commitTag = a.KnownReg, a.InForce, a.Commit, a.CommitTag
-	m.lastVoteSeen = m.now
-	// Each gate below lets a recount run on this acknowledgement only
-	// when it may be the one that completes a quorum (gate): a count is
-	// O(voters), and a round brings one acknowledgement per voter.
+	if a.MaxEpoch > m.hard.MaxEpoch || reused || above {
+		m.onHigherEpoch(a.MaxEpoch)
+		return
+	}
+	m.dropVoter(a.CS)
+	m.ignore("vote-refused")
+}
+
+// onGrant reacts to a recorded vote. Each gate lets a recount run on
+// this acknowledgement only when it may be the one that completes a
+// quorum (gate): a count is O(voters), and a round brings one
+// acknowledgement per voter.
+func (m *Master) onGrant(a roles.HeartbeatAck, v *voterRec) {
 	switch m.role {
 	case roles.Elect:
 		if m.winGate.due() {

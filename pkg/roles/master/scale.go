@@ -118,24 +118,13 @@ func (m *Master) announce() {
 }
 
 // dropVoter ends a vote session here.
-func (m *Master) dropVoter(id wire.CSID) {
-	if v, ok := m.voters[id]; ok {
-		delete(m.voters, id)
-		m.idsOK = false
-		m.sessionsGen++
-		if m.counts(v) {
-			m.votersGen++
-		}
-	}
-}
+func (m *Master) dropVoter(id wire.CSID) { m.drop(id, m.now, m.hard.Epoch) }
 
 // counts: v's vote counts now, so that ending its session may end a
 // quorum (votersGen). One that does not count now counts at no later
 // instant either (its lease has ended, or it was given to an older
 // epoch), so no deadline computed with it depends on it.
-func (m *Master) counts(v *voterRec) bool {
-	return v.validUntil > m.now && v.ackEpoch == m.hard.Epoch
-}
+func (m *Master) counts(v *voterRec) bool { return v.countsAt(m.now, m.hard.Epoch) }
 
 // resetVoters ends every vote session here.
 func (m *Master) resetVoters() {

@@ -133,13 +133,6 @@ func (m *Master) betterElectSeen() wire.MasterID {
 	return wire.NoMaster
 }
 
-// carried: rec, a new session of old's voter, takes over old's vote (one
-// that counts now, kept while its connection was gone).
-func (m *Master) carried(old, rec *voterRec) bool {
-	return old.detached && m.counts(old) && old.addr == rec.addr && old.port == rec.port &&
-		old.voterOnly == rec.voterOnly && old.session>>32 == rec.session>>32
-}
-
 // dropElectorates forgets the electorates (the temporarily removed
 // changed): what was counted under them is stale at once, so the
 // generation the caches key on moves now, not at the next recomputation.
