@@ -400,6 +400,46 @@ func (m *Master) onHigherEpoch(e uint64) {
 
 // tryWin is ELECT -> LEADER: the tally is won, and the catch-up rule holds.
 func (m *Master) tryWin() {
+	m.adoptVotersInForce()
+	// A win is taken only with its quorum holding for half a lease, and
+	// for as long again as the newest round has been out (took): the
+	// renewal that must follow will take about as long to be answered (a
+	// crowd under load), and a LEADER that falls at once only adds an
+	// election's burst to that load; a later round, answered sooner,
+	// wins. Liveness only: counting stays as exact as for wonAt(now).
+	// (The cached deadline is a lower bound; a win is rare and gated, so
+	// it is recounted exactly.)
+	//
+	// took is the time from the round's sending to its latest answer so
+	// far, or to now while none has come. Not simply to now: called at the
+	// tick just before the next round, that is the whole interval, and a
+	// voter granting less than the scaled lease has rounds come at
+	// VOTE_LEASE and more (heartbeatAll); a quorum never holds that long
+	// past a round, so such an ELECT never won (simulator seed 2308 with a
+	// witness: all the votes, ELECT for 36 s).
+	took := m.roundTook()
+	m.qc.valid = false
+	if !m.wonAt(m.now.Add(max(m.cfg.VoteLease/2, took))) {
+		m.winGate.missed()
+		return
+	}
+	m.winGate.done()
+	if !m.caughtUp() {
+		return
+	}
+	m.become(roles.Leader, roles.ReasonWon)
+	// Renew at once when the next round, answered as slowly as the last,
+	// would come back after the quorum lapsed (new LEADERs of 10,000
+	// voters fell a second after winning, renewed only on the ELECT's
+	// schedule).
+	if m.nextHB.Add(took) >= m.quorumUntil(m.now) {
+		m.heartbeatNow()
+	}
+}
+
+// adoptVotersInForce takes the newest config version the counted voters know
+// to be in force, from those whose commit point this log holds.
+func (m *Master) adoptVotersInForce() {
 	var inForce uint64
 	for _, v := range m.counted() {
 		// Only from a voter whose commit point this log holds: below it
@@ -419,22 +459,11 @@ func (m *Master) tryWin() {
 		m.hard.InForce = inForce
 		m.persistHard()
 	}
-	// A win is taken only with its quorum holding for half a lease, and
-	// for as long again as the newest round has been out (took): the
-	// renewal that must follow will take about as long to be answered (a
-	// crowd under load), and a LEADER that falls at once only adds an
-	// election's burst to that load; a later round, answered sooner,
-	// wins. Liveness only: counting stays as exact as for wonAt(now).
-	// (The cached deadline is a lower bound; a win is rare and gated, so
-	// it is recounted exactly.)
-	//
-	// took is the time from the round's sending to its latest answer so
-	// far, or to now while none has come. Not simply to now: called at the
-	// tick just before the next round, that is the whole interval, and a
-	// voter granting less than the scaled lease has rounds come at
-	// VOTE_LEASE and more (heartbeatAll); a quorum never holds that long
-	// past a round, so such an ELECT never won (simulator seed 2308 with a
-	// witness: all the votes, ELECT for 36 s).
+}
+
+// roundTook is how long the newest heartbeat round has been out: from
+// its sending to its latest answer so far, or to now while none has come.
+func (m *Master) roundTook() time.Duration {
 	var took time.Duration
 	if r, ok := m.hbSent[m.roundSeq]; ok {
 		took = m.now.Sub(r.at)
@@ -442,12 +471,13 @@ func (m *Master) tryWin() {
 			took = m.roundAnswered.Sub(r.at)
 		}
 	}
-	m.qc.valid = false
-	if !m.wonAt(m.now.Add(max(m.cfg.VoteLease/2, took))) {
-		m.winGate.missed()
-		return
-	}
-	m.winGate.done()
+	return took
+}
+
+// caughtUp: the catch-up rule holds (the voters whose reports this log
+// satisfies make a quorum themselves), and the commit point is taken
+// from those reports. False: it asked for what it lacks, and waits.
+func (m *Master) caughtUp() bool {
 	// The catch-up rule: the voters whose reports this log satisfies must
 	// themselves make a quorum.
 	cv := m.Registry().Version
@@ -468,7 +498,7 @@ func (m *Master) tryWin() {
 		}
 		m.catchUp(need)
 		m.storeAside()
-		return
+		return false
 	}
 	m.catchWait = catchWait{}
 	// The commit point is taken from reports this log holds: one it
@@ -487,14 +517,7 @@ func (m *Master) tryWin() {
 		m.hard.AcceptLoss = 0 // once: the LEADER's word now supersedes what was lost
 		m.persistHard()
 	}
-	m.become(roles.Leader, roles.ReasonWon)
-	// Renew at once when the next round, answered as slowly as the last,
-	// would come back after the quorum lapsed (new LEADERs of 10,000
-	// voters fell a second after winning, renewed only on the ELECT's
-	// schedule).
-	if m.nextHB.Add(took) >= m.quorumUntil(m.now) {
-		m.heartbeatNow()
-	}
+	return true
 }
 
 // catchUp asks the most advanced master it can reach for what it lacks.

@@ -52,6 +52,18 @@ func (v *Voter) onRelease(r roles.VoteRelease) {
 // onHeartbeat is where a vote is given: the voter promises, from the moment
 // it received this heartbeat, not to vote for anybody else for the lease.
 func (v *Voter) onHeartbeat(h roles.Heartbeat) {
+	if v.refused(h) {
+		return
+	}
+	v.grant(h)
+}
+
+// refused answers a heartbeat that gets no vote: not of the session
+// voted for, a keepalive (which keeps the session open and promises
+// nothing), an epoch below or owned by another master or incarnation, or
+// (while this voter is uncertain) any master's but a LEADER's. True: it
+// was answered.
+func (v *Voter) refused(h roles.Heartbeat) bool {
 	nack := func(reason string) {
 		v.send(h.From, roles.HeartbeatAck{CS: v.cfg.ID, Session: h.Session, Seq: h.Seq, Reason: reason,
 			MaxEpoch: v.hard.MaxEpoch, EpochOwner: v.hard.EpochOwner, EpochInc: v.hard.EpochInc})
@@ -66,27 +78,27 @@ func (v *Voter) onHeartbeat(h roles.Heartbeat) {
 			v.prevSince = 0 // one measure a session
 		}
 		nack("not-voting")
-		return
+		return true
 	case h.Keepalive:
 		// Keeps the session open; no promise, and no epoch to learn. The
 		// session waits for the next one as long as a grant would last
 		// (a crowd's keepalives come less often than helloTimeout).
 		v.lastHB, v.granted, v.voteRole = v.now, max(helloTimeout, min(h.Lease, v.cfg.MaxPromise)), h.Role
 		v.send(h.From, v.ack(h, 0))
-		return
+		return true
 	case h.Epoch < v.hard.MaxEpoch:
 		nack("stale-epoch")
-		return
+		return true
 	case h.Epoch == v.hard.MaxEpoch && v.hard.EpochOwner != wire.NoMaster && v.hard.EpochOwner != h.From:
 		nack("epoch-owned")
-		return
+		return true
 	case h.Epoch == v.hard.MaxEpoch && v.hard.EpochInc != 0 && v.hard.EpochInc != h.Incarnation:
 		// The same master took this epoch in another incarnation: an honest
 		// master never takes an epoch twice (it is persisted before use), so
 		// this one forgot it, its data directory restored from an older
 		// copy. Its log at this epoch may differ from what it wrote before.
 		nack("epoch-reused")
-		return
+		return true
 	case v.hard.Uncertain && h.Role != roles.Leader:
 		// Only a LEADER's word restores what this voter may have forgotten
 		// (docs/architecture.md §7, "Voters that forgot"); until then it
@@ -97,8 +109,14 @@ func (v *Voter) onHeartbeat(h roles.Heartbeat) {
 		if w := v.views[h.From]; w != nil {
 			w.r.Role, w.at = h.Role, v.now // what it said itself, now: no session again
 		}
-		return
+		return true
 	}
+	return false
+}
+
+// grant gives the vote: the promise is made (and what it rests on made
+// durable first), then acknowledged.
+func (v *Voter) grant(h roles.Heartbeat) {
 	if v.promiseTo != wire.NoMaster && v.promiseTo != h.From && v.now < v.promiseUntil {
 		panic(fmt.Sprintf("invariant one-promise: voting for %v while promised to %v", h.From, v.promiseTo))
 	}

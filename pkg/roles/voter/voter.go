@@ -338,19 +338,7 @@ func (v *Voter) Step(now roles.Instant, ev roles.Event) Batch {
 	case roles.VoteRelease:
 		v.onRelease(e)
 	case roles.Redirect:
-		v.notVoting(e.From, e.Leader)
-		if e.From == v.voteFor && e.Session == v.session {
-			v.leaderGone(changelog.WhyStepDown)
-			v.endSession()
-			if e.IDTaken {
-				v.out.IDTaken = &roles.IDTaken{Master: e.From}
-			}
-			if e.Leader != e.From {
-				v.hint = e.Leader
-			}
-		} else {
-			v.ignore("stale-session")
-		}
+		v.onRedirect(e)
 	case roles.Refused:
 		v.onRefused(e)
 	case roles.TrustRecord:
@@ -363,27 +351,7 @@ func (v *Voter) Step(now roles.Instant, ev roles.Event) Batch {
 	case roles.MasterSet:
 		v.onMasterSet(e)
 	case roles.VoteConnLost:
-		if e.Closed {
-			w := v.view(e.Master)
-			w.closedAt, w.closed = v.now, true
-		}
-		if e.Master == v.voteFor {
-			why := changelog.WhyConnLost
-			if e.Closed {
-				why = changelog.WhyClosed
-			}
-			v.leaderGone(why)
-			v.endSession()
-			if e.Closed {
-				// Its side closed it (a killed process, a restart): its last
-				// answer must not bring the voter back. A connection this
-				// side closed (a reconnect) says nothing of the master, and
-				// after a storm of them its LEADER is where every vote
-				// belongs: marking it silent had voters nominate others.
-				v.silent(e.Master)
-			}
-			v.nextProbe = v.now // find out at once whether it is dead
-		}
+		v.onConnLost(e)
 	case roles.LinkUp:
 		v.probe(e.Master)
 		if e.Master == v.voteFor && v.lastHB == 0 && !v.stopping && v.mayVoteFor(e.Master) {
@@ -399,6 +367,51 @@ func (v *Voter) Step(now roles.Instant, ev roles.Event) Batch {
 	}
 	v.decide()
 	return v.flush()
+}
+
+// onRedirect: a master that takes no votes names the LEADER it knows; on
+// the session voted for, the session ends (and the id with it, when it is
+// another chunkserver's).
+func (v *Voter) onRedirect(e roles.Redirect) {
+	v.notVoting(e.From, e.Leader)
+	if e.From == v.voteFor && e.Session == v.session {
+		v.leaderGone(changelog.WhyStepDown)
+		v.endSession()
+		if e.IDTaken {
+			v.out.IDTaken = &roles.IDTaken{Master: e.From}
+		}
+		if e.Leader != e.From {
+			v.hint = e.Leader
+		}
+	} else {
+		v.ignore("stale-session")
+	}
+}
+
+// onConnLost: the connection to a master is gone (closed from its side,
+// or lost); with the master voted for, the session ends.
+func (v *Voter) onConnLost(e roles.VoteConnLost) {
+	if e.Closed {
+		w := v.view(e.Master)
+		w.closedAt, w.closed = v.now, true
+	}
+	if e.Master == v.voteFor {
+		why := changelog.WhyConnLost
+		if e.Closed {
+			why = changelog.WhyClosed
+		}
+		v.leaderGone(why)
+		v.endSession()
+		if e.Closed {
+			// Its side closed it (a killed process, a restart): its last
+			// answer must not bring the voter back. A connection this
+			// side closed (a reconnect) says nothing of the master, and
+			// after a storm of them its LEADER is where every vote
+			// belongs: marking it silent had voters nominate others.
+			v.silent(e.Master)
+		}
+		v.nextProbe = v.now // find out at once whether it is dead
+	}
 }
 
 // mayVoteFor: no promise to another master stands.
