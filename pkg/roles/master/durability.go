@@ -142,7 +142,7 @@ func (m *Master) Durability() Durability {
 		if id == m.cfg.ID {
 			continue
 		}
-		if p := m.progress[id]; p == nil || !p.seen || m.now.Sub(p.heard) >= m.cfg.PeerTimeout {
+		if p := m.progress[id]; p == nil || !p.present(m.now, m.cfg.PeerTimeout) {
 			d.Unheard = append(d.Unheard, id)
 		}
 	}

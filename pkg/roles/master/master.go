@@ -392,7 +392,7 @@ func (m *Master) enterLeader() {
 	m.progress = map[wire.MasterID]*progress{}
 	for _, id := range m.cfg.Masters {
 		if id != m.cfg.ID {
-			m.progress[id] = &progress{next: m.log.Len()}
+			m.progress[id] = newProgress(m.log.Len())
 		}
 	}
 	m.replicate()

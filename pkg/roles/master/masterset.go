@@ -63,7 +63,7 @@ func (m *Master) onMasterSet(e roles.MasterSet) {
 			if id != m.cfg.ID && m.progress[id] == nil {
 				// A new follower: it is sent what it lacks (a snapshot
 				// when that is below the log base), as after a restart.
-				m.progress[id] = &progress{next: m.log.Len()}
+				m.progress[id] = newProgress(m.log.Len())
 				m.appendTo(id, false)
 			}
 		}

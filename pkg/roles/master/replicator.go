@@ -46,7 +46,7 @@ func (m *Master) replicate() {
 // and next rolls back.
 func (m *Master) replicateNew() {
 	for _, id := range m.cfg.Masters {
-		if p := m.progress[id]; id != m.cfg.ID && p != nil && p.next <= p.match.Version+1 { // nothing unanswered
+		if p := m.progress[id]; id != m.cfg.ID && p != nil && p.idle() {
 			m.appendTo(id, false)
 		}
 	}
@@ -65,16 +65,14 @@ func (m *Master) appendOrChunk(id wire.MasterID, resend, snapAcked bool) {
 	if p == nil {
 		return
 	}
-	if resend || p.next <= p.match.Version || p.next > m.log.Len()+1 {
-		p.next = p.match.Version + 1
-	}
+	p.rewind(resend, m.log.Len())
 	if p.next-1 < m.log.BasePos().Version {
 		m.sendSnapshot(id, p, snapAcked)
 		return
 	}
 	prev := m.log.PosAt(p.next - 1)
 	es := m.log.From(p.next-1, maxBatch, maxBatchBytes)
-	p.next += uint64(len(es))
+	p.sent(len(es))
 	// Early: the follower's fsync runs beside this master's own (Send.Early).
 	m.sendEarly(roles.ToMaster(id), roles.Append{From: m.cfg.ID, Epoch: m.hard.Epoch, Prev: prev, Entries: es, Commit: m.acked, InForce: m.hard.InForce})
 }
@@ -224,20 +222,14 @@ func (m *Master) onAppendAck(a roles.AppendAck) {
 		m.ignore("foreign-peer")
 		return
 	}
-	p.heard, p.seen = m.now, true
+	p.heardAt(m.now)
 	if !a.OK {
-		p.match = changelog.Pos{}
-		p.next = max(1, min(p.next-1, a.Last+1))
+		p.refused(a.Last)
 		m.appendTo(a.From, false)
 		return
 	}
-	snapAcked := a.SnapPos != (changelog.Pos{}) && a.SnapPos == p.snapPos
-	if snapAcked {
-		p.snapNext = a.SnapNext
-	}
-	if a.Match.Version > p.match.Version && m.log.Has(a.Match) {
-		p.match = a.Match
-	}
+	snapAcked := p.snapshotAcked(a.SnapPos, a.SnapNext)
+	p.acked(a.Match, m.log.Has(a.Match))
 	if p.next <= m.log.Len() || snapAcked {
 		m.appendOrChunk(a.From, false, snapAcked)
 	}
@@ -261,7 +253,7 @@ func (m *Master) onAppendAck(a roles.AppendAck) {
 func (m *Master) followerMatches() []uint64 {
 	var out []uint64
 	for _, id := range m.cfg.Masters {
-		if p := m.progress[id]; p != nil && p.seen && m.now.Sub(p.heard) < m.cfg.PeerTimeout {
+		if p := m.progress[id]; p != nil && p.present(m.now, m.cfg.PeerTimeout) {
 			out = append(out, p.match.Version)
 		}
 	}
@@ -446,17 +438,4 @@ func (m *Master) onFetchResp(r roles.FetchResp) {
 		m.fetchAt = m.now
 	}
 	m.tryWin()
-}
-
-// progress is the LEADER's view of one follower's changelog.
-type progress struct {
-	next  uint64        // next version to send
-	match changelog.Pos // newest position the follower holds durably
-	heard roles.Instant
-	seen  bool
-	// A follower behind the log's base is sent the snapshot in chunks:
-	// snapNext is the first record it has not acknowledged.
-	snapPos  changelog.Pos
-	snapNext uint64
-	snapSent roles.Instant
 }

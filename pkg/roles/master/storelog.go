@@ -241,7 +241,7 @@ func (m *Master) presentFollowers() int {
 		if id == m.cfg.ID {
 			continue
 		}
-		if p := m.progress[id]; p != nil && p.seen && m.now.Sub(p.heard) < m.cfg.PeerTimeout {
+		if p := m.progress[id]; p != nil && p.present(m.now, m.cfg.PeerTimeout) {
 			n++
 		} else if m.fresh(m.peers[id]) {
 			n++
