@@ -101,9 +101,7 @@ func (m *Master) heartbeatAll() {
 	if m.role == roles.Leader {
 		m.commitSent = m.replicated.Version
 	}
-	if m.readRound {
-		m.readHB, m.readRound = m.hbSeq, false
-	}
+	m.roundSent(m.hbSeq)
 	m.noteSent()
 	for _, id := range m.voterIDs() {
 		v := m.voters[id]

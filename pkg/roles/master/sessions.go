@@ -9,15 +9,6 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
-// clientOps are the client operations waiting for their answer.
-type clientOps struct {
-	pending []pendingOp
-	// readHB: the heartbeat round that will confirm the reads that arrived
-	// before it (0: none asked for); readRound: the next broadcast is one.
-	readHB    uint64
-	readRound bool
-}
-
 // Changes refused for what they would do to the cluster (wire.CodeState),
 // not for what they are.
 var (
@@ -37,7 +28,7 @@ func (m *Master) reply(c changelog.ClientID, seq uint64, r roles.ClientReply) {
 // refused change is not in the log; the client asks again with the same
 // sequence number, and a change is applied once whatever the retries.
 func (m *Master) busy(c changelog.ClientID, seq uint64) bool {
-	if m.cfg.MaxPending <= 0 || len(m.pending) < m.cfg.MaxPending {
+	if !m.full(m.cfg.MaxPending) {
 		return false
 	}
 	m.reply(c, seq, roles.ClientReply{Err: roles.ErrBusy, Code: wire.CodeBusy})
@@ -68,7 +59,7 @@ func (m *Master) onClientWrite(w roles.ClientWrite) {
 	}
 	// A retried change (same session and sequence) is applied once.
 	if v := findClientSeq(&m.log, &m.kv, w.Client, w.Seq); v > 0 {
-		m.pending = append(m.pending, pendingOp{client: w.Client, seq: w.Seq, ver: v, key: w.Key})
+		m.add(pendingOp{client: w.Client, seq: w.Seq, ver: v, key: w.Key})
 		m.answerPending()
 		return
 	}
@@ -86,7 +77,7 @@ func (m *Master) onClientWrite(w roles.ClientWrite) {
 	e := changelog.Entry{Pos: changelog.Pos{Version: m.log.Len() + 1, Epoch: m.hard.Epoch}, Kind: kind, Client: w.Client, Seq: w.Seq, Key: w.Key, Value: w.Value, Expect: w.Expect}
 	m.log.Append(e)
 	m.persist(roles.Persist{Append: []changelog.Entry{e}})
-	m.pending = append(m.pending, pendingOp{client: w.Client, seq: w.Seq, ver: e.Version, key: w.Key})
+	m.add(pendingOp{client: w.Client, seq: w.Seq, ver: e.Version, key: w.Key})
 	m.replicateNew()
 	m.advanceReplicated()
 }
@@ -99,7 +90,7 @@ func (m *Master) onClientRead(r roles.ClientRead) {
 		}
 		// Linearizable: answered once everything in the log at arrival is
 		// acknowledged, and only while the quorum lease holds.
-		m.pending = append(m.pending, pendingOp{client: r.Client, seq: r.Seq, ver: m.log.Len(), hb: m.hbSeq, key: r.Key,
+		m.add(pendingOp{client: r.Client, seq: r.Seq, ver: m.log.Len(), hb: m.hbSeq, key: r.Key,
 			read: true, prefix: r.Prefix, after: r.After, limit: r.Limit})
 		m.askReadRound()
 		m.answerPending()
@@ -116,11 +107,9 @@ func (m *Master) onClientRead(r roles.ClientRead) {
 // unless one is in flight already: the reads that arrive meanwhile wait
 // for the round after it, so one round confirms every read of a burst.
 func (m *Master) askReadRound() {
-	if m.cfg.LeaseReads || m.readHB != 0 || m.readRound {
-		return
+	if m.askRound(m.cfg.LeaseReads) {
+		m.heartbeatNow()
 	}
-	m.readRound = true
-	m.heartbeatNow()
 }
 
 // confirmedSeq is the newest heartbeat a quorum of votes has acknowledged:
@@ -154,38 +143,26 @@ func (m *Master) answerPending() {
 	confirmed := uint64(0)
 	if m.readHB != 0 {
 		confirmed = m.confirmedSeq()
-		if confirmed >= m.readHB {
-			m.readHB = 0 // the round is complete
+		if m.roundConfirmed(confirmed) {
 			m.readGate.done()
 		} else {
 			m.readGate.missed()
 		}
 	}
-	keep := m.pending[:0]
-	waiting := false
-	for _, op := range m.pending {
-		if op.read && !m.cfg.LeaseReads && op.hb >= confirmed {
-			keep = append(keep, op)
-			waiting = true
-			continue
-		}
-		if op.ver > m.acked.Version {
-			keep = append(keep, op)
-			continue
-		}
+	ready, waiting := m.takeReady(m.acked.Version, confirmed, m.cfg.LeaseReads)
+	for _, op := range ready {
 		if op.read {
 			r := m.readReply(op)
 			r.Version = m.acked.Version
 			m.reply(op.client, op.seq, r)
-		} else {
-			// The session table holds the outcome of the client's newest
-			// change (one in flight per session: pkg/client).
-			s := m.kv.Sessions[op.client]
-			m.reply(op.client, op.seq, roles.ClientReply{OK: true, Version: op.ver, Conflict: s.Version == op.ver && s.Failed,
-				KeyVersion: m.kv.Data[op.key].Version})
+			continue
 		}
+		// The session table holds the outcome of the client's newest
+		// change (one in flight per session: pkg/client).
+		s := m.kv.Sessions[op.client]
+		m.reply(op.client, op.seq, roles.ClientReply{OK: true, Version: op.ver, Conflict: s.Version == op.ver && s.Failed,
+			KeyVersion: m.kv.Data[op.key].Version})
 	}
-	m.pending = keep
 	if waiting {
 		m.askReadRound()
 	}
@@ -208,18 +185,6 @@ func (m *Master) readReply(op pendingOp) roles.ClientReply {
 	}
 	it, ok := m.kv.Data[op.key]
 	return roles.ClientReply{OK: true, Value: it.Value, Found: ok, KeyVersion: it.Version}
-}
-
-type pendingOp struct {
-	client changelog.ClientID
-	seq    uint64
-	ver    uint64 // write: the entry; read: the read index
-	hb     uint64 // read: the newest heartbeat sent before it arrived
-	key    string
-	read   bool
-	prefix bool   // a list: keys under the prefix key,
-	after  string // after this one,
-	limit  int    // at most this many
 }
 
 // findClientSeq returns the version of the entry written for (client,
