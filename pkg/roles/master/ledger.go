@@ -99,3 +99,20 @@ func (e *election) grant(v *voterRec, a roles.HeartbeatAck, sent sentHB, now rol
 	e.lastVoteSeen = now
 	return true
 }
+
+// endSessions ends every vote session: no vote counts any more.
+func (e *election) endSessions() {
+	e.voters = map[wire.CSID]*voterRec{}
+	e.idsOK = false
+	e.votersGen++
+	e.sessionsGen++
+}
+
+// endRounds ends every vote session and forgets the heartbeats sent: an
+// acknowledgement of any of them counts for nothing (a master that no
+// longer takes votes). next is the sequence number the next heartbeat
+// will carry.
+func (e *election) endRounds(next uint64) {
+	e.endSessions()
+	e.hbSent, e.hbLow = map[uint64]sentHB{}, next
+}

@@ -307,8 +307,7 @@ func (m *Master) become(to roles.Role, reason string) {
 		m.winGate.done()
 	}
 	if !to.TakesVotes() {
-		m.resetVoters()
-		m.hbSent, m.hbLow = map[uint64]sentHB{}, m.hbSeq+1
+		m.endRounds(m.hbSeq + 1)
 	}
 	if from == roles.Leader {
 		// The recorded LEADER is no longer this master: hand out the
@@ -316,7 +315,7 @@ func (m *Master) become(to roles.Role, reason string) {
 		m.leader, m.leaderSeen = m.handover, false
 		m.pending = nil
 		m.handover = wire.NoMaster
-		m.progress = map[wire.MasterID]*progress{}
+		m.replication.endTerm()
 	}
 	m.quietSince = m.now
 	m.sendStatus()
@@ -386,15 +385,9 @@ func (m *Master) enterLeader() {
 	}
 	m.log.Append(e)
 	m.persist(roles.Persist{Append: []changelog.Entry{e}})
-	m.replicated, m.acked = m.hard.Commit, m.hard.Commit
 	m.commitSent = 0 // no commit round of this term is out
+	m.replication.startTerm(m.hard.Commit, m.cfg.ID, m.cfg.Masters, m.log.Len())
 	m.kv.ApplyUpTo(&m.log, m.acked.Version)
-	m.progress = map[wire.MasterID]*progress{}
-	for _, id := range m.cfg.Masters {
-		if id != m.cfg.ID {
-			m.progress[id] = newProgress(m.log.Len())
-		}
-	}
 	m.replicate()
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
 // The follower tracker: what a LEADER knows of each follower's changelog
@@ -81,3 +82,19 @@ func (p *progress) rewind(resend bool, logLen uint64) {
 
 // sent: n more entries left for the follower.
 func (p *progress) sent(n int) { p.next += uint64(n) }
+
+// startTerm: a new LEADER term from commit point commit, with a log of
+// logLen entries: every other master of masters is tracked afresh, and
+// nothing past the commit point is replicated or acknowledged yet.
+func (r *replication) startTerm(commit changelog.Pos, self wire.MasterID, masters []wire.MasterID, logLen uint64) {
+	r.replicated, r.acked = commit, commit
+	r.progress = map[wire.MasterID]*progress{}
+	for _, id := range masters {
+		if id != self {
+			r.progress[id] = newProgress(logLen)
+		}
+	}
+}
+
+// endTerm: no longer LEADER; no follower is tracked.
+func (r *replication) endTerm() { r.progress = map[wire.MasterID]*progress{} }

@@ -127,12 +127,7 @@ func (m *Master) dropVoter(id wire.CSID) { m.drop(id, m.now, m.hard.Epoch) }
 func (m *Master) counts(v *voterRec) bool { return v.countsAt(m.now, m.hard.Epoch) }
 
 // resetVoters ends every vote session here.
-func (m *Master) resetVoters() {
-	m.voters = map[wire.CSID]*voterRec{}
-	m.idsOK = false
-	m.votersGen++
-	m.sessionsGen++
-}
+func (m *Master) resetVoters() { m.election.endSessions() }
 
 // wonAt: the votes this master may count at t (t >= now, no input
 // stepped in between) make a quorum; quorumAt(t, nil) == Won, from the
