@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -21,7 +20,6 @@ import (
 	"github.com/mfs-election/mfs-election/internal/settings"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
-	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
 )
 
@@ -36,42 +34,21 @@ func main() {
 		// core against 0.50%; docs/benchmarks.md, "Scale").
 		runtime.GOMAXPROCS(1)
 	}
-	app := &cli.App{
-		Name:      "mfschunkserver",
-		Usage:     "chunkserver: votes for the master it keeps its connection with",
-		UsageText: "mfschunkserver [-c CFG] [-f] [--KEY value ...] [start|stop|restart|reload|test]",
-		Version:   release.Version,
-		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "c", Usage: "config file", Value: defaultCfg},
-			&cli.BoolFlag{Name: "f", Usage: "run in the foreground"},
-		}, spec.Flags()...),
-		HideHelpCommand: true,
-		Action:          run,
-	}
-	if err := app.Run(os.Args); err != nil {
-		fmt.Fprintln(os.Stderr, "mfschunkserver:", err)
-		os.Exit(1)
-	}
-}
-
-func run(c *cli.Context) error {
-	action, err := service.ParseAction(c.Args().Slice())
-	if err != nil {
-		return err
-	}
-	if action == service.ActionInit {
-		return errors.New("init is an mfsmaster action; a chunkserver registers with the LEADER by itself")
-	}
-	cfg, v, err := spec.Resolve(c.String("c"), c.IsSet("c"), c)
-	if err != nil {
-		return err
-	}
-	if err := service.EnsureDir(cfg.DataPath); err != nil {
-		return err
-	}
-	lockPath := filepath.Join(cfg.DataPath, ".mfschunkserver.lock")
-	return service.Dispatch(action, "mfschunkserver", lockPath, filepath.Join(cfg.DataPath, "mfschunkserver.log"),
-		c.Bool("f"), os.Args[1:], func() error { return foreground(c, cfg, v, lockPath) })
+	service.Command[config]{
+		Name:       "mfschunkserver",
+		Usage:      "chunkserver: votes for the master it keeps its connection with",
+		UsageText:  "mfschunkserver [-c CFG] [-f] [--KEY value ...] [start|stop|restart|reload|test]",
+		DefaultCfg: defaultCfg,
+		Spec:       spec,
+		DataPath:   func(cfg config) string { return cfg.DataPath },
+		Refuse: func(a service.Action) error {
+			if a == service.ActionInit {
+				return errors.New("init is an mfsmaster action; a chunkserver registers with the LEADER by itself")
+			}
+			return nil
+		},
+		Foreground: foreground,
+	}.Main()
 }
 
 // disks reads mfshdd.cfg: one path per line, '#' comments, MooseFS's
@@ -127,7 +104,7 @@ func foreground(c *cli.Context, cfg config, v settings.Values, lockPath string) 
 	if err != nil {
 		return err
 	}
-	warnSecretFlags(log, v, "AUTH_CODE")
+	service.WarnSecretFlags(log, v, "AUTH_CODE")
 	if err := checkLabels(cfg.Node.Labels); err != nil {
 		return err
 	}
@@ -211,15 +188,4 @@ func applyLive(n interface{ SetMasterHost(string) }, next config) error {
 	}
 	n.SetMasterHost(next.MasterHost)
 	return nil
-}
-
-// warnSecretFlags warns about each secret given as a flag: every local
-// user can read a command line (ps, /proc/PID/cmdline).
-func warnSecretFlags(log zerolog.Logger, v settings.Values, keys ...string) {
-	for _, k := range keys {
-		if src := v.Source(k); strings.HasPrefix(src, "flag") && v.String(k) != "" {
-			log.Warn().Str("key", k).Str("source", src).
-				Msg("secret given on the command line, where every local user can read it (ps): set it in the cfg file (mode 0600) instead")
-		}
-	}
 }

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -32,52 +31,37 @@ import (
 const defaultCfg = "/etc/mfs/mfsmaster.cfg"
 
 func main() {
-	app := &cli.App{
-		Name:      "mfsmaster",
-		Usage:     "metadata master elected by chunkserver quorum",
-		UsageText: "mfsmaster [-c CFG] [-f] [-e] [--KEY value ...] [start|stop|restart|reload|test|init|repair]",
-		Version:   release.Version,
-		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "c", Usage: "config file", Value: defaultCfg},
-			&cli.BoolFlag{Name: "f", Usage: "run in the foreground"},
+	service.Command[config]{
+		Name:       "mfsmaster",
+		Usage:      "metadata master elected by chunkserver quorum",
+		UsageText:  "mfsmaster [-c CFG] [-f] [-e] [--KEY value ...] [start|stop|restart|reload|test|init|repair]",
+		DefaultCfg: defaultCfg,
+		Spec:       spec,
+		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "e", Usage: "start without metadata: sync from the LEADER, FOLLOWER only until synced"},
 			&cli.StringSliceFlag{Name: "location", Usage: "init only: NAME=CIDR, map a range to a location in the new metadata (repeatable)"},
 			&cli.BoolFlag{Name: "accept-loss", Usage: "repair only: let this master lead without the changes only a lost master held (they are gone: the status names them); run it on the one master to promote, after the lost one is gone for good"},
 			&cli.StringFlag{Name: "remove-chunkservers", Usage: "repair only: ids (as -SCS lists them) of registered chunkservers that will never vote again, comma-separated; run the same repair on every master, all stopped, before starting any"},
-		}, spec.Flags()...),
-		HideHelpCommand: true,
-		Action:          run,
-	}
-	if err := app.Run(os.Args); err != nil {
-		fmt.Fprintln(os.Stderr, "mfsmaster:", err)
-		os.Exit(1)
-	}
+		},
+		DataPath: func(cfg config) string { return cfg.DataPath },
+		Own:      offline,
+		Foreground: func(c *cli.Context, cfg config, v settings.Values, lockPath string) error {
+			return foreground(c, cfg, v, lockPath, c.Bool("e"))
+		},
+	}.Main()
 }
 
-func run(c *cli.Context) error {
-	action, err := service.ParseAction(c.Args().Slice())
-	if err != nil {
-		return err
+// offline carries out the actions a master takes stopped: init and repair.
+func offline(c *cli.Context, action service.Action, cfg config, lockPath string) (bool, error) {
+	switch {
+	case action == service.ActionInit:
+		return true, initMetadata(os.Stdout, cfg, lockPath, c.StringSlice("location"))
+	case action == service.ActionRepair && c.Bool("accept-loss"):
+		return true, acceptLoss(os.Stdout, cfg.DataPath, lockPath)
+	case action == service.ActionRepair:
+		return true, repairMetadata(os.Stdout, cfg.DataPath, lockPath, c.String("remove-chunkservers"))
 	}
-	cfg, v, err := spec.Resolve(c.String("c"), c.IsSet("c"), c)
-	if err != nil {
-		return err
-	}
-	if err := service.EnsureDir(cfg.DataPath); err != nil {
-		return err
-	}
-	lockPath := filepath.Join(cfg.DataPath, ".mfsmaster.lock")
-	if action == service.ActionInit {
-		return initMetadata(os.Stdout, cfg, lockPath, c.StringSlice("location"))
-	}
-	if action == service.ActionRepair {
-		if c.Bool("accept-loss") {
-			return acceptLoss(os.Stdout, cfg.DataPath, lockPath)
-		}
-		return repairMetadata(os.Stdout, cfg.DataPath, lockPath, c.String("remove-chunkservers"))
-	}
-	return service.Dispatch(action, "mfsmaster", lockPath, filepath.Join(cfg.DataPath, "mfsmaster.log"),
-		c.Bool("f"), os.Args[1:], func() error { return foreground(c, cfg, v, lockPath, c.Bool("e")) })
+	return false, nil
 }
 
 // masters resolves MASTER_HOST and finds this master in it.
@@ -174,7 +158,7 @@ func foreground(c *cli.Context, cfg config, v settings.Values, lockPath string, 
 	if err != nil {
 		return err
 	}
-	warnSecretFlags(log, v, "AUTH_CODE", "ADMIN_PASSWORD")
+	service.WarnSecretFlags(log, v, "AUTH_CODE", "ADMIN_PASSWORD")
 	list, self, err := masters(cfg)
 	if err != nil {
 		return err
@@ -292,15 +276,4 @@ func applyLive(n liveMaster, log zerolog.Logger, next config) error {
 	}
 	n.SetMasterHost(next.MasterHost)
 	return nil
-}
-
-// warnSecretFlags warns about each secret given as a flag: every local
-// user can read a command line (ps, /proc/PID/cmdline).
-func warnSecretFlags(log zerolog.Logger, v settings.Values, keys ...string) {
-	for _, k := range keys {
-		if src := v.Source(k); strings.HasPrefix(src, "flag") && v.String(k) != "" {
-			log.Warn().Str("key", k).Str("source", src).
-				Msg("secret given on the command line, where every local user can read it (ps): set it in the cfg file (mode 0600) instead")
-		}
-	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mfs-election/mfs-election/internal/service"
 	"github.com/mfs-election/mfs-election/internal/settings"
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
@@ -22,7 +23,7 @@ func TestSecretFlagWarned(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	warnSecretFlags(zerolog.New(&buf), v, "AUTH_CODE", "ADMIN_PASSWORD")
+	service.WarnSecretFlags(zerolog.New(&buf), v, "AUTH_CODE", "ADMIN_PASSWORD")
 	out := buf.String()
 	if !strings.Contains(out, `"key":"AUTH_CODE"`) || strings.Contains(out, "ADMIN_PASSWORD") || strings.Contains(out, "s3cret") {
 		t.Fatalf("warnings: %s", out)
