@@ -1,11 +1,7 @@
 package node
 
 import (
-	"bufio"
 	"cmp"
-	"errors"
-	"fmt"
-	"math/rand/v2"
 	"net"
 	"net/netip"
 	"slices"
@@ -105,7 +101,7 @@ type ChunkserverNode struct {
 	done     chan struct{}
 	err      error
 
-	links   map[wire.MasterID]*csLink
+	links   map[wire.MasterID]*link
 	masters []masterhost.Master // the set now (loop only)
 	host    *hostSpec           // MASTER_HOST, resolved again (resolveLoop)
 	addrOf  map[wire.MasterID]netip.Addr
@@ -176,7 +172,7 @@ func StartChunkserver(opt ChunkserverOptions, store ChunkserverStore) (*Chunkser
 	n := &ChunkserverNode{
 		opt: opt, log: opt.Log, store: store, start: time.Now(), clock: newVoterClock(),
 		inbox: make(chan csInput, cmp.Or(opt.Inbox, csInbox)), stopReq: make(chan struct{}), done: make(chan struct{}),
-		links: map[wire.MasterID]*csLink{}, addrOf: map[wire.MasterID]netip.Addr{}, masters: slices.Clone(opt.Masters),
+		links: map[wire.MasterID]*link{}, addrOf: map[wire.MasterID]netip.Addr{}, masters: slices.Clone(opt.Masters),
 		host:  newHostSpec(opt.MasterHost),
 		named: map[wire.MasterID]string{}, conns: map[string]bool{},
 		state: ChunkserverState{Up: make([]bool, len(opt.Masters))},
@@ -564,7 +560,7 @@ func (n *ChunkserverNode) startVoter(local netip.Addr, lost bool) error {
 	n.state.Uncertain = n.uncertain
 	n.stMu.Unlock()
 	for _, l := range n.links {
-		l.sendInfo()
+		n.sendInfo(l)
 	}
 	return nil
 }
@@ -582,7 +578,7 @@ func (n *ChunkserverNode) handle(in csInput) error {
 			n.metrics.RecordDamaged()
 		}
 		for _, l := range n.links {
-			l.sendInfo()
+			n.sendInfo(l)
 		}
 		return nil
 	}
@@ -689,7 +685,7 @@ func (n *ChunkserverNode) noteUncertain() {
 		}
 	}
 	for _, l := range n.links {
-		l.sendInfo()
+		n.sendInfo(l)
 	}
 }
 
@@ -815,314 +811,6 @@ func (n *ChunkserverNode) observe() {
 		s.Uncertain = n.voter.Uncertain()
 	}
 	n.metrics.Set(s)
-}
-
-// ---- links -------------------------------------------------------------------
-
-// csLink is the chunkserver's one connection to one master: probes, vote
-// sessions and registration all travel on it.
-type csLink struct {
-	n    *ChunkserverNode
-	to   masterhost.Master
-	mu   sync.Mutex
-	c    *conn
-	kick chan struct{}
-	quit chan struct{}
-	once sync.Once
-}
-
-func startCSLink(n *ChunkserverNode, to masterhost.Master) *csLink {
-	l := &csLink{n: n, to: to, kick: make(chan struct{}, 1), quit: make(chan struct{})}
-	go l.run()
-	return l
-}
-
-func (l *csLink) up() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.c != nil && !l.c.closed()
-}
-
-func (l *csLink) send(m wire.Message) {
-	l.mu.Lock()
-	c := l.c
-	l.mu.Unlock()
-	if c != nil {
-		c.send(m)
-		return
-	}
-	// Nothing connected: try at once rather than at the next back-off, so
-	// a dead master is found out (refused) while the voter is asking.
-	select {
-	case l.kick <- struct{}{}:
-	default:
-	}
-}
-
-// sendInfo tells the master who this chunkserver is (after registration).
-func (l *csLink) sendInfo() {
-	id := l.n.Identity()
-	if id.CS == wire.NoCS {
-		return
-	}
-	var total, used uint64
-	for _, d := range l.n.opt.Disks {
-		t, u, err := diskSpace(d)
-		if err == nil {
-			total, used = total+t, used+u
-		}
-	}
-	l.n.stMu.Lock()
-	record, uncertain := l.n.state.Record, l.n.state.Uncertain
-	l.n.stMu.Unlock()
-	l.send(protocol.CSInfo{ID: id.CS, Port: l.n.port, Labels: l.n.opt.Labels, VoterOnly: len(l.n.opt.Disks) == 0,
-		Total: total, Used: used, Version: l.n.opt.Version, Record: record, Uncertain: uncertain})
-}
-
-func (l *csLink) reconnect() {
-	l.mu.Lock()
-	if l.c != nil {
-		l.c.close()
-	}
-	l.mu.Unlock()
-}
-
-func (l *csLink) stop() {
-	l.once.Do(func() { close(l.quit) })
-	l.mu.Lock()
-	if l.c != nil {
-		l.c.closeAfterFlush()
-	}
-	l.mu.Unlock()
-}
-
-func (l *csLink) deliver(in csInput) {
-	in.from = l.to.ID
-	select {
-	case l.n.inbox <- in:
-	case <-l.quit:
-	}
-}
-
-func (l *csLink) run() {
-	backoff := time.Duration(0) // the first attempt, and the first after a loss, are immediate
-	for {
-		if backoff > 0 {
-			select {
-			case <-l.quit:
-				return
-			case <-l.kick:
-			case <-time.After(backoff):
-			}
-		}
-		select {
-		case <-l.quit:
-			return
-		default:
-		}
-		sentAt := l.n.now()
-		c, refused, err := l.connect()
-		if err != nil {
-			if refused {
-				l.deliver(csInput{ev: roles.Refused{Master: l.to.ID, SentAt: sentAt}})
-			}
-			if errors.Is(err, frame.ErrCluster) {
-				l.n.log.Error().Str("master", l.to.Addr.String()).Err(err).Msg("master of another cluster refused")
-				backoff = l.n.opt.ReconnectDelay
-			} else {
-				backoff = min(max(2*backoff, 50*time.Millisecond), l.n.opt.ReconnectDelay)
-			}
-			continue
-		}
-		l.mu.Lock()
-		select {
-		case <-l.quit:
-			// stop ran while this dial was under way: it found no
-			// connection to close, so none may be kept.
-			l.mu.Unlock()
-			c.close()
-			return
-		default:
-		}
-		l.c = c
-		l.mu.Unlock()
-		l.sendInfo()
-		l.deliver(csInput{up: true})
-		opened := time.Now()
-		l.keepalive(c)
-		closed := l.read(c)
-		l.mu.Lock()
-		l.c = nil
-		l.mu.Unlock()
-		l.deliver(csInput{ev: roles.VoteConnLost{Master: l.to.ID, Closed: closed}})
-		// A connection that lived is retried at once (was the master
-		// killed? a refusal says so); one closed right after opening is
-		// a refusal of us, and is retried with back-off.
-		if time.Since(opened) > time.Second {
-			backoff = 0
-			// A one-off wait, not the start of the back-off: doubling
-			// from it had a cold start's links (every master stopped,
-			// then started) wait out the 5 s cap at 5,000 voters.
-			if d := l.n.redialDelay(l.to.ID, closed); d > 0 {
-				select {
-				case <-l.quit:
-					return
-				case <-time.After(d):
-				}
-			}
-			continue
-		}
-		if c.challenged {
-			l.n.log.Warn().Str("master", l.to.Addr.String()).Msg("master closed the connection right after authentication: is AUTH_CODE the masters' one?")
-		}
-		backoff = min(max(2*backoff, 50*time.Millisecond), l.n.opt.ReconnectDelay)
-	}
-}
-
-// redialDelay is how long a link to master m waits before it redials a
-// connection that lived; closed: the master's host closed it. In a crowd
-// (voter.Voter.InCrowd: more than PROBE_VOTERS registered) the dials after a
-// network blip are spread: after one that cut every link of 10,000
-// voters, 30,000 handshakes at once timed out by the thousand, and the
-// LEADER, which had to renew 10,000 votes it still held, had no
-// acknowledgement for 1.8 s and fell. The link to the master the vote is with, or
-// promised to, comes first: that master counts the vote until its lease
-// ends, and only a new session renews it. It redials at once when the
-// master's host closed the connection (a killed master: the refusal that
-// proves it gone must come at once), else within 20 us per chunkserver
-// (200 ms at 10,000). Other links wait up to 100 us per chunkserver (1 s
-// at 10,000). A probe sent meanwhile does not cut the wait short (it
-// would: every voter probes every master once its session ends).
-func (n *ChunkserverNode) redialDelay(m wire.MasterID, closed bool) time.Duration {
-	n.stMu.Lock()
-	st := n.state
-	n.stMu.Unlock()
-	if !st.InCrowd {
-		return 0
-	}
-	spread := redialSpread
-	if m == st.VoteFor || m == st.Promised {
-		if closed {
-			return 0
-		}
-		spread = redialSpreadVote
-	}
-	return time.Duration(rand.Int64N(int64(min(st.Crowd, maxRedialCrowd)) * int64(spread)))
-}
-
-// redialSpread, redialSpreadVote, maxRedialCrowd: see redialDelay.
-// Outside a crowd every link redials at once, as a small cluster always
-// did; the crowd is a master's claim, so the spread stops growing at
-// maxRedialCrowd (2 s, 400 ms).
-const (
-	redialSpread     = 100 * time.Microsecond
-	redialSpreadVote = 20 * time.Microsecond
-	maxRedialCrowd   = 20000
-)
-
-// keepalive repeats CSInfo (fresh disk figures) every csKeepalive while c
-// is open: a master cuts a chunkserver connection that is silent for
-// csIdle, and a voter content with its LEADER may not probe another master
-// for longer than that. A timer, not a goroutine with a ticker: the swarm
-// holds tens of thousands of links in one process. Once c is closed the
-// chain ends at its next firing.
-func (l *csLink) keepalive(c *conn) {
-	time.AfterFunc(csKeepalive, func() {
-		if c.closed() {
-			return
-		}
-		l.sendInfo()
-		l.keepalive(c)
-	})
-}
-
-// read feeds what the master sends to the loop until the connection ends.
-// closed reports that the master's host ended it (a FIN or a RST arrived:
-// what a killed process's kernel sends), not a timeout, an ICMP error or
-// our own close: half of the proof the fast path needs (roles.Refused).
-func (l *csLink) read(c *conn) (closed bool) {
-	defer c.close()
-	rd := bufio.NewReaderSize(c.nc, readBuf) // one system call a frame or less
-	for {
-		m, err := cstomaIn.ReadFrame(rd, frame.DefaultMaxFrame)
-		if err != nil {
-			byPeer := endedByPeer(err)
-			if !byPeer && !errors.Is(err, net.ErrClosed) && !c.closed() {
-				l.n.log.Warn().Str("master", l.to.Addr.String()).Err(err).Msg("master connection dropped")
-			}
-			return byPeer
-		}
-		switch v := deref(m).(type) {
-		case protocol.RegisterReply:
-			l.deliver(csInput{reply: &v, cluster: c.peer.Cluster, local: localAddr(c.nc)})
-		case roles.ProbeReply:
-			v.From = l.to.ID
-			l.deliver(csInput{ev: v})
-		case roles.Heartbeat:
-			v.From = l.to.ID
-			l.deliver(csInput{ev: v})
-		case roles.VoteRelease:
-			v.From = l.to.ID
-			l.deliver(csInput{ev: v})
-		case roles.Redirect:
-			v.From = l.to.ID
-			l.deliver(csInput{ev: v})
-		case protocol.TrustRecord:
-			if v.CS == l.n.Identity().CS {
-				l.n.log.Warn().Str("master", l.to.Addr.String()).Msg("the operator vouches for this voter's record (mfscli -CTRUST)")
-				l.deliver(csInput{ev: roles.TrustRecord{}})
-			}
-		}
-	}
-}
-
-// connect dials the master, exchanges hellos (refusing another cluster's
-// master) and answers the AUTH_CODE challenge.
-func (l *csLink) connect() (*conn, bool, error) {
-	nc, refused, err := dial(l.n.opt.Bind, l.to.Addr, dialTimeout)
-	if err != nil {
-		return nil, refused, err
-	}
-	h := l.n.hello()
-	peer, err := frame.DialHello(nc, h, h.Cluster, frame.KindMaster, handshakeTimeout)
-	if err == nil && masterhost.IDOf(l.to.Addr.Addr()) != wire.MasterID(peer.ID) {
-		err = errIdentity
-	}
-	if err != nil {
-		_ = nc.Close()
-		return nil, false, err
-	}
-	_ = nc.SetReadDeadline(time.Now().Add(handshakeTimeout))
-	m, err := cstomaIn.ReadFrame(nc, frame.MaxHelloFrame)
-	_ = nc.SetReadDeadline(time.Time{})
-	ch, ok := m.(*protocol.AuthChallenge)
-	if err != nil || !ok {
-		_ = nc.Close()
-		if err == nil {
-			err = errAuth
-		}
-		return nil, false, err
-	}
-	var mac []byte
-	if len(ch.Nonce) > 0 {
-		if len(ch.Nonce) != protocol.AuthNonceLen {
-			// Not a nonce of ours: whoever answers at this address wants
-			// a proof over bytes it chose (an HMAC oracle).
-			_ = nc.Close()
-			return nil, false, fmt.Errorf("%w: the challenge's nonce has %d bytes, not %d", errAuth, len(ch.Nonce), protocol.AuthNonceLen)
-		}
-		if l.n.opt.AuthCode == "" {
-			l.n.log.Error().Str("master", l.to.Addr.String()).Msg("master requires AUTH_CODE and none is set")
-		}
-		mac = protocol.ChunkserverProof(l.n.opt.AuthCode, ch.Nonce, peer.Cluster, localAddr(nc))
-	}
-	if err := frame.WriteFrame(nc, protocol.AuthProof{MAC: mac}); err != nil {
-		_ = nc.Close()
-		return nil, false, err
-	}
-	c := newConn(nc, peer)
-	c.challenged = len(ch.Nonce) > 0
-	return c, false, nil
 }
 
 // Err is why the loop ended (nil while running or after an orderly stop).

@@ -1,44 +1,70 @@
 package node
 
 import (
-	"errors"
-	"fmt"
-	"io"
-	"net"
 	"sync"
 	"time"
 
-	"github.com/mfs-election/mfs-election/internal/obs"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
-	"github.com/mfs-election/mfs-election/pkg/protocol"
-	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
-	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 )
 
-// Reconnection back-off between masters: quick at first (a restarted peer
-// is back within a heartbeat or two), never slower than linkMaxBackoff.
+// Redial back-off: quick at first (a restarted master is back within a
+// heartbeat or two), doubling from linkMinBackoff. A master's link to
+// another master waits at most linkMaxBackoff; a chunkserver's, at most
+// MASTER_RECONNECTION_DELAY (ChunkserverOptions.ReconnectDelay).
 const (
 	linkMinBackoff = 50 * time.Millisecond
 	linkMaxBackoff = time.Second
 )
 
-// link is this master's outgoing connection to another master: everything
-// it sends that master goes through here. Sends while it is down are
-// dropped; the core repeats what matters every PeerInterval.
-type link struct {
-	n    *MasterNode
-	to   masterhost.Master
-	mu   sync.Mutex
-	c    *conn
-	quit chan struct{}
-	once sync.Once
+// nextBackoff is the wait after prev, doubling from linkMinBackoff up to
+// most.
+func nextBackoff(prev, most time.Duration) time.Duration {
+	return min(max(2*prev, linkMinBackoff), most)
 }
 
-func startLink(n *MasterNode, to masterhost.Master) *link {
-	l := &link{n: n, to: to, quit: make(chan struct{})}
+// link is one outgoing connection to a master, of either daemon: dialled
+// again, after the wait its side asks, until the link is stopped. Sends
+// while it is down are dropped (the cores repeat what matters). The side
+// decides how to connect, what the connection carries and how long to
+// wait: masterSide (a master's link to another master, link_master.go)
+// and csSide (a chunkserver's to a master, link_cs.go).
+type link struct {
+	to   masterhost.Master
+	side linkSide
+	// kicks: a send while the link is down cuts the wait short (a
+	// chunkserver asking a dead master finds out at once).
+	kicks bool
+	mu    sync.Mutex
+	c     *conn
+	kick  chan struct{}
+	quit  chan struct{}
+	once  sync.Once
+}
+
+// linkSide is what a daemon does with its link.
+type linkSide interface {
+	// connect dials l.to, exchanges hellos and answers the challenge;
+	// refused: the dial itself was refused (a closed port).
+	connect(l *link) (c *conn, refused bool, err error)
+	// failed: connect failed; the wait before the next dial.
+	failed(l *link, err error, refused bool) time.Duration
+	// serve: c is l's connection; it is served until it ends (detach
+	// then clears it), and the wait before the next dial is returned.
+	serve(l *link, c *conn) time.Duration
+}
+
+func startLink(to masterhost.Master, side linkSide, kicks bool) *link {
+	l := &link{to: to, side: side, kicks: kicks, kick: make(chan struct{}, 1), quit: make(chan struct{})}
 	go l.run()
 	return l
+}
+
+// up: a connection is open.
+func (l *link) up() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.c != nil && !l.c.closed()
 }
 
 func (l *link) send(m wire.Message) {
@@ -47,7 +73,23 @@ func (l *link) send(m wire.Message) {
 	l.mu.Unlock()
 	if c != nil {
 		c.send(m)
+		return
 	}
+	if l.kicks {
+		select {
+		case l.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// reconnect closes the connection; the link dials again.
+func (l *link) reconnect() {
+	l.mu.Lock()
+	if l.c != nil {
+		l.c.close()
+	}
+	l.mu.Unlock()
 }
 
 func (l *link) stop() {
@@ -59,110 +101,69 @@ func (l *link) stop() {
 	l.mu.Unlock()
 }
 
+// stopped: stop was called.
+func (l *link) stopped() bool {
+	select {
+	case <-l.quit:
+		return true
+	default:
+		return false
+	}
+}
+
+// sleep waits d, or less if stopped (false) or, with kick, kicked.
+func (l *link) sleep(d time.Duration, kick bool) bool {
+	var k chan struct{}
+	if kick {
+		k = l.kick
+	}
+	select {
+	case <-l.quit:
+		return false
+	case <-k:
+	case <-time.After(d):
+	}
+	return true
+}
+
+// install makes c the link's connection, unless the link was stopped
+// while it was dialled: stop found no connection to close then, so none
+// may be kept (false: c is closed).
+func (l *link) install(c *conn) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopped() {
+		c.close()
+		return false
+	}
+	l.c = c
+	return true
+}
+
+// detach: the connection ended.
+func (l *link) detach() {
+	l.mu.Lock()
+	l.c = nil
+	l.mu.Unlock()
+}
+
 func (l *link) run() {
-	backoff := linkMinBackoff
+	var wait time.Duration // the first dial is at once
 	for {
-		select {
-		case <-l.quit:
+		if wait > 0 && !l.sleep(wait, true) {
 			return
-		default:
 		}
-		c, err := l.connect()
-		if err == nil || errors.Is(err, errNotNamed) {
-			// How it answered decides, with the others, whether this
-			// master is in the set (masterset.go).
-			select {
-			case l.n.inbox <- input{kind: inLink, from: l.to.ID, stranger: err != nil}:
-			case <-l.quit:
-				if c != nil {
-					c.close()
-				}
-				return
-			}
+		if l.stopped() {
+			return
 		}
+		c, refused, err := l.side.connect(l)
 		if err != nil {
-			if errors.Is(err, errNotNamed) {
-				backoff = linkMaxBackoff
-			}
-			if errors.Is(err, frame.ErrCluster) || errors.Is(err, frame.ErrProtocol) {
-				l.n.log.Error().Str(obs.FieldPeer, l.to.Addr.String()).Err(err).Msg("master link refused")
-				backoff = linkMaxBackoff
-			}
-			if errors.Is(err, frame.ErrCluster) {
-				// A master of MASTER_HOST belongs to another cluster: the
-				// core must not bootstrap a second one beside it.
-				select {
-				case l.n.inbox <- input{kind: inMsg, ev: roles.ForeignCluster{Master: l.to.ID}}:
-				case <-l.quit:
-					return
-				}
-			}
-			select {
-			case <-l.quit:
-				return
-			case <-time.After(backoff):
-			}
-			backoff = min(2*backoff, linkMaxBackoff)
+			wait = l.side.failed(l, err, refused)
 			continue
 		}
-		backoff = linkMinBackoff
-		l.mu.Lock()
-		l.c = c
-		l.mu.Unlock()
-		// The peer sends nothing back on this connection; reading tells
-		// when it ends.
-		_, _ = io.Copy(io.Discard, c.nc)
-		c.close()
-		l.mu.Lock()
-		l.c = nil
-		l.mu.Unlock()
-	}
-}
-
-func (l *link) connect() (*conn, error) {
-	nc, _, err := dial(l.n.opt.Bind, l.to.Addr, dialTimeout)
-	if err != nil {
-		return nil, err
-	}
-	h := l.n.hello()
-	peer, err := frame.DialHello(nc, h, h.Cluster, frame.KindMaster, handshakeTimeout)
-	if err == nil && wire.MasterID(peer.ID) != l.to.ID {
-		err = errIdentity
-	}
-	if err == nil {
-		err = l.prove(nc, peer)
-	}
-	if err != nil {
-		_ = nc.Close()
-		return nil, err
-	}
-	return newConn(nc, peer), nil
-}
-
-// prove answers the peer's AUTH_CODE challenge. The proof binds the
-// peer's cluster id (this master may have none yet: started with -e) and
-// the address this connection leaves from, under the master key, so it is
-// good for this connection only and never passes for a chunkserver's.
-func (l *link) prove(nc net.Conn, peer frame.Hello) error {
-	_ = nc.SetReadDeadline(time.Now().Add(handshakeTimeout))
-	m, err := mltomaIn.ReadFrame(nc, frame.MaxHelloFrame)
-	_ = nc.SetReadDeadline(time.Time{})
-	if err != nil {
-		return fmt.Errorf("reading the AUTH_CODE challenge: %w", err)
-	}
-	ch := m.(*protocol.AuthChallenge)
-	if ch.NotMember {
-		return errNotNamed
-	}
-	var mac []byte
-	if len(ch.Nonce) > 0 {
-		if len(ch.Nonce) != protocol.AuthNonceLen {
-			return fmt.Errorf("%w: the challenge's nonce has %d bytes, not %d", errAuth, len(ch.Nonce), protocol.AuthNonceLen)
+		if !l.install(c) {
+			return
 		}
-		if l.n.opt.AuthCode == "" {
-			l.n.log.Error().Str(obs.FieldPeer, l.to.Addr.String()).Msg("master requires AUTH_CODE and none is set")
-		}
-		mac = protocol.MasterProof(l.n.opt.AuthCode, ch.Nonce, peer.Cluster, localAddr(nc))
+		wait = l.side.serve(l, c)
 	}
-	return frame.WriteFrame(nc, protocol.AuthProof{MAC: mac})
 }

@@ -354,7 +354,7 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 	n.metrics.RoleFrom(n.metricsRole)
 	for _, m := range opt.Masters {
 		if m.ID != opt.Core.ID {
-			n.links[m.ID] = startLink(n, m)
+			n.links[m.ID] = startMasterLink(n, m)
 		}
 	}
 	go n.accept(n.lnML, portML, matomlIn, frame.KindMaster)

@@ -238,7 +238,7 @@ func (n *MasterNode) takeMasters(list []masterhost.Master) {
 		}
 		for _, m := range list {
 			if m.ID != n.opt.Core.ID && n.links[m.ID] == nil {
-				n.links[m.ID] = startLink(n, m)
+				n.links[m.ID] = startMasterLink(n, m)
 			}
 		}
 		n.log.Info().Strs("added", added).Strs("removed", removed).Int("masters", len(list)).Msg("set of masters changed (MASTER_HOST resolved again)")

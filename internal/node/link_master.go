@@ -1,0 +1,125 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/mfs-election/mfs-election/internal/obs"
+	"github.com/mfs-election/mfs-election/pkg/masterhost"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
+	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/mfs-election/mfs-election/pkg/wire"
+	"github.com/mfs-election/mfs-election/pkg/wire/frame"
+)
+
+// masterSide is a master's link to another master: everything it sends
+// that master goes through it, and the peer sends nothing back on it.
+type masterSide struct {
+	n       *MasterNode
+	backoff time.Duration
+}
+
+func startMasterLink(n *MasterNode, to masterhost.Master) *link {
+	return startLink(to, &masterSide{n: n, backoff: linkMinBackoff}, false)
+}
+
+// linked tells the loop how the peer answered: with the others, whether
+// this master is in the set (masterset.go). False: the link stopped.
+func (s *masterSide) linked(l *link, stranger bool) bool {
+	select {
+	case s.n.inbox <- input{kind: inLink, from: l.to.ID, stranger: stranger}:
+		return true
+	case <-l.quit:
+		return false
+	}
+}
+
+func (s *masterSide) failed(l *link, err error, _ bool) time.Duration {
+	if errors.Is(err, errNotNamed) {
+		if !s.linked(l, true) {
+			return 0
+		}
+		s.backoff = linkMaxBackoff
+	}
+	if errors.Is(err, frame.ErrCluster) || errors.Is(err, frame.ErrProtocol) {
+		s.n.log.Error().Str(obs.FieldPeer, l.to.Addr.String()).Err(err).Msg("master link refused")
+		s.backoff = linkMaxBackoff
+	}
+	if errors.Is(err, frame.ErrCluster) {
+		// A master of MASTER_HOST belongs to another cluster: the core
+		// must not bootstrap a second one beside it.
+		select {
+		case s.n.inbox <- input{kind: inMsg, ev: roles.ForeignCluster{Master: l.to.ID}}:
+		case <-l.quit:
+			return 0
+		}
+	}
+	wait := s.backoff
+	s.backoff = nextBackoff(s.backoff, linkMaxBackoff)
+	return wait
+}
+
+func (s *masterSide) serve(l *link, c *conn) time.Duration {
+	if !s.linked(l, false) {
+		c.close()
+		return 0
+	}
+	s.backoff = linkMinBackoff
+	// The peer sends nothing back on this connection; reading tells when
+	// it ends.
+	_, _ = io.Copy(io.Discard, c.nc)
+	c.close()
+	l.detach()
+	return 0
+}
+
+func (s *masterSide) connect(l *link) (*conn, bool, error) {
+	nc, _, err := dial(s.n.opt.Bind, l.to.Addr, dialTimeout)
+	if err != nil {
+		return nil, false, err
+	}
+	h := s.n.hello()
+	peer, err := frame.DialHello(nc, h, h.Cluster, frame.KindMaster, handshakeTimeout)
+	if err == nil && wire.MasterID(peer.ID) != l.to.ID {
+		err = errIdentity
+	}
+	if err == nil {
+		err = s.prove(l, nc, peer)
+	}
+	if err != nil {
+		_ = nc.Close()
+		return nil, false, err
+	}
+	return newConn(nc, peer), false, nil
+}
+
+// prove answers the peer's AUTH_CODE challenge. The proof binds the
+// peer's cluster id (this master may have none yet: started with -e) and
+// the address this connection leaves from, under the master key, so it is
+// good for this connection only and never passes for a chunkserver's.
+func (s *masterSide) prove(l *link, nc net.Conn, peer frame.Hello) error {
+	_ = nc.SetReadDeadline(time.Now().Add(handshakeTimeout))
+	m, err := mltomaIn.ReadFrame(nc, frame.MaxHelloFrame)
+	_ = nc.SetReadDeadline(time.Time{})
+	if err != nil {
+		return fmt.Errorf("reading the AUTH_CODE challenge: %w", err)
+	}
+	ch := m.(*protocol.AuthChallenge)
+	if ch.NotMember {
+		return errNotNamed
+	}
+	var mac []byte
+	if len(ch.Nonce) > 0 {
+		if len(ch.Nonce) != protocol.AuthNonceLen {
+			return fmt.Errorf("%w: the challenge's nonce has %d bytes, not %d", errAuth, len(ch.Nonce), protocol.AuthNonceLen)
+		}
+		if s.n.opt.AuthCode == "" {
+			s.n.log.Error().Str(obs.FieldPeer, l.to.Addr.String()).Msg("master requires AUTH_CODE and none is set")
+		}
+		mac = protocol.MasterProof(s.n.opt.AuthCode, ch.Nonce, peer.Cluster, localAddr(nc))
+	}
+	return frame.WriteFrame(nc, protocol.AuthProof{MAC: mac})
+}
