@@ -41,3 +41,11 @@ func clientCost(in input) int {
 	}
 	return 1
 }
+
+// admission: listsOut, the list requests handed to the core and not
+// answered yet; clHeld, a list request waiting until fewer are (see
+// runGroup).
+type admission struct {
+	listsOut map[listKey]time.Time
+	clHeld   *input
+}

@@ -479,3 +479,14 @@ func (n *ChunkserverNode) admitHeartbeat(hb roles.Heartbeat, dgram bool) bool {
 	}
 	return true
 }
+
+// masterDatagrams is a master's side of the datagram path: udp is the
+// socket beside the chunkserver port (nil: Datagrams off, or it could not
+// be opened); dg the voters' session keys, ackSeen the acknowledgements'
+// filter (loop only), dgStats what was received.
+type masterDatagrams struct {
+	udp     *net.UDPConn
+	dg      *dgKeys
+	ackSeen seqFilter
+	dgStats *obs.Datagrams
+}

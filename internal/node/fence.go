@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/obs"
@@ -161,4 +162,15 @@ func (n *MasterNode) fenceStatus(st *protocol.StatusResp, f master.Fence, t role
 	for i := range st.Chunkservers {
 		st.Chunkservers[i].Voting = false
 	}
+}
+
+// fence is the core's fence as reports see it: fenceOut, as of the
+// newest batch, with the location index the gauges need, for the reports
+// built away from the loop; and the last fence taken: what it reported,
+// under which stamp, when.
+type fence struct {
+	fenceOut    atomic.Pointer[outward]
+	fenceReport master.RoleReport
+	fenceStamp  master.FenceStamp
+	fenceAt     time.Time
 }

@@ -592,3 +592,14 @@ func clip(s string, n int) (string, bool) {
 	}
 	return s[:n], true
 }
+
+// guards are the limits on what peers can make a master hold.
+type guards struct {
+	conns       *connCounter       // open connections per port and source (readers)
+	bodies      *bodyBudget        // large frame bodies in flight on 9420 and 9421 (readers)
+	auth        *authGuard         // failed proofs per source (readers and loop)
+	refusals    *rateLog           // refusal log lines per source (readers and loop)
+	regs        regGuard           // registrations per source (loop)
+	clones      cloneBook          // refused clones, for the listings (loop)
+	infoClipped map[wire.CSID]bool // logged once: its CSInfo was cut (loop)
+}

@@ -80,13 +80,7 @@ type MasterNode struct {
 	iterMono time.Time
 
 	lnML, lnCS, lnCL net.Listener
-	// udp is the datagram socket beside lnCS (nil: Datagrams off, or it
-	// could not be opened); dg the voters' session keys, ackSeen the
-	// acknowledgements' filter (loop only), dgStats what was received.
-	udp     *net.UDPConn
-	dg      *dgKeys
-	ackSeen seqFilter
-	dgStats *obs.Datagrams
+	masterDatagrams  // the heartbeat acks' side path (datagram.go)
 	// Two inboxes, so that client work never queues ahead of votes: inbox
 	// carries the chunkserver and master ports (votes, acks, peer
 	// traffic), clInbox the client port. The loop drains inbox first.
@@ -119,67 +113,28 @@ type MasterNode struct {
 	hbSent     map[hbKey]time.Time // for the round-trip metric; pruned (pruneHBSent)
 	hbPrune    time.Time           // when hbSent was last pruned
 
-	// listsOut: list requests handed to the core and not answered yet;
-	// clHeld: a list request waiting until fewer are (see runGroup).
-	listsOut map[listKey]time.Time
-	clHeld   *input
+	admission // client admission (admission.go)
 
-	// Limits on what peers can make this master hold (guard.go).
-	conns       *connCounter       // open connections per port and source (readers)
-	bodies      *bodyBudget        // large frame bodies in flight on 9420 and 9421 (readers)
-	auth        *authGuard         // failed proofs per source (readers and loop)
-	refusals    *rateLog           // refusal log lines per source (readers and loop)
-	regs        regGuard           // registrations per source (loop)
-	clones      cloneBook          // refused clones, for the listings (loop)
-	infoClipped map[wire.CSID]bool // logged once: its CSInfo was cut (loop)
+	guards // limits on what peers can make this master hold (guard.go)
 
 	// The group being built: the batches of the steps since the last
 	// flush, and the driver's own replies that must follow them.
 	group []master.Batch
 	after []func()
 
-	// What observe() last saw, to log and count changes once.
-	lastLeader wire.MasterID
-	// leaderChangeMs: when the LEADER last changed (wall clock, for the
-	// listings); usage samples memory and CPU for them.
-	leaderChangeMs int64
-	usage          usage
-	syncedAt       time.Time
-	observedRole   roles.Role
-	observedAt     time.Time
-	layout         layoutWarnings
-	acks           ackWatch // the LEADER's acknowledgement durability, last seen (ackdurability.go)
+	observed // what observe() last saw, to log and count changes once (status.go)
 
 	helloMu sync.Mutex
 	helloV  frame.Hello
 
-	// The snapshot being written in the background (SaveSnapshot): its
-	// result comes back through snapDone; shutdown cancels and waits.
-	snapCtx    context.Context
-	snapCancel context.CancelFunc
-	snapWG     sync.WaitGroup
-	snapDone   chan snapResult
-	// wit makes the witness's calls (nil: no store); witDone is its
-	// answers (nil, so never ready, without one).
-	wit     *witnessClient
-	witDone chan witnessDone
-	witAdm  witnessAdmin // the listings' view of the store's answers (witnessadmin.go)
-	// snapRetry is the first back-off after a failed snapshot write
-	// (tests shorten it); it doubles up to snapRetryMax.
-	snapRetry time.Duration
+	snapWriter  // the background snapshot writer (snapwriter.go)
+	witnessSide // the object-store witness's calls (witness.go)
 
-	// fenceOut: the core's fence as of the newest batch, with the
-	// location index the gauges need, for the reports built away from
-	// the loop (fence.go); locs is the loop's current index.
-	fenceOut atomic.Pointer[outward]
-	// The last fence taken: what it reported, under which stamp, when.
-	fenceReport master.RoleReport
-	fenceStamp  master.FenceStamp
-	fenceAt     time.Time
+	fence // the core's fence as reports see it (fence.go)
 	// roundStart: when the step that started a heartbeat round began
 	// (zero: no round in the group being stepped).
 	roundStart time.Time
-	locs       *locIndex
+	locs       *locIndex // the location index of the loop's fence (fence.go)
 	// stages times client changes through the ack rule (stages.go);
 	// groupAt is when the group being stepped began.
 	stages  *stages
@@ -278,9 +233,11 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 		host: newHostSpec(opt.MasterHost), strangerTo: map[wire.MasterID]bool{}, member: true,
 		cs: map[wire.CSID]*conn{}, csInfo: map[wire.CSID]protocol.CSInfo{}, peersIn: map[*conn]bool{},
 		clConns: map[*conn]bool{}, clients: map[changelog.ClientID]*conn{}, admins: map[uint64]adminWait{}, hbSent: map[hbKey]time.Time{},
-		snapDone: make(chan snapResult, 1), snapRetry: snapRetryMin,
-		listsOut: map[listKey]time.Time{}, conns: newConnCounter(), bodies: newBodyBudget(largeBodies), auth: &authGuard{}, refusals: &rateLog{}, infoClipped: map[wire.CSID]bool{},
-		dg: newDGKeys(), ackSeen: seqFilter{},
+		snapWriter: snapWriter{snapDone: make(chan snapResult, 1), snapRetry: snapRetryMin},
+		admission:  admission{listsOut: map[listKey]time.Time{}},
+		guards: guards{conns: newConnCounter(), bodies: newBodyBudget(largeBodies), auth: &authGuard{}, refusals: &rateLog{},
+			infoClipped: map[wire.CSID]bool{}},
+		masterDatagrams: masterDatagrams{dg: newDGKeys(), ackSeen: seqFilter{}},
 	}
 	if need, have := filesNeeded(), raiseFileLimit(filesNeeded()); have < need {
 		// Not a fault: a few thousand chunkservers fit in far less. Said

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"context"
+	"sync"
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/obs"
@@ -84,4 +86,17 @@ func (n *MasterNode) snapshotSaved(r snapResult) error {
 		Dur("took", r.took).Str("file", n.store.SnapshotPath()).Msg("snapshot saved")
 	n.step(roles.SnapshotSaved{Pos: r.snap.Pos})
 	return nil
+}
+
+// snapWriter is the snapshot being written in the background
+// (SaveSnapshot): its result comes back through snapDone; shutdown
+// cancels and waits.
+type snapWriter struct {
+	snapCtx    context.Context
+	snapCancel context.CancelFunc
+	snapWG     sync.WaitGroup
+	snapDone   chan snapResult
+	// snapRetry is the first back-off after a failed snapshot write
+	// (tests shorten it); it doubles up to snapRetryMax.
+	snapRetry time.Duration
 }

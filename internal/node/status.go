@@ -247,3 +247,18 @@ func (n *MasterNode) notEligible(cfg *registry.ClusterConfig) string {
 	}
 	return "its registry could not be won even with every chunkserver's vote"
 }
+
+// observed is what observe() last saw, to log and count changes once.
+// leaderChangeMs: when the LEADER last changed (wall clock, for the
+// listings); usage samples memory and CPU for them; acks, the LEADER's
+// acknowledgement durability as last seen (ackdurability.go).
+type observed struct {
+	lastLeader     wire.MasterID
+	leaderChangeMs int64
+	usage          usage
+	syncedAt       time.Time
+	observedRole   roles.Role
+	observedAt     time.Time
+	layout         layoutWarnings
+	acks           ackWatch
+}

@@ -212,3 +212,12 @@ func (n *MasterNode) witnessAnswered(d witnessDone) {
 	ev.Str("op", d.op.String()).Str("result", d.res.Class.String()).Str("error", d.res.Err).Dur("took", d.took).Msg("witness call")
 	n.step(roles.WitnessResult{Result: d.res})
 }
+
+// witnessSide: wit makes the witness's calls (nil: no store); witDone is
+// its answers (nil, so never ready, without one); witAdm the listings'
+// view of the store's answers (witnessadmin.go).
+type witnessSide struct {
+	wit     *witnessClient
+	witDone chan witnessDone
+	witAdm  witnessAdmin
+}
