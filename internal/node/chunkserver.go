@@ -95,11 +95,8 @@ type ChunkserverNode struct {
 	stepped bool
 	port    uint16
 
-	inbox    chan csInput
-	stopReq  chan struct{}
-	stopOnce sync.Once
-	done     chan struct{}
-	err      error
+	inbox     chan csInput
+	lifecycle // Stop, Done, Err (lifecycle.go)
 
 	links   map[wire.MasterID]*link
 	masters []masterhost.Master // the set now (loop only)
@@ -171,7 +168,7 @@ type csInput struct {
 func StartChunkserver(opt ChunkserverOptions, store ChunkserverStore) (*ChunkserverNode, error) {
 	n := &ChunkserverNode{
 		opt: opt, log: opt.Log, store: store, start: time.Now(), clock: newVoterClock(),
-		inbox: make(chan csInput, cmp.Or(opt.Inbox, csInbox)), stopReq: make(chan struct{}), done: make(chan struct{}),
+		inbox: make(chan csInput, cmp.Or(opt.Inbox, csInbox)), lifecycle: newLifecycle(),
 		links: map[wire.MasterID]*link{}, addrOf: map[wire.MasterID]netip.Addr{}, masters: slices.Clone(opt.Masters),
 		host:  newHostSpec(opt.MasterHost),
 		named: map[wire.MasterID]string{}, conns: map[string]bool{},
@@ -323,20 +320,6 @@ func (n *ChunkserverNode) takeMasters(list []masterhost.Master) error {
 	n.log.Info().Strs("added", added).Strs("removed", removed).Int("masters", len(list)).Msg("set of masters changed (MASTER_HOST resolved again)")
 	return err
 }
-
-// Stop ends the chunkserver: a VoteBye to the master it votes for, then
-// every connection closes.
-func (n *ChunkserverNode) Stop(timeout time.Duration) error {
-	n.stopOnce.Do(func() { close(n.stopReq) })
-	select {
-	case <-n.done:
-	case <-time.After(timeout):
-	}
-	return n.Err()
-}
-
-// Done is closed when the loop has ended.
-func (n *ChunkserverNode) Done() <-chan struct{} { return n.done }
 
 // Identity is the registered identity (zero before registration).
 func (n *ChunkserverNode) Identity() metadata.Identity {
@@ -811,14 +794,4 @@ func (n *ChunkserverNode) observe() {
 		s.Uncertain = n.voter.Uncertain()
 	}
 	n.metrics.Set(s)
-}
-
-// Err is why the loop ended (nil while running or after an orderly stop).
-func (n *ChunkserverNode) Err() error {
-	select {
-	case <-n.done:
-		return n.err
-	default:
-		return nil
-	}
 }

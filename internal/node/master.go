@@ -84,12 +84,9 @@ type MasterNode struct {
 	// Two inboxes, so that client work never queues ahead of votes: inbox
 	// carries the chunkserver and master ports (votes, acks, peer
 	// traffic), clInbox the client port. The loop drains inbox first.
-	inbox    chan input
-	clInbox  chan input
-	stopReq  chan struct{}
-	stopOnce sync.Once
-	done     chan struct{}
-	err      error
+	inbox     chan input
+	clInbox   chan input
+	lifecycle // Stop, Done, Err (lifecycle.go)
 
 	// book: the set of masters and every master's address (masterset.go),
 	// replaced whole by the loop, read by any goroutine.
@@ -228,7 +225,7 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 	}
 	n := &MasterNode{
 		opt: opt, log: opt.Log, store: store, start: time.Now(), clock: newClock(), stages: newStages(),
-		inbox: make(chan input, 4096), clInbox: make(chan input, 1024), stopReq: make(chan struct{}), done: make(chan struct{}),
+		inbox: make(chan input, 4096), clInbox: make(chan input, 1024), lifecycle: newLifecycle(),
 		foreign: map[wire.MasterID]bool{}, links: map[wire.MasterID]*link{},
 		host: newHostSpec(opt.MasterHost), strangerTo: map[wire.MasterID]bool{}, member: true,
 		cs: map[wire.CSID]*conn{}, csInfo: map[wire.CSID]protocol.CSInfo{}, peersIn: map[*conn]bool{},
@@ -331,30 +328,6 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 // Addrs returns the bound listen addresses (matoml, matocs, matocl).
 func (n *MasterNode) Addrs() (ml, cs, cl net.Addr) {
 	return n.lnML.Addr(), n.lnCS.Addr(), n.lnCL.Addr()
-}
-
-// Stop asks for an orderly shutdown through DUMMY (disconnect rules
-// included) and waits for it, at most timeout.
-func (n *MasterNode) Stop(timeout time.Duration) error {
-	n.stopOnce.Do(func() { close(n.stopReq) })
-	select {
-	case <-n.done:
-	case <-time.After(timeout):
-	}
-	return n.Err()
-}
-
-// Done is closed when the loop has ended; Err then says why (nil: stopped).
-func (n *MasterNode) Done() <-chan struct{} { return n.done }
-
-// Err is why the loop ended (nil while running or after an orderly stop).
-func (n *MasterNode) Err() error {
-	select {
-	case <-n.done:
-		return n.err
-	default:
-		return nil
-	}
 }
 
 func (n *MasterNode) now() roles.Instant { return roles.Instant(n.clock.since()) }
