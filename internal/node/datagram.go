@@ -335,9 +335,9 @@ func (n *MasterNode) fromDatagram(a roles.HeartbeatAck, src netip.AddrPort) {
 		return
 	}
 	n.dgStats.First()
-	a.Addr = src.Addr()
 	n.ackRTT(id, a.Seq)
-	n.step(a)
+	ev, _ := roles.FromVoter(a, id, src.Addr()) // the datagram's source, as a connection's
+	n.step(ev)
 }
 
 // ackRTT observes the round trip of the heartbeat seq to id, answered now.
@@ -428,14 +428,10 @@ func (n *ChunkserverNode) takeDatagram(b []byte, _ netip.AddrPort) {
 		return
 	}
 	from := wire.MasterID(h.from)
-	var ev roles.Event
-	switch v := m.(type) {
-	case roles.Heartbeat:
-		v.From = from
-		ev = v
-	case roles.VoteRelease:
-		v.From = from
-		ev = v
+	ev, ok := roles.FromMaster(m, from)
+	if !ok {
+		n.dgStats.Refused()
+		return
 	}
 	select {
 	case n.inbox <- csInput{from: from, ev: ev, dgram: true}:

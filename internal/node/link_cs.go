@@ -173,18 +173,9 @@ func (s *csSide) read(l *link, c *conn) (closed bool) {
 		switch v := deref(m).(type) {
 		case protocol.RegisterReply:
 			s.deliver(l, csInput{reply: &v, cluster: c.peer.Cluster, local: localAddr(c.nc)})
-		case roles.ProbeReply:
-			v.From = l.to.ID
-			s.deliver(l, csInput{ev: v})
-		case roles.Heartbeat:
-			v.From = l.to.ID
-			s.deliver(l, csInput{ev: v})
-		case roles.VoteRelease:
-			v.From = l.to.ID
-			s.deliver(l, csInput{ev: v})
-		case roles.Redirect:
-			v.From = l.to.ID
-			s.deliver(l, csInput{ev: v})
+		case roles.ProbeReply, roles.Heartbeat, roles.VoteRelease, roles.Redirect:
+			ev, _ := roles.FromMaster(v, l.to.ID)
+			s.deliver(l, csInput{ev: ev})
 		case protocol.TrustRecord:
 			if v.CS == s.n.Identity().CS {
 				s.n.log.Warn().Str("master", l.to.Addr.String()).Msg("the operator vouches for this voter's record (mfscli -CTRUST)")

@@ -295,69 +295,47 @@ func (n *MasterNode) fromCS(c *conn, msg wire.Message) error {
 	if id == wire.NoCS || n.cs[id] != c {
 		return nil // an unregistered or superseded connection takes no part
 	}
-	var ev roles.Event
-	switch m := msg.(type) {
-	case roles.Probe:
-		m.CS = id
-		ev = m
+	ev, ok := roles.FromVoter(msg, id, c.remote)
+	if !ok {
+		return nil
+	}
+	switch m := ev.(type) {
 	case roles.VoteHello:
-		m.CS, m.Addr = id, c.remote
 		n.openDatagrams(id, c.remote, m)
 		m.DgKey = nil
 		ev = m
 	case roles.VoteBye:
-		m.CS, m.Addr = id, c.remote
 		n.dg.forget(uint32(id), m.Session) // after this, nothing of the session is taken
-		ev = m
 	case roles.HeartbeatAck:
 		if !n.ackSeen.admit(uint32(id), m.Session, m.Seq) {
 			return nil // its datagram was taken first
 		}
-		m.CS, m.Addr = id, c.remote
 		n.ackRTT(id, m.Seq)
-		ev = m
-	default:
-		return nil
 	}
 	n.step(ev)
 	return nil
 }
 
 func (n *MasterNode) fromMaster(c *conn, msg wire.Message) error {
-	from := wire.MasterID(c.peer.ID)
-	var ev roles.Event
-	switch m := msg.(type) {
-	case roles.PeerStatus:
-		m.From = from
-		ev = m
+	ev, ok := roles.FromPeerMaster(msg, wire.MasterID(c.peer.ID))
+	if !ok {
+		return nil
+	}
+	switch m := ev.(type) {
 	case roles.Append:
-		m.From = from
 		if len(m.Entries) > 0 {
 			if err := n.adoptCluster(c); err != nil {
 				return err
 			}
 		}
-		ev = m
 	case roles.SnapshotChunk:
-		m.From = from
 		if err := n.adoptCluster(c); err != nil {
 			return err
 		}
-		ev = m
 	case roles.AppendAck:
-		m.From = from
-		ev = m
 		if m.OK && n.core.Role() == roles.Leader {
 			n.stages.replicated(m.Match.Version, time.Now())
 		}
-	case roles.FetchReq:
-		m.From = from
-		ev = m
-	case roles.FetchResp:
-		m.From = from
-		ev = m
-	default:
-		return nil
 	}
 	n.step(ev)
 	return nil

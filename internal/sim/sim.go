@@ -717,19 +717,30 @@ func (w *world) deliver(e *event) {
 	w.enqueue(e.to, ev)
 }
 
-// stamp fills in what a master's driver adds to a chunkserver's message:
-// the source address of the connection it came on.
+// stamp fills in what the receiver's driver adds to a message, as the
+// daemons do (roles.FromVoter, FromPeerMaster, FromMaster): the sender's
+// id and, at a master, the source address of a chunkserver's connection.
+// An adversary's messages get only its address: what else they claim is
+// what its target's core sees (adversary.go).
 func (w *world) stamp(from, to ref, msg any) any {
-	if to.k != kMaster {
-		return msg
-	}
-	switch from.k {
-	case kCS:
-		return withSource(msg, w.css[from.i].cfg.Addr)
-	case kAdversary:
+	m, isMsg := msg.(wire.Message)
+	var ev roles.Event
+	ok := false
+	switch {
+	case !isMsg:
+	case to.k == kMaster && from.k == kCS:
+		ev, ok = roles.FromVoter(m, w.css[from.i].cfg.ID, w.css[from.i].cfg.Addr)
+	case to.k == kMaster && from.k == kMaster:
+		ev, ok = roles.FromPeerMaster(m, wire.MasterID(from.i+1))
+	case to.k == kCS && from.k == kMaster:
+		ev, ok = roles.FromMaster(m, wire.MasterID(from.i+1))
+	case to.k == kMaster && from.k == kAdversary:
 		return withSource(msg, advAddr(from.i))
 	}
-	return msg
+	if !ok {
+		return msg
+	}
+	return ev
 }
 
 // withSource is msg as a master's driver hands it to the core: stamped
