@@ -78,18 +78,24 @@ run: build $(if $(WITNESS),versitygw)
 # //lint:ignore CHECK reason, never for the whole tree.
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
+# The nested test module xtest/ (the browser and Prometheus tests, whose
+# dependencies stay out of go.mod) is vetted and checked the same way; the
+# gofmt step covers it through git ls-files.
 vet:
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
+	cd xtest && $(GO) vet ./...
+	cd xtest && $(STATICCHECK) ./...
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 
 # Unit, golden and property tests, 500 simulator seeds, and the real-process
 # tests (daemons over TCP on loopback, kill -9, SIGSTOP, a partition in a
-# network namespace when run as root, the web page in headless Chromium,
-# installed from Debian's packages first when it is missing). Bounded: a few minutes on 2 cores.
-# Then every fuzz target for SHORTFUZZ (plain go test only replays their
-# corpora).
+# network namespace when run as root); then the nested test module xtest/
+# (the web page in headless Chromium, installed from Debian's packages
+# first when it is missing; the shipped alert rules and dashboard through
+# Prometheus's parsers). Bounded: about 10 minutes on 2 cores. Then every
+# fuzz target for SHORTFUZZ (plain go test only replays their corpora).
 test: vet versitygw
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
 		{ [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
@@ -102,6 +108,7 @@ test: vet versitygw
 		{ timeout 300 apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y -q iptables >/dev/null 2>&1; }; }; } || \
 		echo "make test: iptables is not installed and could not be (apt-get install iptables, as root): TestLossyLeader will skip"
 	MFS_VERSITYGW=$(VERSITYGW) $(GO) test -count=1 -timeout 14m ./...
+	cd xtest && $(GO) test -count=1 -timeout 10m ./...
 	$(call fuzz-each,$(SHORTFUZZ))
 
 # Every fuzz target (each func Fuzz* in a _test.go file), one after another
