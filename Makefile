@@ -94,8 +94,10 @@ vet:
 # network namespace when run as root); then the nested test module xtest/
 # (the web page in headless Chromium, installed from Debian's packages
 # first when it is missing; the shipped alert rules and dashboard through
-# Prometheus's parsers). Bounded: about 10 minutes on 2 cores. Then every
-# fuzz target for SHORTFUZZ (plain go test only replays their corpora).
+# Prometheus's parsers); then the race detector over the pure core, the
+# drivers and the simulator's seed runner. Bounded: about a quarter of an
+# hour on 2 cores. Then every fuzz target for SHORTFUZZ (plain go test only
+# replays their corpora).
 test: vet versitygw
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
 		{ [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
@@ -109,6 +111,18 @@ test: vet versitygw
 		echo "make test: iptables is not installed and could not be (apt-get install iptables, as root): TestLossyLeader will skip"
 	MFS_VERSITYGW=$(VERSITYGW) $(GO) test -count=1 -timeout 14m ./...
 	cd xtest && $(GO) test -count=1 -timeout 10m ./...
+# The race detector over ./pkg/..., ./internal/node/... and the
+# simulator, bounded to about 5 minutes on 2 cores (its own build, and code
+# several times slower): -short (pkg/witness plays 20 lease seeds, not
+# 100); internal/node in a go test of its own, as its rate-window and
+# slow-reader tests miss their real-time bounds when they share the cores
+# with pkg/witness under -race; of the simulator only TestSeeds, the one
+# test that runs worlds at once (one per core), on 10 seeds: each seed is
+# single-threaded, so more seeds find more bugs but hardly more races, and
+# -short's 50 take 5 minutes under -race.
+	$(GO) test -race -short -count=1 -timeout 10m ./pkg/...
+	MFS_VERSITYGW=$(VERSITYGW) $(GO) test -race -short -count=1 -timeout 10m ./internal/node/...
+	$(GO) test -race -short -count=1 -timeout 5m -run '^TestSeeds$$' ./internal/sim -seeds=10
 	$(call fuzz-each,$(SHORTFUZZ))
 
 # Every fuzz target (each func Fuzz* in a _test.go file), one after another
