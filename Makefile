@@ -78,18 +78,26 @@ run: build $(if $(WITNESS),versitygw)
 # //lint:ignore CHECK reason, never for the whole tree.
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
+# The nested test module xtest/ (the browser and Prometheus tests, whose
+# dependencies stay out of go.mod) is vetted and checked the same way; the
+# gofmt step covers it through git ls-files.
 vet:
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
+	cd xtest && $(GO) vet ./...
+	cd xtest && $(STATICCHECK) ./...
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 
 # Unit, golden and property tests, 500 simulator seeds, and the real-process
 # tests (daemons over TCP on loopback, kill -9, SIGSTOP, a partition in a
-# network namespace when run as root, the web page in headless Chromium,
-# installed from Debian's packages first when it is missing). Bounded: a few minutes on 2 cores.
-# Then every fuzz target for SHORTFUZZ (plain go test only replays their
-# corpora).
+# network namespace when run as root); then the nested test module xtest/
+# (the web page in headless Chromium, installed from Debian's packages
+# first when it is missing; the shipped alert rules and dashboard through
+# Prometheus's parsers); then the race detector over the pure core, the
+# drivers and the simulator's seed runner. Bounded: about a quarter of an
+# hour on 2 cores. Then every fuzz target for SHORTFUZZ (plain go test only
+# replays their corpora).
 test: vet versitygw
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
 		{ [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
@@ -102,6 +110,19 @@ test: vet versitygw
 		{ timeout 300 apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y -q iptables >/dev/null 2>&1; }; }; } || \
 		echo "make test: iptables is not installed and could not be (apt-get install iptables, as root): TestLossyLeader will skip"
 	MFS_VERSITYGW=$(VERSITYGW) $(GO) test -count=1 -timeout 14m ./...
+	cd xtest && $(GO) test -count=1 -timeout 10m ./...
+# The race detector over ./pkg/..., ./internal/node/... and the
+# simulator, bounded to about 5 minutes on 2 cores (its own build, and code
+# several times slower): -short (pkg/witness plays 20 lease seeds, not
+# 100); internal/node in a go test of its own, as its rate-window and
+# slow-reader tests miss their real-time bounds when they share the cores
+# with pkg/witness under -race; of the simulator only TestSeeds, the one
+# test that runs worlds at once (one per core), on 10 seeds: each seed is
+# single-threaded, so more seeds find more bugs but hardly more races, and
+# -short's 50 take 5 minutes under -race.
+	$(GO) test -race -short -count=1 -timeout 10m ./pkg/...
+	MFS_VERSITYGW=$(VERSITYGW) $(GO) test -race -short -count=1 -timeout 10m ./internal/node/...
+	$(GO) test -race -short -count=1 -timeout 5m -run '^TestSeeds$$' ./internal/sim -seeds=10
 	$(call fuzz-each,$(SHORTFUZZ))
 
 # Every fuzz target (each func Fuzz* in a _test.go file), one after another

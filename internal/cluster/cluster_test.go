@@ -2,7 +2,6 @@ package cluster_test
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"net/netip"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/cluster"
+	"github.com/mfs-election/mfs-election/internal/cluster/clustertest"
 	"github.com/mfs-election/mfs-election/pkg/client"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
 	"github.com/mfs-election/mfs-election/pkg/roles"
@@ -42,94 +42,30 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-var usedBase = map[uint8]bool{}
-
-// base draws a second octet no other test of this run uses.
-func base() uint8 {
-	for {
-		b := uint8(100 + rand.IntN(150))
-		if !usedBase[b] {
-			usedBase[b] = true
-			return b
-		}
-	}
-}
+// base draws a second octet no other test of this run uses
+// (clustertest.Base: the cluster clustertest.Start runs draws from the
+// same set).
+func base() uint8 { return clustertest.Base() }
 
 // fastStart: the founder nominates itself after 1 s instead of 5 (no
 // chunkserver is registered yet at the first election).
-var fastStart = map[string]string{"SELF_NOMINATE_AFTER": "1s"}
+var fastStart = clustertest.FastStart()
 
 // start runs the make run topology and waits until a LEADER counts all six
-// chunkservers.
+// chunkservers (clustertest.Start, from the daemons TestMain built).
 func start(t *testing.T, mutate func(*cluster.Spec)) (*cluster.Cluster, int) {
 	t.Helper()
-	dir := t.TempDir()
-	if keep := os.Getenv("MFS_TEST_DIR"); keep != "" {
-		// Keep configs, data and logs for a look afterwards.
-		dir = filepath.Join(keep, t.Name())
-		os.RemoveAll(dir)
-	}
-	s := cluster.Local(dir, bin, base())
-	s.MasterCfg = map[string]string{}
-	for k, v := range fastStart {
-		s.MasterCfg[k] = v
-	}
-	if os.Getenv("MFS_TEST_DIR") != "" {
-		s.CSCfg = map[string]string{"LOG_LEVEL": "debug"}
-	}
-	if mutate != nil {
-		mutate(&s)
-	}
-	c, err := cluster.Start(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c.Stop()
-		raceReports(t, s.Dir)
-		if t.Failed() {
-			dumpLogs(t, s.Dir)
-		}
-	})
-	lead := -1
-	eventually(t, 40*time.Second, 100*time.Millisecond, fmt.Sprintf("a LEADER counting all %d chunkservers", len(s.CS)), func() error {
-		i, st, err := c.WaitLeader(time.Second, 100*time.Millisecond)
-		if err != nil {
-			return err
-		}
-		if st.Voters != len(s.CS) || st.Registered != len(s.CS) {
-			return fmt.Errorf("LEADER %s with %d/%d votes", st.Addr, st.Voters, st.Registered)
-		}
-		t.Logf("LEADER %s epoch %d with %d/%d votes", st.Addr, st.Epoch, st.Voters, st.Registered)
-		lead = i
-		return nil
-	})
-	return c, lead
+	return clustertest.Start(t, bin, mutate)
 }
 
 // raceReports fails t for every daemon log that holds a race detector
 // report (daemons built with MFS_RACE=1: cluster.Build).
 func raceReports(t *testing.T, dir string) {
 	t.Helper()
-	logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
-	for _, l := range logs {
-		if raw, err := os.ReadFile(l); err == nil && strings.Contains(string(raw), "WARNING: DATA RACE") {
-			t.Errorf("%s holds a data race report", l)
-		}
-	}
+	clustertest.RaceReports(t, dir)
 }
 
-func dumpLogs(t *testing.T, dir string) {
-	logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
-	for _, l := range logs {
-		b, _ := os.ReadFile(l)
-		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-		if len(lines) > 25 {
-			lines = lines[len(lines)-25:]
-		}
-		t.Logf("---- %s\n%s", filepath.Base(l), strings.Join(lines, "\n"))
-	}
-}
+func dumpLogs(t *testing.T, dir string) { clustertest.DumpLogs(t, dir) }
 
 // holdsLeader checks for d that master i stays LEADER at one epoch.
 func holdsLeader(t *testing.T, c *cluster.Cluster, i int, d time.Duration, why string) {

@@ -1,4 +1,4 @@
-package install
+package monitoring
 
 import (
 	"encoding/json"
@@ -14,9 +14,9 @@ import (
 	"github.com/mfs-election/mfs-election/internal/clusterview"
 )
 
-// monitoringFiles are the shipped alert rules and dashboard (a
-// real-process test, internal/cluster TestStatusAPI, checks that every
-// metric they name is exported).
+// monitoringFiles are the shipped alert rules and dashboard, under the
+// main module's root two levels up (a real-process test, internal/cluster
+// TestStatusAPI, checks that every metric they name is exported).
 var monitoringFiles = []string{"etc/prometheus/mfs-election.rules.yml", "etc/grafana/mfs-election.json"}
 
 // TestAlertRules: the shipped rules parse with Prometheus's own rule

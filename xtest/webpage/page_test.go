@@ -1,4 +1,4 @@
-package webui
+package webpage
 
 import (
 	"context"
@@ -16,10 +16,11 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/mfs-election/mfs-election/internal/webui/webuitest"
-
+	"github.com/mfs-election/mfs-election/internal/cluster/clustertest"
 	"github.com/mfs-election/mfs-election/internal/clusterview"
 	"github.com/mfs-election/mfs-election/internal/clusterview/fixture"
+	"github.com/mfs-election/mfs-election/internal/webui"
+	"github.com/mfs-election/mfs-election/internal/webui/webuitest"
 	"github.com/mfs-election/mfs-election/pkg/client"
 )
 
@@ -70,7 +71,7 @@ func TestWitnessPanel(t *testing.T) {
 	var witness atomic.Bool
 	witness.Store(true)
 	mux := http.NewServeMux()
-	mux.Handle("/", Handler())
+	mux.Handle("/", webui.Handler())
 	mux.HandleFunc("GET /api/v1/status", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(witnessDocument(epoch, witness.Load()))
@@ -78,14 +79,7 @@ func TestWitnessPanel(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 
-	shots := os.Getenv("MFS_ARTIFACTS")
-	if shots == "" {
-		shots = filepath.Join(os.TempDir(), "mfs-election-artifacts")
-	}
-	shots = filepath.Join(shots, "webui")
-	if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	shots := artifacts(t)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe),
 		chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1200, 1000))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
@@ -120,17 +114,7 @@ func TestWitnessPanel(t *testing.T) {
 	}
 	eventually := func(what string, cond func() error) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			err := cond()
-			if err == nil {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %v", what, err)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		clustertest.Eventually(t, 10*time.Second, 100*time.Millisecond, what, cond)
 	}
 	shot := func(name string) {
 		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))

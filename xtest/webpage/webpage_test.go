@@ -1,4 +1,4 @@
-package cluster_test
+package webpage
 
 import (
 	"context"
@@ -12,9 +12,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/mfs-election/mfs-election/internal/webui/webuitest"
-
 	"github.com/mfs-election/mfs-election/internal/cluster"
+	"github.com/mfs-election/mfs-election/internal/cluster/clustertest"
+	"github.com/mfs-election/mfs-election/internal/webui/webuitest"
 )
 
 // artifacts is where the page test keeps its screenshots: MFS_ARTIFACTS,
@@ -45,7 +45,18 @@ func TestWebPage(t *testing.T) {
 	if exe == "" {
 		t.Skip("no Chromium found (chromium, chromium-browser, google-chrome): the browser test of the web page is skipped; `apt-get install chromium` (make test does) runs it")
 	}
-	c, lead := start(t, nil)
+	// The daemons, built from the main module two levels up (under the
+	// race detector with MFS_RACE=1), only once a browser is there to
+	// drive the page.
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	if err := cluster.Build(bin, root); err != nil {
+		t.Fatal(err)
+	}
+	c, lead := clustertest.Start(t, bin, nil)
 	shots := artifacts(t)
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe),
@@ -117,7 +128,7 @@ func TestWebPage(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitVisible("#masters")); err != nil {
 		t.Fatalf("loading %s: %v", url, err)
 	}
-	eventually(t, 10*time.Second, 100*time.Millisecond, "the page showing the LEADER", leaderShown(c.Masters[lead].Addr.String()))
+	clustertest.Eventually(t, 10*time.Second, 100*time.Millisecond, "the page showing the LEADER", leaderShown(c.Masters[lead].Addr.String()))
 	noLostValue("loaded")
 	if m := text("#masters"); strings.Count(m, "FOLLOWER") != 2 {
 		t.Errorf("the masters table does not show two FOLLOWERs:\n%s", m)
@@ -133,7 +144,7 @@ func TestWebPage(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, 100*time.Millisecond, "the page fitting a phone's width", func() error {
+	clustertest.Eventually(t, 5*time.Second, 100*time.Millisecond, "the page fitting a phone's width", func() error {
 		w, err := chromedp.Run(ctx, chromedp.Evaluate[int]("document.documentElement.scrollWidth - window.innerWidth"))
 		if err != nil || w > 0 {
 			return fmt.Errorf("%d px wider than the screen (%v)", w, err)
@@ -148,7 +159,7 @@ func TestWebPage(t *testing.T) {
 	// kill -9 of the LEADER the page came from.
 	c.Masters[lead].Kill()
 	var next int
-	eventually(t, 10*time.Second, 20*time.Millisecond, "a new LEADER", func() error {
+	clustertest.Eventually(t, 10*time.Second, 20*time.Millisecond, "a new LEADER", func() error {
 		if ls := c.Leaders(); len(ls) == 1 && ls[0] != lead {
 			next = ls[0]
 			return nil
@@ -156,7 +167,7 @@ func TestWebPage(t *testing.T) {
 		return fmt.Errorf("no new LEADER yet")
 	})
 	elected := time.Now()
-	eventually(t, 2*time.Second, 50*time.Millisecond, "the page showing the new LEADER within 2 s of its election", leaderShown(c.Masters[next].Addr.String()))
+	clustertest.Eventually(t, 2*time.Second, 50*time.Millisecond, "the page showing the new LEADER within 2 s of its election", leaderShown(c.Masters[next].Addr.String()))
 	t.Logf("the page showed the new LEADER %v after the cluster had it", time.Since(elected).Round(time.Millisecond))
 	if s := text("#masters"); !strings.Contains(s, "UNREACHABLE") {
 		t.Errorf("the killed master is not shown UNREACHABLE:\n%s", s)
@@ -166,7 +177,7 @@ func TestWebPage(t *testing.T) {
 	// in innerText) are the new LEADER, "... -> LEADER" and, as deposed,
 	// the master killed.
 	killedIP, newIP := c.Masters[lead].Addr.String(), c.Masters[next].Addr.String()
-	eventually(t, 5*time.Second, 100*time.Millisecond, "the page's history showing the new LEADER deposing the killed one", func() error {
+	clustertest.Eventually(t, 5*time.Second, 100*time.Millisecond, "the page's history showing the new LEADER deposing the killed one", func() error {
 		h := text("#history")
 		for _, row := range strings.Split(h, "\n") {
 			if cells := strings.Split(row, "\t"); len(cells) == 8 && cells[1] == newIP && strings.HasSuffix(cells[2], "-> LEADER") && cells[6] == killedIP {
@@ -184,7 +195,7 @@ func TestWebPage(t *testing.T) {
 			p.Kill()
 		}
 	}
-	eventually(t, 15*time.Second, 100*time.Millisecond, "the verdict naming the location cut off, and its alarm", func() error {
+	clustertest.Eventually(t, 15*time.Second, 100*time.Millisecond, "the verdict naming the location cut off, and its alarm", func() error {
 		if v := text("#verdict"); !strings.Contains(v, "location dc1") {
 			return fmt.Errorf("verdict %q", v)
 		}
