@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -105,28 +103,12 @@ func TestWitnessPanel(t *testing.T) {
 			}
 		}
 	}()
-	text := func(sel string) string {
-		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.querySelector(`+"`"+sel+"`"+`) || {}).innerText || ""`))
-		if err != nil {
-			return ""
-		}
-		return s
-	}
+	text := func(sel string) string { return pageText(ctx, sel) }
 	eventually := func(what string, cond func() error) {
 		t.Helper()
 		clustertest.Eventually(t, 10*time.Second, 100*time.Millisecond, what, cond)
 	}
-	shot := func(name string) {
-		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-		if err != nil {
-			t.Fatalf("screenshot %s: %v", name, err)
-		}
-		p := filepath.Join(shots, name)
-		if err := os.WriteFile(p, png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("screenshot: %s", p)
-	}
+	shot := func(name string) { screenshot(t, ctx, shots, name) }
 
 	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible("#masters")); err != nil {
 		t.Fatalf("loading the page: %v", err)

@@ -17,6 +17,30 @@ import (
 	"github.com/mfs-election/mfs-election/internal/webui/webuitest"
 )
 
+// pageText is the text of the first element sel selects ("" when there is
+// none, or the page cannot be asked).
+func pageText(ctx context.Context, sel string) string {
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.querySelector(`+"`"+sel+"`"+`) || {}).innerText || ""`))
+	if err != nil {
+		return ""
+	}
+	return s
+}
+
+// screenshot keeps the whole page as dir/name.
+func screenshot(t *testing.T, ctx context.Context, dir, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", p)
+}
+
 // artifacts is where the page test keeps its screenshots: MFS_ARTIFACTS,
 // else a directory under the system's temporary one (kept after the test).
 func artifacts(t *testing.T) string {
@@ -92,24 +116,8 @@ func TestWebPage(t *testing.T) {
 			mu.Unlock()
 		}
 	}()
-	text := func(sel string) string {
-		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.querySelector(`+"`"+sel+"`"+`) || {}).innerText || ""`))
-		if err != nil {
-			return ""
-		}
-		return s
-	}
-	shot := func(name string) {
-		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-		if err != nil {
-			t.Fatalf("screenshot %s: %v", name, err)
-		}
-		p := filepath.Join(shots, name)
-		if err := os.WriteFile(p, png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("screenshot: %s", p)
-	}
+	text := func(sel string) string { return pageText(ctx, sel) }
+	shot := func(name string) { screenshot(t, ctx, shots, name) }
 	noLostValue := func(when string) {
 		if body := text("main"); strings.Contains(body, "null") || strings.Contains(body, "undefined") || strings.Contains(body, "NaN") {
 			t.Errorf("%s, the page shows a value the script lost:\n%s", when, body)
