@@ -2,7 +2,11 @@
 // real-process tests check client histories against: one register per key.
 package linearize
 
-import "github.com/anishathalye/porcupine"
+import (
+	"os"
+
+	"github.com/anishathalye/porcupine"
+)
 
 // Input is one client operation: a write of Val to Key, or a read of Key.
 type Input struct {
@@ -53,4 +57,18 @@ var KV = porcupine.Model{
 		return st == "", st
 	},
 	Equal: func(a, b any) bool { return a.(string) == b.(string) },
+}
+
+// Visualize writes porcupine's picture of a history that failed the check
+// into dir and returns the file's path.
+func Visualize(info porcupine.LinearizationInfo, dir string) (string, error) {
+	f, err := os.CreateTemp(dir, "mfs-history-*.html")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if err := porcupine.Visualize(KV, info, f); err != nil {
+		return "", err
+	}
+	return f.Name(), nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/obs"
+	"github.com/mfs-election/mfs-election/internal/transport"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
@@ -70,6 +71,8 @@ type ChunkserverOptions struct {
 	// beside its connection (datagram.go), from a UDP port of the CSSERV
 	// port's number where it is free.
 	Datagrams bool
+	// Transport is the network (nil: the kernel's, transport.OS).
+	Transport transport.Transport
 }
 
 // csInbox is the loop's inbox unless ChunkserverOptions.Inbox says otherwise.
@@ -85,8 +88,9 @@ type ChunkserverNode struct {
 	pending []voter.Batch           // the group being stepped (flush carries it out)
 	metrics *obs.ChunkserverMetrics // nil: Metrics was nil
 	start   time.Time
-	clock   clock        // the core's time (newVoterClock)
-	ln      net.Listener // nil: Port was given, nothing listens
+	clock   clock               // the core's time (newVoterClock)
+	tr      transport.Transport // opt.Transport, or the kernel's
+	ln      net.Listener        // nil: Port was given, nothing listens
 	// at is the time of the newest step, and stepped says a step ran since
 	// the loop last set its timer: the timer and the metrics read the
 	// step's time rather than the clock again (a voter's loop runs on
@@ -123,7 +127,7 @@ type ChunkserverNode struct {
 	// udp is the datagram socket (nil: Datagrams off, or none could be
 	// opened) and udpPort its port; dg the sessions' keys by master,
 	// hbSeen the heartbeats' filter (loop only), dgStats what was received.
-	udp     *net.UDPConn
+	udp     transport.PacketConn
 	udpPort uint16
 	dg      *dgKeys
 	hbSeen  seqFilter
@@ -167,7 +171,7 @@ type csInput struct {
 // connects to every master and starts the voter once it has an id.
 func StartChunkserver(opt ChunkserverOptions, store ChunkserverStore) (*ChunkserverNode, error) {
 	n := &ChunkserverNode{
-		opt: opt, log: opt.Log, store: store, start: time.Now(), clock: newVoterClock(),
+		opt: opt, log: opt.Log, store: store, start: time.Now(), clock: newVoterClock(), tr: transport.Or(opt.Transport),
 		inbox: make(chan csInput, cmp.Or(opt.Inbox, csInbox)), lifecycle: newLifecycle(),
 		links: map[wire.MasterID]*link{}, addrOf: map[wire.MasterID]netip.Addr{}, masters: slices.Clone(opt.Masters),
 		host:  newHostSpec(opt.MasterHost),
@@ -190,7 +194,7 @@ func StartChunkserver(opt ChunkserverOptions, store ChunkserverStore) (*Chunkser
 	if opt.Port != 0 {
 		n.port = opt.Port
 	} else {
-		ln, err := net.Listen("tcp", opt.Listen)
+		ln, err := n.tr.Listen(opt.Listen)
 		if err != nil {
 			return nil, err
 		}

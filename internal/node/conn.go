@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mfs-election/mfs-election/internal/transport"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 )
@@ -383,19 +384,13 @@ func acceptHello(nc net.Conn, ours frame.Hello, cluster string, kinds ...frame.K
 	return h, h.Check(cluster, kinds...)
 }
 
-// dial connects from bind (when valid) to addr. refused reports that
-// nothing listens there: the kill -9 fast path (docs/architecture.md).
-func dial(bind netip.Addr, addr netip.AddrPort, timeout time.Duration) (nc net.Conn, refused bool, err error) {
-	d := net.Dialer{Timeout: timeout}
-	if bind.IsValid() {
-		d.LocalAddr = &net.TCPAddr{IP: bind.AsSlice()}
-	}
-	nc, err = d.Dial("tcp", addr.String())
+// dial connects through tr from bind (when valid) to addr. refused
+// reports that nothing listens there: the kill -9 fast path
+// (docs/architecture.md).
+func dial(tr transport.Transport, bind netip.Addr, addr netip.AddrPort, timeout time.Duration) (nc net.Conn, refused bool, err error) {
+	nc, err = tr.Dial(bind, addr, timeout)
 	if err != nil {
-		return nil, errors.Is(err, syscall.ECONNREFUSED), err
-	}
-	if tc, ok := nc.(*net.TCPConn); ok {
-		_ = tc.SetNoDelay(true)
+		return nil, transport.Refused(err), err
 	}
 	return nc, false, nil
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/obs"
+	"github.com/mfs-election/mfs-election/internal/transport"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
@@ -240,20 +241,9 @@ func (f seqFilter) admit(peer uint32, session, seq uint64) bool {
 	return false
 }
 
-// listenDatagrams opens the datagram socket on addr ("host:port"), or
-// returns nil with the error when it cannot: the daemons run on TCP alone
-// then.
-func listenDatagrams(addr string) (*net.UDPConn, error) {
-	ua, err := net.ResolveUDPAddr("udp", addr)
-	if err != nil {
-		return nil, err
-	}
-	return net.ListenUDP("udp", ua)
-}
-
 // readDatagrams hands every datagram read from uc to take until uc is
 // closed. take runs on this goroutine; b is reused after it returns.
-func readDatagrams(uc *net.UDPConn, take func(b []byte, from netip.AddrPort)) {
+func readDatagrams(uc transport.PacketConn, take func(b []byte, from netip.AddrPort)) {
 	buf := make([]byte, dgMax+1) // one more: a longer datagram is seen as such
 	for {
 		nb, from, err := uc.ReadFromUDPAddrPort(buf)
@@ -362,10 +352,10 @@ func (n *ChunkserverNode) openDatagramPort() {
 	if n.opt.Bind.IsValid() {
 		host = n.opt.Bind.String()
 	}
-	uc, err := listenDatagrams(net.JoinHostPort(host, fmt.Sprint(n.port)))
+	uc, err := n.tr.ListenPacket(net.JoinHostPort(host, fmt.Sprint(n.port)))
 	if err != nil {
 		first := err
-		if uc, err = listenDatagrams(net.JoinHostPort(host, "0")); err != nil {
+		if uc, err = n.tr.ListenPacket(net.JoinHostPort(host, "0")); err != nil {
 			n.log.Warn().Err(err).Msg("heartbeat datagrams off: no UDP port could be opened; votes are renewed on TCP alone, which packet loss holds up")
 			return
 		}
@@ -481,7 +471,7 @@ func (n *ChunkserverNode) admitHeartbeat(hb roles.Heartbeat, dgram bool) bool {
 // be opened); dg the voters' session keys, ackSeen the acknowledgements'
 // filter (loop only), dgStats what was received.
 type masterDatagrams struct {
-	udp     *net.UDPConn
+	udp     transport.PacketConn
 	dg      *dgKeys
 	ackSeen seqFilter
 	dgStats *obs.Datagrams

@@ -120,6 +120,11 @@ func (o *outward) at(t roles.Instant) roleReport {
 	return r
 }
 
+// Role is the role this master may claim at this instant, judged as
+// /healthz judges it: LEADER only while its counted votes hold a quorum.
+// From any goroutine; the driver simulation watches it for two LEADERs.
+func (n *MasterNode) Role() master.RoleReport { return n.reportNow().RoleReport }
+
 // metricsRole is the role gauges' source (obs.MasterMetrics.RoleFrom).
 func (n *MasterNode) metricsRole() obs.MasterRole {
 	r := n.reportNow()

@@ -189,7 +189,7 @@ func (s *csSide) read(l *link, c *conn) (closed bool) {
 // master) and answers the AUTH_CODE challenge.
 func (s *csSide) connect(l *link) (*conn, bool, error) {
 	s.sentAt = s.n.now()
-	nc, refused, err := dial(s.n.opt.Bind, l.to.Addr, dialTimeout)
+	nc, refused, err := dial(s.n.tr, s.n.opt.Bind, l.to.Addr, dialTimeout)
 	if err != nil {
 		return nil, refused, err
 	}

@@ -77,7 +77,7 @@ func (s *masterSide) serve(l *link, c *conn) time.Duration {
 }
 
 func (s *masterSide) connect(l *link) (*conn, bool, error) {
-	nc, _, err := dial(s.n.opt.Bind, l.to.Addr, dialTimeout)
+	nc, _, err := dial(s.n.tr, s.n.opt.Bind, l.to.Addr, dialTimeout)
 	if err != nil {
 		return nil, false, err
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/obs"
+	"github.com/mfs-election/mfs-election/internal/transport"
 	"github.com/mfs-election/mfs-election/internal/witness/s3store"
 	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
@@ -59,6 +60,9 @@ type MasterOptions struct {
 	// there (datagram.go).
 	Datagrams bool
 
+	// Transport is the network (nil: the kernel's, transport.OS).
+	Transport transport.Transport
+
 	// Tests shorten the read deadlines (0: the defaults of guard.go).
 	idleOverride, frameOverride time.Duration
 }
@@ -73,7 +77,8 @@ type MasterNode struct {
 	core    *master.Master
 	metrics *obs.MasterMetrics
 	start   time.Time
-	clock   clock // the core's time (CLOCK_BOOTTIME)
+	clock   clock               // the core's time (CLOCK_BOOTTIME)
+	tr      transport.Transport // opt.Transport, or the kernel's
 	// iterAt, iterMono: the loop's reading of clock at the start of the
 	// current iteration, and Go's monotonic clock then (loopNow). Loop only.
 	iterAt   roles.Instant
@@ -224,7 +229,7 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 		return nil, err
 	}
 	n := &MasterNode{
-		opt: opt, log: opt.Log, store: store, start: time.Now(), clock: newClock(), stages: newStages(),
+		opt: opt, log: opt.Log, store: store, start: time.Now(), clock: newClock(), tr: transport.Or(opt.Transport), stages: newStages(),
 		inbox: make(chan input, 4096), clInbox: make(chan input, 1024), lifecycle: newLifecycle(),
 		foreign: map[wire.MasterID]bool{}, links: map[wire.MasterID]*link{},
 		host: newHostSpec(opt.MasterHost), strangerTo: map[wire.MasterID]bool{}, member: true,
@@ -282,7 +287,7 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 		ln   *net.Listener
 		addr string
 	}{{&n.lnML, opt.ListenML}, {&n.lnCS, opt.ListenCS}, {&n.lnCL, opt.ListenCL}} {
-		ln, err := net.Listen("tcp", l.addr)
+		ln, err := n.tr.Listen(l.addr)
 		if err != nil {
 			n.closeListeners()
 			return nil, err
@@ -291,7 +296,7 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 	}
 	n.dgStats = obs.NewDatagrams(opt.Metrics, "master")
 	if opt.Datagrams {
-		if n.udp, err = listenDatagrams(n.lnCS.Addr().String()); err != nil {
+		if n.udp, err = n.tr.ListenPacket(n.lnCS.Addr().String()); err != nil {
 			n.log.Warn().Err(err).Str("listen", n.lnCS.Addr().String()).
 				Msg("heartbeat datagrams off: their UDP port could not be opened; votes are renewed on TCP alone, which packet loss holds up")
 		}

@@ -49,7 +49,14 @@ type Config struct {
 	// spreads them over addresses of its own (the bench does, over
 	// loopback).
 	Bind netip.Addr
+	// Dial, when set, opens the session's connections in place of the
+	// system's TCP (Bind is then its business): a proxy, or the in-memory
+	// network the driver simulation runs on.
+	Dial Dialer
 }
+
+// Dialer opens a stream connection to addr by deadline.
+type Dialer func(addr netip.AddrPort, deadline time.Time) (net.Conn, error)
 
 // ErrNoLeader: the context ended while no master would serve the request.
 var ErrNoLeader = errors.New("no leading master")
@@ -386,7 +393,7 @@ func (c *Client) conn(to netip.AddrPort, deadline time.Time) (net.Conn, error) {
 	if nc := c.conns[to]; nc != nil {
 		return nc, nil
 	}
-	nc, h, err := dial(to, frame.KindClient, c.cluster, deadline, c.cfg.Bind)
+	nc, h, err := dial(to, frame.KindClient, c.cluster, deadline, c.cfg.Bind, c.cfg.Dial)
 	if err != nil {
 		return nil, err
 	}

@@ -34,12 +34,18 @@ var replies = protocol.ClientIn()
 // cluster (empty: any), and it is returned for the proofs of the
 // connection, made over its nonce. A failure to connect wraps
 // ErrUnreachable; one after connecting, ErrBusy.
-func dial(addr netip.AddrPort, kind frame.Kind, cluster string, deadline time.Time, bind netip.Addr) (net.Conn, frame.Hello, error) {
-	d := net.Dialer{Deadline: deadline}
-	if bind.IsValid() {
-		d.LocalAddr = &net.TCPAddr{IP: bind.AsSlice()}
+func dial(addr netip.AddrPort, kind frame.Kind, cluster string, deadline time.Time, bind netip.Addr, via Dialer) (net.Conn, frame.Hello, error) {
+	var nc net.Conn
+	var err error
+	if via != nil {
+		nc, err = via(addr, deadline)
+	} else {
+		d := net.Dialer{Deadline: deadline}
+		if bind.IsValid() {
+			d.LocalAddr = &net.TCPAddr{IP: bind.AsSlice()}
+		}
+		nc, err = d.Dial("tcp", addr.String())
 	}
-	nc, err := d.Dial("tcp", addr.String())
 	if err != nil {
 		return nil, frame.Hello{}, fmt.Errorf("%w: %w", ErrUnreachable, err)
 	}
@@ -103,7 +109,7 @@ func Admin(addr netip.AddrPort, req protocol.AdminReq, password string, timeout 
 }
 
 func query(addr netip.AddrPort, req wire.Message, password string, timeout time.Duration) (wire.Message, error) {
-	nc, theirs, err := dial(addr, frame.KindAdmin, "", time.Now().Add(timeout), netip.Addr{})
+	nc, theirs, err := dial(addr, frame.KindAdmin, "", time.Now().Add(timeout), netip.Addr{}, nil)
 	if err != nil {
 		return nil, err
 	}
