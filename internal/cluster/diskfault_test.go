@@ -74,29 +74,67 @@ const dfMaxPromise = 4 * time.Second
 const alarmVoterRecord = "voter_record"
 
 func TestDiskFaults(t *testing.T) {
-	began := time.Now()
+	d := startDiskFaultRun(t)
+	d.rotNewestCopy(t)
+	d.removeRecord(t)
+	r := d.copyFollower(t)
+	r.failover(t)
+	r.copyAhead(t)
+	r.runA(t)
+	r.runsBAndC(t)
+	r.staleSettles(t)
+	r.finish(t)
+}
+
+// diskFaults is TestDiskFaults' fixture: the cluster, on 127.B.0.0/16,
+// the poll of every master, the writer of new keys, and the client that
+// reads them back.
+type diskFaults struct {
+	began     time.Time
+	c         *cluster.Cluster
+	haveAlarm bool // clusterview.AlarmKinds has alarmVoterRecord
+	obs       *dfObserver
+	w         *dfWriter
+	reader    *client.Client
+}
+
+// startDiskFaultRun starts three masters and five voter-only
+// chunkservers, the poll (which, when the test ends, fails it for a round
+// in which two masters said LEADER) and the writer.
+func startDiskFaultRun(t *testing.T) *diskFaults {
+	t.Helper()
+	d := &diskFaults{began: time.Now()}
 	c, b := startDiskFaults(t, 3, 5)
-	haveAlarm := slices.Contains(clusterview.AlarmKinds, alarmVoterRecord)
-	if !haveAlarm {
+	d.c = c
+	d.haveAlarm = slices.Contains(clusterview.AlarmKinds, alarmVoterRecord)
+	if !d.haveAlarm {
 		t.Logf("NOTE: clusterview.AlarmKinds has no %q: the alarm is not checked in this run", alarmVoterRecord)
 	}
-	obs := watchDiskFaults(c)
-	defer func() {
-		r := obs.stop()
+	d.obs = watchDiskFaults(c)
+	t.Cleanup(func() {
+		r := d.obs.stop()
 		t.Logf("status polls: %d rounds", r.rounds)
 		if len(r.doubles) > 0 {
 			t.Errorf("two masters said LEADER in one poll (%d polls), first: %s", len(r.doubles), r.doubles[0])
 		}
-	}()
-	w := startDFWriter(t, c)
-	defer w.halt()
-	reader := newClient(t, c, 0)
-	t.Logf("cluster up in %v (127.%d.0.0/16)", time.Since(began).Round(time.Millisecond), b)
+	})
+	d.w = startDFWriter(t, c)
+	t.Cleanup(d.w.halt)
+	d.reader = newClient(t, c, 0)
+	t.Logf("cluster up in %v (127.%d.0.0/16)", time.Since(d.began).Round(time.Millisecond), b)
+	return d
+}
 
-	// --- 1. The copy of chunkserver.mfs holding the newest record rots.
+// rotNewestCopy is part 1: the copy of chunkserver.mfs holding the newest
+// record rots while the chunkserver is down; it starts from the older
+// copy, says so at error level naming the file, is seen uncertain and is
+// restored, and no acknowledged change is lost.
+func (d *diskFaults) rotNewestCopy(t *testing.T) {
+	t.Helper()
+	c, w, obs := d.c, d.w, d.obs
 	t1 := time.Now()
 	w.await(t, 50)
-	v := voterOf(t, c, 1, haveAlarm)
+	v := voterOf(t, c, 1, d.haveAlarm)
 	v.uncertainText = "is unreadable"
 	v.restoredText = "its record is whole again" // damage stays listed while the process runs
 	obs.track(v)
@@ -118,12 +156,19 @@ func TestDiskFaults(t *testing.T) {
 	if n, err := cluster.Metric(cluster.CSHTTP(v.p.Addr), "mfs_chunkserver_record_damage_total", 2*time.Second); err != nil || n != 1 {
 		t.Errorf("%s: mfs_chunkserver_record_damage_total = %v (%v), want 1", v.p.Name, n, err)
 	}
-	w.check(t, reader, "after part 1 (a damaged copy)")
+	w.check(t, d.reader, "after part 1 (a damaged copy)")
 	t.Logf("part 1 done in %v", time.Since(t1).Round(time.Millisecond))
+}
 
-	// --- 2. Another chunkserver's chunkserver.mfs is removed.
+// removeRecord is part 2: another chunkserver's chunkserver.mfs is
+// removed while it is down; it registers again with its old id, says so
+// at error level naming the file, is seen uncertain and is restored, and
+// no acknowledged change is lost.
+func (d *diskFaults) removeRecord(t *testing.T) {
+	t.Helper()
+	c, w, obs := d.c, d.w, d.obs
 	t2 := time.Now()
-	v = voterOf(t, c, 3, haveAlarm)
+	v := voterOf(t, c, 3, d.haveAlarm)
 	v.uncertainText = "lost (an empty record for an id that was already a member"
 	v.restoredText = "its record is whole again" // the loss stays listed while the process runs
 	obs.track(v)
@@ -133,6 +178,32 @@ func TestDiskFaults(t *testing.T) {
 	}
 	t.Logf("part 2: %s (id %d) killed, %s removed", v.p.Name, v.id, v.path)
 	v.restart(t)
+	v.registeredAgainLost(t)
+	eventually(t, 10*time.Second, 50*time.Millisecond, "an error line naming the lost file in "+v.p.Name+"'s log", func() error {
+		for _, l := range linesFrom(v.p.Log, v.mark) {
+			if strings.Contains(l, `"level":"error"`) && strings.Contains(l, "voter record lost: "+v.path) {
+				return nil
+			}
+		}
+		return fmt.Errorf("no error line naming %s since the restart; tail:\n%s", v.path, logTail(v.p.Log, 10))
+	})
+	v.seenUncertain(t, c, obs)
+	v.restored(t, c, obs)
+	if n, err := cluster.Metric(cluster.CSHTTP(v.p.Addr), "mfs_chunkserver_record_damage_total", 2*time.Second); err != nil || n != 1 {
+		t.Errorf("%s: mfs_chunkserver_record_damage_total = %v (%v), want 1", v.p.Name, n, err)
+	}
+	if now := csOf(t, c, v.p.Addr); now.ID != v.id || now.Port != v.port {
+		t.Fatalf("%s is id %d port %d in the LEADER's answer, it was id %d port %d", v.p.Name, now.ID, now.Port, v.id, v.port)
+	}
+	w.check(t, d.reader, "after part 2 (a removed record)")
+	t.Logf("part 2 done in %v", time.Since(t2).Round(time.Millisecond))
+}
+
+// registeredAgainLost waits for the chunkserver, restarted without its
+// record, to register again with its old id, its voter started as one
+// whose record was lost.
+func (v *dfVoter) registeredAgainLost(t *testing.T) {
+	t.Helper()
 	const lostStart = "voter started: an empty record for an id already registered (data directory wiped?): quiet as after a crash, then uncertain until a LEADER restores the record"
 	eventually(t, 15*time.Second, 50*time.Millisecond, v.p.Name+" registered again with its old id", func() error {
 		var reg string
@@ -154,46 +225,54 @@ func TestDiskFaults(t *testing.T) {
 		}
 		return fmt.Errorf("its voter did not start as one whose record was lost; tail:\n%s", logTail(v.p.Log, 10))
 	})
-	eventually(t, 10*time.Second, 50*time.Millisecond, "an error line naming the lost file in "+v.p.Name+"'s log", func() error {
-		for _, l := range linesFrom(v.p.Log, v.mark) {
-			if strings.Contains(l, `"level":"error"`) && strings.Contains(l, "voter record lost: "+v.path) {
-				return nil
-			}
-		}
-		return fmt.Errorf("no error line naming %s since the restart; tail:\n%s", v.path, logTail(v.p.Log, 10))
-	})
-	v.seenUncertain(t, c, obs)
-	v.restored(t, c, obs)
-	if n, err := cluster.Metric(cluster.CSHTTP(v.p.Addr), "mfs_chunkserver_record_damage_total", 2*time.Second); err != nil || n != 1 {
-		t.Errorf("%s: mfs_chunkserver_record_damage_total = %v (%v), want 1", v.p.Name, n, err)
-	}
-	if now := csOf(t, c, v.p.Addr); now.ID != v.id || now.Port != v.port {
-		t.Fatalf("%s is id %d port %d in the LEADER's answer, it was id %d port %d", v.p.Name, now.ID, now.Port, v.id, v.port)
-	}
-	w.check(t, reader, "after part 2 (a removed record)")
-	t.Logf("part 2 done in %v", time.Since(t2).Round(time.Millisecond))
+}
 
-	// --- 3. A master restored from an old copy of its DATA_PATH, the
-	// clock behind the copy's incarnation.
-	t3 := time.Now()
-	lead := leaderOf(t, c)
-	f := (lead + 1) % len(c.Masters)
-	m := c.Masters[f]
+// dfRestore is part 3 of TestDiskFaults: a master restored from an old
+// copy of its DATA_PATH, the clock behind the copy's incarnation.
+type dfRestore struct {
+	*diskFaults
+	partBegan time.Time     // when part 3 began
+	lead      int           // the LEADER when the copy was taken
+	next      int           // the LEADER after it was killed
+	f         int           // the master copied
+	m         *cluster.Proc // c.Masters[f]
+	backup    string        // the copy of its DATA_PATH
+	ahead     uint64        // the copy's incarnation, as if taken an hour ahead
+	incA      uint64        // run A's incarnation
+}
+
+// copyFollower stops a FOLLOWER in order, copies its DATA_PATH, and
+// starts it again, synced, with 50 more writes acknowledged.
+func (d *diskFaults) copyFollower(t *testing.T) *dfRestore {
+	t.Helper()
+	c, w := d.c, d.w
+	r := &dfRestore{diskFaults: d, partBegan: time.Now()}
+	r.lead = leaderOf(t, c)
+	r.f = (r.lead + 1) % len(c.Masters)
+	r.m = c.Masters[r.f]
+	m := r.m
 	dataDir := filepath.Dir(m.Cfg)
-	backup := filepath.Join(c.Spec.Dir, "backup-"+m.Name)
+	r.backup = filepath.Join(c.Spec.Dir, "backup-"+m.Name)
 	m.Term(10 * time.Second)
 	if m.Running() {
 		t.Fatalf("%s did not stop in order", m.Name)
 	}
-	copyDir(t, dataDir, backup)
+	copyDir(t, dataDir, r.backup)
 	backedUp := w.count()
-	t.Logf("part 3: %s (a FOLLOWER) stopped in order, %s copied to %s at %d acknowledged writes", m.Name, dataDir, backup, backedUp)
+	t.Logf("part 3: %s (a FOLLOWER) stopped in order, %s copied to %s at %d acknowledged writes", m.Name, dataDir, r.backup, backedUp)
 	if err := m.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitSyncedDF(t, c, f, 20*time.Second)
+	waitSyncedDF(t, c, r.f, 20*time.Second)
 	w.await(t, backedUp+50)
-	// A failover: the LEADER killed, a new epoch taken.
+	return r
+}
+
+// failover: the LEADER killed, a new epoch taken; the killed master
+// started again and synced, and no acknowledged change lost.
+func (r *dfRestore) failover(t *testing.T) {
+	t.Helper()
+	c, w, lead := r.c, r.w, r.lead
 	st0 := statusOf(t, c, lead)
 	c.Masters[lead].Kill()
 	next, st, err := c.WaitLeader(15*time.Second, 20*time.Millisecond, lead)
@@ -209,30 +288,40 @@ func TestDiskFaults(t *testing.T) {
 	}
 	waitSyncedDF(t, c, lead, 20*time.Second)
 	w.await(t, w.count()+50)
-	w.check(t, reader, "after the failover of part 3")
+	w.check(t, r.reader, "after the failover of part 3")
+	r.next = next
+}
 
-	// The copy, as taken on a host whose clock was an hour ahead: its
-	// incarnation's high 32 bits are that clock's seconds.
+// copyAhead stops the copied master in order and sets the copy's
+// incarnation as taken on a host whose clock was an hour ahead: its
+// incarnation's high 32 bits are that clock's seconds.
+func (r *dfRestore) copyAhead(t *testing.T) {
+	t.Helper()
+	c, m, f := r.c, r.m, r.f
 	m.Term(10 * time.Second)
 	if m.Running() {
 		t.Fatalf("%s did not stop in order", m.Name)
 	}
-	ahead := uint64(time.Now().Add(time.Hour).Unix())<<32 | 0x5eed
-	before := setIncarnation(t, backup, ahead)
-	t.Logf("part 3: %s stopped; the copy's incarnation %#x set to %#x (taken on a clock an hour ahead of this host's)", m.Name, before, ahead)
-	if next == f {
+	r.ahead = uint64(time.Now().Add(time.Hour).Unix())<<32 | 0x5eed
+	before := setIncarnation(t, r.backup, r.ahead)
+	t.Logf("part 3: %s stopped; the copy's incarnation %#x set to %#x (taken on a clock an hour ahead of this host's)", m.Name, before, r.ahead)
+	if r.next == f {
 		// It was the LEADER: wait for another before going on.
-		if _, _, err = c.WaitLeader(15*time.Second, 20*time.Millisecond, f); err != nil {
+		if _, _, err := c.WaitLeader(15*time.Second, 20*time.Millisecond, f); err != nil {
 			t.Fatalf("after %s stopped: %v", m.Name, err)
 		}
 	}
+}
 
-	// Run A: the master as it went on on that host after the copy was
-	// taken, 10 s later by its clock (the incarnation its start took
-	// there): made LEADER, so that this incarnation takes an epoch and
-	// the voters record it, then killed.
-	later := backup + "-later"
-	copyDir(t, backup, later)
+// runA: the master as it went on on that host after the copy was taken,
+// 10 s later by its clock (the incarnation its start took there): made
+// LEADER, so that this incarnation takes an epoch and the voters record
+// it, then killed.
+func (r *dfRestore) runA(t *testing.T) {
+	t.Helper()
+	c, w, m, f, ahead := r.c, r.w, r.m, r.f, r.ahead
+	later := r.backup + "-later"
+	copyDir(t, r.backup, later)
 	setIncarnation(t, later, ahead+10<<32)
 	incA := startFromCopy(t, c, f, later)
 	if incA <= ahead+10<<32 {
@@ -252,11 +341,17 @@ func TestDiskFaults(t *testing.T) {
 	if _, _, err := c.WaitLeader(15*time.Second, 20*time.Millisecond, f); err != nil {
 		t.Fatalf("after kill -9 of run A: %v", err)
 	}
+	r.incA = incA
+}
 
-	// Runs B and C: the copy restored on this host, whose clock is behind
-	// the copy's incarnation, twice, stopped in order in between. Only
-	// the random bits tell the runs apart (roles.IncarnationBase); both
-	// are below run A's, which the voters saw last.
+// runsBAndC: the copy restored on this host, whose clock is behind the
+// copy's incarnation, twice, stopped in order in between. Only the random
+// bits tell the runs apart (roles.IncarnationBase); both are below run
+// A's, which the voters saw last. Every incarnation differs, and each run
+// catches up without a change being lost.
+func (r *dfRestore) runsBAndC(t *testing.T) {
+	t.Helper()
+	c, w, m, f, ahead, incA := r.c, r.w, r.m, r.f, r.ahead, r.incA
 	var incs []uint64
 	for _, run := range []string{"B", "C"} {
 		if run == "C" {
@@ -265,7 +360,7 @@ func TestDiskFaults(t *testing.T) {
 				t.Fatalf("run B of %s did not stop in order", m.Name)
 			}
 		}
-		inc := startFromCopy(t, c, f, backup)
+		inc := startFromCopy(t, c, f, r.backup)
 		t.Logf("part 3: run %s of %s from the copy: incarnation %#x (run A's %#x)", run, m.Name, inc, incA)
 		if inc <= ahead || inc > ahead+1<<31 {
 			t.Fatalf("run %s of %s: incarnation %#x, want the copy's %#x plus at most 2^31 random", run, m.Name, inc, ahead)
@@ -276,14 +371,19 @@ func TestDiskFaults(t *testing.T) {
 		incs = append(incs, inc)
 		waitSyncedDF(t, c, f, 20*time.Second)
 		w.await(t, w.count()+50)
-		w.check(t, reader, fmt.Sprintf("with run %s of %s up", run, m.Name))
+		w.check(t, r.reader, fmt.Sprintf("with run %s of %s up", run, m.Name))
 	}
-	// The other masters take run C's status although its incarnation is
-	// below run A's (a view not heard within PEER_TIMEOUT takes a lower
-	// incarnation, roles.onPeerStatus): their count of statuses ignored as
-	// stale stops growing. Before that fix it grew ~10/s for good.
+}
+
+// staleSettles: the other masters take run C's status although its
+// incarnation is below run A's (a view not heard within PEER_TIMEOUT
+// takes a lower incarnation, roles.onPeerStatus): their count of statuses
+// ignored as stale stops growing. Before that fix it grew ~10/s for good.
+func (r *dfRestore) staleSettles(t *testing.T) {
+	t.Helper()
+	c, f := r.c, r.f
 	var stale []string
-	eventually(t, 10*time.Second, time.Second, "the other masters no longer ignore "+m.Name+"'s status as stale", func() error {
+	eventually(t, 10*time.Second, time.Second, "the other masters no longer ignore "+r.m.Name+"'s status as stale", func() error {
 		now := staleIgnored(c, f)
 		if stale != nil && slices.Equal(now, stale) {
 			return nil
@@ -293,11 +393,18 @@ func TestDiskFaults(t *testing.T) {
 		return fmt.Errorf("mfs_master_ignored_total{reason=\"stale-incarnation\"}: %v, a second before %v", now, prev)
 	})
 	t.Logf("part 3: the other masters' mfs_master_ignored_total{reason=\"stale-incarnation\"} settled at %v", stale)
+}
+
+// finish halts the writer and reads every acknowledged change back from
+// the LEADER.
+func (r *dfRestore) finish(t *testing.T) {
+	t.Helper()
+	c, w := r.c, r.w
 	w.halt()
 	final := leaderOf(t, c)
-	w.check(t, reader, fmt.Sprintf("at the end, from the LEADER %s", c.Masters[final].Addr))
+	w.check(t, r.reader, fmt.Sprintf("at the end, from the LEADER %s", c.Masters[final].Addr))
 	t.Logf("part 3 done in %v; %d writes acknowledged, %d failed or unknown; whole test %v",
-		time.Since(t3).Round(time.Millisecond), w.count(), w.failed(), time.Since(began).Round(time.Millisecond))
+		time.Since(r.partBegan).Round(time.Millisecond), w.count(), w.failed(), time.Since(r.began).Round(time.Millisecond))
 }
 
 // startDiskFaults starts masters masters and css voter-only chunkservers

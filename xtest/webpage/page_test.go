@@ -65,59 +65,91 @@ func TestWitnessPanel(t *testing.T) {
 	if exe == "" {
 		t.Skip("no Chromium found (chromium, chromium-browser, google-chrome): the browser test of the witness panel is skipped; `apt-get install chromium` (make test does) runs it")
 	}
-	const epoch = 9
-	var witness atomic.Bool
-	witness.Store(true)
+	p := openWitnessPanel(t, exe)
+	p.witnessSection(t)
+	p.witnessRows(t)
+	p.holderTagged(t)
+	p.historyWithLease(t)
+	p.noLostValue(t)
+	p.shot(t, "witness.png")
+	p.onPhone(t)
+	p.withoutWitness(t)
+	p.noPageErrors(t)
+}
+
+// panelEpoch is the lease_epoch of TestWitnessPanel's fixture document.
+const panelEpoch = 9
+
+// witnessPanel is TestWitnessPanel's fixture: the page, served with the
+// fixture document (with the witness or without it, as witness says), in
+// a browser's tab, where screenshots go, and what the page logged.
+type witnessPanel struct {
+	witness atomic.Bool
+	ctx     context.Context
+	shots   string
+
+	mu   sync.Mutex
+	errs []string // console errors and uncaught exceptions
+}
+
+// openWitnessPanel serves the page with the witness's document, starts
+// the browser (for at most a minute), records the page's errors and loads
+// the page.
+func openWitnessPanel(t *testing.T, exe string) *witnessPanel {
+	t.Helper()
+	p := &witnessPanel{}
+	p.witness.Store(true)
 	mux := http.NewServeMux()
 	mux.Handle("/", webui.Handler())
 	mux.HandleFunc("GET /api/v1/status", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(witnessDocument(epoch, witness.Load()))
+		_, _ = w.Write(witnessDocument(panelEpoch, p.witness.Load()))
 	})
 	srv := httptest.NewServer(mux)
-	defer srv.Close()
+	t.Cleanup(srv.Close)
 
-	shots := artifacts(t)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe),
-		chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1200, 1000))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancelTime := context.WithTimeout(ctx, time.Minute)
-	defer cancelTime()
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("starting %s: %v", exe, err)
-	}
-	var mu sync.Mutex
-	var errs []string
+	p.shots = artifacts(t)
+	p.ctx = startBrowser(t, exe, time.Minute)
 	go func() {
-		for m, err := range chromedp.Console(ctx) {
+		for m, err := range chromedp.Console(p.ctx) {
 			if err != nil {
 				return
 			}
 			if m.Type == chromedp.ConsoleException || m.Type == chromedp.ConsoleError {
-				mu.Lock()
-				errs = append(errs, m.Text)
-				mu.Unlock()
+				p.mu.Lock()
+				p.errs = append(p.errs, m.Text)
+				p.mu.Unlock()
 			}
 		}
 	}()
-	text := func(sel string) string { return pageText(ctx, sel) }
-	eventually := func(what string, cond func() error) {
-		t.Helper()
-		clustertest.Eventually(t, 10*time.Second, 100*time.Millisecond, what, cond)
-	}
-	shot := func(name string) { screenshot(t, ctx, shots, name) }
-
-	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible("#masters")); err != nil {
+	if err := chromedp.Do(p.ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible("#masters")); err != nil {
 		t.Fatalf("loading the page: %v", err)
 	}
-	eventually("the witness section", func() error {
-		w := text("#witness")
+	return p
+}
+
+func (p *witnessPanel) text(sel string) string { return pageText(p.ctx, sel) }
+
+func (p *witnessPanel) eventually(t *testing.T, what string, cond func() error) {
+	t.Helper()
+	clustertest.Eventually(t, 10*time.Second, 100*time.Millisecond, what, cond)
+}
+
+func (p *witnessPanel) shot(t *testing.T, name string) {
+	t.Helper()
+	screenshot(t, p.ctx, p.shots, name)
+}
+
+// witnessSection: the section names the witness, its store, who holds
+// the lease at which lease_epoch, the last write and call, and the store
+// log.
+func (p *witnessPanel) witnessSection(t *testing.T) {
+	t.Helper()
+	p.eventually(t, "the witness section", func() error {
+		w := p.text("#witness")
 		for _, want := range []string{
 			"Witness " + fixture.WitnessID + " · s3 http://10.0.3.5:7070 mfs-witness/mfs",
-			fmt.Sprintf("lease held by 127.0.0.11 · lease_epoch %d", epoch),
+			fmt.Sprintf("lease held by 127.0.0.11 · lease_epoch %d", panelEpoch),
 			"last write 1 s ago by 127.0.0.11", "last call 12 ms", "store usable by 2 of 2 masters",
 			"store log: a snapshot at 1400 and 3 object(s), 3.0 MiB, changes 1401..1532, oldest 40 s",
 		} {
@@ -127,9 +159,15 @@ func TestWitnessPanel(t *testing.T) {
 		}
 		return nil
 	})
-	// Each master's row: cells tab-separated in innerText.
+}
+
+// witnessRows: each master's side (self-test, record), a row each, cells
+// tab-separated in innerText; none for the unreachable master.
+func (p *witnessPanel) witnessRows(t *testing.T) {
+	t.Helper()
+	const epoch = panelEpoch
 	rows := map[string][]string{}
-	for _, row := range strings.Split(text("#witnesstable tbody"), "\n") {
+	for _, row := range strings.Split(p.text("#witnesstable tbody"), "\n") {
 		cells := strings.Split(row, "\t")
 		rows[strings.Fields(cells[0])[0]] = cells
 	}
@@ -143,83 +181,114 @@ func TestWitnessPanel(t *testing.T) {
 	if r := rows["127.0.0.13"]; r != nil {
 		t.Errorf("a row for the unreachable master, which reported nothing: %q", r)
 	}
-	// The holder is tagged in the masters table, and only it.
-	if m := text("#masters"); strings.Count(m, "witness lease") != 1 || !strings.Contains(m, "127.0.0.11\tLEADERwitness lease") {
+}
+
+// holderTagged: the holder is tagged in the masters table, and only it.
+func (p *witnessPanel) holderTagged(t *testing.T) {
+	t.Helper()
+	if m := p.text("#masters"); strings.Count(m, "witness lease") != 1 || !strings.Contains(m, "127.0.0.11\tLEADERwitness lease") {
 		t.Errorf("the masters table does not tag the holder alone:\n%s", m)
 	}
-	// The history: the LEADER's record relied on the lease; the one before
-	// it left on half without it.
+}
+
+// historyWithLease: the LEADER's record relied on the lease; the one
+// before it left on half without it.
+func (p *witnessPanel) historyWithLease(t *testing.T) {
+	t.Helper()
 	var relied, left bool
-	for _, row := range strings.Split(text("#history"), "\n") {
+	for _, row := range strings.Split(p.text("#history"), "\n") {
 		cells := strings.Split(row, "\t")
 		if len(cells) != 8 {
 			continue
 		}
 		relied = relied || cells[1] == "127.0.0.11" && strings.HasSuffix(cells[2], "-> LEADER") &&
-			cells[5] == fmt.Sprintf("dc1 2/2 dc2 0/2 + witness lease_epoch %d", epoch)
+			cells[5] == fmt.Sprintf("dc1 2/2 dc2 0/2 + witness lease_epoch %d", panelEpoch)
 		left = left || cells[1] == "127.0.0.13" && cells[4] == "quorum-lost §3.8: half, no witness lease" && cells[5] == "dc1 0/2 dc2 2/2 + no witness lease"
 	}
 	if !relied || !left {
-		t.Errorf("the history lacks the witness's part (relied %v, left without the lease %v):\n%s", relied, left, text("#history"))
+		t.Errorf("the history lacks the witness's part (relied %v, left without the lease %v):\n%s", relied, left, p.text("#history"))
 	}
-	if body := text("main"); strings.Contains(body, "null") || strings.Contains(body, "undefined") || strings.Contains(body, "NaN") {
+}
+
+// noLostValue: the page shows no value its script lost.
+func (p *witnessPanel) noLostValue(t *testing.T) {
+	t.Helper()
+	if body := p.text("main"); strings.Contains(body, "null") || strings.Contains(body, "undefined") || strings.Contains(body, "NaN") {
 		t.Errorf("the page shows a value the script lost:\n%s", body)
 	}
-	shot("witness.png")
+}
 
-	// A phone: nothing wider than the screen, each witness row a block
-	// whose cells say what they are.
-	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844)); err != nil {
+// onPhone: on a phone nothing is wider than the screen and each witness
+// row is a block whose cells say what they are (phoneRows).
+func (p *witnessPanel) onPhone(t *testing.T) {
+	t.Helper()
+	if err := chromedp.Do(p.ctx, chromedp.EmulateViewport(390, 844)); err != nil {
 		t.Fatal(err)
 	}
-	eventually("the page fitting a phone's width", func() error {
-		w, err := chromedp.Run(ctx, chromedp.Evaluate[int]("document.documentElement.scrollWidth - window.innerWidth"))
+	p.eventually(t, "the page fitting a phone's width", func() error {
+		w, err := chromedp.Run(p.ctx, chromedp.Evaluate[int]("document.documentElement.scrollWidth - window.innerWidth"))
 		if err != nil || w > 0 {
 			return fmt.Errorf("%d px wider than the screen (%v)", w, err)
 		}
-		block, err := chromedp.Run(ctx, chromedp.Evaluate[string](`getComputedStyle(document.querySelector("#witnesstable tbody tr")).display`))
+		block, err := chromedp.Run(p.ctx, chromedp.Evaluate[string](`getComputedStyle(document.querySelector("#witnesstable tbody tr")).display`))
 		if err != nil || block != "block" {
 			return fmt.Errorf("a witness row is shown as %q (%v)", block, err)
 		}
 		return nil
 	})
-	// What a phone shows of the holder's row: each cell after the master
-	// with its column's name (data-label, drawn before it), "-" cells left out.
-	shown, err := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll("#witnesstable tbody tr:first-child td")]
+	p.phoneRows(t)
+	p.shot(t, "witness-phone.png")
+	if err := chromedp.Do(p.ctx, chromedp.EmulateViewport(1200, 1000)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// phoneRows: what a phone shows of the holder's and the FOLLOWER's rows:
+// each cell after the master with its column's name (data-label, drawn
+// before it), "-" cells left out.
+func (p *witnessPanel) phoneRows(t *testing.T) {
+	t.Helper()
+	const epoch = panelEpoch
+	shown, err := chromedp.Run(p.ctx, chromedp.Evaluate[string](`[...document.querySelectorAll("#witnesstable tbody tr:first-child td")]
 		.filter(td => getComputedStyle(td).display !== "none").map(td => (td.dataset.label || "") + "=" + td.innerText).join("|")`))
 	if want := "=127.0.0.11 LEADER|store=s3 http://10.0.3.5:7070 mfs-witness/mfs|self-test=passed|lease=held|" +
 		fmt.Sprintf("record=held lease_epoch %d by 127.0.0.11|last call=swap ok|latency=12 ms|last write=1 s ago", epoch); err != nil || shown != want {
 		t.Errorf("the holder's row on a phone: %q (%v), want %q", shown, err, want)
 	}
-	shown, err = chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll("#witnesstable tbody tr:nth-child(2) td")]
+	shown, err = chromedp.Run(p.ctx, chromedp.Evaluate[string](`[...document.querySelectorAll("#witnesstable tbody tr:nth-child(2) td")]
 		.filter(td => getComputedStyle(td).display !== "none").map(td => (td.dataset.label || "") + "=" + td.innerText).join("|")`))
 	if want := "=127.0.0.12 FOLLOWER|store=s3 http://10.0.3.5:7070 mfs-witness/mfs|self-test=passed|lease=not held|" +
 		fmt.Sprintf("record=free lease_epoch %d", epoch-1); err != nil || shown != want {
 		t.Errorf("the FOLLOWER's row on a phone: %q (%v), want %q", shown, err, want)
 	}
-	shot("witness-phone.png")
-	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1200, 1000)); err != nil {
-		t.Fatal(err)
-	}
+}
 
-	// No witness configured: the section goes.
-	witness.Store(false)
-	eventually("the witness section hidden without a witness", func() error {
-		hidden, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("witness").hidden`))
+// withoutWitness: no witness configured, the section goes, and neither
+// the masters table nor the history names the witness.
+func (p *witnessPanel) withoutWitness(t *testing.T) {
+	t.Helper()
+	p.witness.Store(false)
+	p.eventually(t, "the witness section hidden without a witness", func() error {
+		hidden, err := chromedp.Run(p.ctx, chromedp.Evaluate[bool](`document.getElementById("witness").hidden`))
 		if err != nil || !hidden {
-			return fmt.Errorf("shown: %q (%v)", text("#witness"), err)
+			return fmt.Errorf("shown: %q (%v)", p.text("#witness"), err)
 		}
-		if m := text("#masters"); strings.Contains(m, "witness") {
+		if m := p.text("#masters"); strings.Contains(m, "witness") {
 			return fmt.Errorf("the masters table still names the witness:\n%s", m)
 		}
-		if h := text("#history"); strings.Contains(h, "witness") {
+		if h := p.text("#history"); strings.Contains(h, "witness") {
 			return fmt.Errorf("the history still names the witness:\n%s", h)
 		}
 		return nil
 	})
-	mu.Lock()
-	defer mu.Unlock()
-	if len(errs) > 0 {
-		t.Errorf("the page logged errors: %q", errs)
+}
+
+// noPageErrors: the page logged no console error or exception all along.
+func (p *witnessPanel) noPageErrors(t *testing.T) {
+	t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.errs) > 0 {
+		t.Errorf("the page logged errors: %q", p.errs)
 	}
 }

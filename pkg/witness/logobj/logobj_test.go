@@ -212,150 +212,181 @@ func TestLargeSnapshotUnderSnapDecodes(t *testing.T) {
 	}
 }
 
+// decodeFixture holds the sound objects the refusal cases break: a change
+// batch and a snapshot, each encoded with its descriptor.
+type decodeFixture struct {
+	changeBody, snapBody []byte
+	changeDesc, snapDesc witness.LogObject
+}
+
+// refusedObject is a body Decode must refuse and the descriptor it is
+// checked against.
+type refusedObject struct {
+	body []byte
+	want witness.LogObject
+}
+
+// refusal is one case of TestDecodeRefusals: make builds the object from
+// the fixture, and the error names word besides the key.
+type refusal struct {
+	name string
+	make func(t *testing.T, f decodeFixture) refusedObject
+	word string
+}
+
+// bodyRefusals: the body is not the one the descriptor sums and sizes.
+var bodyRefusals = []refusal{
+	{"flipped byte", func(t *testing.T, f decodeFixture) refusedObject {
+		b := slices.Clone(f.changeBody)
+		b[len(b)/2] ^= 1
+		return refusedObject{b, f.changeDesc}
+	}, "SHA-256"},
+	{"flipped byte in the inner checksum", func(t *testing.T, f decodeFixture) refusedObject {
+		b := slices.Clone(f.changeBody)
+		b[len(b)-1] ^= 0x80
+		return refusedObject{b, f.changeDesc}
+	}, "SHA-256"},
+	{"head says longer", func(t *testing.T, f decodeFixture) refusedObject {
+		d := f.changeDesc
+		d.Bytes++
+		return refusedObject{f.changeBody, d}
+	}, "bytes"},
+	{"truncated body", func(t *testing.T, f decodeFixture) refusedObject {
+		return refusedObject{f.changeBody[:len(f.changeBody)-1], f.changeDesc}
+	}, "bytes"},
+	{"shorter than magic and checksum", func(t *testing.T, f decodeFixture) refusedObject {
+		b := []byte("MFSLOG1\n")
+		all := sha256.Sum256(b)
+		return refusedObject{b, witness.LogObject{Key: logKey, Epoch: 5, Bytes: len(b), SHA256: hex.EncodeToString(all[:])}}
+	}, "bytes"},
+}
+
+// descriptorRefusals: a sound body under a descriptor (or key) that
+// says something else of it.
+var descriptorRefusals = []refusal{
+	{"descriptor's last differs", func(t *testing.T, f decodeFixture) refusedObject {
+		d := f.changeDesc
+		d.Last = witness.Pos{Version: 14, Epoch: 5}
+		return refusedObject{f.changeBody, d}
+	}, "ends at"},
+	{"descriptor of another epoch", func(t *testing.T, f decodeFixture) refusedObject {
+		d := f.changeDesc
+		d.Epoch = 6
+		return refusedObject{f.changeBody, d}
+	}, "epoch"},
+	{"descriptor's prev differs", func(t *testing.T, f decodeFixture) refusedObject {
+		d := f.changeDesc
+		d.Prev = witness.Pos{Version: 9, Epoch: 4}
+		return refusedObject{f.changeBody, d}
+	}, "after"},
+	{"snapshot body under log/", func(t *testing.T, f decodeFixture) refusedObject {
+		d := f.snapDesc
+		d.Key = logKey
+		return refusedObject{f.snapBody, d}
+	}, "holds no changes"},
+	{"change batch under snap/", func(t *testing.T, f decodeFixture) refusedObject {
+		d := f.changeDesc
+		d.Key = snapKey
+		return refusedObject{f.changeBody, d}
+	}, "not a snapshot"},
+	{"snapshot at another position", func(t *testing.T, f decodeFixture) refusedObject {
+		d := f.snapDesc
+		d.Last = witness.Pos{Version: 21, Epoch: 5}
+		return refusedObject{f.snapBody, d}
+	}, "a snapshot at"},
+}
+
+// contentRefusals: sealed bodies whose batch breaks a rule of its kind.
+var contentRefusals = []refusal{
+	{"snapshot without a config", func(t *testing.T, f decodeFixture) refusedObject {
+		b := snapshotBatch()
+		b.Snapshot.Latest = nil
+		body, d := encodeAt(t, b, snapKey)
+		return refusedObject{body, d}
+	}, "a snapshot at"},
+	{"snapshot with entries", func(t *testing.T, f decodeFixture) refusedObject {
+		b := snapshotBatch()
+		b.Entries = changeBatch().Entries[:1]
+		body, d := encodeAt(t, b, snapKey)
+		return refusedObject{body, d}
+	}, "not a snapshot"},
+	{"change batch with a snapshot", func(t *testing.T, f decodeFixture) refusedObject {
+		b := changeBatch()
+		b.Snapshot = snapshotBatch().Snapshot
+		body, d := encodeAt(t, b, logKey)
+		d.Last = witness.Pos{Version: 13, Epoch: 5}
+		return refusedObject{body, d}
+	}, "holds no changes"},
+	{"no entries", func(t *testing.T, f decodeFixture) refusedObject {
+		b := changeBatch()
+		b.Entries = nil
+		body, d := encodeAt(t, b, logKey)
+		return refusedObject{body, d}
+	}, "holds no changes"},
+	{"body over the size bound", func(t *testing.T, f decodeFixture) refusedObject {
+		b := changeBatch()
+		b.Entries[1].Value = strings.Repeat("v", witness.MaxLogObjectSize)
+		body, d := encodeAt(t, b, logKey)
+		if len(body) <= witness.MaxLogObjectSize {
+			t.Fatalf("body of %d bytes is within the bound", len(body))
+		}
+		return refusedObject{body, d}
+	}, "bytes"},
+	{"wrong format", func(t *testing.T, f decodeFixture) refusedObject {
+		b := changeBatch()
+		b.Format = witness.LogFormat + 1
+		body, d := encodeAt(t, b, logKey)
+		return refusedObject{body, d}
+	}, "format"},
+	{"version gap", func(t *testing.T, f decodeFixture) refusedObject {
+		b := changeBatch()
+		b.Entries[2].Version = 14
+		body, d := encodeAt(t, b, logKey)
+		return refusedObject{body, d}
+	}, "does not follow"},
+	{"first entry does not continue prev", func(t *testing.T, f decodeFixture) refusedObject {
+		b := changeBatch()
+		b.Prev = changelog.Pos{Version: 9, Epoch: 4}
+		body, d := encodeAt(t, b, logKey)
+		return refusedObject{body, d}
+	}, "does not follow"},
+	{"entry epoch goes down", func(t *testing.T, f decodeFixture) refusedObject {
+		b := changeBatch()
+		b.Entries[2].Epoch = 3
+		body, d := encodeAt(t, b, logKey)
+		return refusedObject{body, d}
+	}, "does not follow"},
+	{"entry epoch above the writer's", func(t *testing.T, f decodeFixture) refusedObject {
+		b := changeBatch()
+		b.Entries[2].Epoch = 6
+		body, d := encodeAt(t, b, logKey)
+		return refusedObject{body, d}
+	}, "does not follow"},
+}
+
+// resealedRefusals: bodies broken inside with both checksums made to
+// match, so that only the break is wrong.
+var resealedRefusals = []refusal{
+	{"wrong magic, checksums resealed", func(t *testing.T, f decodeFixture) refusedObject {
+		b := slices.Clone(f.changeBody)
+		b[0] = 'X'
+		d := f.changeDesc
+		return refusedObject{reseal(t, b, &d), d}
+	}, "magic"},
+	{"body that does not decode, checksums resealed", func(t *testing.T, f decodeFixture) refusedObject {
+		b := append([]byte("MFSLOG1\n\xc1\xc1\xc1"), make([]byte, sha256.Size)...)
+		d := witness.LogObject{Key: logKey, Epoch: 5, Prev: witness.PosOf(prev)}
+		return refusedObject{reseal(t, b, &d), d}
+	}, "does not decode"},
+}
+
 func TestDecodeRefusals(t *testing.T) {
 	changeBody, changeDesc := encodeAt(t, changeBatch(), logKey)
 	snapBody, snapDesc := encodeAt(t, snapshotBatch(), snapKey)
-	type object struct {
-		body []byte
-		want witness.LogObject
-	}
-	cases := []struct {
-		name string
-		make func(t *testing.T) object
-		word string // besides the key, the error names this
-	}{
-		{"flipped byte", func(t *testing.T) object {
-			b := slices.Clone(changeBody)
-			b[len(b)/2] ^= 1
-			return object{b, changeDesc}
-		}, "SHA-256"},
-		{"flipped byte in the inner checksum", func(t *testing.T) object {
-			b := slices.Clone(changeBody)
-			b[len(b)-1] ^= 0x80
-			return object{b, changeDesc}
-		}, "SHA-256"},
-		{"head says longer", func(t *testing.T) object {
-			d := changeDesc
-			d.Bytes++
-			return object{changeBody, d}
-		}, "bytes"},
-		{"truncated body", func(t *testing.T) object {
-			return object{changeBody[:len(changeBody)-1], changeDesc}
-		}, "bytes"},
-		{"shorter than magic and checksum", func(t *testing.T) object {
-			b := []byte("MFSLOG1\n")
-			all := sha256.Sum256(b)
-			return object{b, witness.LogObject{Key: logKey, Epoch: 5, Bytes: len(b), SHA256: hex.EncodeToString(all[:])}}
-		}, "bytes"},
-		{"descriptor's last differs", func(t *testing.T) object {
-			d := changeDesc
-			d.Last = witness.Pos{Version: 14, Epoch: 5}
-			return object{changeBody, d}
-		}, "ends at"},
-		{"descriptor of another epoch", func(t *testing.T) object {
-			d := changeDesc
-			d.Epoch = 6
-			return object{changeBody, d}
-		}, "epoch"},
-		{"descriptor's prev differs", func(t *testing.T) object {
-			d := changeDesc
-			d.Prev = witness.Pos{Version: 9, Epoch: 4}
-			return object{changeBody, d}
-		}, "after"},
-		{"snapshot body under log/", func(t *testing.T) object {
-			d := snapDesc
-			d.Key = logKey
-			return object{snapBody, d}
-		}, "holds no changes"},
-		{"change batch under snap/", func(t *testing.T) object {
-			d := changeDesc
-			d.Key = snapKey
-			return object{changeBody, d}
-		}, "not a snapshot"},
-		{"snapshot at another position", func(t *testing.T) object {
-			d := snapDesc
-			d.Last = witness.Pos{Version: 21, Epoch: 5}
-			return object{snapBody, d}
-		}, "a snapshot at"},
-		{"snapshot without a config", func(t *testing.T) object {
-			b := snapshotBatch()
-			b.Snapshot.Latest = nil
-			body, d := encodeAt(t, b, snapKey)
-			return object{body, d}
-		}, "a snapshot at"},
-		{"snapshot with entries", func(t *testing.T) object {
-			b := snapshotBatch()
-			b.Entries = changeBatch().Entries[:1]
-			body, d := encodeAt(t, b, snapKey)
-			return object{body, d}
-		}, "not a snapshot"},
-		{"change batch with a snapshot", func(t *testing.T) object {
-			b := changeBatch()
-			b.Snapshot = snapshotBatch().Snapshot
-			body, d := encodeAt(t, b, logKey)
-			d.Last = witness.Pos{Version: 13, Epoch: 5}
-			return object{body, d}
-		}, "holds no changes"},
-		{"no entries", func(t *testing.T) object {
-			b := changeBatch()
-			b.Entries = nil
-			body, d := encodeAt(t, b, logKey)
-			return object{body, d}
-		}, "holds no changes"},
-		{"body over the size bound", func(t *testing.T) object {
-			b := changeBatch()
-			b.Entries[1].Value = strings.Repeat("v", witness.MaxLogObjectSize)
-			body, d := encodeAt(t, b, logKey)
-			if len(body) <= witness.MaxLogObjectSize {
-				t.Fatalf("body of %d bytes is within the bound", len(body))
-			}
-			return object{body, d}
-		}, "bytes"},
-		{"wrong format", func(t *testing.T) object {
-			b := changeBatch()
-			b.Format = witness.LogFormat + 1
-			body, d := encodeAt(t, b, logKey)
-			return object{body, d}
-		}, "format"},
-		{"version gap", func(t *testing.T) object {
-			b := changeBatch()
-			b.Entries[2].Version = 14
-			body, d := encodeAt(t, b, logKey)
-			return object{body, d}
-		}, "does not follow"},
-		{"first entry does not continue prev", func(t *testing.T) object {
-			b := changeBatch()
-			b.Prev = changelog.Pos{Version: 9, Epoch: 4}
-			body, d := encodeAt(t, b, logKey)
-			return object{body, d}
-		}, "does not follow"},
-		{"entry epoch goes down", func(t *testing.T) object {
-			b := changeBatch()
-			b.Entries[2].Epoch = 3
-			body, d := encodeAt(t, b, logKey)
-			return object{body, d}
-		}, "does not follow"},
-		{"entry epoch above the writer's", func(t *testing.T) object {
-			b := changeBatch()
-			b.Entries[2].Epoch = 6
-			body, d := encodeAt(t, b, logKey)
-			return object{body, d}
-		}, "does not follow"},
-		{"wrong magic, checksums resealed", func(t *testing.T) object {
-			b := slices.Clone(changeBody)
-			b[0] = 'X'
-			d := changeDesc
-			return object{reseal(t, b, &d), d}
-		}, "magic"},
-		{"body that does not decode, checksums resealed", func(t *testing.T) object {
-			b := append([]byte("MFSLOG1\n\xc1\xc1\xc1"), make([]byte, sha256.Size)...)
-			d := witness.LogObject{Key: logKey, Epoch: 5, Prev: witness.PosOf(prev)}
-			return object{reseal(t, b, &d), d}
-		}, "does not decode"},
-	}
-	for _, c := range cases {
+	f := decodeFixture{changeBody: changeBody, changeDesc: changeDesc, snapBody: snapBody, snapDesc: snapDesc}
+	for _, c := range slices.Concat(bodyRefusals, descriptorRefusals, contentRefusals, resealedRefusals) {
 		t.Run(c.name, func(t *testing.T) {
-			o := c.make(t)
+			o := c.make(t, f)
 			b, err := Decode(o.body, o.want)
 			if err == nil {
 				t.Fatalf("Decode accepted it: %+v", b)
