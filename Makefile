@@ -1,6 +1,7 @@
 # mfs-election: see README.md.
 GO     ?= go
 SEEDS  ?= 20000
+DSEEDS ?= 40
 TRIALS ?= 20
 # How long `make fuzz` runs each fuzz target, and `make test` (SHORTFUZZ).
 FUZZTIME  ?= 60s
@@ -13,7 +14,7 @@ N         ?= 1000
 LOCATIONS ?= 3
 PROFILE   ?=
 
-.PHONY: all build run test chaos bench scale race vet fuzz mutate install versitygw
+.PHONY: all build run test chaos chaos-drivers bench scale race vet fuzz mutate install versitygw
 
 # An S3-compatible server (versitygw, pinned: v1.8.0 is the first release
 # whose conditional PUTs are atomic per key) for the witness store's tests.
@@ -119,10 +120,12 @@ test: vet versitygw
 # with pkg/witness under -race; of the simulator only TestSeeds, the one
 # test that runs worlds at once (one per core), on 10 seeds: each seed is
 # single-threaded, so more seeds find more bugs but hardly more races, and
-# -short's 50 take 5 minutes under -race.
+# -short's 50 take 5 minutes under -race. The drivers' simulation on memnet,
+# one seed (-short): the real drivers' goroutines under the detector.
 	$(GO) test -race -short -count=1 -timeout 10m ./pkg/...
 	MFS_VERSITYGW=$(VERSITYGW) $(GO) test -race -short -count=1 -timeout 10m ./internal/node/...
 	$(GO) test -race -short -count=1 -timeout 5m -run '^TestSeeds$$' ./internal/sim -seeds=10
+	$(GO) test -race -short -count=1 -timeout 5m ./internal/transport/... ./internal/sim/drivers/...
 	$(call fuzz-each,$(SHORTFUZZ))
 
 # Every fuzz target (each func Fuzz* in a _test.go file), one after another
@@ -163,8 +166,14 @@ versitygw:
 # Many more simulator seeds on every core; rewrites the figures in docs/sim.md.
 # SEEDS=N overrides the number of seeds; WITNESS=1 runs every seed on two
 # locations with an object-store witness (its own block of figures).
-chaos:
+# Then DSEEDS seeds of the drivers' simulation (the real drivers of
+# internal/node on an in-memory network, one seed at a time, about 20 s
+# each): its own block of figures.
+chaos: chaos-drivers
 	$(GO) run ./internal/sim/chaos -seeds=$(SEEDS) -doc docs/sim.md $(if $(WITNESS),-witness)
+
+chaos-drivers:
+	$(GO) run ./internal/sim/drivers/chaos -seeds=$(DSEEDS) -doc docs/sim.md
 
 # Failover of real processes (kill -9 with and without the fast path,
 # SIGSTOP, 200 ms stalls), changes and reads against a 3-member etcd in the

@@ -380,12 +380,14 @@ func (n *ChunkserverNode) loop() {
 		var err error
 		select {
 		case in := <-n.inbox:
+			n.hold()
 			// Group commit, as in the master: what is already queued is
 			// stepped too, and one write makes the group's record durable
 			// before any of its answers leave (a LEADER's heartbeats come
 			// in bursts when changes are acknowledged).
 			err = group(in, n.inbox, n.handle)
 		case <-timer.C:
+			n.hold()
 			if n.voter != nil {
 				err = n.step(roles.Tick{})
 			} else {

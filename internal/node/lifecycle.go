@@ -13,6 +13,9 @@ type lifecycle struct {
 	stopOnce sync.Once
 	done     chan struct{}
 	err      error
+
+	pauseMu sync.Mutex
+	paused  chan struct{} // non-nil while Paused: closed by Resume
 }
 
 func newLifecycle() lifecycle {
@@ -42,5 +45,43 @@ func (l *lifecycle) Err() error {
 		return l.err
 	default:
 		return nil
+	}
+}
+
+// Pause holds the loop at its next input, before it reads the clock or
+// steps anything, until Resume: the driver simulation's SIGSTOP
+// (internal/sim/drivers), which also blocks the host's network, so that
+// nothing is decided, sent or heard meanwhile. Readers and writers of
+// connections go on, as the kernel's buffers do; what the role reports say
+// is judged on the clock as ever, so a paused LEADER's lease lapses in
+// them.
+func (l *lifecycle) Pause() {
+	l.pauseMu.Lock()
+	defer l.pauseMu.Unlock()
+	if l.paused == nil {
+		l.paused = make(chan struct{})
+	}
+}
+
+// Resume lets a paused loop go on.
+func (l *lifecycle) Resume() {
+	l.pauseMu.Lock()
+	defer l.pauseMu.Unlock()
+	if l.paused != nil {
+		close(l.paused)
+		l.paused = nil
+	}
+}
+
+// hold waits out a Pause; a Stop ends the wait. Loop only.
+func (l *lifecycle) hold() {
+	l.pauseMu.Lock()
+	p := l.paused
+	l.pauseMu.Unlock()
+	if p != nil {
+		select {
+		case <-p:
+		case <-l.stopReq:
+		}
 	}
 }

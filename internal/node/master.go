@@ -338,9 +338,10 @@ func (n *MasterNode) Addrs() (ml, cs, cl net.Addr) {
 func (n *MasterNode) now() roles.Instant { return roles.Instant(n.clock.since()) }
 
 // readClock takes the loop's one CLOCK_BOOTTIME reading of an iteration,
-// once its first input is in hand (so never before that input arrived).
-// Loop only.
+// once its first input is in hand (so never before that input arrived),
+// after any Pause. Loop only.
 func (n *MasterNode) readClock() {
+	n.hold()
 	n.iterAt, n.iterMono = n.now(), time.Now()
 }
 
