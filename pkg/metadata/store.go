@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -168,7 +169,9 @@ func openChecked(path, dir string, sp spec, readOnly bool) (db *bolt.DB, schema 
 	returned := false // bolt.Open closes the file itself when it returns an error
 	err = guard(path, sp, func() error {
 		var err error
-		if err = verifyPages(path); errors.Is(err, errNotBolt) {
+		if err = verifyPages(path); errors.Is(err, fs.ErrPermission) {
+			return denied(path, sp, err)
+		} else if errors.Is(err, errNotBolt) {
 			return fmt.Errorf("metadata file %s is not a readable bbolt file: %w", path, err)
 		} else if err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, errLocked) {
 			// A locked file is the lock timeout's error below.
@@ -187,6 +190,8 @@ func openChecked(path, dir string, sp spec, readOnly bool) (db *bolt.DB, schema 
 		if errors.Is(err, bolterrors.ErrTimeout) {
 			return fmt.Errorf("metadata file %s is locked by another process: is another %s using DATA_PATH %s? (%w)",
 				path, sp.daemon, dir, err)
+		} else if errors.Is(err, fs.ErrPermission) {
+			return denied(path, sp, err)
 		} else if err != nil {
 			return fmt.Errorf("metadata file %s is not a readable bbolt file: %w", path, err)
 		}
@@ -206,6 +211,14 @@ func openChecked(path, dir string, sp spec, readOnly bool) (db *bolt.DB, schema 
 		return nil, 0, err
 	}
 	return db, schema, nil
+}
+
+// denied is the error for a file the process may not open as it must
+// (read and write, for its lock and its changes): not damage, so the
+// remedy for damage (move it aside) would throw good metadata away.
+func denied(path string, sp spec, err error) error {
+	return fmt.Errorf("metadata file %s cannot be opened for reading and writing: %w; the file is not damaged and was not modified: "+
+		"give the user %s runs as read and write access to it and to its directory (chown/chmod), and do not move it aside", path, err, sp.daemon)
 }
 
 // check reads everything in tx, checksums included, then runs bbolt's own
