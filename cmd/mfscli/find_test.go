@@ -223,6 +223,17 @@ func TestFlagCombinations(t *testing.T) {
 		{[]string{"-SIM", "get", "k"}, "the namespace commands take no listing flags (-SIM)"},
 		{[]string{"-SLH", "-CLS"}, "-CLS is an admin command: it cannot be combined with -SLH"},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		// Checked before any master is asked (issue 37).
+		{[]string{"-P", "99999"}, "-P 99999: a port is 1 to 65535"},
+		{[]string{"--timeout", "-5s"}, "--timeout -5s: must be above zero"},
+		{[]string{"--wait", "0", "get", "k"}, "--wait 0s: must be above zero"},
+		{[]string{"-CRC/1.2.3.4"}, "-CRC/1.2.3.4: want -CRC/ip/port (ip an address, port 1 to 65535)"},
+		{[]string{"-CRC/1.2.3.4/0"}, "want -CRC/ip/port"},
+		{[]string{"-CMAP/10.0.0.0/33/west"}, "want -CMAP/cidr/name (cidr a range as 10.1.0.0/16)"},
+		{[]string{"-CLS/x"}, "-CLS/x: want -CLS"},
+		{[]string{"-CMR/x"}, "want -CMR or -CMR/ip"},
+		{[]string{"-CWITNESS/test/x"}, "want -CWITNESS/on or -CWITNESS/off or -CWITNESS/test or -CWITNESS/test/ip"},
+		{[]string{"-CFOO/1"}, "unknown admin command -CFOO/1 (RC/ip/port"},
 	}
 	for _, c := range cases {
 		app := newApp()

@@ -71,6 +71,9 @@ func run(c *cli.Context) error {
 	if sh := c.String("completion"); sh != "" {
 		return writeCompletion(os.Stdout, sh)
 	}
+	if err := checkFlags(c); err != nil {
+		return err
+	}
 	if c.Bool("dry-run") && c.String("admin") == "" {
 		return fmt.Errorf("--dry-run goes with an admin command that changes the registry or the location map (%s)", dryRunCommandSet)
 	}
@@ -91,6 +94,9 @@ func run(c *cli.Context) error {
 		}
 		if len(set) > 0 {
 			return fmt.Errorf("-C%s is an admin command: it cannot be combined with %s", cmd, strings.Join(set, " "))
+		}
+		if err := checkAdminSyntax(cmd); err != nil {
+			return err
 		}
 		answers, errs := find(c, clusterview.Parts{})
 		if !clusterview.ReachedAny(answers) {
