@@ -284,3 +284,31 @@ func TestOnlyOffLocation(t *testing.T) {
 		t.Errorf("OFF location not shown:\n%s", out)
 	}
 }
+
+// TestWrongPortHint (issue 37): a port that accepts and never says hello
+// (an HTTP port, another service) is named as the likely mistake.
+func TestWrongPortHint(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // held open, silent, until the listener goes
+		}
+	}()
+	port := netip.MustParseAddrPort(ln.Addr().String()).Port()
+	app := newApp()
+	app.ExitErrHandler = func(*cli.Context, error) {}
+	app.Writer, app.ErrWriter = &strings.Builder{}, &strings.Builder{}
+	err = app.Run([]string{"mfscli", "-H", "127.0.0.1", "-P", fmt.Sprint(port), "--timeout", "200ms", "-p"})
+	want := fmt.Sprintf("is -P %d the masters' client port, 9421 by default?", port)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("%v, want %q", err, want)
+	}
+}

@@ -6,6 +6,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/mfs-election/mfs-election/internal/clusterview"
 	"github.com/mfs-election/mfs-election/internal/release"
+	"github.com/mfs-election/mfs-election/pkg/client"
 )
 
 // Frozen by the golden tests.
@@ -100,7 +102,7 @@ func run(c *cli.Context) error {
 		}
 		answers, errs := find(c, clusterview.Parts{})
 		if !clusterview.ReachedAny(answers) {
-			return noMaster(answers, errs)
+			return noMaster(c, answers, errs)
 		}
 		if c.Bool("dry-run") {
 			o, err := listingOptions(c)
@@ -164,11 +166,17 @@ func find(c *cli.Context, p clusterview.Parts) ([]clusterview.Answer, []string) 
 	return answers, append(errs, clusterview.AnswerErrors(answers)...)
 }
 
-func noMaster(answers []clusterview.Answer, errs []string) error {
+func noMaster(c *cli.Context, answers []clusterview.Answer, errs []string) error {
 	if len(answers) == 0 {
 		return fmt.Errorf("no master to ask: %s", strings.Join(errs, "; "))
 	}
-	return fmt.Errorf("no master reachable: %s", strings.Join(errs, "; "))
+	hint := ""
+	if slices.ContainsFunc(answers, func(a clusterview.Answer) bool { return errors.Is(a.Err, client.ErrBusy) }) {
+		// Connected, and no hello came back: a master's client port
+		// always answers one at once, however loaded.
+		hint = fmt.Sprintf(" (connected, but no master's hello came back within --timeout: is -P %d the masters' client port, 9421 by default? their HTTP port, 9425, does not speak this protocol)", c.Int("P"))
+	}
+	return fmt.Errorf("no master reachable: %s%s", strings.Join(errs, "; "), hint)
 }
 
 // listings prints what o asks for. It fails (exit 1) only when no master
@@ -181,7 +189,7 @@ func listings(c *cli.Context, o options) error {
 		return err
 	}
 	if !clusterview.ReachedAny(answers) {
-		return noMaster(answers, errs)
+		return noMaster(c, answers, errs)
 	}
 	if o.mode != modeJSON {
 		for _, e := range errs {
