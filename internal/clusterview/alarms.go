@@ -124,9 +124,10 @@ func twoLeaders(answers []Answer) (LayoutWarning, bool) {
 }
 
 // singleMaster: the masters asked are one (MASTER_HOST, or mfscli's -H,
-// names one).
+// names one), and that one knows of no other: a master that names others
+// in its set (StatusResp.Masters) is one of several, asked alone.
 func singleMaster(answers []Answer) (LayoutWarning, bool) {
-	if len(answers) != 1 {
+	if len(answers) != 1 || len(answers[0].St.Masters) > 1 {
 		return LayoutWarning{}, false
 	}
 	return LayoutWarning{Kind: AlarmSingleMaster, Masters: []netip.Addr{answers[0].Addr.Addr()},

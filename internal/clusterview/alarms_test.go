@@ -61,6 +61,24 @@ func ackShort(a []Answer, required, followers, replicas int, unheard ...string) 
 	return a
 }
 
+// TestOneOfSeveralAsked (issue 37): mfscli -H naming one master of three
+// raises no "one master only" alarm when that master names the others.
+func TestOneOfSeveralAsked(t *testing.T) {
+	a := three()
+	for i := range a {
+		for _, b := range a {
+			a[i].St.Masters = append(a[i].St.Masters, b.Addr.Addr())
+		}
+	}
+	if got := raised(a[:1]); got[AlarmSingleMaster] != nil {
+		t.Fatalf("one master of three, asked alone, raises %v", got)
+	}
+	a[0].St.Masters = a[0].St.Masters[:1]
+	if got := raised(a[:1]); got[AlarmSingleMaster] == nil {
+		t.Fatalf("a master alone in its set raises %v, want %s", got, AlarmSingleMaster)
+	}
+}
+
 // TestAlarms: each alarm is raised by the fault it names, and only by it,
 // and cleared once the fault is gone (the healthy cluster raises none).
 func TestAlarms(t *testing.T) {

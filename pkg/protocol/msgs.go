@@ -164,6 +164,10 @@ type StatusResp struct {
 	// no longer names it, or every master it reaches refuses it as a
 	// stranger): it takes part in nothing until it is named again.
 	Removed bool `msgpack:",omitempty"`
+	// Masters: every master of its set, itself included (its MASTER_HOST
+	// as last resolved); none from a master older than this field. With
+	// it, a listing that asked one master knows whether there are more.
+	Masters []netip.Addr `msgpack:",omitempty"`
 	// ProtoMin-Proto: the protocol versions this master speaks (both 0
 	// from a master of version 2, which did not say).
 	ProtoMin uint16 `msgpack:",omitempty"`
