@@ -25,7 +25,7 @@ type Setting struct {
 // File is a parsed configuration file.
 type File struct {
 	Path     string
-	Settings map[string]Setting // by key; a key set twice keeps the later line
+	Settings map[string]Setting // by key; a key set twice is a bad line
 }
 
 // Get returns a key's value.
@@ -86,6 +86,10 @@ func Parse(path string, r io.Reader) (*File, error) {
 			bad = append(bad, fmt.Sprintf("%s:%d: %q is not KEY = VALUE", path, n, line))
 		case !validKey(key):
 			bad = append(bad, fmt.Sprintf("%s:%d: %q is not a valid key (letters, digits and _ only)", path, n, key))
+		case f.Settings[key].Line != 0:
+			// Last-wins would make the earlier line a silent lie; which
+			// one was meant is the operator's call.
+			bad = append(bad, fmt.Sprintf("%s:%d: %s is set again (first at line %d): keep one of the two lines", path, n, key, f.Settings[key].Line))
 		default:
 			f.Settings[key] = Setting{Key: key, Value: value, Line: n}
 		}

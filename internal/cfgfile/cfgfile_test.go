@@ -13,7 +13,6 @@ func TestParse(t *testing.T) {
 MATOCS_LISTEN_PORT = 9420
 MASTER_HOST=mfsmaster   # the DNS name of every master
   AUTH_CODE =  s3cr3t = with equals
-KEEP_LEADERSHIP = 1
 KEEP_LEADERSHIP = 0
 
 EMPTY =
@@ -26,7 +25,7 @@ EMPTY =
 		{"MATOCS_LISTEN_PORT", "9420"},
 		{"MASTER_HOST", "mfsmaster"},
 		{"AUTH_CODE", "s3cr3t = with equals"},
-		{"KEEP_LEADERSHIP", "0"}, // the later line wins
+		{"KEEP_LEADERSHIP", "0"},
 		{"EMPTY", ""},
 	} {
 		if got, ok := f.Get(c.key); !ok || got != c.want {
@@ -36,11 +35,11 @@ EMPTY =
 	if _, ok := f.Get("DATA_PATH"); ok {
 		t.Error("a commented-out default was read as set")
 	}
-	if f.Settings["KEEP_LEADERSHIP"].Line != 7 {
-		t.Errorf("line of KEEP_LEADERSHIP = %d, want 7", f.Settings["KEEP_LEADERSHIP"].Line)
+	if f.Settings["KEEP_LEADERSHIP"].Line != 6 {
+		t.Errorf("line of KEEP_LEADERSHIP = %d, want 6", f.Settings["KEEP_LEADERSHIP"].Line)
 	}
-	if u := f.Unknown([]string{"MATOCS_LISTEN_PORT", "MASTER_HOST", "AUTH_CODE", "KEEP_LEADERSHIP"}); len(u) != 1 || u[0] != "EMPTY (line 9)" {
-		t.Errorf("unknown keys %v, want [EMPTY (line 9)]", u)
+	if u := f.Unknown([]string{"MATOCS_LISTEN_PORT", "MASTER_HOST", "AUTH_CODE", "KEEP_LEADERSHIP"}); len(u) != 1 || u[0] != "EMPTY (line 8)" {
+		t.Errorf("unknown keys %v, want [EMPTY (line 8)]", u)
 	}
 }
 
@@ -93,5 +92,15 @@ func TestSecretWithHash(t *testing.T) {
 	}
 	if v, _ := f.Get("AUTH_CODE"); v != "abcd" {
 		t.Errorf("AUTH_CODE = %q", v)
+	}
+}
+
+// TestDuplicateKey (issue 37): a key set twice is refused with both
+// lines, not silently taken from the later one.
+func TestDuplicateKey(t *testing.T) {
+	_, err := Parse("mfsmaster.cfg", strings.NewReader("DATA_PATH = /a\nMATOCS_LISTEN_PORT = 9420\n\nDATA_PATH = /b\n"))
+	want := "mfsmaster.cfg:4: DATA_PATH is set again (first at line 1): keep one of the two lines"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("%v, want %q", err, want)
 	}
 }
