@@ -237,10 +237,12 @@ func (k Key) parse(raw string) (any, bool) {
 		n, err := strconv.Atoi(raw)
 		return n, err == nil
 	case Bool:
-		switch strings.ToLower(raw) {
-		case "1", "yes", "true":
+		// 0 or 1 only, as MooseFS reads a switch: its parser takes "yes"
+		// as 0, so a word here would mean the opposite of what it says.
+		switch raw {
+		case "1":
 			return true, true
-		case "0", "no", "false":
+		case "0":
 			return false, true
 		}
 		return false, false
@@ -298,7 +300,7 @@ func (k Key) accepted() string {
 	what := [...]string{
 		String:   "a string",
 		Int:      "an integer",
-		Bool:     "0/1, yes/no or true/false",
+		Bool:     "0 or 1",
 		Duration: `a duration such as "800ms" or "5s", or a bare number of seconds`,
 		Float:    "a number",
 	}[k.Kind]

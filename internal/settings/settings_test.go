@@ -104,7 +104,9 @@ func TestKinds(t *testing.T) {
 	}{
 		{"DATA_PATH", " x y ", "x y"},
 		{"WORKERS", "64", 64}, {"WORKERS", "0", nil}, {"WORKERS", "65", nil}, {"WORKERS", "4x", nil},
-		{"SYNC", "yes", true}, {"SYNC", "FALSE", false}, {"SYNC", "0", false}, {"SYNC", "2", nil},
+		{"SYNC", "1", true}, {"SYNC", "0", false}, {"SYNC", "2", nil},
+		// Words are refused: MooseFS reads "yes" as 0 (issue 37).
+		{"SYNC", "yes", nil}, {"SYNC", "FALSE", nil},
 		{"TIMEOUT", "800ms", 800 * time.Millisecond}, {"TIMEOUT", "30", 30 * time.Second},
 		{"TIMEOUT", "1.5", 1500 * time.Millisecond}, {"TIMEOUT", "0.05", nil}, {"TIMEOUT", "5 s", nil}, {"TIMEOUT", "61m", nil},
 		{"ENTRIES", "0", 0}, {"ENTRIES", "-1", nil},
@@ -133,7 +135,7 @@ func TestAllErrorsAtOnce(t *testing.T) {
 	for _, want := range []string{
 		"5 configuration problem(s)",
 		`WORKERS = "0" (` + p + `:1): want an integer from 1 to 64`,
-		`SYNC = "maybe" (` + p + `:2): want 0/1, yes/no or true/false`,
+		`SYNC = "maybe" (` + p + `:2): want 0 or 1`,
 		`TIMEOUT = "soon" (` + p + `:5): want a duration`,
 		`RATIO = "2" (flag --ratio): want a number from 0 to 1`,
 		"unknown key WORKERS_MAX at " + p + ":4",
@@ -210,7 +212,7 @@ func TestBinding(t *testing.T) {
 	if err != nil || cfg != spec.Defaults() {
 		t.Fatalf("resolved defaults %+v (%v), want %+v", cfg, err, spec.Defaults())
 	}
-	cfg, _, err = spec.Resolve(writeCfg(t, "WORKERS = 8\nTIMEOUT = 1.5\nRATIO = 0.25\nENTRIES = 7\nSYNC = no\nLEVEL = debug\n"), true, nil)
+	cfg, _, err = spec.Resolve(writeCfg(t, "WORKERS = 8\nTIMEOUT = 1.5\nRATIO = 0.25\nENTRIES = 7\nSYNC = 0\nLEVEL = debug\n"), true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
