@@ -259,7 +259,7 @@ type liveMaster interface {
 // against the old one or the new one.
 func applyLive(n liveMaster, log zerolog.Logger, next config) error {
 	if _, err := obs.ParseLevel(next.LogLevel); err != nil {
-		return fmt.Errorf("LOG_LEVEL: %w", err)
+		return err
 	}
 	if err := secret.Check("ADMIN_PASSWORD", next.Node.AdminPassword); err != nil {
 		return err

@@ -39,7 +39,7 @@ func ParseLevel(s string) (zerolog.Level, error) {
 	case "error":
 		return zerolog.ErrorLevel, nil
 	}
-	return zerolog.NoLevel, fmt.Errorf("obs: unknown log level %q (accepted: %s)", s, strings.Join(LevelNames, ", "))
+	return zerolog.NoLevel, fmt.Errorf("LOG_LEVEL %q is not a level (accepted: %s)", s, strings.Join(LevelNames, ", "))
 }
 
 // NewLogger logs to w, in console format if w is a terminal, JSON otherwise.

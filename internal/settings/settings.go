@@ -185,7 +185,7 @@ func (s Spec[T]) Resolve(cfgPath string, mustExist bool, c *cli.Context) (T, Val
 		if err == nil {
 			file = f
 		} else if mustExist || !errors.Is(err, fs.ErrNotExist) {
-			return *cfg, v, fmt.Errorf("%s: %w", s.Daemon, err)
+			return *cfg, v, err // the daemon's name is put before it where it is printed
 		}
 	}
 	var bad []string
@@ -222,7 +222,7 @@ func (s Spec[T]) Resolve(cfgPath string, mustExist bool, c *cli.Context) (T, Val
 		bad = append(bad, fmt.Sprintf("unknown key %s at %s:%d", st.Key, file.Path, st.Line))
 	}
 	if len(bad) > 0 {
-		return *cfg, v, fmt.Errorf("%s: %d configuration problem(s):\n  %s", s.Daemon, len(bad), strings.Join(bad, "\n  "))
+		return *cfg, v, fmt.Errorf("%d configuration problem(s):\n  %s", len(bad), strings.Join(bad, "\n  "))
 	}
 	return *cfg, v, nil
 }
