@@ -55,7 +55,8 @@ func Load(path string) (*File, error) {
 }
 
 // Parse reads a configuration from r; path names it in errors. Every bad
-// line is reported at once, each with its number.
+// line is reported at once, each with its number; with that error it
+// still returns the good lines.
 func Parse(path string, r io.Reader) (*File, error) {
 	f := &File{Path: path, Settings: map[string]Setting{}}
 	var bad []string
@@ -98,7 +99,9 @@ func Parse(path string, r io.Reader) (*File, error) {
 		return nil, fmt.Errorf("config file %s: %w", path, err)
 	}
 	if len(bad) > 0 {
-		return nil, fmt.Errorf("config file %s has %d bad line(s):\n  %s", path, len(bad), strings.Join(bad, "\n  "))
+		// f holds the good lines, for a caller that needs only some keys
+		// (settings.Spec.Lenient).
+		return f, fmt.Errorf("config file %s has %d bad line(s):\n  %s", path, len(bad), strings.Join(bad, "\n  "))
 	}
 	return f, nil
 }

@@ -177,18 +177,34 @@ type Values struct {
 // file, else from the default, into a new config from Defaults. c may be
 // nil (no flags). Every problem is reported in the one returned error.
 func (s Spec[T]) Resolve(cfgPath string, mustExist bool, c *cli.Context) (T, Values, error) {
+	return s.resolve(cfgPath, mustExist, c, false)
+}
+
+// Lenient is Resolve that goes on past problems: a bad line or value
+// leaves its key at the default, and the error still lists every problem.
+// It is for what needs one or two keys of a config that may be broken:
+// `stop` and `test` need only DATA_PATH, to find the lock, and must not be
+// held up by a mistake in an unrelated key.
+func (s Spec[T]) Lenient(cfgPath string, c *cli.Context) (T, Values, error) {
+	return s.resolve(cfgPath, false, c, true)
+}
+
+func (s Spec[T]) resolve(cfgPath string, mustExist bool, c *cli.Context, lenient bool) (T, Values, error) {
 	cfg, keys := s.keys()
 	v := Values{keys: map[string]Key{}, vals: map[string]any{}, srcs: map[string]string{}}
 	file := &cfgfile.File{Settings: map[string]cfgfile.Setting{}}
+	var bad []string
 	if cfgPath != "" {
 		f, err := cfgfile.Load(cfgPath)
-		if err == nil {
+		switch {
+		case err == nil:
 			file = f
-		} else if mustExist || !errors.Is(err, fs.ErrNotExist) {
+		case lenient && f != nil:
+			file, bad = f, append(bad, err.Error()) // the good lines are kept
+		case mustExist || !errors.Is(err, fs.ErrNotExist):
 			return *cfg, v, err // the daemon's name is put before it where it is printed
 		}
 	}
-	var bad []string
 	for _, k := range keys {
 		if _, dup := v.keys[k.Name]; dup {
 			panic("settings: duplicate key " + k.Name)
@@ -206,7 +222,11 @@ func (s Spec[T]) Resolve(cfgPath string, mustExist bool, c *cli.Context) (T, Val
 		val, ok := k.check(raw)
 		if !ok {
 			bad = append(bad, fmt.Sprintf("%s = %q (%s): want %s", k.Name, raw, src, k.accepted()))
-			continue
+			if !lenient {
+				continue
+			}
+			val, _ = k.check(k.Default)
+			src = "default"
 		}
 		v.vals[k.Name], v.srcs[k.Name] = val, src
 		k.set(val)

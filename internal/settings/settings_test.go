@@ -334,3 +334,25 @@ func TestCheckRanges(t *testing.T) {
 		t.Errorf("unbounded key, unset field: %v", err)
 	}
 }
+
+// TestLenient: past a bad value, an unknown key and a bad line, Lenient
+// still takes every good key from the file, leaves the bad ones at their
+// defaults, and reports every problem.
+func TestLenient(t *testing.T) {
+	p := writeCfg(t, "DATA_PATH = /srv/mfs\nWORKERS = 999\nNO_SUCH = 1\nthis is not a setting\n")
+	cfg, v, err := spec.Lenient(p, nil)
+	if cfg.DataPath != "/srv/mfs" || v.Source("DATA_PATH") != p+":1" {
+		t.Errorf("DATA_PATH = %q from %s, want /srv/mfs from %s:1", cfg.DataPath, v.Source("DATA_PATH"), p)
+	}
+	if cfg.Workers != 4 || v.Source("WORKERS") != "default" {
+		t.Errorf("WORKERS = %d from %s, want the default 4", cfg.Workers, v.Source("WORKERS"))
+	}
+	for _, want := range []string{"WORKERS = \"999\"", "unknown key NO_SUCH", "is not KEY = VALUE"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not report %q", err, want)
+		}
+	}
+	if _, _, err := spec.Resolve(p, true, nil); err == nil {
+		t.Error("Resolve took the same file")
+	}
+}
