@@ -76,4 +76,5 @@ func TestDaemonHabits(t *testing.T) {
 		t.Fatalf("the config errors do not name their lines:\n%s", out)
 	}
 	expect(false, "unknown action", "frobnicate")
+	expect(false, "DATA_PATH is empty (flag --data-path)", "--data-path", "", "test")
 }

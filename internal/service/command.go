@@ -83,6 +83,9 @@ func (d Command[T]) run(c *cli.Context) error {
 		return err
 	}
 	dir := d.DataPath(cfg)
+	if dir == "" {
+		return fmt.Errorf("DATA_PATH is empty (%s): it names the directory of this daemon's data and lock file (/var/lib/mfs by default)", v.Source("DATA_PATH"))
+	}
 	if err := EnsureDir(dir); err != nil {
 		return err
 	}
