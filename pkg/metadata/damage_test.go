@@ -251,3 +251,36 @@ func TestDamagedStructure(t *testing.T) {
 		})
 	}
 }
+
+// TestOneMetaPageDamaged (issue 37): with one of bbolt's two meta pages
+// damaged, the store opens at the other, and says so (Warning) for the
+// daemon to log, instead of nothing; with both intact it says nothing.
+func TestOneMetaPageDamaged(t *testing.T) {
+	good := damageStore(t)
+	const ps = 4096
+	for _, c := range []struct {
+		name string
+		page int // which meta page to damage (-1: none)
+		want string
+	}{
+		{"both intact", -1, ""},
+		{"first damaged", 0, "its first meta page is not valid (meta checksum mismatch)"},
+		{"second damaged", 1, "its second meta page is not valid (meta checksum mismatch)"},
+	} {
+		dir := t.TempDir()
+		b := slices.Clone(good)
+		if c.page >= 0 {
+			b[c.page*ps+pageHeaderSize+60] ^= 0xff // inside the checksummed part of the meta
+		}
+		must(t, os.WriteFile(filepath.Join(dir, MasterFile), b, 0o600))
+		s, err := OpenMaster(dir)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		w := s.Warning()
+		must(t, s.Close())
+		if c.want == "" && w != "" || c.want != "" && !strings.Contains(w, c.want) {
+			t.Errorf("%s: warning %q, want %q", c.name, w, c.want)
+		}
+	}
+}

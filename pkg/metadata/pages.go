@@ -107,6 +107,32 @@ type pageVerifier struct {
 	pageSize int64
 	hwm      uint64
 	seen     map[uint64]bool
+	// oneBad: meta found exactly one of the two meta pages not valid
+	// (which, and why); bbolt then opens at the other.
+	oneBad string
+}
+
+// metaWarning says that one of the meta pages of the bbolt file at path is
+// not valid, so that bbolt opened it at the other, an older commit: a
+// commit torn in its meta page, or rot, which no error reports. Empty when
+// both are valid, or when the file cannot be read here.
+func metaWarning(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	v := &pageVerifier{f: f, size: fi.Size()}
+	m, err := v.meta()
+	if err != nil || v.oneBad == "" {
+		return ""
+	}
+	return fmt.Sprintf("metadata file %s: its %s: bbolt opened it at the other, transaction %d; a commit the damaged page recorded, if newer, is not in it "+
+		"(a torn last write or a failing disk: check the disk, and compare with the LEADER)", path, v.oneBad, m.txid)
 }
 
 // meta reads both meta pages and returns the valid one with the higher
@@ -150,6 +176,12 @@ func (v *pageVerifier) meta() (boltMeta, error) {
 	switch {
 	case err0 != nil && err1 != nil:
 		return boltMeta{}, fmt.Errorf("no valid meta page (%v; %v)", err0, err1)
+	case err0 != nil:
+		v.oneBad = fmt.Sprintf("first meta page is not valid (%v)", err0)
+	case err1 != nil:
+		v.oneBad = fmt.Sprintf("second meta page is not valid (%v)", err1)
+	}
+	switch {
 	case err1 != nil || (err0 == nil && m0.txid >= m1.txid):
 		return m0, nil
 	}

@@ -75,7 +75,15 @@ type store struct {
 	// (two fdatasyncs: the pages, then the meta page): what a change or a
 	// heartbeat costs the disk, for the metrics.
 	commits *atomic.Uint64
+	// warning: what was found wrong but survivable at open (one of the
+	// two meta pages damaged), for the daemon to log; empty: nothing.
+	warning string
 }
+
+// Warning is what open found wrong in the file without refusing it (one
+// of bbolt's two meta pages damaged: opened at the other), to be logged;
+// empty when nothing was.
+func (s store) Warning() string { return s.warning }
 
 // Commits is how many durable writes Apply has made since the store was
 // opened.
@@ -141,7 +149,7 @@ func open(dir, name string, sp spec) (store, error) {
 	if err != nil {
 		return store{}, err
 	}
-	return store{db, path, new(atomic.Uint64)}, nil
+	return store{db: db, path: path, commits: new(atomic.Uint64), warning: metaWarning(path)}, nil
 }
 
 // guard runs fn, which reads path through bbolt's memory map, with memory
