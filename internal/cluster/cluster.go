@@ -217,6 +217,10 @@ func (c *Cluster) addMaster(a netip.Addr, cfg map[string]string) (*Proc, error) 
 		"DATA_PATH": dir, "MASTER_HOST": s.MasterHost(),
 		"MATOML_LISTEN_HOST": a.String(), "MATOCS_LISTEN_HOST": a.String(),
 		"MATOCL_LISTEN_HOST": a.String(), "HTTP_LISTEN_HOST": a.String(),
+		// Hermetic: never the host's /etc/mfs/mfsexports.cfg. This one is
+		// not there (every client may do everything) unless a test
+		// writes it or names another.
+		"EXPORTS_FILENAME": filepath.Join(s.Dir, "mfsexports.cfg"),
 	}, s.MasterCfg, at(s.PerMaster, i), cfg)
 	p := &Proc{Name: fmt.Sprintf("master%d", i+1), Addr: a, Cfg: filepath.Join(dir, "mfsmaster.cfg"),
 		Log: filepath.Join(s.Dir, fmt.Sprintf("master%d.log", i+1)), bin: filepath.Join(s.Bin, "mfsmaster"), netns: s.Netns}

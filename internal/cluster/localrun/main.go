@@ -57,7 +57,7 @@ func run(dir, bin string, wit bool, vgw string) error {
 	if err != nil {
 		return err
 	}
-	defer c.Stop()
+	defer stopAll(c, bin)
 	if wit {
 		fmt.Printf("cluster started: 2 masters (%s), 4 chunkservers in two sites, a 127.0.1.0/24 and b 127.0.2.0/24\n", s.MasterHost())
 		fmt.Printf("witness store: versitygw %s, bucket %s, prefix %s (data %s, log %s, keys %s)\n",
@@ -66,7 +66,8 @@ func run(dir, bin string, wit bool, vgw string) error {
 		fmt.Printf("cluster started: 3 masters (%s), 6 chunkservers in dc1 127.0.1.0/24, dc2 127.0.2.0/24, dc3 127.0.3.0/24\n", s.MasterHost())
 	}
 	fmt.Printf("logs: %s/*.log   configs and data: %s/master*/, %s/cs*/\n", dir, dir, dir)
-	fmt.Printf("listing: %s/mfscli -H %s -SIM   (-SCS for chunkservers)\n\n", bin, s.MasterHost())
+	fmt.Printf("listing: %s/mfscli -H %s -SIM   (-SCS for chunkservers)\n", bin, s.MasterHost())
+	fmt.Printf("a master's pid: %s/mfsmaster -c %s/master1/mfsmaster.cfg test   (run it again after kill -9: ... start)\n\n", bin, dir)
 	start := time.Now()
 	if _, st, err := c.WaitLeader(20*time.Second, 100*time.Millisecond); err == nil {
 		fmt.Printf("LEADER %s (epoch %d) after %.1f s\n", st.Addr, st.Epoch, time.Since(start).Seconds())
@@ -104,6 +105,22 @@ func run(dir, bin string, wit bool, vgw string) error {
 			fmt.Println("stopping: chunkservers, then masters")
 			return nil
 		case <-tick.C:
+		}
+	}
+}
+
+// stopAll stops the cluster's processes, then asks each daemon's config
+// for one more stop: a master or chunkserver killed and started again by
+// hand (mfsmaster -c CFG start) runs in the background, out of c's reach,
+// and Ctrl-C must not leave it running.
+func stopAll(c *cluster.Cluster, bin string) {
+	c.Stop()
+	for _, group := range []struct {
+		bin   string
+		procs []*cluster.Proc
+	}{{"mfsmaster", c.Masters}, {"mfschunkserver", c.CS}} {
+		for _, p := range group.procs {
+			_ = exec.Command(filepath.Join(bin, group.bin), "-c", p.Cfg, "stop").Run() // "not running": nothing to do
 		}
 	}
 }
