@@ -186,7 +186,7 @@ func (n *MasterNode) serveConn(nc net.Conn, port masterPort, reg *frame.Registry
 	deliver := func(in input) {
 		select {
 		case inbox <- in:
-		case <-n.done: // the loop has ended: nobody will read it
+		case <-n.life.Done(): // the loop has ended: nobody will read it
 		}
 	}
 	deliver(input{kind: inOpen, port: port, c: c})
@@ -199,9 +199,9 @@ func (n *MasterNode) serveConn(nc net.Conn, port masterPort, reg *frame.Registry
 		fr.next()
 		m, err := readFrame(reg, fr, maxFrameFor(port), n.bodyBudget(port))
 		if err != nil {
-			byPeer := !c.closed() && !c.slow.Load() && endedByPeer(err)
+			byPeer := !c.closed() && !c.slowed() && endedByPeer(err)
 			switch {
-			case c.slow.Load():
+			case c.slowed():
 				err = errSlow // we cut it: it did not read its replies
 			case c.closed():
 				err = nil // we closed it (replaced, refused, disconnected)

@@ -74,10 +74,7 @@ func TestChunkserverStores(t *testing.T) {
 func TestChunkserverInMemory(t *testing.T) {
 	noLeaks(t)
 	self := netip.MustParseAddr("127.0.0.1")
-	m, _, _ := startSolo(t, storeWithChanges(t, self, 10), self)
-	if !until(5*time.Second, func() bool { return statusOf(t, m).Role == roles.Leader }) {
-		t.Fatal("the master did not lead")
-	}
+	m, _ := startLeader(t, self, false)
 	_, csAddr, _ := m.Addrs()
 	const port = 19422
 	store := NewMemChunkserverStore()

@@ -2,18 +2,12 @@ package node
 
 import (
 	"bytes"
-	"net"
-	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/mfs-election/mfs-election/pkg/changelog"
-	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/roles"
-	"github.com/mfs-election/mfs-election/pkg/roles/voter"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/rs/zerolog"
 )
 
 func sampleHeartbeat() roles.Heartbeat {
@@ -118,81 +112,6 @@ func TestSeqFilter(t *testing.T) {
 		if got := f.admit(s.peer, s.session, s.seq); got != s.want {
 			t.Fatalf("step %d %+v: admitted %v", i, s, got)
 		}
-	}
-}
-
-// TestDatagramPath: a master and a voter with HEARTBEAT_UDP renew the vote
-// on both paths: each takes datagrams from the other (first or second,
-// as the race goes). Datagrams a stranger sends to the master's port (no
-// key, a wrong key, garbage) are counted as refused and change nothing.
-func TestDatagramPath(t *testing.T) {
-	noLeaks(t)
-	self := netip.MustParseAddr("127.0.0.1")
-	m, _, mreg := startSoloWith(t, storeWithChanges(t, self, 10), self, func(o *MasterOptions) { o.Datagrams = true })
-	if !until(5*time.Second, func() bool { return statusOf(t, m).Role == roles.Leader }) {
-		t.Fatal("the master did not lead")
-	}
-	_, csAddr, _ := m.Addrs()
-	master := netip.MustParseAddrPort(csAddr.String())
-	creg := prometheus.NewRegistry()
-	opt := ChunkserverOptions{
-		Masters: []masterhost.Master{{ID: masterhost.IDOf(self), Addr: master}},
-		Bind:    netip.MustParseAddr("127.0.0.12"), Listen: "127.0.0.12:0", Datagrams: true, Metrics: creg,
-		Voter: voter.DefaultConfig(0, netip.Addr{}, nil), ReconnectDelay: time.Second, TrustRefused: true,
-		Log: zerolog.New(zerolog.NewTestWriter(t)),
-	}
-	n, err := StartChunkserver(opt, NewMemChunkserverStore())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Stop(5 * time.Second)
-	if n.udp == nil || n.udpPort != n.port {
-		t.Fatalf("datagram port %d, CSSERV port %d", n.udpPort, n.port)
-	}
-	taken := func(reg *prometheus.Registry, daemon string) float64 {
-		name := "mfs_" + daemon + "_heartbeat_datagrams_total"
-		return labelled(t, reg, name, map[string]string{"result": "first"}) + labelled(t, reg, name, map[string]string{"result": "second"})
-	}
-	if !until(15*time.Second, func() bool {
-		s := n.State()
-		return s.Promised == opt.Masters[0].ID && taken(mreg, "master") >= 5 && taken(creg, "chunkserver") >= 5
-	}) {
-		t.Fatalf("datagrams taken: master %v, chunkserver %v; voter %+v", taken(mreg, "master"), taken(creg, "chunkserver"), n.State())
-	}
-	refusedBefore := labelled(t, mreg, "mfs_master_heartbeat_datagrams_total", map[string]string{"result": "refused"})
-
-	// A stranger on the master's UDP port: garbage, and well-formed
-	// acknowledgements of the voter's real id and session under a key of
-	// its own, claiming a long grant.
-	k, ok := m.dg.get(uint32(n.Identity().CS))
-	if !ok {
-		t.Fatal("the master holds no key for the voter's session")
-	}
-	uc, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(master))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer uc.Close()
-	forged := sealDatagram(newDatagramKey(), dgHeader{dgAck, uint32(n.Identity().CS), k.session, 1 << 60},
-		roles.HeartbeatAck{CS: n.Identity().CS, Session: k.session, Seq: 1 << 60, OK: true, Granted: time.Hour})
-	const sent = 20
-	for i := 0; i < sent/2; i++ {
-		_, _ = uc.Write([]byte("MFSD garbage"))
-		_, _ = uc.Write(forged)
-	}
-	if !until(5*time.Second, func() bool {
-		return labelled(t, mreg, "mfs_master_heartbeat_datagrams_total", map[string]string{"result": "refused"})-refusedBefore >= sent
-	}) {
-		t.Fatalf("refused %v of %d forged datagrams", labelled(t, mreg, "mfs_master_heartbeat_datagrams_total", map[string]string{"result": "refused"})-refusedBefore, sent)
-	}
-	// Renewals go on (the forged sequence number, had it been taken, would
-	// have filtered out every real acknowledgement after it).
-	before := taken(mreg, "master")
-	if !until(5*time.Second, func() bool { return taken(mreg, "master") >= before+3 }) {
-		t.Fatal("no datagram taken after the forged ones")
-	}
-	if st := statusOf(t, m); st.Role != roles.Leader || st.Voters != 1 {
-		t.Fatalf("after the forged datagrams: %+v", st)
 	}
 }
 

@@ -23,20 +23,13 @@ const (
 	// clientIdle: a client or mfscli connection may sit idle between
 	// requests (clients keep one open); it is cut after this much silence.
 	clientIdle = 60 * time.Second
-	// csKeepalive: a chunkserver repeats its CSInfo this often, so that a
-	// connection of a voter that neither votes nor probes here (a content
-	// voter probes every 10 probe intervals, up to 100 s) is never
-	// silent for long; csIdle is three of those.
-	csKeepalive = 10 * time.Second
-	csIdle      = 3 * csKeepalive
+	// csIdle: a chunkserver connection silent for three of its
+	// keepalives (csKeepalive) is cut.
+	csIdle = 3 * csKeepalive
 	// mlIdleMin: the floor of the master port's idle timeout; masters
 	// send PeerStatus every PEER_INTERVAL, but a peer's loop may stall for
 	// seconds on a big snapshot install.
 	mlIdleMin = 30 * time.Second
-	// maxQueuedBytes: replies queued for one connection; a peer that does
-	// not read is cut off before it holds more (a list answer is at most
-	// 2 MiB, so a reading client never comes near).
-	maxQueuedBytes = 16 << 20
 	// maxInfoString bounds CSInfo's Labels and Version.
 	maxInfoString = 256
 	// Registration: at most regPerSource new addr:port pairs asked for

@@ -43,6 +43,9 @@ type fakeCS struct {
 	voted chan struct{}
 }
 
+// fakeCSIn is what a chunkserver reads from a master (csnode's registry).
+var fakeCSIn = frame.RegistryOf(protocol.AuthChallenge{}, protocol.RegisterReply{}, roles.ProbeReply{}, roles.Heartbeat{}, roles.VoteRelease{}, roles.Redirect{}, protocol.TrustRecord{})
+
 // dialFrom connects from src (port chosen by the kernel) to addr.
 func dialFrom(t *testing.T, src string, addr net.Addr) net.Conn {
 	t.Helper()
@@ -70,7 +73,7 @@ func connectCS(t *testing.T, n *MasterNode, src string, id wire.CSID, code strin
 	if err != nil {
 		return nil, err
 	}
-	m, err := cstomaIn.ReadFrame(nc, frame.MaxHelloFrame)
+	m, err := fakeCSIn.ReadFrame(nc, frame.MaxHelloFrame)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +102,7 @@ func (f *fakeCS) register(port uint16) wire.CSID {
 	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); {
 		f.send(protocol.RegisterReq{Port: port, VoterOnly: true})
 		_ = f.nc.SetReadDeadline(time.Now().Add(time.Second))
-		m, err := cstomaIn.ReadFrame(f.nc, frame.DefaultMaxFrame)
+		m, err := fakeCSIn.ReadFrame(f.nc, frame.DefaultMaxFrame)
 		if err != nil {
 			f.t.Fatalf("waiting for an id: %v", err)
 		}
@@ -120,7 +123,7 @@ func (f *fakeCS) vote(port uint16, session uint64) {
 	go func() {
 		defer close(f.done)
 		for {
-			m, err := cstomaIn.ReadFrame(f.nc, frame.DefaultMaxFrame)
+			m, err := fakeCSIn.ReadFrame(f.nc, frame.DefaultMaxFrame)
 			if err != nil {
 				return
 			}
@@ -145,23 +148,6 @@ func closedByPeer(nc net.Conn, d time.Duration) bool {
 	return !errors.Is(err, os.ErrDeadlineExceeded)
 }
 
-// statusOf is status, asked again while the master is dropping its
-// clients (a LEADER that lost its quorum does).
-func statusOf(t *testing.T, n *MasterNode) protocol.StatusResp {
-	t.Helper()
-	_, _, cl := n.Addrs()
-	var err error
-	for i := 0; i < 20; i++ {
-		var st protocol.StatusResp
-		if st, err = client.Status(netip.MustParseAddrPort(cl.String()), 2*time.Second); err == nil {
-			return st
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatal(err)
-	return protocol.StatusResp{}
-}
-
 // csRow is chunkserver id in st (zero if not listed).
 func csRow(st protocol.StatusResp, id wire.CSID) protocol.CSStatus {
 	for _, c := range st.Chunkservers {
@@ -170,18 +156,6 @@ func csRow(st protocol.StatusResp, id wire.CSID) protocol.CSStatus {
 		}
 	}
 	return protocol.CSStatus{}
-}
-
-// until polls cond every 10 ms for at most d.
-func until(d time.Duration, cond func() bool) bool {
-	for end := time.Now().Add(d); ; time.Sleep(10 * time.Millisecond) {
-		if cond() {
-			return true
-		}
-		if time.Now().After(end) {
-			return false
-		}
-	}
 }
 
 // leaderWithVoter starts a solo master, waits for it to lead, and has a
@@ -213,30 +187,6 @@ func leaderWithVoterIn(t *testing.T, dir, src string, port uint16, mod func(*Mas
 		t.Fatalf("the voter is not counted: %+v", statusOf(t, n).Chunkservers)
 	}
 	return n, reg, f
-}
-
-// labelled reads one counter of a vector by its labels.
-func labelled(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if v, ok := labels[lp.GetName()]; ok && v != lp.GetValue() {
-					continue next
-				}
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	return 0
 }
 
 // TestCloneRefused (review C1): a second connection with a connected
@@ -377,7 +327,7 @@ func TestRegistrationFlood(t *testing.T) {
 	got := 0
 	_ = f.nc.SetReadDeadline(time.Now().Add(time.Second))
 	for {
-		m, err := cstomaIn.ReadFrame(f.nc, frame.DefaultMaxFrame)
+		m, err := fakeCSIn.ReadFrame(f.nc, frame.DefaultMaxFrame)
 		if err != nil {
 			break
 		}

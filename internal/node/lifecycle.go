@@ -6,8 +6,9 @@ import (
 )
 
 // lifecycle is how a daemon's loop is stopped and says why it ended, the
-// same for both daemons: Stop asks (once), the loop closes done when it
-// ends, having set err.
+// same for both daemons: Stop asks (once), the loop sets err and closes
+// done (End) when it ends. Its callers' side is Stop, Done and Err; the
+// loop's is StopAsked, SetErr and End.
 type lifecycle struct {
 	stopReq  chan struct{}
 	stopOnce sync.Once
@@ -20,9 +21,7 @@ func newLifecycle() lifecycle {
 }
 
 // Stop asks the loop to end in order and waits for it, at most timeout;
-// it returns Err. A master ends through DUMMY, its disconnect rules
-// included; a chunkserver sends a VoteBye to the master it votes for,
-// then closes every connection.
+// it returns Err.
 func (l *lifecycle) Stop(timeout time.Duration) error {
 	l.stopOnce.Do(func() { close(l.stopReq) })
 	select {
@@ -44,3 +43,13 @@ func (l *lifecycle) Err() error {
 		return nil
 	}
 }
+
+// stopAsked is closed once Stop was called: the loop's cue to end in
+// order.
+func (l *lifecycle) stopAsked() <-chan struct{} { return l.stopReq }
+
+// setErr records why the loop ends (loop only, before End).
+func (l *lifecycle) setErr(err error) { l.err = err }
+
+// end closes Done: the loop has ended (it calls this last, deferred).
+func (l *lifecycle) end() { close(l.done) }

@@ -8,14 +8,12 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
-// Redial back-off: quick at first (a restarted master is back within a
-// heartbeat or two), doubling from linkMinBackoff. A master's link to
-// another master waits at most linkMaxBackoff; a chunkserver's, at most
-// MASTER_RECONNECTION_DELAY (ChunkserverOptions.ReconnectDelay).
-const (
-	linkMinBackoff = 50 * time.Millisecond
-	linkMaxBackoff = time.Second
-)
+// linkMinBackoff: the redial back-off is quick at first (a restarted
+// master is back within a heartbeat or two), doubling from this. A
+// master's link to another master waits at most linkMaxBackoff; a
+// chunkserver's, at most MASTER_RECONNECTION_DELAY
+// (ChunkserverOptions.ReconnectDelay).
+const linkMinBackoff = 50 * time.Millisecond
 
 // nextBackoff is the wait after prev, doubling from linkMinBackoff up to
 // most.
@@ -100,6 +98,10 @@ func (l *link) stop() {
 	}
 	l.mu.Unlock()
 }
+
+// quitting is closed once stop was called: a side's deliveries to its
+// loop give up then.
+func (l *link) quitting() <-chan struct{} { return l.quit }
 
 // stopped: stop was called.
 func (l *link) stopped() bool {

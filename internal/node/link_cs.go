@@ -51,7 +51,7 @@ func (s *csSide) deliver(l *link, in csInput) {
 	in.from = l.to.ID
 	select {
 	case s.n.inbox <- in:
-	case <-l.quit:
+	case <-l.quitting():
 	}
 }
 

@@ -22,6 +22,10 @@ type masterSide struct {
 	backoff time.Duration
 }
 
+// linkMaxBackoff: a master's link to another master waits at most this
+// long between dials.
+const linkMaxBackoff = time.Second
+
 func startMasterLink(n *MasterNode, to masterhost.Master) *link {
 	return startLink(to, &masterSide{n: n, backoff: linkMinBackoff}, false)
 }
@@ -32,7 +36,7 @@ func (s *masterSide) linked(l *link, stranger bool) bool {
 	select {
 	case s.n.inbox <- input{kind: inLink, from: l.to.ID, stranger: stranger}:
 		return true
-	case <-l.quit:
+	case <-l.quitting():
 		return false
 	}
 }
@@ -53,7 +57,7 @@ func (s *masterSide) failed(l *link, err error, _ bool) time.Duration {
 		// must not bootstrap a second one beside it.
 		select {
 		case s.n.inbox <- input{kind: inMsg, ev: roles.ForeignCluster{Master: l.to.ID}}:
-		case <-l.quit:
+		case <-l.quitting():
 			return 0
 		}
 	}

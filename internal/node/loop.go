@@ -12,7 +12,7 @@ import (
 // and carries each group out with one fsync.
 
 func (n *MasterNode) loop() {
-	defer close(n.done)
+	defer n.life.end()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -46,7 +46,7 @@ func (n *MasterNode) loop() {
 			n.readClock()
 			n.witnessTrack(d)
 			n.witnessAnswered(d)
-		case <-n.stopReq:
+		case <-n.life.stopAsked():
 			n.readClock()
 			n.step(roles.Admin{Kind: roles.AdminShutdown})
 			if n.core.Role() != roles.Dummy {
@@ -67,22 +67,6 @@ func (n *MasterNode) loop() {
 			return
 		}
 	}
-}
-
-// group handles first, then whatever is already queued behind it (at most
-// groupMax), stopping at the first error: the inputs whose effects share
-// one write.
-func group[T any](first T, inbox <-chan T, handle func(T) error) error {
-	err := handle(first)
-	for i := 0; i < groupMax && err == nil; i++ {
-		select {
-		case in := <-inbox:
-			err = handle(in)
-		default:
-			return nil
-		}
-	}
-	return err
 }
 
 // runGroup handles one group sharing one fsync (group commit). Vote and

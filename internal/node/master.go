@@ -89,9 +89,9 @@ type MasterNode struct {
 	// Two inboxes, so that client work never queues ahead of votes: inbox
 	// carries the chunkserver and master ports (votes, acks, peer
 	// traffic), clInbox the client port. The loop drains inbox first.
-	inbox     chan input
-	clInbox   chan input
-	lifecycle // Stop, Done, Err (lifecycle.go)
+	inbox   chan input
+	clInbox chan input
+	life    lifecycle // Stop, Done, Err (lifecycle.go)
 
 	// book: the set of masters and every master's address (masterset.go),
 	// replaced whole by the loop, read by any goroutine.
@@ -230,7 +230,7 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 	}
 	n := &MasterNode{
 		opt: opt, log: opt.Log, store: store, start: time.Now(), clock: newClock(), tr: transport.Or(opt.Transport), stages: newStages(),
-		inbox: make(chan input, 4096), clInbox: make(chan input, 1024), lifecycle: newLifecycle(),
+		inbox: make(chan input, 4096), clInbox: make(chan input, 1024), life: newLifecycle(),
 		foreign: map[wire.MasterID]bool{}, links: map[wire.MasterID]*link{},
 		host: newHostSpec(opt.MasterHost), strangerTo: map[wire.MasterID]bool{}, member: true,
 		cs: map[wire.CSID]*conn{}, csInfo: map[wire.CSID]protocol.CSInfo{}, peersIn: map[*conn]bool{},
@@ -335,6 +335,17 @@ func (n *MasterNode) Addrs() (ml, cs, cl net.Addr) {
 	return n.lnML.Addr(), n.lnCS.Addr(), n.lnCL.Addr()
 }
 
+// Stop asks the loop to end in order and waits for it, at most timeout;
+// it returns Err. A master ends through DUMMY, its disconnect rules
+// included.
+func (n *MasterNode) Stop(timeout time.Duration) error { return n.life.Stop(timeout) }
+
+// Done is closed when the loop has ended; Err then says why (nil: stopped).
+func (n *MasterNode) Done() <-chan struct{} { return n.life.Done() }
+
+// Err is why the loop ended (nil while running or after an orderly stop).
+func (n *MasterNode) Err() error { return n.life.Err() }
+
 func (n *MasterNode) now() roles.Instant { return roles.Instant(n.clock.since()) }
 
 // readClock takes the loop's one CLOCK_BOOTTIME reading of an iteration,
@@ -394,11 +405,6 @@ func (n *MasterNode) closeListeners() {
 	}
 }
 
-// groupMax bounds how many inputs share one fsync: enough to batch a burst
-// of client changes and acknowledgements, few enough that a tick is never
-// held back long.
-const groupMax = 256
-
 // clientBudget bounds the client work of one group, in cost units
 // (clientCost): the group's heartbeats leave only after it, so it must stay
 // a small part of a heartbeat interval. A list of 10k keys costs about
@@ -418,7 +424,7 @@ const listsOutMaxAge = 10 * time.Second
 
 // shutdown closes everything; goodbyes already queued get a moment to leave.
 func (n *MasterNode) shutdown(err error) {
-	n.err = err
+	n.life.setErr(err)
 	// Whatever the core last was (a failed write ends the loop in any
 	// role), a master that stops reports DUMMY from now on.
 	stopped := master.RoleReport{Role: roles.Dummy, Epoch: n.core.Epoch()}

@@ -1,13 +1,11 @@
 package node
 
 import (
-	"fmt"
 	"net/netip"
 	"os"
 	"testing"
 	"time"
 
-	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/client"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
@@ -17,40 +15,7 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
-	"go.uber.org/goleak"
 )
-
-// storeWithChanges returns the data directory of a founder whose store
-// holds the genesis entry and changes 2..last, all committed.
-func storeWithChanges(t *testing.T, self netip.Addr, last uint64) string {
-	var es []changelog.Entry
-	for v := uint64(2); v <= last; v++ {
-		es = append(es, changelog.Entry{Pos: changelog.Pos{Version: v, Epoch: 1}, Kind: changelog.EntryPut,
-			Client: changelog.ClientID(v % 7), Seq: v, Key: fmt.Sprint("k", v%50), Value: fmt.Sprint("v", v)})
-	}
-	return storeWith(t, self, es)
-}
-
-// storeWith returns the data directory of a founder whose store holds the
-// genesis entry and es (versions 2.., epoch 1), all committed.
-func storeWith(t *testing.T, self netip.Addr, es []changelog.Entry) string {
-	t.Helper()
-	dir := t.TempDir()
-	st, err := metadata.OpenMaster(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if err := st.Init("C1", changelog.Genesis(masterhost.IDOf(self))); err != nil {
-		t.Fatal(err)
-	}
-	last := uint64(len(es) + 1)
-	hard := roles.HardState{Epoch: 1, MaxEpoch: 1, LeaderEpoch: 1, Commit: changelog.Pos{Version: last, Epoch: 1}, InForce: 1}
-	if err := st.Apply(roles.Persist{Append: es, Hard: &hard}); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
 
 // startSolo starts a single master on loopback over dir with snapshots
 // every 20 changes and at most 10 entries kept below them.
@@ -98,13 +63,6 @@ func status(t *testing.T, n *MasterNode) protocol.StatusResp {
 		t.Fatal(err)
 	}
 	return st
-}
-
-// noLeaks checks, after every other cleanup of the test, that no goroutine
-// of the driver (readers, writers, the background snapshot) is left.
-func noLeaks(t *testing.T) {
-	t.Helper()
-	t.Cleanup(func() { goleak.VerifyNone(t) })
 }
 
 // TestMasterSavesSnapshot: a master with more committed changes than

@@ -6,15 +6,12 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
-	"sync/atomic"
-	"time"
 
 	"github.com/mfs-election/mfs-election/internal/obs"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
-	"github.com/rs/zerolog"
 )
 
 // The set of masters while everything runs (docs/architecture.md §5.3):
@@ -81,35 +78,6 @@ func (n *MasterNode) addrKnown(id wire.MasterID) (netip.Addr, bool) {
 // Masters is the current set of masters (MASTER_HOST as last resolved).
 func (n *MasterNode) Masters() []masterhost.Master { return slices.Clone(n.book.Load().set) }
 
-// hostSpec is MASTER_HOST as a node resolves it: the value now (a reload
-// may change it) and the asks to resolve it at once, read by resolveLoop.
-type hostSpec struct {
-	spec atomic.Pointer[string]
-	now  chan struct{}
-}
-
-func newHostSpec(spec string) *hostSpec {
-	h := &hostSpec{now: make(chan struct{}, 1)}
-	h.spec.Store(&spec)
-	return h
-}
-
-func (h *hostSpec) get() string { return *h.spec.Load() }
-
-// set puts a new value in force and asks for it to be resolved.
-func (h *hostSpec) set(spec string) {
-	h.spec.Store(&spec)
-	h.ask()
-}
-
-// ask asks for a resolution now; it does not wait.
-func (h *hostSpec) ask() {
-	select {
-	case h.now <- struct{}{}:
-	default: // one is asked for already
-	}
-}
-
 // SetMasterHost puts a new MASTER_HOST in force (a reload) and resolves
 // it now.
 func (n *MasterNode) SetMasterHost(spec string) { n.host.set(spec) }
@@ -135,7 +103,7 @@ func (n *MasterNode) resolveFor(c *conn, id uint64) {
 		}
 		select {
 		case n.inbox <- in:
-		case <-n.done:
+		case <-n.life.Done():
 		}
 	}()
 }
@@ -162,46 +130,15 @@ func (n *MasterNode) resolver() {
 	if n.opt.MasterHost == "" {
 		return // a test node built with a fixed list
 	}
-	resolveLoop(n.log, n.host, n.opt.HostsFile, n.opt.MLPort, n.opt.ResolveInterval, n.done,
+	resolveLoop(n.log, n.host, n.opt.HostsFile, n.opt.MLPort, n.opt.ResolveInterval, n.life.Done(),
 		func(list []masterhost.Master) bool {
 			select {
 			case n.inbox <- input{kind: inMasters, masters: list}:
 				return true
-			case <-n.done:
+			case <-n.life.Done():
 				return false
 			}
 		})
-}
-
-// resolveLoop resolves host every `every` (0: only when asked) and
-// whenever asked, and hands each list to deliver until done closes or
-// deliver says stop. A resolution that fails keeps the set as it is
-// (logged): a DNS outage must not empty the cluster.
-func resolveLoop(log zerolog.Logger, host *hostSpec, hostsFile string, port uint16, every time.Duration,
-	done <-chan struct{}, deliver func([]masterhost.Master) bool) {
-	var tick <-chan time.Time
-	if every > 0 {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		tick = t.C
-	}
-	r := masterhost.Resolver{HostsFile: hostsFile}
-	for {
-		select {
-		case <-done:
-			return
-		case <-tick:
-		case <-host.now:
-		}
-		list, err := r.Resolve(host.get(), port)
-		if err != nil {
-			log.Error().Err(err).Msg("MASTER_HOST not resolved: the set of masters stays as it was")
-			continue
-		}
-		if !deliver(list) {
-			return
-		}
-	}
 }
 
 // takeMasters puts a resolved list in force (loop only): links to the

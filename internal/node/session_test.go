@@ -1,10 +1,12 @@
 package node
 
 import (
+	"net"
 	"testing"
 
 	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
+	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 )
 
 // TestSessionIDs: a client's own session id is kept; a request without
@@ -13,7 +15,10 @@ import (
 // a new id of that range, never given twice.
 func TestSessionIDs(t *testing.T) {
 	n := &MasterNode{clients: map[changelog.ClientID]*conn{}}
-	c := &conn{done: make(chan struct{})}
+	nc, other := net.Pipe() // an open connection; nothing is sent on it
+	defer nc.Close()
+	defer other.Close()
+	c := newConn(nc, frame.Hello{})
 	if id := n.session(c, 7); id != 7 || n.clients[7] != c {
 		t.Fatalf("a client's session 7 became %d", id)
 	}
