@@ -5,24 +5,25 @@ import (
 	"time"
 )
 
-// lifecycle is how a daemon's loop is stopped and says why it ended, the
+// Lifecycle is how a daemon's loop is stopped and says why it ended, the
 // same for both daemons: Stop asks (once), the loop sets err and closes
 // done (End) when it ends. Its callers' side is Stop, Done and Err; the
 // loop's is StopAsked, SetErr and End.
-type lifecycle struct {
+type Lifecycle struct {
 	stopReq  chan struct{}
 	stopOnce sync.Once
 	done     chan struct{}
 	err      error
 }
 
-func newLifecycle() lifecycle {
-	return lifecycle{stopReq: make(chan struct{}), done: make(chan struct{})}
+// NewLifecycle is a Lifecycle of a loop not asked to stop.
+func NewLifecycle() Lifecycle {
+	return Lifecycle{stopReq: make(chan struct{}), done: make(chan struct{})}
 }
 
 // Stop asks the loop to end in order and waits for it, at most timeout;
 // it returns Err.
-func (l *lifecycle) Stop(timeout time.Duration) error {
+func (l *Lifecycle) Stop(timeout time.Duration) error {
 	l.stopOnce.Do(func() { close(l.stopReq) })
 	select {
 	case <-l.done:
@@ -32,10 +33,10 @@ func (l *lifecycle) Stop(timeout time.Duration) error {
 }
 
 // Done is closed when the loop has ended; Err then says why (nil: stopped).
-func (l *lifecycle) Done() <-chan struct{} { return l.done }
+func (l *Lifecycle) Done() <-chan struct{} { return l.done }
 
 // Err is why the loop ended (nil while running or after an orderly stop).
-func (l *lifecycle) Err() error {
+func (l *Lifecycle) Err() error {
 	select {
 	case <-l.done:
 		return l.err
@@ -44,12 +45,12 @@ func (l *lifecycle) Err() error {
 	}
 }
 
-// stopAsked is closed once Stop was called: the loop's cue to end in
+// StopAsked is closed once Stop was called: the loop's cue to end in
 // order.
-func (l *lifecycle) stopAsked() <-chan struct{} { return l.stopReq }
+func (l *Lifecycle) StopAsked() <-chan struct{} { return l.stopReq }
 
-// setErr records why the loop ends (loop only, before End).
-func (l *lifecycle) setErr(err error) { l.err = err }
+// SetErr records why the loop ends (loop only, before End).
+func (l *Lifecycle) SetErr(err error) { l.err = err }
 
-// end closes Done: the loop has ended (it calls this last, deferred).
-func (l *lifecycle) end() { close(l.done) }
+// End closes Done: the loop has ended (it calls this last, deferred).
+func (l *Lifecycle) End() { close(l.done) }

@@ -6,7 +6,7 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
-// deref turns the pointer a registry decodes into the value the core takes.
-func deref(m wire.Message) wire.Message {
+// Deref turns the pointer a registry decodes into the value the core takes.
+func Deref(m wire.Message) wire.Message {
 	return reflect.ValueOf(m).Elem().Interface().(wire.Message)
 }
