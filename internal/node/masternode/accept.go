@@ -8,20 +8,99 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/node"
 	"github.com/mfs-election/mfs-election/internal/obs"
+	"github.com/mfs-election/mfs-election/internal/transport"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
+	"github.com/rs/zerolog"
 )
 
-// Accepting: the listeners of the three ports, each connection's hello,
-// the AUTH_CODE challenge and admin authorisation. What passes goes to the
-// loop as checked inputs (ports.go).
+// acceptor takes the connections of a master's three ports and hands the
+// loop checked inputs (ports.go): it owns the listeners, the caps on
+// connections and on large bodies in flight, the count of failed proofs
+// per source (auth) and the rate of refusal logs. Each connection's reader
+// checks its hello, its identity and AUTH_CODE, reads its frames under
+// their deadlines and budget, checks admin proofs and judges client
+// requests by mfsexports.cfg, so that what reaches the loop passed all of
+// it. Whatever it refuses is closed, counted and logged.
+//
+// Its readers run on their own goroutines; adminAllowed and observeGuards
+// run on the loop. What it holds of its master (opt, book, hello, the
+// inboxes, done) is read-only or safe for any goroutine.
+type acceptor struct {
+	opt     *MasterOptions // the master's, read only
+	log     zerolog.Logger
+	metrics *obs.MasterMetrics
+	book    *atomic.Pointer[masterBook] // the master's set, to check a master port's peer
+	hello   func() frame.Hello          // what this master opens with now
+	// inbox (votes and peers) and clInbox (clients): where checked
+	// inputs go; done: closed when the loop ended (nobody reads them).
+	inbox, clInbox chan<- input
+	done           <-chan struct{}
+
+	lnML, lnCS, lnCL net.Listener
+	conns            *connCounter // open connections per port and source (readers)
+	bodies           *bodyBudget  // large frame bodies in flight on 9420 and 9421 (readers)
+	auth             *authGuard   // failed proofs per source (readers and loop)
+	refusals         *rateLog     // refusal log lines per source (readers and loop)
+	// exports is mfsexports.cfg in force (readers judge client requests
+	// with it; Reload replaces it).
+	exports atomic.Pointer[exportsNow]
+	// adminPassword is ADMIN_PASSWORD in force (readers check admin
+	// proofs with it; SetAdminPassword replaces it), never nil.
+	adminPassword atomic.Pointer[string]
+}
+
+// newAcceptor is n's acceptor, with no listener yet (listen), ADMIN_PASSWORD
+// as n's options give it and no mfsexports.cfg in force (useExports).
+func newAcceptor(n *MasterNode) *acceptor {
+	a := &acceptor{opt: &n.opt, log: n.log, metrics: n.metrics, book: &n.book, hello: n.hello,
+		inbox: n.inbox, clInbox: n.clInbox, done: n.life.Done(),
+		conns: newConnCounter(), bodies: newBodyBudget(largeBodies), auth: &authGuard{}, refusals: &rateLog{}}
+	a.adminPassword.Store(&n.opt.AdminPassword)
+	return a
+}
+
+// listen opens the three ports (tr's listeners, on the options'
+// addresses); on an error none stays open.
+func (a *acceptor) listen(tr transport.Transport) error {
+	for _, l := range []struct {
+		ln   *net.Listener
+		addr string
+	}{{&a.lnML, a.opt.ListenML}, {&a.lnCS, a.opt.ListenCS}, {&a.lnCL, a.opt.ListenCL}} {
+		ln, err := tr.Listen(l.addr)
+		if err != nil {
+			a.closeListeners()
+			return err
+		}
+		*l.ln = ln
+	}
+	return nil
+}
+
+// start accepts on the three ports, one goroutine each.
+func (a *acceptor) start() {
+	go a.accept(a.lnML, portML, matomlIn, frame.KindMaster)
+	go a.accept(a.lnCS, portCS, matocsIn, frame.KindChunkserver)
+	go a.accept(a.lnCL, portCL, matoclIn, frame.KindClient, frame.KindAdmin)
+}
+
+// closeListeners closes the ports: accept ends, established connections
+// stay.
+func (a *acceptor) closeListeners() {
+	for _, ln := range []net.Listener{a.lnML, a.lnCS, a.lnCL} {
+		if ln != nil {
+			_ = ln.Close()
+		}
+	}
+}
 
 // adminCheck is what the reader found of an admin command's proof.
 type adminCheck uint8
@@ -34,7 +113,7 @@ const (
 	adminElsewhere                   // meant for another master (Target)
 )
 
-func (n *MasterNode) accept(ln net.Listener, port masterPort, reg *frame.Registry, kinds ...frame.Kind) {
+func (a *acceptor) accept(ln net.Listener, port masterPort, reg *frame.Registry, kinds ...frame.Kind) {
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
@@ -48,46 +127,46 @@ func (n *MasterNode) accept(ln net.Listener, port masterPort, reg *frame.Registr
 		// Refused here, before a goroutine or a buffer is spent on it: a
 		// source that failed its proofs too often lately, and connections
 		// over the port's caps.
-		if port != portCL && n.auth.blocked(src, time.Now()) {
-			n.refuse(nc, src, port, errAuthRate)
+		if port != portCL && a.auth.blocked(src, time.Now()) {
+			a.refuse(nc, src, port, errAuthRate)
 			continue
 		}
-		if ok, which := n.conns.acquire(port, src); !ok {
-			n.refuse(nc, src, port, fmt.Errorf("%w: %s (at most %d, %d per source)", errLimit, which,
+		if ok, which := a.conns.acquire(port, src); !ok {
+			a.refuse(nc, src, port, fmt.Errorf("%w: %s (at most %d, %d per source)", errLimit, which,
 				connLimits[port].total, connLimits[port].perSource))
 			continue
 		}
 		go func() {
-			defer n.conns.release(port, src)
-			n.serveConn(nc, port, reg, kinds)
+			defer a.conns.release(port, src)
+			a.serveConn(nc, port, reg, kinds)
 		}()
 	}
 }
 
 // refuse closes nc, counts why, and logs it: once per source, port and
 // reason per refuseLogEvery, so that a flood does not flood the log.
-func (n *MasterNode) refuse(nc net.Conn, src netip.Addr, port masterPort, err error) {
-	n.cut(nc, src, port, err, "connection refused")
+func (a *acceptor) refuse(nc net.Conn, src netip.Addr, port masterPort, err error) {
+	a.cut(nc, src, port, err, "connection refused")
 }
 
 // dropped closes an established connection that broke the rules, counts
 // and logs it like refuse.
-func (n *MasterNode) dropped(nc net.Conn, src netip.Addr, port masterPort, err error) {
-	n.cut(nc, src, port, err, "connection dropped")
+func (a *acceptor) dropped(nc net.Conn, src netip.Addr, port masterPort, err error) {
+	a.cut(nc, src, port, err, "connection dropped")
 }
 
-func (n *MasterNode) cut(nc net.Conn, src netip.Addr, port masterPort, err error, what string) {
-	n.cutConn(nc, src, port, err, what, func() { _ = nc.Close() })
+func (a *acceptor) cut(nc net.Conn, src netip.Addr, port masterPort, err error, what string) {
+	a.cutConn(nc, src, port, err, what, func() { _ = nc.Close() })
 }
 
 // cutConn is cut with a close of the caller's (one that lets a last frame
 // leave first).
-func (n *MasterNode) cutConn(nc interface{ RemoteAddr() net.Addr }, src netip.Addr, port masterPort, err error, what string, close func()) {
+func (a *acceptor) cutConn(nc interface{ RemoteAddr() net.Addr }, src netip.Addr, port masterPort, err error, what string, close func()) {
 	reason := refuseReason(err)
-	n.metrics.ConnRefused(port.String(), reason) // before the peer can see the close
+	a.metrics.ConnRefused(port.String(), reason) // before the peer can see the close
 	close()
-	if ok, missed := n.refusals.allow(port.String()+"|"+reason+"|"+src.String(), time.Now()); ok {
-		n.log.Warn().Str(obs.FieldPeer, nc.RemoteAddr().String()).Str("port", port.String()).Str(obs.FieldReason, reason).
+	if ok, missed := a.refusals.allow(port.String()+"|"+reason+"|"+src.String(), time.Now()); ok {
+		a.log.Warn().Str(obs.FieldPeer, nc.RemoteAddr().String()).Str("port", port.String()).Str(obs.FieldReason, reason).
 			Int("not_logged", missed).Err(err).Msg(what)
 	}
 }
@@ -118,25 +197,25 @@ func maxFrameFor(port masterPort) uint32 {
 // bodyBudget is the budget large frames on port draw from: none for the
 // master port, whose peers proved AUTH_CODE and send big Appends and
 // snapshot chunks.
-func (n *MasterNode) bodyBudget(port masterPort) *bodyBudget {
+func (a *acceptor) bodyBudget(port masterPort) *bodyBudget {
 	if port == portML {
 		return nil
 	}
-	return n.bodies
+	return a.bodies
 }
 
 // idleTimeout is how long a connection on port may send nothing, after
 // its hello, before it is cut: three times the longest silence of an
 // honest peer there.
-func (n *MasterNode) idleTimeout(port masterPort) time.Duration {
-	if n.opt.idleOverride > 0 {
-		return n.opt.idleOverride
+func (a *acceptor) idleTimeout(port masterPort) time.Duration {
+	if a.opt.idleOverride > 0 {
+		return a.opt.idleOverride
 	}
 	switch port {
 	case portCS:
 		return csIdle
 	case portML:
-		return max(mlIdleMin, 3*n.opt.Core.PeerTimeout)
+		return max(mlIdleMin, 3*a.opt.Core.PeerTimeout)
 	}
 	return clientIdle
 }
@@ -144,24 +223,24 @@ func (n *MasterNode) idleTimeout(port masterPort) time.Duration {
 // serveConn checks a new connection (hello, identity, AUTH_CODE) and then
 // feeds its frames to the loop. Whatever a peer sends, the worst outcome is
 // this connection closed with a logged reason.
-func (n *MasterNode) serveConn(nc net.Conn, port masterPort, reg *frame.Registry, kinds []frame.Kind) {
+func (a *acceptor) serveConn(nc net.Conn, port masterPort, reg *frame.Registry, kinds []frame.Kind) {
 	src := remoteAddr(nc)
-	ours := n.hello()
+	ours := a.hello()
 	if port == portCL {
 		ours.Nonce = make([]byte, 16)
 		_, _ = rand.Read(ours.Nonce)
 	}
 	peer, err := acceptHello(nc, ours, ours.Cluster, kinds...)
 	if err != nil {
-		n.refuse(nc, src, port, err)
+		a.refuse(nc, src, port, err)
 		return
 	}
 	c := node.NewConn(nc, peer)
 	if port == portML {
-		m, member := n.book.Load().member(wire.MasterID(peer.ID))
+		m, member := a.book.Load().member(wire.MasterID(peer.ID))
 		switch {
 		case masterhost.IDOf(c.Remote) != wire.MasterID(peer.ID) || (member && m.Addr.Addr() != c.Remote):
-			n.refuse(nc, src, port, node.ErrIdentity) // counted before the peer can see the close
+			a.refuse(nc, src, port, node.ErrIdentity) // counted before the peer can see the close
 			c.Close()
 			return
 		case !member:
@@ -169,36 +248,36 @@ func (n *MasterNode) serveConn(nc net.Conn, port masterPort, reg *frame.Registry
 			// added where this master has not resolved it yet): told so,
 			// it stops taking part once every master it reaches says it.
 			c.Send(protocol.AuthChallenge{NotMember: true})
-			n.cutConn(c.NC, src, port, errStranger, "connection refused", c.CloseAfterFlush)
+			a.cutConn(c.NC, src, port, errStranger, "connection refused", c.CloseAfterFlush)
 			return
 		}
 	}
 	if port == portCS || port == portML {
-		if err := n.challenge(c, port, ours.Cluster); err != nil {
-			n.refuse(nc, src, port, err) // counted before the peer can see the close
+		if err := a.challenge(c, port, ours.Cluster); err != nil {
+			a.refuse(nc, src, port, err) // counted before the peer can see the close
 			c.Close()
 			return
 		}
 	}
-	inbox := n.inbox
+	inbox := a.inbox
 	if port == portCL {
-		inbox = n.clInbox
+		inbox = a.clInbox
 	}
 	deliver := func(in input) {
 		select {
 		case inbox <- in:
-		case <-n.life.Done(): // the loop has ended: nobody will read it
+		case <-a.done: // the loop has ended: nobody will read it
 		}
 	}
 	deliver(input{kind: inOpen, port: port, c: c})
 	var proof clientProof // what a client proved (ClientAuth)
-	fr := newFrameReader(nc, n.idleTimeout(port), frameTimeout)
-	if n.opt.frameOverride > 0 {
-		fr.frame = n.opt.frameOverride
+	fr := newFrameReader(nc, a.idleTimeout(port), frameTimeout)
+	if a.opt.frameOverride > 0 {
+		fr.frame = a.opt.frameOverride
 	}
 	for {
 		fr.next()
-		m, err := readFrame(reg, fr, maxFrameFor(port), n.bodyBudget(port))
+		m, err := readFrame(reg, fr, maxFrameFor(port), a.bodyBudget(port))
 		if err != nil {
 			byPeer := !c.Closed() && !c.Slow() && node.EndedByPeer(err)
 			switch {
@@ -216,7 +295,7 @@ func (n *MasterNode) serveConn(nc net.Conn, port masterPort, reg *frame.Registry
 				err = nil // it ended the connection
 			}
 			if err != nil {
-				n.dropped(nc, src, port, err)
+				a.dropped(nc, src, port, err)
 			}
 			c.Close()
 			deliver(input{kind: inClosed, port: port, c: c, byPeer: byPeer})
@@ -225,12 +304,12 @@ func (n *MasterNode) serveConn(nc net.Conn, port masterPort, reg *frame.Registry
 		in := input{kind: inMsg, port: port, c: c, msg: node.Deref(m)}
 		switch msg := in.msg.(type) {
 		case protocol.AdminReq:
-			in.admin = n.checkAdmin(c, ours, msg)
+			in.admin = a.checkAdmin(c, ours, msg)
 		case protocol.ClientAuth:
 			proof = clientProof{mac: msg.MAC}
 			continue
 		case roles.ClientWrite, roles.ClientRead:
-			if r := n.clientAccess(c, ours, &proof, msg); r != nil {
+			if r := a.clientAccess(c, ours, &proof, msg); r != nil {
 				c.Send(*r)
 				continue
 			}
@@ -245,9 +324,9 @@ func (n *MasterNode) serveConn(nc net.Conn, port masterPort, reg *frame.Registry
 // proof binds the cluster id of this master's hello (cluster): a master
 // started with -e has none of its own until it syncs, so both sides use
 // the acceptor's. A failure counts against the source (authGuard).
-func (n *MasterNode) challenge(c *node.Conn, port masterPort, cluster string) error {
+func (a *acceptor) challenge(c *node.Conn, port masterPort, cluster string) error {
 	var nonce []byte
-	if n.opt.AuthCode != "" {
+	if a.opt.AuthCode != "" {
 		nonce = make([]byte, protocol.AuthNonceLen)
 		if _, err := rand.Read(nonce); err != nil {
 			return err
@@ -265,18 +344,18 @@ func (n *MasterNode) challenge(c *node.Conn, port masterPort, cluster string) er
 		return err
 	}
 	p, ok := m.(*protocol.AuthProof)
-	if ok && n.opt.AuthCode == "" {
+	if ok && a.opt.AuthCode == "" {
 		return nil
 	}
 	var want []byte
 	if port == portML {
-		want = protocol.MasterProof(n.opt.AuthCode, nonce, cluster, c.Remote)
+		want = protocol.MasterProof(a.opt.AuthCode, nonce, cluster, c.Remote)
 	} else {
-		want = protocol.ChunkserverProof(n.opt.AuthCode, nonce, cluster, c.Remote)
+		want = protocol.ChunkserverProof(a.opt.AuthCode, nonce, cluster, c.Remote)
 	}
 	if !ok || !hmac.Equal(p.MAC, want) {
-		if n.auth.failed(c.Remote, time.Now()) {
-			n.log.Warn().Str(obs.FieldPeer, c.Remote.String()).Str("port", port.String()).
+		if a.auth.failed(c.Remote, time.Now()) {
+			a.log.Warn().Str(obs.FieldPeer, c.Remote.String()).Str("port", port.String()).
 				Msgf("%d failed AUTH_CODE proofs within %v: this address is refused for %v", authFailMax, authFailWindow, authBlock)
 		}
 		return node.ErrAuth
@@ -288,14 +367,14 @@ func (n *MasterNode) challenge(c *node.Conn, port masterPort, cluster string) er
 // the connection's reader: the nonce and cluster id are those of the hello
 // this master sent on it (ours), and the command must name this master,
 // by its MASTER_HOST address or the address the connection reached.
-func (n *MasterNode) checkAdmin(c *node.Conn, ours frame.Hello, m protocol.AdminReq) adminCheck {
-	pw := *n.adminPassword.Load() // once: a reload meanwhile cannot mix two passwords in one check
+func (a *acceptor) checkAdmin(c *node.Conn, ours frame.Hello, m protocol.AdminReq) adminCheck {
+	pw := *a.adminPassword.Load() // once: a reload meanwhile cannot mix two passwords in one check
 	switch {
 	case pw == "":
 		return adminOpen
 	case len(m.Proof) == 0:
 		return adminMissing
-	case m.Target.Unmap() != n.opt.Self && m.Target.Unmap() != node.LocalAddr(c.NC):
+	case m.Target.Unmap() != a.opt.Self && m.Target.Unmap() != node.LocalAddr(c.NC):
 		return adminElsewhere
 	case len(ours.Nonce) == 0 || !hmac.Equal(m.Proof, protocol.AdminProof(pw, ours.Nonce, ours.Cluster, m)):
 		return adminWrong
@@ -307,16 +386,16 @@ func (n *MasterNode) checkAdmin(c *node.Conn, ours frame.Hello, m protocol.Admin
 // (listings stay open) and answers a refusal itself. Wrong proofs count
 // against the source (authGuard): after a few, it is refused without a try
 // for a while. A connection's nonce proves one command.
-func (n *MasterNode) adminAllowed(c *node.Conn, m protocol.AdminReq, check adminCheck) bool {
+func (a *acceptor) adminAllowed(c *node.Conn, m protocol.AdminReq, check adminCheck) bool {
 	if check == adminOpen {
 		return true
 	}
 	now := time.Now()
-	if n.auth.blocked(c.Remote, now) {
+	if a.auth.blocked(c.Remote, now) {
 		c.NonceSpent = true
-		n.metrics.ConnRefused(portCL.String(), "auth_rate")
-		if ok, missed := n.refusals.allow("matocl|auth_rate|"+c.Remote.String(), now); ok {
-			n.log.Warn().Str(obs.FieldPeer, c.Remote.String()).Str(obs.FieldReason, "auth_rate").Int("not_logged", missed).
+		a.metrics.ConnRefused(portCL.String(), "auth_rate")
+		if ok, missed := a.refusals.allow("matocl|auth_rate|"+c.Remote.String(), now); ok {
+			a.log.Warn().Str(obs.FieldPeer, c.Remote.String()).Str(obs.FieldReason, "auth_rate").Int("not_logged", missed).
 				Msg("admin command refused: too many wrong ADMIN_PASSWORD proofs from this address lately")
 		}
 		c.Send(protocol.AdminResp{ID: m.ID, Code: wire.CodeThrottled, Text: fmt.Sprintf("too many wrong ADMIN_PASSWORD proofs from %v lately: admin commands from there are refused for up to %v", c.Remote, authBlock)})
@@ -336,15 +415,15 @@ func (n *MasterNode) adminAllowed(c *node.Conn, m protocol.AdminReq, check admin
 		// through an address this master does not know as its own).
 		reason = "admin-wrong-master"
 		text = fmt.Sprintf("this command was meant for the master at %v, and this is %v (reached at %v): refused; send it to that master directly",
-			m.Target, n.opt.Self, node.LocalAddr(c.NC))
+			m.Target, a.opt.Self, node.LocalAddr(c.NC))
 	default:
-		if n.auth.failed(c.Remote, now) {
-			n.log.Warn().Str(obs.FieldPeer, c.Remote.String()).
+		if a.auth.failed(c.Remote, now) {
+			a.log.Warn().Str(obs.FieldPeer, c.Remote.String()).
 				Msgf("%d wrong ADMIN_PASSWORD proofs within %v: admin commands from this address are refused for %v", authFailMax, authFailWindow, authBlock)
 		}
 	}
-	n.metrics.ConnRefused(portCL.String(), reason)
-	n.log.Warn().Str(obs.FieldPeer, c.Remote.String()).Str(obs.FieldReason, reason).Msg("admin command refused")
+	a.metrics.ConnRefused(portCL.String(), reason)
+	a.log.Warn().Str(obs.FieldPeer, c.Remote.String()).Str(obs.FieldReason, reason).Msg("admin command refused")
 	c.Send(protocol.AdminResp{ID: m.ID, Code: wire.CodeDenied, Text: text})
 	return false
 }

@@ -30,20 +30,20 @@ func loadExports(path string) (*exports.Table, error) {
 
 // useExports puts t in force, logs what it is, and derives the keys of its
 // passwords for cluster now rather than in a client's first request.
-func (n *MasterNode) useExports(t *exports.Table, cluster string) {
+func (a *acceptor) useExports(t *exports.Table, cluster string) {
 	if t == nil {
-		n.log.Warn().Str("file", n.opt.ExportsFile).
+		a.log.Warn().Str("file", a.opt.ExportsFile).
 			Msg("no mfsexports.cfg: every client that reaches port 9421 may read and change every key")
 	} else {
 		for _, w := range t.Warnings {
-			n.log.Warn().Msg("mfsexports.cfg: " + w)
+			a.log.Warn().Msg("mfsexports.cfg: " + w)
 		}
 		for _, p := range t.Passwords() {
 			secret.Warm(p, cluster)
 		}
-		n.log.Info().Str("file", t.File).Int("rules", len(t.Rules)).Msg("client access list in force")
+		a.log.Info().Str("file", t.File).Int("rules", len(t.Rules)).Msg("client access list in force")
 	}
-	n.exports.Store(&exportsNow{t: t})
+	a.exports.Store(&exportsNow{t: t})
 }
 
 // Reload re-reads mfsexports.cfg and resolves MASTER_HOST again (SIGHUP:
@@ -57,7 +57,7 @@ func (n *MasterNode) Reload() {
 		n.log.Error().Err(err).Str("file", n.opt.ExportsFile).Msg("reload: mfsexports.cfg not taken; the previous client access list stays in force")
 		return
 	}
-	n.useExports(t, n.hello().Cluster)
+	n.acc.useExports(t, n.hello().Cluster)
 }
 
 // SetAdminPassword puts a new ADMIN_PASSWORD in force (mfsmaster reload);
@@ -71,7 +71,7 @@ func (n *MasterNode) SetAdminPassword(pw string) error {
 		return err
 	}
 	secret.Warm(pw, n.hello().Cluster)
-	n.adminPassword.Store(&pw)
+	n.acc.adminPassword.Store(&pw)
 	return nil
 }
 
@@ -85,7 +85,7 @@ type clientProof struct {
 // connection's reader; a refusal is the reply to send (the core never sees
 // the request). ours is the hello this master sent on the connection: its
 // nonce and cluster id are what the proof covers.
-func (n *MasterNode) clientAccess(c *node.Conn, ours frame.Hello, p *clientProof, msg wire.Message) *roles.ClientReply {
+func (a *acceptor) clientAccess(c *node.Conn, ours frame.Hello, p *clientProof, msg wire.Message) *roles.ClientReply {
 	var (
 		client     changelog.ClientID
 		seq        uint64
@@ -103,12 +103,12 @@ func (n *MasterNode) clientAccess(c *node.Conn, ours frame.Hello, p *clientProof
 	default:
 		return nil
 	}
-	now := n.exports.Load()
+	now := a.exports.Load()
 	if now == nil || now.t == nil {
 		return nil
 	}
 	at := time.Now()
-	blocked := n.auth.blocked(c.Remote, at)
+	blocked := a.auth.blocked(c.Remote, at)
 	proof := func(password string) (given, ok bool) {
 		if len(p.mac) == 0 || blocked {
 			return len(p.mac) > 0, false
@@ -137,16 +137,16 @@ func (n *MasterNode) clientAccess(c *node.Conn, ours frame.Hello, p *clientProof
 		text = protocol.ErrExportsPasswordWrong
 		if blocked {
 			text, code, reason = protocol.ErrExportsThrottled, wire.CodeThrottled, "auth_rate"
-		} else if n.auth.failed(c.Remote, at) {
-			n.log.Warn().Str(obs.FieldPeer, c.Remote.String()).
+		} else if a.auth.failed(c.Remote, at) {
+			a.log.Warn().Str(obs.FieldPeer, c.Remote.String()).
 				Msgf("%d wrong password proofs within %v: client requests from this address that need a password are refused for %v", authFailMax, authFailWindow, authBlock)
 		}
 	}
-	n.metrics.ConnRefused(portCL.String(), reason)
-	if ok, missed := n.refusals.allow("matocl|"+reason+"|"+c.Remote.String(), at); ok {
-		n.log.Warn().Str(obs.FieldPeer, c.Remote.String()).Str(obs.FieldReason, reason).Str(what, key).Bool("change", chng).
+	a.metrics.ConnRefused(portCL.String(), reason)
+	if ok, missed := a.refusals.allow("matocl|"+reason+"|"+c.Remote.String(), at); ok {
+		a.log.Warn().Str(obs.FieldPeer, c.Remote.String()).Str(obs.FieldReason, reason).Str(what, key).Bool("change", chng).
 			Int("not_logged", missed).Msg("client request refused by mfsexports.cfg")
 	}
-	return &roles.ClientReply{From: n.opt.Core.ID, Client: client, Seq: seq, Code: code,
+	return &roles.ClientReply{From: a.opt.Core.ID, Client: client, Seq: seq, Code: code,
 		Err: fmt.Sprintf("%s: client %v, %s %q", text, c.Remote, what, key)}
 }

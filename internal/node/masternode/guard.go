@@ -449,30 +449,31 @@ func (g *authGuard) knownPeers(cfg *registry.ClusterConfig, book *masterBook) {
 }
 
 // observeGuards is the loop's side of the guards (observe calls it after
-// every batch): it tells authGuard the peers known now, and logs and
-// counts the blocks of failed proofs begun since it last ran, once each.
-func (n *MasterNode) observeGuards() {
-	n.auth.knownPeers(n.core.Registry(), n.book.Load())
-	t := n.auth.take()
+// every batch): it tells authGuard the peers known now (the registry in
+// force, cfg, and the set of masters, book), and logs and counts the
+// blocks of failed proofs begun since it last ran, once each.
+func (a *acceptor) observeGuards(cfg *registry.ClusterConfig, book *masterBook) {
+	a.auth.knownPeers(cfg, book)
+	t := a.auth.take()
 	for _, scope := range []authScope{scopeAddress, scopePrefix, scopeAll} {
 		if k := t.began[scope]; k > 0 {
-			n.metrics.AuthBlocks(string(scope), k)
+			a.metrics.AuthBlocks(string(scope), k)
 		}
 	}
 	for _, b := range t.notes {
 		switch b.scope {
 		case scopePrefix:
-			n.log.Warn().Str("prefix", b.prefix.String()).Str(obs.FieldPeer, b.addr.String()).Time("until", b.until).
+			a.log.Warn().Str("prefix", b.prefix.String()).Str(obs.FieldPeer, b.addr.String()).Time("until", b.until).
 				Msgf("%d failed proofs (AUTH_CODE, ADMIN_PASSWORD, export passwords) from the addresses of this prefix within %v: every address of it is refused a proof for %v, the masters and registered chunkservers in it excepted",
 					authFailMaxPrefix, authFailWindow, authBlock)
 		case scopeAll:
-			n.log.Warn().Str(obs.FieldPeer, b.addr.String()).Time("until", b.until).
+			a.log.Warn().Str(obs.FieldPeer, b.addr.String()).Time("until", b.until).
 				Msgf("%d failed proofs (AUTH_CODE, ADMIN_PASSWORD, export passwords) from all sources within %v: every source but the masters and registered chunkservers is refused a proof for %v (guessing from many addresses?)",
 					authGlobalMax, authGlobalWindow, authGlobalBlock)
 		}
 	}
 	if t.unnoted > 0 {
-		n.log.Warn().Int("blocks", t.unnoted).Msg("more blocks of failed proofs began than are logged one by one (a flood of failed proofs): see mfs_master_auth_blocks_total")
+		a.log.Warn().Int("blocks", t.unnoted).Msg("more blocks of failed proofs began than are logged one by one (a flood of failed proofs): see mfs_master_auth_blocks_total")
 	}
 }
 
@@ -587,12 +588,9 @@ func clip(s string, n int) (string, bool) {
 	return s[:n], true
 }
 
-// guards are the limits on what peers can make a master hold.
+// guards are the limits on what registered chunkservers can make the
+// loop hold (the acceptor holds those on connections and proofs).
 type guards struct {
-	conns       *connCounter       // open connections per port and source (readers)
-	bodies      *bodyBudget        // large frame bodies in flight on 9420 and 9421 (readers)
-	auth        *authGuard         // failed proofs per source (readers and loop)
-	refusals    *rateLog           // refusal log lines per source (readers and loop)
 	regs        regGuard           // registrations per source (loop)
 	clones      cloneBook          // refused clones, for the listings (loop)
 	infoClipped map[wire.CSID]bool // logged once: its CSInfo was cut (loop)

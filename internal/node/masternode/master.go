@@ -77,7 +77,6 @@ type MasterNode struct {
 	store   *metadata.MasterStore
 	core    *master.Master
 	metrics *obs.MasterMetrics
-	start   time.Time
 	clock   node.Clock          // the core's time (CLOCK_BOOTTIME)
 	tr      transport.Transport // opt.Transport, or the kernel's
 	// iterAt, iterMono: the loop's reading of clock at the start of the
@@ -85,8 +84,8 @@ type MasterNode struct {
 	iterAt   roles.Instant
 	iterMono time.Time
 
-	lnML, lnCS, lnCL net.Listener
-	masterDatagrams  // the heartbeat acks' side path (datagram.go)
+	acc             *acceptor // the three ports' connections, checked (accept.go)
+	masterDatagrams           // the heartbeat acks' side path (datagram.go)
 	// Two inboxes, so that client work never queues ahead of votes: inbox
 	// carries the chunkserver and master ports (votes, acks, peer
 	// traffic), clInbox the client port. The loop drains inbox first.
@@ -142,13 +141,6 @@ type MasterNode struct {
 	// groupAt is when the group being stepped began.
 	stages  *stages
 	groupAt time.Time
-
-	// exports is mfsexports.cfg in force (readers judge client requests
-	// with it; Reload replaces it).
-	exports atomic.Pointer[exportsNow]
-	// adminPassword is ADMIN_PASSWORD in force (readers check admin
-	// proofs with it; SetAdminPassword replaces it), never nil.
-	adminPassword atomic.Pointer[string]
 }
 
 // adminWait is an admin command waiting for the core's reply.
@@ -230,16 +222,15 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 		return nil, err
 	}
 	n := &MasterNode{
-		opt: opt, log: opt.Log, store: store, start: time.Now(), clock: node.NewClock(), tr: transport.Or(opt.Transport), stages: newStages(),
+		opt: opt, log: opt.Log, store: store, clock: node.NewClock(), tr: transport.Or(opt.Transport), stages: newStages(),
 		inbox: make(chan input, 4096), clInbox: make(chan input, 1024), life: node.NewLifecycle(),
 		foreign: map[wire.MasterID]bool{}, links: map[wire.MasterID]*node.Link{},
 		host: node.NewHostSpec(opt.MasterHost), strangerTo: map[wire.MasterID]bool{}, member: true,
 		cs: map[wire.CSID]*node.Conn{}, csInfo: map[wire.CSID]protocol.CSInfo{}, peersIn: map[*node.Conn]bool{},
 		clConns: map[*node.Conn]bool{}, clients: map[changelog.ClientID]*node.Conn{}, admins: map[uint64]adminWait{}, hbSent: map[hbKey]time.Time{},
-		snapWriter: snapWriter{snapDone: make(chan snapResult, 1), snapRetry: snapRetryMin},
-		admission:  admission{listsOut: map[listKey]time.Time{}},
-		guards: guards{conns: newConnCounter(), bodies: newBodyBudget(largeBodies), auth: &authGuard{}, refusals: &rateLog{},
-			infoClipped: map[wire.CSID]bool{}},
+		snapWriter:      snapWriter{snapDone: make(chan snapResult, 1), snapRetry: snapRetryMin},
+		admission:       admission{listsOut: map[listKey]time.Time{}},
+		guards:          guards{infoClipped: map[wire.CSID]bool{}},
 		masterDatagrams: masterDatagrams{dg: node.NewDgKeys(), ackSeen: node.SeqFilter{}},
 	}
 	if need, have := filesNeeded(), raiseFileLimit(filesNeeded()); have < need {
@@ -260,6 +251,7 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 		return nil, err
 	}
 	n.metrics = obs.NewMasterMetrics(opt.Metrics)
+	n.acc = newAcceptor(n)
 	obs.RegisterStoreCommits(opt.Metrics, "master", store.Commits)
 	n.book.Store(newBook(opt.Masters))
 	st, err := store.Load()
@@ -282,23 +274,14 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 	// id it learns, in the readers and links that need it.
 	secret.Warm(opt.AuthCode, store.ClusterID())
 	secret.Warm(opt.AdminPassword, store.ClusterID())
-	n.adminPassword.Store(&opt.AdminPassword)
-	n.useExports(ex, store.ClusterID())
-	for _, l := range []struct {
-		ln   *net.Listener
-		addr string
-	}{{&n.lnML, opt.ListenML}, {&n.lnCS, opt.ListenCS}, {&n.lnCL, opt.ListenCL}} {
-		ln, err := n.tr.Listen(l.addr)
-		if err != nil {
-			n.closeListeners()
-			return nil, err
-		}
-		*l.ln = ln
+	n.acc.useExports(ex, store.ClusterID())
+	if err := n.acc.listen(n.tr); err != nil {
+		return nil, err
 	}
 	n.dgStats = obs.NewDatagrams(opt.Metrics, "master")
 	if opt.Datagrams {
-		if n.udp, err = n.tr.ListenPacket(n.lnCS.Addr().String()); err != nil {
-			n.log.Warn().Err(err).Str("listen", n.lnCS.Addr().String()).
+		if n.udp, err = n.tr.ListenPacket(n.acc.lnCS.Addr().String()); err != nil {
+			n.log.Warn().Err(err).Str("listen", n.acc.lnCS.Addr().String()).
 				Msg("heartbeat datagrams off: their UDP port could not be opened; votes are renewed on TCP alone, which packet loss holds up")
 		}
 	}
@@ -317,9 +300,7 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 			n.links[m.ID] = startMasterLink(n, m)
 		}
 	}
-	go n.accept(n.lnML, portML, matomlIn, frame.KindMaster)
-	go n.accept(n.lnCS, portCS, matocsIn, frame.KindChunkserver)
-	go n.accept(n.lnCL, portCL, matoclIn, frame.KindClient, frame.KindAdmin)
+	n.acc.start()
 	if n.udp != nil {
 		go node.ReadDatagrams(n.udp, n.takeDatagram)
 	}
@@ -333,7 +314,7 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 
 // Addrs returns the bound listen addresses (matoml, matocs, matocl).
 func (n *MasterNode) Addrs() (ml, cs, cl net.Addr) {
-	return n.lnML.Addr(), n.lnCS.Addr(), n.lnCL.Addr()
+	return n.acc.lnML.Addr(), n.acc.lnCS.Addr(), n.acc.lnCL.Addr()
 }
 
 // Stop asks the loop to end in order and waits for it, at most timeout;
@@ -396,11 +377,7 @@ func (n *MasterNode) hello() frame.Hello {
 }
 
 func (n *MasterNode) closeListeners() {
-	for _, ln := range []net.Listener{n.lnML, n.lnCS, n.lnCL} {
-		if ln != nil {
-			_ = ln.Close()
-		}
-	}
+	n.acc.closeListeners()
 	if n.udp != nil {
 		_ = n.udp.Close()
 	}

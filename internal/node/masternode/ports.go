@@ -232,7 +232,7 @@ func (n *MasterNode) cloneRefused(id wire.CSID, c *node.Conn, holder netip.Addr)
 	now := time.Now()
 	rec := n.clones.add(id, c.Remote, holder, now)
 	n.metrics.ConnRefused(portCS.String(), "clone")
-	if ok, missed := n.refusals.allow(fmt.Sprintf("clone|%d|%v", id, c.Remote), now); ok {
+	if ok, missed := n.acc.refusals.allow(fmt.Sprintf("clone|%d|%v", id, c.Remote), now); ok {
 		n.log.Warn().Uint32("id", uint32(id)).Str(obs.FieldPeer, c.Remote.String()).Str("holder", holder.String()).
 			Int("times", rec.Count).Int("not_logged", missed).Str("port", portCS.String()).Str(obs.FieldReason, "clone").
 			Msg("chunkserver id already connected from another address: cloned chunkserver or impostor, connection refused")
@@ -248,7 +248,7 @@ func (n *MasterNode) fromCS(c *node.Conn, msg wire.Message) error {
 	case protocol.RegisterReq:
 		if !n.regs.allow(c.Remote, m.Port, time.Now()) {
 			n.metrics.RegistrationRefused()
-			if ok, missed := n.refusals.allow("register|"+c.Remote.String(), time.Now()); ok {
+			if ok, missed := n.acc.refusals.allow("register|"+c.Remote.String(), time.Now()); ok {
 				n.log.Warn().Str(obs.FieldPeer, c.Remote.String()).Uint16("cs_port", m.Port).Int("not_logged", missed).
 					Str(obs.FieldReason, "register_flood").
 					Msgf("registration refused: this address asked for more than %d new ids within %v, or its /24 (/64) for more than %d", regPerSource, regWindow, regPerPrefix)
@@ -367,7 +367,7 @@ func (n *MasterNode) fromClient(in input) error {
 		n.later(func() { c.Send(n.statusWith(m)) })
 		return nil
 	case protocol.AdminReq:
-		if !n.adminAllowed(c, m, in.admin) {
+		if !n.acc.adminAllowed(c, m, in.admin) {
 			return nil
 		}
 		if m.Kind == roles.AdminResolve {

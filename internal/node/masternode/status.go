@@ -33,10 +33,10 @@ func (n *MasterNode) statusWith(req protocol.StatusReq) protocol.StatusResp {
 		SnapshotVersion: n.core.SnapshotAt().Version, ChangelogEntries: n.core.Log().Held(),
 		Transition: n.core.Underway(now), InForce: n.core.InForce(), LeaderChangeUnixMs: n.leaderChangeMs,
 		TempRemoved: n.core.TempRemoved(), Clones: n.clones.list(),
-		NoAuthCode: n.opt.AuthCode == "", AdminOpen: *n.adminPassword.Load() == "",
+		NoAuthCode: n.opt.AuthCode == "", AdminOpen: *n.acc.adminPassword.Load() == "",
 		Keep: n.opt.Core.KeepLeadership, Yielded: n.core.Yielded(), Placed: n.core.Placed(), KeepMasters: n.keepMasters(),
 	}
-	if ex := n.exports.Load(); ex == nil || ex.t == nil {
+	if ex := n.acc.exports.Load(); ex == nil || ex.t == nil {
 		st.ExportsOpen = true
 	}
 	st.NotEligible, st.Removed = n.notEligible(cfg), n.core.Removed()
@@ -134,7 +134,7 @@ func (n *MasterNode) observe() {
 		n.lastLeader = leader
 		n.leaderChangeMs = time.Now().UnixMilli()
 	}
-	n.observeGuards()
+	n.acc.observeGuards(n.core.Registry(), n.book.Load())
 	if role == n.observedRole && time.Since(n.observedAt) < observeEvery {
 		return
 	}
