@@ -171,11 +171,13 @@ func (n *MasterNode) fenceStatus(st *protocol.StatusResp, f master.Fence, t role
 
 // fence is the core's fence as reports see it: fenceOut, as of the
 // newest batch, with the location index the gauges need, for the reports
-// built away from the loop; and the last fence taken: what it reported,
-// under which stamp, when.
+// built away from the loop; the last fence taken: what it reported,
+// under which stamp, when; and locs, the location index of the loop's
+// fence.
 type fence struct {
 	fenceOut    atomic.Pointer[outward]
 	fenceReport master.RoleReport
 	fenceStamp  master.FenceStamp
 	fenceAt     time.Time
+	locs        *locIndex
 }

@@ -12,6 +12,24 @@ import (
 // The master's loop: one goroutine steps the core, groups what is waiting
 // and carries each group out with one fsync.
 
+// iteration is what the loop holds of the iteration it runs: its clock
+// reading, and the group of steps being built (loop only).
+type iteration struct {
+	// iterAt, iterMono: the loop's reading of clock at the start of the
+	// current iteration, and Go's monotonic clock then (loopNow).
+	iterAt   roles.Instant
+	iterMono time.Time
+	// The group being built: the batches of the steps since the last
+	// flush, and the driver's own replies that must follow them.
+	group []master.Batch
+	after []func()
+	// groupAt is when the group being stepped began (stages);
+	// roundStart, when the step that started a heartbeat round began
+	// (zero: no round in the group being stepped).
+	groupAt    time.Time
+	roundStart time.Time
+}
+
 func (n *MasterNode) loop() {
 	defer n.life.End()
 	timer := time.NewTimer(time.Hour)

@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/netip"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/node"
@@ -79,10 +78,6 @@ type MasterNode struct {
 	metrics *obs.MasterMetrics
 	clock   node.Clock          // the core's time (CLOCK_BOOTTIME)
 	tr      transport.Transport // opt.Transport, or the kernel's
-	// iterAt, iterMono: the loop's reading of clock at the start of the
-	// current iteration, and Go's monotonic clock then (loopNow). Loop only.
-	iterAt   roles.Instant
-	iterMono time.Time
 
 	acc             *acceptor // the three ports' connections, checked (accept.go)
 	masterDatagrams           // the heartbeat acks' side path (datagram.go)
@@ -93,54 +88,21 @@ type MasterNode struct {
 	clInbox chan input
 	life    node.Lifecycle // Stop, Done, Err (node.Lifecycle)
 
-	// book: the set of masters and every master's address (masterset.go),
-	// replaced whole by the loop, read by any goroutine.
-	book atomic.Pointer[masterBook]
-	host *node.HostSpec // MASTER_HOST, resolved again by resolver
-	// strangerTo: the masters whose link refused this one as a stranger
-	// (true) or took it (false); member: this master is in the set (loop
-	// only).
-	strangerTo map[wire.MasterID]bool
-	member     bool
-	foreign    map[wire.MasterID]bool       // masters of another cluster, reported once
-	links      map[wire.MasterID]*node.Link // outgoing, to every other master
-	cs         map[wire.CSID]*node.Conn     // the current connection of each chunkserver
-	csInfo     map[wire.CSID]protocol.CSInfo
-	peersIn    map[*node.Conn]bool               // incoming master connections
-	clConns    map[*node.Conn]bool               // every open client/mfscli connection
-	clients    map[changelog.ClientID]*node.Conn // where each client session's replies go
-	nextCl     uint64
-	admins     map[uint64]adminWait
-	nextAdm    uint64
-	hbSent     map[hbKey]time.Time // for the round-trip metric; pruned (pruneHBSent)
-	hbPrune    time.Time           // when hbSent was last pruned
-
+	masterSet // the set of masters and the links to them (masterset.go)
+	routes    // each port's connections and where replies go (ports.go)
 	admission // client admission (admission.go)
-
-	guards // limits on what peers can make this master hold (guard.go)
-
-	// The group being built: the batches of the steps since the last
-	// flush, and the driver's own replies that must follow them.
-	group []master.Batch
-	after []func()
-
-	observed // what observe() last saw, to log and count changes once (status.go)
+	guards    // limits on what registered chunkservers make the loop hold (guard.go)
+	iteration // the loop's clock reading and the group being built (loop.go)
+	observed  // what observe() last saw, to log and count changes once (status.go)
 
 	helloMu sync.Mutex
 	helloV  frame.Hello
 
 	snapWriter  // the background snapshot writer (snapwriter.go)
 	witnessSide // the object-store witness's calls (witness.go)
-
-	fence // the core's fence as reports see it (fence.go)
-	// roundStart: when the step that started a heartbeat round began
-	// (zero: no round in the group being stepped).
-	roundStart time.Time
-	locs       *locIndex // the location index of the loop's fence (fence.go)
-	// stages times client changes through the ack rule (stages.go);
-	// groupAt is when the group being stepped began.
-	stages  *stages
-	groupAt time.Time
+	fence       // the core's fence as reports see it (fence.go)
+	// stages times client changes through the ack rule (stages.go).
+	stages *stages
 }
 
 // adminWait is an admin command waiting for the core's reply.
@@ -224,10 +186,10 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 	n := &MasterNode{
 		opt: opt, log: opt.Log, store: store, clock: node.NewClock(), tr: transport.Or(opt.Transport), stages: newStages(),
 		inbox: make(chan input, 4096), clInbox: make(chan input, 1024), life: node.NewLifecycle(),
-		foreign: map[wire.MasterID]bool{}, links: map[wire.MasterID]*node.Link{},
-		host: node.NewHostSpec(opt.MasterHost), strangerTo: map[wire.MasterID]bool{}, member: true,
-		cs: map[wire.CSID]*node.Conn{}, csInfo: map[wire.CSID]protocol.CSInfo{}, peersIn: map[*node.Conn]bool{},
-		clConns: map[*node.Conn]bool{}, clients: map[changelog.ClientID]*node.Conn{}, admins: map[uint64]adminWait{}, hbSent: map[hbKey]time.Time{},
+		masterSet: masterSet{foreign: map[wire.MasterID]bool{}, links: map[wire.MasterID]*node.Link{},
+			host: node.NewHostSpec(opt.MasterHost), strangerTo: map[wire.MasterID]bool{}, member: true},
+		routes: routes{cs: map[wire.CSID]*node.Conn{}, csInfo: map[wire.CSID]protocol.CSInfo{}, peersIn: map[*node.Conn]bool{},
+			clConns: map[*node.Conn]bool{}, clients: map[changelog.ClientID]*node.Conn{}, admins: map[uint64]adminWait{}, hbSent: map[hbKey]time.Time{}},
 		snapWriter:      snapWriter{snapDone: make(chan snapResult, 1), snapRetry: snapRetryMin},
 		admission:       admission{listsOut: map[listKey]time.Time{}},
 		guards:          guards{infoClipped: map[wire.CSID]bool{}},

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/mfs-election/mfs-election/internal/node"
 	"github.com/mfs-election/mfs-election/internal/obs"
@@ -19,6 +20,22 @@ import (
 // MASTER_HOST is resolved again every MASTER_RESOLVE_INTERVAL, on SIGHUP
 // and on mfscli -CMR; a new list starts links to the masters added, stops
 // those to the masters gone, and is stepped into the core (MasterSet).
+
+// masterSet is the master's side of the set of masters: the book (any
+// goroutine reads it), MASTER_HOST and the links (the loop's).
+type masterSet struct {
+	// book: the set of masters and every master's address, replaced whole
+	// by the loop, read by any goroutine.
+	book atomic.Pointer[masterBook]
+	host *node.HostSpec // MASTER_HOST, resolved again by resolver
+	// strangerTo: the masters whose link refused this one as a stranger
+	// (true) or took it (false); member: this master is in the set (loop
+	// only).
+	strangerTo map[wire.MasterID]bool
+	member     bool
+	foreign    map[wire.MasterID]bool       // masters of another cluster, reported once
+	links      map[wire.MasterID]*node.Link // outgoing, to every other master
+}
 
 // masterBook is the set of masters as this node knows it: replaced whole,
 // never changed in place, so that the readers (the accept goroutines, the

@@ -17,6 +17,22 @@ import (
 // as events, stamped with the connection's sender; what the core sends is
 // routed to connections.
 
+// routes are the connections of each port and where replies go (loop
+// only).
+type routes struct {
+	cs      map[wire.CSID]*node.Conn          // the current connection of each chunkserver
+	csInfo  map[wire.CSID]protocol.CSInfo     // what each said of itself
+	peersIn map[*node.Conn]bool               // incoming master connections
+	clConns map[*node.Conn]bool               // every open client/mfscli connection
+	clients map[changelog.ClientID]*node.Conn // where each client session's replies go
+	nextCl  uint64                            // the last session id given a request without one (session)
+	admins  map[uint64]adminWait              // admin commands waiting for the core's reply, by the core's id
+	nextAdm uint64
+	hbSent  map[hbKey]time.Time // heartbeats sent, for the round-trip metric; pruned (pruneHBSent)
+	hbPrune time.Time           // when hbSent was last pruned
+}
+
+// route sends what the core sends to its connection or link.
 func (n *MasterNode) route(to roles.Peer, msg wire.Message) {
 	switch m := msg.(type) {
 	case roles.Heartbeat:

@@ -15,7 +15,7 @@ import (
 // a client cannot claim such an id, it could be another request's), gets
 // a new id of that range, never given twice.
 func TestSessionIDs(t *testing.T) {
-	n := &MasterNode{clients: map[changelog.ClientID]*node.Conn{}}
+	n := &MasterNode{routes: routes{clients: map[changelog.ClientID]*node.Conn{}}}
 	nc, other := net.Pipe() // an open connection; nothing is sent on it
 	defer nc.Close()
 	defer other.Close()

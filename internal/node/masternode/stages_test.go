@@ -68,10 +68,10 @@ func TestStages(t *testing.T) {
 // for ever; a recent one stays.
 func TestPruneHBSent(t *testing.T) {
 	now := time.Unix(5000, 0)
-	n := &MasterNode{hbSent: map[hbKey]time.Time{
+	n := &MasterNode{routes: routes{hbSent: map[hbKey]time.Time{
 		{1, 1}: now.Add(-2 * hbSentMaxAge),
 		{2, 9}: now.Add(-time.Second),
-	}}
+	}}}
 	n.pruneHBSent(now)
 	if _, ok := n.hbSent[hbKey{1, 1}]; ok || len(n.hbSent) != 1 {
 		t.Fatalf("after pruning: %v, want only the recent heartbeat", n.hbSent)
