@@ -88,10 +88,9 @@ type ChunkserverNode struct {
 	voter   *voter.Voter
 	pending []voter.Batch           // the group being stepped (flush carries it out)
 	metrics *obs.ChunkserverMetrics // nil: Metrics was nil
-	start   time.Time
-	clock   node.Clock          // the core's time (node.NewVoterClock)
-	tr      transport.Transport // opt.Transport, or the kernel's
-	ln      net.Listener        // nil: Port was given, nothing listens
+	clock   node.Clock              // the core's time (node.NewVoterClock)
+	tr      transport.Transport     // opt.Transport, or the kernel's
+	ln      net.Listener            // nil: Port was given, nothing listens
 	// at is the time of the newest step, and stepped says a step ran since
 	// the loop last set its timer: the timer and the metrics read the
 	// step's time rather than the clock again (a voter's loop runs on
@@ -172,7 +171,7 @@ type csInput struct {
 // connects to every master and starts the voter once it has an id.
 func StartChunkserver(opt ChunkserverOptions, store ChunkserverStore) (*ChunkserverNode, error) {
 	n := &ChunkserverNode{
-		opt: opt, log: opt.Log, store: store, start: time.Now(), clock: node.NewVoterClock(), tr: transport.Or(opt.Transport),
+		opt: opt, log: opt.Log, store: store, clock: node.NewVoterClock(), tr: transport.Or(opt.Transport),
 		inbox: make(chan csInput, cmp.Or(opt.Inbox, csInbox)), life: node.NewLifecycle(),
 		links: map[wire.MasterID]*node.Link{}, addrOf: map[wire.MasterID]netip.Addr{}, masters: slices.Clone(opt.Masters),
 		host:  node.NewHostSpec(opt.MasterHost),
@@ -192,27 +191,8 @@ func StartChunkserver(opt ChunkserverOptions, store ChunkserverStore) (*Chunkser
 			obs.RegisterStoreCommits(opt.Metrics, "chunkserver", c.Commits)
 		}
 	}
-	if opt.Port != 0 {
-		n.port = opt.Port
-	} else {
-		ln, err := n.tr.Listen(opt.Listen)
-		if err != nil {
-			return nil, err
-		}
-		n.ln = ln
-		ap, _ := netip.ParseAddrPort(ln.Addr().String())
-		n.port = ap.Port()
-		go func() {
-			// The data port serves no chunks here; holding it keeps the
-			// ip:port identity real, as in MooseFS.
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				_ = c.Close()
-			}
-		}()
+	if err := n.listen(); err != nil {
+		return nil, err
 	}
 	n.openDatagramPort()
 	if d, ok := store.(interface{ Damage() string }); ok && d.Damage() != "" {
@@ -224,30 +204,8 @@ func StartChunkserver(opt ChunkserverOptions, store ChunkserverStore) (*Chunkser
 			n.metrics.RecordDamaged()
 		}
 	}
-	if id, ok := store.Identity(); ok {
-		switch {
-		case id.Addr.Port() != n.port:
-			// Another port is another identity (ip:port, as in MooseFS).
-			n.log.Warn().Str("was", id.Addr.String()).Str("now", netip.AddrPortFrom(opt.Bind, n.port).String()).
-				Msg("port changed since registration: registering again")
-			if err := store.ForgetIdentity(); err != nil {
-				n.closeListener() // the datagram socket too
-				return nil, err
-			}
-		default:
-			if opt.Bind.IsValid() && id.Addr.Addr() != opt.Bind {
-				// Kept, so that the masters can tell what happened: a copy
-				// of a running chunkserver (a cloned VM or data directory)
-				// is refused as a clone and named while the original is
-				// connected; a chunkserver that really moved is told its
-				// id is taken (IDTaken) and registers again.
-				n.log.Warn().Str("was", id.Addr.String()).Str("now", netip.AddrPortFrom(opt.Bind, n.port).String()).Uint32("id", uint32(id.CS)).
-					Msg("address changed since registration: keeping the id; the masters refuse this chunkserver as a clone while the one registered at the old address is connected, and tell it to register again otherwise")
-			}
-			n.id = id
-			// The slow key derivation now, not in the first handshake.
-			secret.Warm(opt.AuthCode, id.ClusterID)
-		}
+	if err := n.takeIdentity(); err != nil {
+		return nil, err
 	}
 	for _, m := range opt.Masters {
 		n.links[m.ID] = startCSLink(n, m)
@@ -268,6 +226,67 @@ func StartChunkserver(opt ChunkserverOptions, store ChunkserverStore) (*Chunkser
 			})
 	}
 	return n, nil
+}
+
+// listen holds the CSSERV port open (its number is this chunkserver's
+// identity), unless Port names it.
+func (n *ChunkserverNode) listen() error {
+	if n.opt.Port != 0 {
+		n.port = n.opt.Port
+	} else {
+		ln, err := n.tr.Listen(n.opt.Listen)
+		if err != nil {
+			return err
+		}
+		n.ln = ln
+		ap, _ := netip.ParseAddrPort(ln.Addr().String())
+		n.port = ap.Port()
+		go func() {
+			// The data port serves no chunks here; holding it keeps the
+			// ip:port identity real, as in MooseFS.
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				_ = c.Close()
+			}
+		}()
+	}
+	return nil
+}
+
+// takeIdentity takes the identity the store holds, if any: one of
+// another port is forgotten (this chunkserver registers again), one of
+// another address is kept (the masters tell a clone from a chunkserver
+// that moved).
+func (n *ChunkserverNode) takeIdentity() error {
+	if id, ok := n.store.Identity(); ok {
+		switch {
+		case id.Addr.Port() != n.port:
+			// Another port is another identity (ip:port, as in MooseFS).
+			n.log.Warn().Str("was", id.Addr.String()).Str("now", netip.AddrPortFrom(n.opt.Bind, n.port).String()).
+				Msg("port changed since registration: registering again")
+			if err := n.store.ForgetIdentity(); err != nil {
+				n.closeListener() // the datagram socket too
+				return err
+			}
+		default:
+			if n.opt.Bind.IsValid() && id.Addr.Addr() != n.opt.Bind {
+				// Kept, so that the masters can tell what happened: a copy
+				// of a running chunkserver (a cloned VM or data directory)
+				// is refused as a clone and named while the original is
+				// connected; a chunkserver that really moved is told its
+				// id is taken (IDTaken) and registers again.
+				n.log.Warn().Str("was", id.Addr.String()).Str("now", netip.AddrPortFrom(n.opt.Bind, n.port).String()).Uint32("id", uint32(id.CS)).
+					Msg("address changed since registration: keeping the id; the masters refuse this chunkserver as a clone while the one registered at the old address is connected, and tell it to register again otherwise")
+			}
+			n.id = id
+			// The slow key derivation now, not in the first handshake.
+			secret.Warm(n.opt.AuthCode, id.ClusterID)
+		}
+	}
+	return nil
 }
 
 // SetMasterHost puts a new MASTER_HOST in force (a reload) and resolves

@@ -16,6 +16,30 @@ import (
 // The chunkserver's loop: one goroutine registers, steps the voter, and
 // carries each group of steps out with one fsync.
 
+// wait is how long the loop may wait for an input: until the voter's next
+// deadline, or the next registration retry before it has an id.
+func (n *ChunkserverNode) wait() time.Duration {
+	if n.voter == nil {
+		return 200 * time.Millisecond // registration retries
+	}
+	wait := time.Hour
+	if d := n.voter.NextDeadline(); d != roles.Never {
+		// After a step, from the step's time: the timer then fires
+		// late by what the flush took, and a voter's deadlines all
+		// allow an act (vote elsewhere, nominate, probe), none
+		// obliges one in time.
+		now := n.at
+		if !n.stepped {
+			now = n.now()
+		}
+		wait = max(time.Duration(d-now), 0)
+	}
+	return wait
+}
+
+// loop owns the voter: it registers, steps, carries out each group, and
+// ends in order when asked (StopRequested, then the promise released or
+// lapsed) or at the first failed write.
 func (n *ChunkserverNode) loop() {
 	defer n.life.End()
 	timer := time.NewTimer(time.Hour)
@@ -31,26 +55,11 @@ func (n *ChunkserverNode) loop() {
 		}
 	}
 	for {
-		wait := 200 * time.Millisecond // registration retries
-		if n.voter != nil {
-			wait = time.Hour
-			if d := n.voter.NextDeadline(); d != roles.Never {
-				// After a step, from the step's time: the timer then fires
-				// late by what the flush took, and a voter's deadlines all
-				// allow an act (vote elsewhere, nominate, probe), none
-				// obliges one in time.
-				now := n.at
-				if !n.stepped {
-					now = n.now()
-				}
-				wait = max(time.Duration(d-now), 0)
-			}
-		}
 		// Moved on every heartbeat (a content voter's deadlines all move
 		// out with it). Arming it only ever earlier, and stepping a Tick
 		// when it fired early, saved an idle chunkserver nothing
 		// measurable and cost a swarm a wake-up per voter and round.
-		timer.Reset(wait)
+		timer.Reset(n.wait())
 		n.stepped = false
 		var err error
 		select {

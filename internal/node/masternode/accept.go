@@ -220,12 +220,24 @@ func (a *acceptor) idleTimeout(port masterPort) time.Duration {
 	return clientIdle
 }
 
-// serveConn checks a new connection (hello, identity, AUTH_CODE) and then
-// feeds its frames to the loop. Whatever a peer sends, the worst outcome is
-// this connection closed with a logged reason.
+// serveConn checks a new connection (handshake) and then feeds its frames
+// to the loop (read). Whatever a peer sends, the worst outcome is this
+// connection closed with a logged reason.
 func (a *acceptor) serveConn(nc net.Conn, port masterPort, reg *frame.Registry, kinds []frame.Kind) {
+	c, ours, ok := a.handshake(nc, port, kinds)
+	if !ok {
+		return
+	}
+	a.read(c, ours, port, reg)
+}
+
+// handshake checks a new connection: its hello, a master's identity and
+// membership, and AUTH_CODE on the chunkserver and master ports. ours is
+// the hello this master sent on it (on the client port with the nonce a
+// client's proofs cover). false: refused, closed, counted and logged.
+func (a *acceptor) handshake(nc net.Conn, port masterPort, kinds []frame.Kind) (c *node.Conn, ours frame.Hello, ok bool) {
 	src := remoteAddr(nc)
-	ours := a.hello()
+	ours = a.hello()
 	if port == portCL {
 		ours.Nonce = make([]byte, 16)
 		_, _ = rand.Read(ours.Nonce)
@@ -233,32 +245,40 @@ func (a *acceptor) serveConn(nc net.Conn, port masterPort, reg *frame.Registry, 
 	peer, err := acceptHello(nc, ours, ours.Cluster, kinds...)
 	if err != nil {
 		a.refuse(nc, src, port, err)
-		return
+		return nil, ours, false
 	}
-	c := node.NewConn(nc, peer)
+	c = node.NewConn(nc, peer)
 	if port == portML {
 		m, member := a.book.Load().member(wire.MasterID(peer.ID))
 		switch {
 		case masterhost.IDOf(c.Remote) != wire.MasterID(peer.ID) || (member && m.Addr.Addr() != c.Remote):
 			a.refuse(nc, src, port, node.ErrIdentity) // counted before the peer can see the close
 			c.Close()
-			return
+			return nil, ours, false
 		case !member:
 			// A master this one's MASTER_HOST does not name (removed, or
 			// added where this master has not resolved it yet): told so,
 			// it stops taking part once every master it reaches says it.
 			c.Send(protocol.AuthChallenge{NotMember: true})
 			a.cutConn(c.NC, src, port, errStranger, "connection refused", c.CloseAfterFlush)
-			return
+			return nil, ours, false
 		}
 	}
 	if port == portCS || port == portML {
 		if err := a.challenge(c, port, ours.Cluster); err != nil {
 			a.refuse(nc, src, port, err) // counted before the peer can see the close
 			c.Close()
-			return
+			return nil, ours, false
 		}
 	}
+	return c, ours, true
+}
+
+// read feeds c's frames to the loop until c ends, and tells the loop it
+// ended. An admin command goes with what its proof showed; a client's
+// proof is kept for its requests, which mfsexports.cfg may refuse here.
+func (a *acceptor) read(c *node.Conn, ours frame.Hello, port masterPort, reg *frame.Registry) {
+	nc, src := c.NC, remoteAddr(c.NC)
 	inbox := a.inbox
 	if port == portCL {
 		inbox = a.clInbox

@@ -14,6 +14,21 @@ import (
 // The master's side of the datagram path (the path itself: node's
 // datagram.go).
 
+// openDatagramPort opens the datagram socket when Datagrams is on, on the
+// chunkserver port's address and number; without one the master renews
+// votes on TCP alone.
+func (n *MasterNode) openDatagramPort() {
+	n.dgStats = obs.NewDatagrams(n.opt.Metrics, "master")
+	if !n.opt.Datagrams {
+		return
+	}
+	var err error
+	if n.udp, err = n.tr.ListenPacket(n.acc.lnCS.Addr().String()); err != nil {
+		n.log.Warn().Err(err).Str("listen", n.acc.lnCS.Addr().String()).
+			Msg("heartbeat datagrams off: their UDP port could not be opened; votes are renewed on TCP alone, which packet loss holds up")
+	}
+}
+
 // openDatagrams keeps the datagram key a voter's VoteHello brings (from
 // the connection's address: remote), or forgets the one it had when the
 // hello brings none: the new session's heartbeats then go on TCP alone.

@@ -169,32 +169,14 @@ type input struct {
 // StartMaster opens the listeners and starts the loop. The store must hold
 // whatever this master has (nothing, for one started with -e).
 func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, error) {
-	var wstore *s3store.Store
-	if opt.Witness != nil {
-		var err error
-		if wstore, err = s3store.New(*opt.Witness); err != nil {
-			return nil, fmt.Errorf("witness: %w", err)
-		}
-		// The lease record names the cluster: a master started with -e
-		// learns the id later and uses the witness after its next start.
-		opt.Core.Witness.Cluster = store.ClusterID()
-		opt.Core.Witness.Store = opt.Core.Witness.Cluster != ""
+	wstore, err := openWitness(&opt, store)
+	if err != nil {
+		return nil, err
 	}
 	if err := opt.Core.Validate(); err != nil {
 		return nil, err
 	}
-	n := &MasterNode{
-		opt: opt, log: opt.Log, store: store, clock: node.NewClock(), tr: transport.Or(opt.Transport), stages: newStages(),
-		inbox: make(chan input, 4096), clInbox: make(chan input, 1024), life: node.NewLifecycle(),
-		masterSet: masterSet{foreign: map[wire.MasterID]bool{}, links: map[wire.MasterID]*node.Link{},
-			host: node.NewHostSpec(opt.MasterHost), strangerTo: map[wire.MasterID]bool{}, member: true},
-		routes: routes{cs: map[wire.CSID]*node.Conn{}, csInfo: map[wire.CSID]protocol.CSInfo{}, peersIn: map[*node.Conn]bool{},
-			clConns: map[*node.Conn]bool{}, clients: map[changelog.ClientID]*node.Conn{}, admins: map[uint64]adminWait{}, hbSent: map[hbKey]time.Time{}},
-		snapWriter:      snapWriter{snapDone: make(chan snapResult, 1), snapRetry: snapRetryMin},
-		admission:       admission{listsOut: map[listKey]time.Time{}},
-		guards:          guards{infoClipped: map[wire.CSID]bool{}},
-		masterDatagrams: masterDatagrams{dg: node.NewDgKeys(), ackSeen: node.SeqFilter{}},
-	}
+	n := newMaster(opt, store)
 	if need, have := filesNeeded(), raiseFileLimit(filesNeeded()); have < need {
 		// Not a fault: a few thousand chunkservers fit in far less. Said
 		// once, for the operator who grows the cluster past it.
@@ -240,13 +222,7 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 	if err := n.acc.listen(n.tr); err != nil {
 		return nil, err
 	}
-	n.dgStats = obs.NewDatagrams(opt.Metrics, "master")
-	if opt.Datagrams {
-		if n.udp, err = n.tr.ListenPacket(n.acc.lnCS.Addr().String()); err != nil {
-			n.log.Warn().Err(err).Str("listen", n.acc.lnCS.Addr().String()).
-				Msg("heartbeat datagrams off: their UDP port could not be opened; votes are renewed on TCP alone, which packet loss holds up")
-		}
-	}
+	n.openDatagramPort()
 	core, b := master.New(opt.Core, st, n.now())
 	n.core = core
 	n.setHello()
@@ -257,8 +233,15 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 		return nil, err
 	}
 	n.metrics.RoleFrom(n.metricsRole)
-	for _, m := range opt.Masters {
-		if m.ID != opt.Core.ID {
+	n.start()
+	return n, nil
+}
+
+// start starts what runs: the links to the other masters, the acceptor,
+// the datagram reader, the resolver, and the loop.
+func (n *MasterNode) start() {
+	for _, m := range n.opt.Masters {
+		if m.ID != n.opt.Core.ID {
 			n.links[m.ID] = startMasterLink(n, m)
 		}
 	}
@@ -267,11 +250,44 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 		go node.ReadDatagrams(n.udp, n.takeDatagram)
 	}
 	go n.resolver()
-	n.log.Info().Str(obs.FieldMaster, opt.Self.String()).Uint64("incarnation", core.Hard().Incarnation).
-		Str("cluster", store.ClusterID()).Bool("metadata", core.HasMetadata()).Uint64("snapshot", core.SnapshotAt().Version).
+	core := n.core
+	n.log.Info().Str(obs.FieldMaster, n.opt.Self.String()).Uint64("incarnation", core.Hard().Incarnation).
+		Str("cluster", n.store.ClusterID()).Bool("metadata", core.HasMetadata()).Uint64("snapshot", core.SnapshotAt().Version).
 		Int("changelog_entries", core.Log().Held()).Uint64("version", core.Log().Last().Version).Msg("master started as FOLLOWER")
 	go n.loop()
-	return n, nil
+}
+
+// newMaster is the master of opt over store, built but not started.
+func newMaster(opt MasterOptions, store *metadata.MasterStore) *MasterNode {
+	return &MasterNode{
+		opt: opt, log: opt.Log, store: store, clock: node.NewClock(), tr: transport.Or(opt.Transport), stages: newStages(),
+		inbox: make(chan input, 4096), clInbox: make(chan input, 1024), life: node.NewLifecycle(),
+		masterSet: masterSet{foreign: map[wire.MasterID]bool{}, links: map[wire.MasterID]*node.Link{},
+			host: node.NewHostSpec(opt.MasterHost), strangerTo: map[wire.MasterID]bool{}, member: true},
+		routes: routes{cs: map[wire.CSID]*node.Conn{}, csInfo: map[wire.CSID]protocol.CSInfo{}, peersIn: map[*node.Conn]bool{},
+			clConns: map[*node.Conn]bool{}, clients: map[changelog.ClientID]*node.Conn{}, admins: map[uint64]adminWait{}, hbSent: map[hbKey]time.Time{}},
+		snapWriter:      snapWriter{snapDone: make(chan snapResult, 1), snapRetry: snapRetryMin},
+		admission:       admission{listsOut: map[listKey]time.Time{}},
+		guards:          guards{infoClipped: map[wire.CSID]bool{}},
+		masterDatagrams: masterDatagrams{dg: node.NewDgKeys(), ackSeen: node.SeqFilter{}},
+	}
+}
+
+// openWitness opens the witness's store when opt names one (nil when it
+// does not) and tells the core's options whether this master may use it.
+func openWitness(opt *MasterOptions, store *metadata.MasterStore) (*s3store.Store, error) {
+	if opt.Witness == nil {
+		return nil, nil
+	}
+	wstore, err := s3store.New(*opt.Witness)
+	if err != nil {
+		return nil, fmt.Errorf("witness: %w", err)
+	}
+	// The lease record names the cluster: a master started with -e
+	// learns the id later and uses the witness after its next start.
+	opt.Core.Witness.Cluster = store.ClusterID()
+	opt.Core.Witness.Store = opt.Core.Witness.Cluster != ""
+	return wstore, nil
 }
 
 // Addrs returns the bound listen addresses (matoml, matocs, matocl).
