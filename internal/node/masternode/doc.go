@@ -1,10 +1,10 @@
 // Package masternode is mfsmaster's driver: the thin shell around the
 // master's role machine (pkg/roles/master). One goroutine, the loop, owns
-// the machine and its store. Connection readers check each connection of
-// the three ports (hello, AUTH_CODE, admin and export proofs, limits) and
-// feed the loop checked, decoded inputs through two bounded inboxes (votes
-// and peers first, clients after); each peer has a writer with a bounded
-// queue (node.Conn).
+// the machine and its store. The acceptor (accept.go) checks each
+// connection of the three ports (hello, AUTH_CODE, admin and export
+// proofs, limits), and its readers feed the loop checked, decoded inputs
+// through two bounded inboxes (votes and peers first, clients after);
+// each peer has a writer with a bounded queue (node.Conn).
 //
 // A group of steps shares one fsync: master.Carry makes every Persist
 // durable first, then answers the admin commands, carries out each role
