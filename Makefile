@@ -115,15 +115,17 @@ test: vet versitygw
 # The race detector over ./pkg/..., ./internal/node/... and the
 # simulator, bounded to about 5 minutes on 2 cores (its own build, and code
 # several times slower): -short (pkg/witness plays 20 lease seeds, not
-# 100); internal/node in a go test of its own, as its rate-window and
-# slow-reader tests miss their real-time bounds when they share the cores
-# with pkg/witness under -race; of the simulator only TestSeeds, the one
-# test that runs worlds at once (one per core), on 10 seeds: each seed is
-# single-threaded, so more seeds find more bugs but hardly more races, and
-# -short's 50 take 5 minutes under -race. The drivers' simulation on memnet,
-# one seed (-short): the real drivers' goroutines under the detector.
+# 100); internal/node and its drivers (masternode, csnode) in a go test
+# of their own, one package at a time (-p 1), as the master's rate-window
+# and slow-reader tests miss their real-time bounds when they share the
+# cores with pkg/witness, or with the chunkserver's tests, under -race;
+# of the simulator only TestSeeds, the one test that runs worlds at once
+# (one per core), on 10 seeds: each seed is single-threaded, so more seeds
+# find more bugs but hardly more races, and -short's 50 take 5 minutes
+# under -race. The drivers' simulation on memnet, one seed (-short): the
+# real drivers' goroutines under the detector.
 	$(GO) test -race -short -count=1 -timeout 10m ./pkg/...
-	MFS_VERSITYGW=$(VERSITYGW) $(GO) test -race -short -count=1 -timeout 10m ./internal/node/...
+	MFS_VERSITYGW=$(VERSITYGW) $(GO) test -race -short -count=1 -p 1 -timeout 10m ./internal/node/...
 	$(GO) test -race -short -count=1 -timeout 5m -run '^TestSeeds$$' ./internal/sim -seeds=10
 	$(GO) test -race -short -count=1 -timeout 5m ./internal/transport/... ./internal/sim/drivers/...
 	$(call fuzz-each,$(SHORTFUZZ))

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/internal/node/csnode"
 	"github.com/mfs-election/mfs-election/internal/settings"
 	"github.com/mfs-election/mfs-election/pkg/roles/voter"
 )
@@ -13,7 +14,7 @@ import (
 // options (the voter's voter.Config among them) and what only this
 // command uses. Each field is set by the one key bound to it in keys.
 type config struct {
-	Node       node.ChunkserverOptions
+	Node       csnode.ChunkserverOptions
 	DataPath   string
 	MasterHost string
 	MasterPort int
@@ -40,7 +41,7 @@ func (l listen) addr() string { return node.ListenAddr(l.Host, l.Port) }
 // it is, is in its key's Usage.
 func defaults() config {
 	return config{
-		Node: node.ChunkserverOptions{
+		Node: csnode.ChunkserverOptions{
 			// The id, address, port and masters are the driver's to fill in.
 			Voter:           voter.DefaultConfig(0, netip.Addr{}, nil),
 			ReconnectDelay:  5 * time.Second,

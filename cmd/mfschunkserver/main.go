@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/internal/node/csnode"
 	"github.com/mfs-election/mfs-election/internal/obs"
 	"github.com/mfs-election/mfs-election/internal/release"
 	"github.com/mfs-election/mfs-election/internal/service"
@@ -165,7 +166,7 @@ func foreground(c *cli.Context, cfg config, v settings.Values, lockPath string) 
 	}
 	defer stopProfiles()
 	log.Info().Int("disks", len(ds)).Bool("voter_only", len(ds) == 0).Uint64("seed", opt.Voter.Seed).Msg("chunkserver starting")
-	n, err := node.StartChunkserver(opt, st)
+	n, err := csnode.StartChunkserver(opt, st)
 	if err != nil {
 		_ = httpLn.Close()
 		return err

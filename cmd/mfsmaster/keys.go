@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/internal/node/masternode"
 	"github.com/mfs-election/mfs-election/internal/settings"
 	"github.com/mfs-election/mfs-election/pkg/roles/master"
 )
@@ -12,7 +13,7 @@ import (
 // (the election core's master.Config among them) and what only this command
 // uses. Each field is set by the one key bound to it in keys.
 type config struct {
-	Node       node.MasterOptions
+	Node       masternode.MasterOptions
 	DataPath   string
 	MasterHost string
 	BindHost   string
@@ -42,7 +43,7 @@ func (l listen) addr() string { return node.ListenAddr(l.Host, l.Port) }
 // is, is in its key's Usage.
 func defaults() config {
 	return config{
-		Node: node.MasterOptions{
+		Node: masternode.MasterOptions{
 			Core:            master.DefaultConfig(0, nil), // ID and Masters come from MASTER_HOST
 			ExportsFile:     "/etc/mfs/mfsexports.cfg",
 			ResolveInterval: 30 * time.Second,

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/internal/node/masternode"
 	"github.com/mfs-election/mfs-election/internal/obs"
 	"github.com/mfs-election/mfs-election/internal/release"
 	"github.com/mfs-election/mfs-election/internal/service"
@@ -193,7 +193,7 @@ func foreground(c *cli.Context, cfg config, v settings.Values, lockPath string, 
 	}
 	reg := obs.NewRegistry()
 	opt := cfg.Node
-	opt.Witness = wstore // its cluster id and Store flag: node.StartMaster
+	opt.Witness = wstore // its cluster id and Store flag: masternode.StartMaster
 	opt.Core.ID, opt.Core.Protocol = masterhost.IDOf(self), frame.ProtocolVersion
 	opt.Core.Masters = nil
 	for _, m := range list {
@@ -216,7 +216,7 @@ func foreground(c *cli.Context, cfg config, v settings.Values, lockPath string, 
 		return err
 	}
 	defer stopProfiles()
-	n, err := node.StartMaster(opt, st)
+	n, err := masternode.StartMaster(opt, st)
 	if err != nil {
 		_ = httpLn.Close()
 		return err

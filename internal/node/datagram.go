@@ -11,11 +11,8 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
-	"time"
 
-	"github.com/mfs-election/mfs-election/internal/obs"
 	"github.com/mfs-election/mfs-election/internal/transport"
-	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
@@ -28,7 +25,7 @@ import (
 // whole stream behind one lost segment for its retransmission timeout
 // (200 ms at least, doubling), longer than a lease renews; a datagram
 // is lost alone. Whichever copy arrives first is stepped, the other is
-// dropped: both paths pass one filter (seqFilter) that lets through, per
+// dropped: both paths pass one filter (SeqFilter) that lets through, per
 // session, only sequence numbers above the highest it passed. So the
 // core sees a rising subsequence of what was sent, as if TCP had lost
 // some heartbeats, and every proof that holds for TCP holds unchanged:
@@ -43,16 +40,19 @@ import (
 // forgotten when its session ends, so nothing of an ended session is
 // taken. Replays fail the sequence filter.
 const (
-	dgMagic     = "MFSD"
-	dgVersion   = 1
-	dgHeartbeat = 1 // master -> chunkserver: roles.Heartbeat
-	dgAck       = 2 // chunkserver -> master: roles.HeartbeatAck
-	dgRelease   = 3 // master -> chunkserver: roles.VoteRelease (sequence number 0)
+	dgMagic   = "MFSD"
+	dgVersion = 1
+	// The kinds of datagram (DgHeader.Kind).
+	DgHeartbeat = 1 // master -> chunkserver: roles.Heartbeat
+	DgAck       = 2 // chunkserver -> master: roles.HeartbeatAck
+	DgRelease   = 3 // master -> chunkserver: roles.VoteRelease (sequence number 0)
 	// dgHeaderLen: magic, version, kind, sender id (4), session (8),
 	// sequence number (8); the message's frame follows, then the MAC.
 	dgHeaderLen = 4 + 1 + 1 + 4 + 8 + 8
 	dgMACLen    = sha256.Size
-	dgKeyLen    = 32
+	// DgKeyLen: a session's key (roles.VoteHello.DgKey), drawn by the
+	// voter (NewDatagramKey).
+	DgKeyLen = 32
 	// dgMax bounds a datagram (it stays below any path's MTU: a
 	// fragmented datagram is lost more often, not less); a heartbeat is
 	// about 120 bytes. A larger message travels on TCP alone.
@@ -65,42 +65,44 @@ const (
 // receive steps down, and its voters would otherwise keep their promise a
 // lease longer: the goodbye sits in a send queue nobody acknowledges).
 var (
-	dgMasterIn = frame.RegistryOf(roles.Heartbeat{}, roles.VoteRelease{})
-	dgAckIn    = frame.RegistryOf(roles.HeartbeatAck{})
+	// DgMasterIn: a chunkserver, from a master.
+	DgMasterIn = frame.RegistryOf(roles.Heartbeat{}, roles.VoteRelease{})
+	// DgAckIn: a master, from a chunkserver.
+	DgAckIn = frame.RegistryOf(roles.HeartbeatAck{})
 )
 
 // errDatagram wraps every reason a datagram is refused.
 var errDatagram = errors.New("datagram refused")
 
-// dgHeader is a datagram's header: kind, the sender's id (a master's or a
+// DgHeader is a datagram's header: kind, the sender's id (a master's or a
 // chunkserver's), and the session and sequence number of the message it
 // carries (which must be the message's own).
-type dgHeader struct {
-	kind    uint8
-	from    uint32
-	session uint64
-	seq     uint64
+type DgHeader struct {
+	Kind    uint8  // DgHeartbeat, DgAck, DgRelease
+	From    uint32 // the sender's id
+	Session uint64 // the vote session
+	Seq     uint64 // the message's sequence number in its session
 }
 
-// newDatagramKey draws a session's key.
-func newDatagramKey() []byte {
-	k := make([]byte, dgKeyLen)
+// NewDatagramKey draws a session's key.
+func NewDatagramKey() []byte {
+	k := make([]byte, DgKeyLen)
 	_, _ = rand.Read(k) // never fails (crypto/rand)
 	return k
 }
 
-// sealDatagram is m as a datagram under key, or nil when it does not fit.
-func sealDatagram(key []byte, h dgHeader, m wire.Message) []byte {
+// SealDatagram is m as a datagram under key, or nil when it does not fit.
+func SealDatagram(key []byte, h DgHeader, m wire.Message) []byte {
 	body, err := frame.Encode(m)
 	if err != nil || dgHeaderLen+len(body)+dgMACLen > dgMax {
 		return nil
 	}
 	b := make([]byte, 0, dgHeaderLen+len(body)+dgMACLen)
 	b = append(b, dgMagic...)
-	b = append(b, dgVersion, h.kind)
-	b = binary.BigEndian.AppendUint32(b, h.from)
-	b = binary.BigEndian.AppendUint64(b, h.session)
-	b = binary.BigEndian.AppendUint64(b, h.seq)
+	b = append(b, dgVersion, h.Kind)
+	b = binary.BigEndian.AppendUint32(b, h.From)
+	b = binary.BigEndian.AppendUint64(b, h.Session)
+	b = binary.BigEndian.AppendUint64(b, h.Seq)
 	b = append(b, body...)
 	mac := hmac.New(sha256.New, key)
 	mac.Write(b)
@@ -110,23 +112,23 @@ func sealDatagram(key []byte, h dgHeader, m wire.Message) []byte {
 // parseDatagram reads b's header, of one of kinds: what the receiver
 // needs to find the key. Nothing in b counts before openDatagram checked
 // its MAC.
-func parseDatagram(b []byte, kinds ...uint8) (dgHeader, error) {
+func parseDatagram(b []byte, kinds ...uint8) (DgHeader, error) {
 	if len(b) < dgHeaderLen+frame.HeaderLen+dgMACLen || len(b) > dgMax {
-		return dgHeader{}, fmt.Errorf("%w: %d bytes", errDatagram, len(b))
+		return DgHeader{}, fmt.Errorf("%w: %d bytes", errDatagram, len(b))
 	}
 	if string(b[:4]) != dgMagic || b[4] != dgVersion {
-		return dgHeader{}, fmt.Errorf("%w: not a heartbeat datagram of version %d", errDatagram, dgVersion)
+		return DgHeader{}, fmt.Errorf("%w: not a heartbeat datagram of version %d", errDatagram, dgVersion)
 	}
 	if !slices.Contains(kinds, b[5]) {
-		return dgHeader{}, fmt.Errorf("%w: kind %d, want one of %v", errDatagram, b[5], kinds)
+		return DgHeader{}, fmt.Errorf("%w: kind %d, want one of %v", errDatagram, b[5], kinds)
 	}
-	return dgHeader{kind: b[5], from: binary.BigEndian.Uint32(b[6:10]),
-		session: binary.BigEndian.Uint64(b[10:18]), seq: binary.BigEndian.Uint64(b[18:26])}, nil
+	return DgHeader{Kind: b[5], From: binary.BigEndian.Uint32(b[6:10]),
+		Session: binary.BigEndian.Uint64(b[10:18]), Seq: binary.BigEndian.Uint64(b[18:26])}, nil
 }
 
 // openDatagram checks b's MAC under key and decodes its message, which
 // must name the session and sequence number of the header.
-func openDatagram(b []byte, key []byte, h dgHeader, in *frame.Registry) (wire.Message, error) {
+func openDatagram(b []byte, key []byte, h DgHeader, in *frame.Registry) (wire.Message, error) {
 	end := len(b) - dgMACLen
 	mac := hmac.New(sha256.New, key)
 	mac.Write(b[:end])
@@ -139,94 +141,99 @@ func openDatagram(b []byte, key []byte, h dgHeader, in *frame.Registry) (wire.Me
 	}
 	var session, seq uint64
 	var kind uint8
-	switch v := deref(m).(type) {
+	switch v := Deref(m).(type) {
 	case roles.Heartbeat:
-		session, seq, kind, m = v.Session, v.Seq, dgHeartbeat, v
+		session, seq, kind, m = v.Session, v.Seq, DgHeartbeat, v
 	case roles.HeartbeatAck:
-		session, seq, kind, m = v.Session, v.Seq, dgAck, v
+		session, seq, kind, m = v.Session, v.Seq, DgAck, v
 	case roles.VoteRelease:
-		session, kind, m = v.Session, dgRelease, v
+		session, kind, m = v.Session, DgRelease, v
 	}
-	if kind != h.kind {
-		return nil, fmt.Errorf("%w: kind %d carries message type %d", errDatagram, h.kind, m.MsgType())
+	if kind != h.Kind {
+		return nil, fmt.Errorf("%w: kind %d carries message type %d", errDatagram, h.Kind, m.MsgType())
 	}
-	if session != h.session || seq != h.seq {
-		return nil, fmt.Errorf("%w: the header names session %d seq %d, the message %d/%d", errDatagram, h.session, h.seq, session, seq)
+	if session != h.Session || seq != h.Seq {
+		return nil, fmt.Errorf("%w: the header names session %d seq %d, the message %d/%d", errDatagram, h.Session, h.Seq, session, seq)
 	}
 	return m, nil
 }
 
-// dgKey is one open session's datagram key, and where its peer takes
+// DgKey is one open session's datagram key, and where its peer takes
 // datagrams.
-type dgKey struct {
-	session uint64
-	key     []byte
-	to      netip.AddrPort
+type DgKey struct {
+	Session uint64         // the session the key is for
+	Key     []byte         // DgKeyLen bytes
+	To      netip.AddrPort // where the peer takes datagrams
 }
 
-// dgKeys holds the key of each peer's open session: the loop sets and
+// DgKeys holds the key of each peer's open session: the loop sets and
 // forgets them, the datagram reader looks them up.
-type dgKeys struct {
+type DgKeys struct {
 	mu sync.RWMutex
-	m  map[uint32]dgKey
+	m  map[uint32]DgKey
 }
 
-func newDGKeys() *dgKeys { return &dgKeys{m: map[uint32]dgKey{}} }
+// NewDgKeys is an empty DgKeys.
+func NewDgKeys() *DgKeys { return &DgKeys{m: map[uint32]DgKey{}} }
 
-func (k *dgKeys) set(peer uint32, v dgKey) {
+// Set makes v peer's open session and key.
+func (k *DgKeys) Set(peer uint32, v DgKey) {
 	k.mu.Lock()
 	k.m[peer] = v
 	k.mu.Unlock()
 }
 
-func (k *dgKeys) get(peer uint32) (dgKey, bool) {
+// Get is peer's open session and key, if it has one.
+func (k *DgKeys) Get(peer uint32) (DgKey, bool) {
 	k.mu.RLock()
 	defer k.mu.RUnlock()
 	v, ok := k.m[peer]
 	return v, ok
 }
 
-// forget drops peer's key; session 0 drops whatever it is, another only
+// Forget drops peer's key; session 0 drops whatever it is, another only
 // that session's.
-func (k *dgKeys) forget(peer uint32, session uint64) {
+func (k *DgKeys) Forget(peer uint32, session uint64) {
 	k.mu.Lock()
-	if v, ok := k.m[peer]; ok && (session == 0 || v.session == session) {
+	if v, ok := k.m[peer]; ok && (session == 0 || v.Session == session) {
 		delete(k.m, peer)
 	}
 	k.mu.Unlock()
 }
 
-// open is b's header and message, of one of kinds, if it authenticates
+// Open is b's header and message, of one of kinds, if it authenticates
 // under the key of the session open now with the peer it names.
-func (k *dgKeys) open(b []byte, in *frame.Registry, kinds ...uint8) (dgHeader, wire.Message, error) {
+func (k *DgKeys) Open(b []byte, in *frame.Registry, kinds ...uint8) (DgHeader, wire.Message, error) {
 	h, err := parseDatagram(b, kinds...)
 	if err != nil {
 		return h, nil, err
 	}
-	v, ok := k.get(h.from)
-	if !ok || v.session != h.session {
-		return h, nil, fmt.Errorf("%w: no open session %d with peer %d", errDatagram, h.session, h.from)
+	v, ok := k.Get(h.From)
+	if !ok || v.Session != h.Session {
+		return h, nil, fmt.Errorf("%w: no open session %d with peer %d", errDatagram, h.Session, h.From)
 	}
-	m, err := openDatagram(b, v.key, h, in)
+	m, err := openDatagram(b, v.Key, h, in)
 	return h, m, err
 }
 
-// current: session is peer's open session, whose key is held.
-func (k *dgKeys) current(peer uint32, session uint64) bool {
-	v, ok := k.get(peer)
-	return ok && v.session == session
+// Current: session is peer's open session, whose key is held.
+func (k *DgKeys) Current(peer uint32, session uint64) bool {
+	v, ok := k.Get(peer)
+	return ok && v.Session == session
 }
 
-// seqFilter lets through, per peer and session, only sequence numbers
+// SeqFilter lets through, per peer and session, only sequence numbers
 // above the highest it let through: the copy of a message that arrives
 // second (on TCP or as a datagram) and anything older than what was
 // stepped. Invariant: per session, the core is stepped with strictly
 // rising sequence numbers. A message of an earlier session passes (the
 // core refuses it as stale); one of a later session starts that session.
 // Loop only.
-type seqFilter map[uint32]struct{ session, seq uint64 }
+type SeqFilter map[uint32]struct{ session, seq uint64 }
 
-func (f seqFilter) admit(peer uint32, session, seq uint64) bool {
+// Admit: the message (peer, session, seq) passes, and counts as the
+// newest of its session.
+func (f SeqFilter) Admit(peer uint32, session, seq uint64) bool {
 	cur, ok := f[peer]
 	switch {
 	case !ok || session > cur.session:
@@ -241,9 +248,9 @@ func (f seqFilter) admit(peer uint32, session, seq uint64) bool {
 	return false
 }
 
-// readDatagrams hands every datagram read from uc to take until uc is
+// ReadDatagrams hands every datagram read from uc to take until uc is
 // closed. take runs on this goroutine; b is reused after it returns.
-func readDatagrams(uc transport.PacketConn, take func(b []byte, from netip.AddrPort)) {
+func ReadDatagrams(uc transport.PacketConn, take func(b []byte, from netip.AddrPort)) {
 	buf := make([]byte, dgMax+1) // one more: a longer datagram is seen as such
 	for {
 		nb, from, err := uc.ReadFromUDPAddrPort(buf)
@@ -255,224 +262,4 @@ func readDatagrams(uc transport.PacketConn, take func(b []byte, from netip.AddrP
 		}
 		take(buf[:nb], netip.AddrPortFrom(from.Addr().Unmap(), from.Port()))
 	}
-}
-
-// ---- the master's side ---------------------------------------------------------
-
-// openDatagrams keeps the datagram key a voter's VoteHello brings (from
-// the connection's address: remote), or forgets the one it had when the
-// hello brings none: the new session's heartbeats then go on TCP alone.
-func (n *MasterNode) openDatagrams(id wire.CSID, remote netip.Addr, h roles.VoteHello) {
-	if n.udp == nil || len(h.DgKey) != dgKeyLen || h.DgPort == 0 {
-		n.dg.forget(uint32(id), 0)
-		return
-	}
-	n.dg.set(uint32(id), dgKey{session: h.Session, key: h.DgKey, to: netip.AddrPortFrom(remote, h.DgPort)})
-}
-
-// forgetDatagrams: id's connection is gone, and its session with it.
-func (n *MasterNode) forgetDatagrams(id wire.CSID) {
-	n.dg.forget(uint32(id), 0)
-	delete(n.ackSeen, uint32(id))
-}
-
-// sendDatagram sends m (a heartbeat or a release of kind, for session and
-// seq) to voter cs as a datagram too, when that session has a key.
-func (n *MasterNode) sendDatagram(cs wire.CSID, kind uint8, session, seq uint64, m wire.Message) {
-	if n.udp == nil {
-		return
-	}
-	k, ok := n.dg.get(uint32(cs))
-	if !ok || k.session != session {
-		return
-	}
-	if b := sealDatagram(k.key, dgHeader{kind, uint32(n.opt.Core.ID), session, seq}, m); b != nil {
-		_, _ = n.udp.WriteToUDPAddrPort(b, k.to) // lost like any datagram: TCP carries it too
-	}
-}
-
-// takeDatagram is the datagram reader's: an acknowledgement that
-// authenticates under its session's key goes to the loop, anything else is
-// counted and dropped. Never blocks: a full inbox drops it, as the network
-// may.
-func (n *MasterNode) takeDatagram(b []byte, src netip.AddrPort) {
-	h, m, err := n.dg.open(b, dgAckIn, dgAck)
-	if err != nil {
-		n.dgStats.Refused()
-		return
-	}
-	a := m.(roles.HeartbeatAck)
-	a.CS = wire.CSID(h.from)
-	select {
-	case n.inbox <- input{kind: inDatagram, port: portCS, msg: a, src: src}:
-	default:
-		n.dgStats.Refused()
-	}
-}
-
-// fromDatagram steps an acknowledgement that came as a datagram, unless
-// its session ended meanwhile or its TCP copy came first. Its address is
-// the datagram's source: the core counts it only from the address the
-// session was opened from, as on TCP.
-func (n *MasterNode) fromDatagram(a roles.HeartbeatAck, src netip.AddrPort) {
-	id := a.CS
-	if n.cs[id] == nil || !n.dg.current(uint32(id), a.Session) {
-		n.dgStats.Refused()
-		return
-	}
-	if !n.ackSeen.admit(uint32(id), a.Session, a.Seq) {
-		n.dgStats.Second()
-		return
-	}
-	n.dgStats.First()
-	n.ackRTT(id, a.Seq)
-	ev, _ := roles.FromVoter(a, id, src.Addr()) // the datagram's source, as a connection's
-	n.step(ev)
-}
-
-// ackRTT observes the round trip of the heartbeat seq to id, answered now.
-func (n *MasterNode) ackRTT(id wire.CSID, seq uint64) {
-	if at, ok := n.hbSent[hbKey{id, seq}]; ok {
-		n.metrics.HeartbeatRTT(time.Since(at))
-		delete(n.hbSent, hbKey{id, seq})
-	}
-}
-
-// ---- the chunkserver's side ----------------------------------------------------
-
-// openDatagramPort opens the datagram socket when Datagrams is on: on the
-// CSSERV port's number (one rule for a firewall: 9422/udp beside
-// 9422/tcp), or on any port when that one is taken. Without one the voter
-// runs on TCP alone, as before.
-func (n *ChunkserverNode) openDatagramPort() {
-	if !n.opt.Datagrams {
-		return
-	}
-	host := ""
-	if n.opt.Bind.IsValid() {
-		host = n.opt.Bind.String()
-	}
-	uc, err := n.tr.ListenPacket(net.JoinHostPort(host, fmt.Sprint(n.port)))
-	if err != nil {
-		first := err
-		if uc, err = n.tr.ListenPacket(net.JoinHostPort(host, "0")); err != nil {
-			n.log.Warn().Err(err).Msg("heartbeat datagrams off: no UDP port could be opened; votes are renewed on TCP alone, which packet loss holds up")
-			return
-		}
-		n.log.Warn().Err(first).Str("port", uc.LocalAddr().String()).Msg("heartbeat datagrams on another UDP port than the CSSERV port's number")
-	}
-	n.udp = uc
-	ap, _ := netip.ParseAddrPort(uc.LocalAddr().String())
-	n.udpPort = ap.Port()
-	n.dgStats = obs.NewDatagrams(n.opt.Metrics, "chunkserver")
-	go readDatagrams(uc, n.takeDatagram)
-}
-
-func (n *ChunkserverNode) closeDatagrams() {
-	if n.udp != nil {
-		_ = n.udp.Close()
-	}
-}
-
-// openDatagrams gives a new session to master to its datagram key, and
-// returns the hello that carries it (h as it is without a socket).
-func (n *ChunkserverNode) openDatagrams(to masterhost.Master, h roles.VoteHello) roles.VoteHello {
-	if n.udp == nil {
-		return h
-	}
-	k := dgKey{session: h.Session, key: newDatagramKey(), to: to.Addr}
-	n.dg.set(uint32(to.ID), k)
-	h.DgKey, h.DgPort = k.key, n.udpPort
-	return h
-}
-
-// forgetDatagrams: the connection to master m is gone, and its session
-// with it.
-func (n *ChunkserverNode) forgetDatagrams(m wire.MasterID) {
-	n.dg.forget(uint32(m), 0)
-	delete(n.hbSeen, uint32(m))
-}
-
-// sendDatagram sends a to master m as a datagram too, when the session
-// it answers has a key.
-func (n *ChunkserverNode) sendDatagram(m wire.MasterID, a roles.HeartbeatAck) {
-	if n.udp == nil {
-		return
-	}
-	k, ok := n.dg.get(uint32(m))
-	if !ok || k.session != a.Session {
-		return
-	}
-	if b := sealDatagram(k.key, dgHeader{dgAck, uint32(a.CS), a.Session, a.Seq}, a); b != nil {
-		_, _ = n.udp.WriteToUDPAddrPort(b, k.to)
-	}
-}
-
-// takeDatagram is the datagram reader's: a heartbeat that authenticates
-// under its session's key goes to the loop as its master's, anything else
-// is counted and dropped. Never blocks: a full inbox drops it.
-func (n *ChunkserverNode) takeDatagram(b []byte, _ netip.AddrPort) {
-	h, m, err := n.dg.open(b, dgMasterIn, dgHeartbeat, dgRelease)
-	if err != nil {
-		n.dgStats.Refused()
-		return
-	}
-	from := wire.MasterID(h.from)
-	ev, ok := roles.FromMaster(m, from)
-	if !ok {
-		n.dgStats.Refused()
-		return
-	}
-	select {
-	case n.inbox <- csInput{from: from, ev: ev, dgram: true}:
-	default:
-		n.dgStats.Refused()
-	}
-}
-
-// admitRelease: r (from TCP, or a datagram: dgram) is stepped. A release
-// ends its session's datagram path: nothing of the session is taken
-// after it. A datagram whose session ended meanwhile (its TCP copy came
-// first) is not stepped again. Loop only.
-func (n *ChunkserverNode) admitRelease(r roles.VoteRelease, dgram bool) bool {
-	if dgram && !n.dg.current(uint32(r.From), r.Session) {
-		n.dgStats.Second()
-		return false
-	}
-	if dgram {
-		n.dgStats.First()
-	}
-	n.dg.forget(uint32(r.From), r.Session)
-	return true
-}
-
-// admitHeartbeat: hb (from TCP, or a datagram: dgram) is stepped, being
-// the first copy to arrive of a heartbeat newer than any stepped in its
-// session. Loop only.
-func (n *ChunkserverNode) admitHeartbeat(hb roles.Heartbeat, dgram bool) bool {
-	if dgram && !n.dg.current(uint32(hb.From), hb.Session) {
-		n.dgStats.Refused() // its session ended while it waited
-		return false
-	}
-	if !n.hbSeen.admit(uint32(hb.From), hb.Session, hb.Seq) {
-		if dgram {
-			n.dgStats.Second()
-		}
-		return false
-	}
-	if dgram {
-		n.dgStats.First()
-	}
-	return true
-}
-
-// masterDatagrams is a master's side of the datagram path: udp is the
-// socket beside the chunkserver port (nil: Datagrams off, or it could not
-// be opened); dg the voters' session keys, ackSeen the acknowledgements'
-// filter (loop only), dgStats what was received.
-type masterDatagrams struct {
-	udp     transport.PacketConn
-	dg      *dgKeys
-	ackSeen seqFilter
-	dgStats *obs.Datagrams
 }

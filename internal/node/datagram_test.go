@@ -2,18 +2,12 @@ package node
 
 import (
 	"bytes"
-	"net"
-	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/mfs-election/mfs-election/pkg/changelog"
-	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/roles"
-	"github.com/mfs-election/mfs-election/pkg/roles/voter"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/rs/zerolog"
 )
 
 func sampleHeartbeat() roles.Heartbeat {
@@ -25,71 +19,71 @@ func sampleHeartbeat() roles.Heartbeat {
 // sealed, and any change to it, another key, another kind or a header that
 // names another session or sequence number than the message is refused.
 func TestDatagramSealOpen(t *testing.T) {
-	key, other := newDatagramKey(), newDatagramKey()
+	key, other := NewDatagramKey(), NewDatagramKey()
 	hb := sampleHeartbeat()
-	h := dgHeader{dgHeartbeat, 7, hb.Session, hb.Seq}
-	b := sealDatagram(key, h, hb)
+	h := DgHeader{DgHeartbeat, 7, hb.Session, hb.Seq}
+	b := SealDatagram(key, h, hb)
 	if b == nil || len(b) > dgMax {
 		t.Fatalf("sealed %d bytes", len(b))
 	}
-	got, err := parseDatagram(b, dgHeartbeat)
+	got, err := parseDatagram(b, DgHeartbeat)
 	if err != nil || got != h {
 		t.Fatalf("header %+v, %v; want %+v", got, err, h)
 	}
-	m, err := openDatagram(b, key, got, dgMasterIn)
+	m, err := openDatagram(b, key, got, DgMasterIn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if m.(roles.Heartbeat) != hb {
 		t.Fatalf("opened %+v, sealed %+v", m, hb)
 	}
-	if _, err := parseDatagram(b, dgAck); err == nil {
+	if _, err := parseDatagram(b, DgAck); err == nil {
 		t.Fatal("a heartbeat datagram parsed as an acknowledgement")
 	}
-	if _, err := openDatagram(b, other, got, dgMasterIn); err == nil {
+	if _, err := openDatagram(b, other, got, DgMasterIn); err == nil {
 		t.Fatal("opened under another key")
 	}
 	for i := range b {
 		c := bytes.Clone(b)
 		c[i] ^= 0x40
-		if h2, err := parseDatagram(c, dgHeartbeat); err == nil {
-			if _, err := openDatagram(c, key, h2, dgMasterIn); err == nil {
+		if h2, err := parseDatagram(c, DgHeartbeat); err == nil {
+			if _, err := openDatagram(c, key, h2, DgMasterIn); err == nil {
 				t.Fatalf("byte %d changed and still opened", i)
 			}
 		}
 	}
 	for _, n := range []int{0, 10, dgHeaderLen, len(b) - 1} {
-		if h2, err := parseDatagram(b[:n], dgHeartbeat); err == nil {
-			if _, err := openDatagram(b[:n], key, h2, dgMasterIn); err == nil {
+		if h2, err := parseDatagram(b[:n], DgHeartbeat); err == nil {
+			if _, err := openDatagram(b[:n], key, h2, DgMasterIn); err == nil {
 				t.Fatalf("cut to %d bytes and still opened", n)
 			}
 		}
 	}
 	// A header naming another sequence number than its message, under the
 	// right key (a bug, or a peer replaying a message as a newer one).
-	lie := sealDatagram(key, dgHeader{dgHeartbeat, 7, hb.Session, hb.Seq + 1}, hb)
-	if h2, err := parseDatagram(lie, dgHeartbeat); err != nil {
+	lie := SealDatagram(key, DgHeader{DgHeartbeat, 7, hb.Session, hb.Seq + 1}, hb)
+	if h2, err := parseDatagram(lie, DgHeartbeat); err != nil {
 		t.Fatal(err)
-	} else if _, err := openDatagram(lie, key, h2, dgMasterIn); err == nil {
+	} else if _, err := openDatagram(lie, key, h2, DgMasterIn); err == nil {
 		t.Fatal("a header naming another sequence number than its message opened")
 	}
 	// A release travels as kind 3 with sequence number 0; a heartbeat
 	// under that kind is refused.
 	rel := roles.VoteRelease{From: 7, Incarnation: 99, Session: hb.Session, Next: 9}
-	rb := sealDatagram(key, dgHeader{dgRelease, 7, rel.Session, 0}, rel)
-	if h2, err := parseDatagram(rb, dgHeartbeat, dgRelease); err != nil {
+	rb := SealDatagram(key, DgHeader{DgRelease, 7, rel.Session, 0}, rel)
+	if h2, err := parseDatagram(rb, DgHeartbeat, DgRelease); err != nil {
 		t.Fatal(err)
-	} else if m, err := openDatagram(rb, key, h2, dgMasterIn); err != nil || m.(roles.VoteRelease) != rel {
+	} else if m, err := openDatagram(rb, key, h2, DgMasterIn); err != nil || m.(roles.VoteRelease) != rel {
 		t.Fatalf("release opened as %+v, %v", m, err)
 	}
-	posed := sealDatagram(key, dgHeader{dgRelease, 7, hb.Session, hb.Seq}, hb)
-	if h2, err := parseDatagram(posed, dgHeartbeat, dgRelease); err != nil {
+	posed := SealDatagram(key, DgHeader{DgRelease, 7, hb.Session, hb.Seq}, hb)
+	if h2, err := parseDatagram(posed, DgHeartbeat, DgRelease); err != nil {
 		t.Fatal(err)
-	} else if _, err := openDatagram(posed, key, h2, dgMasterIn); err == nil {
+	} else if _, err := openDatagram(posed, key, h2, DgMasterIn); err == nil {
 		t.Fatal("a heartbeat under the release kind opened")
 	}
 	long := roles.HeartbeatAck{CS: 3, Session: 1, Seq: 2, Reason: string(make([]byte, dgMax))}
-	if sealDatagram(key, dgHeader{dgAck, 3, 1, 2}, long) != nil {
+	if SealDatagram(key, DgHeader{DgAck, 3, 1, 2}, long) != nil {
 		t.Fatal("a message longer than a datagram was sealed")
 	}
 }
@@ -97,7 +91,7 @@ func TestDatagramSealOpen(t *testing.T) {
 // TestSeqFilter: per peer and session, only rising sequence numbers pass;
 // a later session starts over, an earlier one passes untouched.
 func TestSeqFilter(t *testing.T) {
-	f := seqFilter{}
+	f := SeqFilter{}
 	steps := []struct {
 		peer         uint32
 		session, seq uint64
@@ -115,84 +109,9 @@ func TestSeqFilter(t *testing.T) {
 		{1, 11, 1, false},
 	}
 	for i, s := range steps {
-		if got := f.admit(s.peer, s.session, s.seq); got != s.want {
+		if got := f.Admit(s.peer, s.session, s.seq); got != s.want {
 			t.Fatalf("step %d %+v: admitted %v", i, s, got)
 		}
-	}
-}
-
-// TestDatagramPath: a master and a voter with HEARTBEAT_UDP renew the vote
-// on both paths: each takes datagrams from the other (first or second,
-// as the race goes). Datagrams a stranger sends to the master's port (no
-// key, a wrong key, garbage) are counted as refused and change nothing.
-func TestDatagramPath(t *testing.T) {
-	noLeaks(t)
-	self := netip.MustParseAddr("127.0.0.1")
-	m, _, mreg := startSoloWith(t, storeWithChanges(t, self, 10), self, func(o *MasterOptions) { o.Datagrams = true })
-	if !until(5*time.Second, func() bool { return statusOf(t, m).Role == roles.Leader }) {
-		t.Fatal("the master did not lead")
-	}
-	_, csAddr, _ := m.Addrs()
-	master := netip.MustParseAddrPort(csAddr.String())
-	creg := prometheus.NewRegistry()
-	opt := ChunkserverOptions{
-		Masters: []masterhost.Master{{ID: masterhost.IDOf(self), Addr: master}},
-		Bind:    netip.MustParseAddr("127.0.0.12"), Listen: "127.0.0.12:0", Datagrams: true, Metrics: creg,
-		Voter: voter.DefaultConfig(0, netip.Addr{}, nil), ReconnectDelay: time.Second, TrustRefused: true,
-		Log: zerolog.New(zerolog.NewTestWriter(t)),
-	}
-	n, err := StartChunkserver(opt, NewMemChunkserverStore())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Stop(5 * time.Second)
-	if n.udp == nil || n.udpPort != n.port {
-		t.Fatalf("datagram port %d, CSSERV port %d", n.udpPort, n.port)
-	}
-	taken := func(reg *prometheus.Registry, daemon string) float64 {
-		name := "mfs_" + daemon + "_heartbeat_datagrams_total"
-		return labelled(t, reg, name, map[string]string{"result": "first"}) + labelled(t, reg, name, map[string]string{"result": "second"})
-	}
-	if !until(15*time.Second, func() bool {
-		s := n.State()
-		return s.Promised == opt.Masters[0].ID && taken(mreg, "master") >= 5 && taken(creg, "chunkserver") >= 5
-	}) {
-		t.Fatalf("datagrams taken: master %v, chunkserver %v; voter %+v", taken(mreg, "master"), taken(creg, "chunkserver"), n.State())
-	}
-	refusedBefore := labelled(t, mreg, "mfs_master_heartbeat_datagrams_total", map[string]string{"result": "refused"})
-
-	// A stranger on the master's UDP port: garbage, and well-formed
-	// acknowledgements of the voter's real id and session under a key of
-	// its own, claiming a long grant.
-	k, ok := m.dg.get(uint32(n.Identity().CS))
-	if !ok {
-		t.Fatal("the master holds no key for the voter's session")
-	}
-	uc, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(master))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer uc.Close()
-	forged := sealDatagram(newDatagramKey(), dgHeader{dgAck, uint32(n.Identity().CS), k.session, 1 << 60},
-		roles.HeartbeatAck{CS: n.Identity().CS, Session: k.session, Seq: 1 << 60, OK: true, Granted: time.Hour})
-	const sent = 20
-	for i := 0; i < sent/2; i++ {
-		_, _ = uc.Write([]byte("MFSD garbage"))
-		_, _ = uc.Write(forged)
-	}
-	if !until(5*time.Second, func() bool {
-		return labelled(t, mreg, "mfs_master_heartbeat_datagrams_total", map[string]string{"result": "refused"})-refusedBefore >= sent
-	}) {
-		t.Fatalf("refused %v of %d forged datagrams", labelled(t, mreg, "mfs_master_heartbeat_datagrams_total", map[string]string{"result": "refused"})-refusedBefore, sent)
-	}
-	// Renewals go on (the forged sequence number, had it been taken, would
-	// have filtered out every real acknowledgement after it).
-	before := taken(mreg, "master")
-	if !until(5*time.Second, func() bool { return taken(mreg, "master") >= before+3 }) {
-		t.Fatal("no datagram taken after the forged ones")
-	}
-	if st := statusOf(t, m); st.Role != roles.Leader || st.Voters != 1 {
-		t.Fatalf("after the forged datagrams: %+v", st)
 	}
 }
 
@@ -201,14 +120,14 @@ func TestDatagramPath(t *testing.T) {
 // session and sequence number of its header, under the one key that made
 // it (the fuzzer does not hold it; a mutated MAC must not pass).
 func FuzzDatagram(f *testing.F) {
-	key := bytes.Repeat([]byte{7}, dgKeyLen)
+	key := bytes.Repeat([]byte{7}, DgKeyLen)
 	hb := sampleHeartbeat()
-	f.Add(sealDatagram(key, dgHeader{dgHeartbeat, 7, hb.Session, hb.Seq}, hb))
+	f.Add(SealDatagram(key, DgHeader{DgHeartbeat, 7, hb.Session, hb.Seq}, hb))
 	a := roles.HeartbeatAck{CS: 3, Session: 9, Seq: 12, OK: true, Granted: time.Second, Commit: changelog.Pos{Version: 4, Epoch: 2}}
-	f.Add(sealDatagram(key, dgHeader{dgAck, 3, 9, 12}, a))
+	f.Add(SealDatagram(key, DgHeader{DgAck, 3, 9, 12}, a))
 	f.Add([]byte(dgMagic))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		for kind, reg := range map[uint8]*frame.Registry{dgHeartbeat: dgMasterIn, dgRelease: dgMasterIn, dgAck: dgAckIn} {
+		for kind, reg := range map[uint8]*frame.Registry{DgHeartbeat: DgMasterIn, DgRelease: DgMasterIn, DgAck: DgAckIn} {
 			h, err := parseDatagram(b, kind)
 			if err != nil {
 				continue
@@ -228,7 +147,7 @@ func FuzzDatagram(f *testing.F) {
 			default:
 				t.Fatalf("opened a %T", m)
 			}
-			if session != h.session || seq != h.seq {
+			if session != h.Session || seq != h.Seq {
 				t.Fatalf("header %+v, message %d/%d", h, session, seq)
 			}
 		}

@@ -1,12 +1,15 @@
-// Package node is the daemons' driver: the thin shell around the pure role
-// machines of pkg/roles. One goroutine per daemon owns the machine and its
-// store; connection readers feed it checked, decoded messages through a
-// bounded inbox, and each peer has a writer goroutine with a bounded queue.
+// Package node is what both daemons' drivers share: the connection with
+// its bounded send queue (Conn), the one link type that dials a master
+// again with back-off (Link; each daemon brings its LinkSide), the loop's
+// Lifecycle and group commit (Group), the clocks the cores are stepped
+// with, the datagram path's sealing, keys and filters, MASTER_HOST as a
+// daemon resolves it while it runs (HostSpec, ResolveLoop), and the
+// commands' start rules (AuthCodeRule, Exposed, ListenAddr, SourceFor).
 //
-// A batch of actions runs in order: every Persist (bbolt, fsync) first, then
-// Disconnects (goodbyes, then close) and Sends in the order the machine gave
-// them. A failed persist ends the daemon: it never runs ahead of its disk.
-//
-// Whatever a peer sends, the worst outcome is its connection closed with a
-// logged, counted reason (mfs_master_connections_refused_total).
+// The drivers are its subpackages: masternode (mfsmaster's, around
+// pkg/roles/master) and csnode (mfschunkserver's, around
+// pkg/roles/voter). This package imports the contract, pkg/roles, and
+// neither machine; neither driver imports the other. So a chunkserver
+// links nothing of the master, and the import graph says so
+// (internal/purity, TestDriversApart).
 package node

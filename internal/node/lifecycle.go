@@ -5,10 +5,11 @@ import (
 	"time"
 )
 
-// lifecycle is how a daemon's loop is stopped and says why it ended, the
-// same for both daemons: Stop asks (once), the loop closes done when it
-// ends, having set err.
-type lifecycle struct {
+// Lifecycle is how a daemon's loop is stopped and says why it ended, the
+// same for both daemons: Stop asks (once), the loop sets err and closes
+// done (End) when it ends. Its callers' side is Stop, Done and Err; the
+// loop's is StopAsked, SetErr and End.
+type Lifecycle struct {
 	stopReq  chan struct{}
 	stopOnce sync.Once
 	done     chan struct{}
@@ -18,15 +19,14 @@ type lifecycle struct {
 	paused  chan struct{} // non-nil while Paused: closed by Resume
 }
 
-func newLifecycle() lifecycle {
-	return lifecycle{stopReq: make(chan struct{}), done: make(chan struct{})}
+// NewLifecycle is a Lifecycle of a loop not asked to stop.
+func NewLifecycle() Lifecycle {
+	return Lifecycle{stopReq: make(chan struct{}), done: make(chan struct{})}
 }
 
 // Stop asks the loop to end in order and waits for it, at most timeout;
-// it returns Err. A master ends through DUMMY, its disconnect rules
-// included; a chunkserver sends a VoteBye to the master it votes for,
-// then closes every connection.
-func (l *lifecycle) Stop(timeout time.Duration) error {
+// it returns Err.
+func (l *Lifecycle) Stop(timeout time.Duration) error {
 	l.stopOnce.Do(func() { close(l.stopReq) })
 	select {
 	case <-l.done:
@@ -36,10 +36,10 @@ func (l *lifecycle) Stop(timeout time.Duration) error {
 }
 
 // Done is closed when the loop has ended; Err then says why (nil: stopped).
-func (l *lifecycle) Done() <-chan struct{} { return l.done }
+func (l *Lifecycle) Done() <-chan struct{} { return l.done }
 
 // Err is why the loop ended (nil while running or after an orderly stop).
-func (l *lifecycle) Err() error {
+func (l *Lifecycle) Err() error {
 	select {
 	case <-l.done:
 		return l.err
@@ -48,6 +48,16 @@ func (l *lifecycle) Err() error {
 	}
 }
 
+// StopAsked is closed once Stop was called: the loop's cue to end in
+// order.
+func (l *Lifecycle) StopAsked() <-chan struct{} { return l.stopReq }
+
+// SetErr records why the loop ends (loop only, before End).
+func (l *Lifecycle) SetErr(err error) { l.err = err }
+
+// End closes Done: the loop has ended (it calls this last, deferred).
+func (l *Lifecycle) End() { close(l.done) }
+
 // Pause holds the loop at its next input, before it reads the clock or
 // steps anything, until Resume: the driver simulation's SIGSTOP
 // (internal/sim/drivers), which also blocks the host's network, so that
@@ -55,7 +65,7 @@ func (l *lifecycle) Err() error {
 // connections go on, as the kernel's buffers do; what the role reports say
 // is judged on the clock as ever, so a paused LEADER's lease lapses in
 // them.
-func (l *lifecycle) Pause() {
+func (l *Lifecycle) Pause() {
 	l.pauseMu.Lock()
 	defer l.pauseMu.Unlock()
 	if l.paused == nil {
@@ -64,7 +74,7 @@ func (l *lifecycle) Pause() {
 }
 
 // Resume lets a paused loop go on.
-func (l *lifecycle) Resume() {
+func (l *Lifecycle) Resume() {
 	l.pauseMu.Lock()
 	defer l.pauseMu.Unlock()
 	if l.paused != nil {
@@ -73,8 +83,8 @@ func (l *lifecycle) Resume() {
 	}
 }
 
-// hold waits out a Pause; a Stop ends the wait. Loop only.
-func (l *lifecycle) hold() {
+// Hold waits out a Pause; a Stop ends the wait. Loop only.
+func (l *Lifecycle) Hold() {
 	l.pauseMu.Lock()
 	p := l.paused
 	l.pauseMu.Unlock()

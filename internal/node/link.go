@@ -8,71 +8,73 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
-// Redial back-off: quick at first (a restarted master is back within a
-// heartbeat or two), doubling from linkMinBackoff. A master's link to
-// another master waits at most linkMaxBackoff; a chunkserver's, at most
-// MASTER_RECONNECTION_DELAY (ChunkserverOptions.ReconnectDelay).
-const (
-	linkMinBackoff = 50 * time.Millisecond
-	linkMaxBackoff = time.Second
-)
+// LinkMinBackoff: the redial back-off is quick at first (a restarted
+// master is back within a heartbeat or two), doubling from this. A
+// master's link to another master waits at most a second (masternode's
+// linkMaxBackoff); a chunkserver's, at most MASTER_RECONNECTION_DELAY
+// (csnode.ChunkserverOptions.ReconnectDelay).
+const LinkMinBackoff = 50 * time.Millisecond
 
-// nextBackoff is the wait after prev, doubling from linkMinBackoff up to
+// NextBackoff is the wait after prev, doubling from LinkMinBackoff up to
 // most.
-func nextBackoff(prev, most time.Duration) time.Duration {
-	return min(max(2*prev, linkMinBackoff), most)
+func NextBackoff(prev, most time.Duration) time.Duration {
+	return min(max(2*prev, LinkMinBackoff), most)
 }
 
-// link is one outgoing connection to a master, of either daemon: dialled
+// Link is one outgoing connection to a master, of either daemon: dialled
 // again, after the wait its side asks, until the link is stopped. Sends
 // while it is down are dropped (the cores repeat what matters). The side
 // decides how to connect, what the connection carries and how long to
-// wait: masterSide (a master's link to another master, link_master.go)
-// and csSide (a chunkserver's to a master, link_cs.go).
-type link struct {
-	to   masterhost.Master
-	side linkSide
+// wait: masternode's masterSide (a master's link to another master) and
+// csnode's csSide (a chunkserver's to a master), both in their link.go.
+type Link struct {
+	To   masterhost.Master // the master dialled (set at the start, never changed)
+	side LinkSide
 	// kicks: a send while the link is down cuts the wait short (a
 	// chunkserver asking a dead master finds out at once).
 	kicks bool
 	mu    sync.Mutex
-	c     *conn
+	c     *Conn
 	kick  chan struct{}
 	quit  chan struct{}
 	once  sync.Once
 }
 
-// linkSide is what a daemon does with its link.
-type linkSide interface {
-	// connect dials l.to, exchanges hellos and answers the challenge;
+// LinkSide is what a daemon does with its link.
+type LinkSide interface {
+	// Connect dials l.To, exchanges hellos and answers the challenge;
 	// refused: the dial itself was refused (a closed port).
-	connect(l *link) (c *conn, refused bool, err error)
-	// failed: connect failed; the wait before the next dial.
-	failed(l *link, err error, refused bool) time.Duration
-	// serve: c is l's connection; it is served until it ends (detach
+	Connect(l *Link) (c *Conn, refused bool, err error)
+	// Failed: Connect failed; the wait before the next dial.
+	Failed(l *Link, err error, refused bool) time.Duration
+	// Serve: c is l's connection; it is served until it ends (Detach
 	// then clears it), and the wait before the next dial is returned.
-	serve(l *link, c *conn) time.Duration
+	Serve(l *Link, c *Conn) time.Duration
 }
 
-func startLink(to masterhost.Master, side linkSide, kicks bool) *link {
-	l := &link{to: to, side: side, kicks: kicks, kick: make(chan struct{}, 1), quit: make(chan struct{})}
+// StartLink starts a link to master to, dialled at once. kicks: a send
+// while it is down cuts the wait before the next dial short.
+func StartLink(to masterhost.Master, side LinkSide, kicks bool) *Link {
+	l := &Link{To: to, side: side, kicks: kicks, kick: make(chan struct{}, 1), quit: make(chan struct{})}
 	go l.run()
 	return l
 }
 
-// up: a connection is open.
-func (l *link) up() bool {
+// Up: a connection is open.
+func (l *Link) Up() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.c != nil && !l.c.closed()
+	return l.c != nil && !l.c.Closed()
 }
 
-func (l *link) send(m wire.Message) {
+// Send queues m on the connection; while there is none m is dropped (and,
+// with kicks, the next dial is made at once).
+func (l *Link) Send(m wire.Message) {
 	l.mu.Lock()
 	c := l.c
 	l.mu.Unlock()
 	if c != nil {
-		c.send(m)
+		c.Send(m)
 		return
 	}
 	if l.kicks {
@@ -83,26 +85,32 @@ func (l *link) send(m wire.Message) {
 	}
 }
 
-// reconnect closes the connection; the link dials again.
-func (l *link) reconnect() {
+// Reconnect closes the connection; the link dials again.
+func (l *Link) Reconnect() {
 	l.mu.Lock()
 	if l.c != nil {
-		l.c.close()
+		l.c.Close()
 	}
 	l.mu.Unlock()
 }
 
-func (l *link) stop() {
+// Stop ends the link: no more dials, and the connection closes once what
+// is queued on it (goodbyes) is written.
+func (l *Link) Stop() {
 	l.once.Do(func() { close(l.quit) })
 	l.mu.Lock()
 	if l.c != nil {
-		l.c.closeAfterFlush()
+		l.c.CloseAfterFlush()
 	}
 	l.mu.Unlock()
 }
 
-// stopped: stop was called.
-func (l *link) stopped() bool {
+// Quit is closed once Stop was called: a side's deliveries to its
+// loop give up then.
+func (l *Link) Quit() <-chan struct{} { return l.quit }
+
+// stopped: Stop was called.
+func (l *Link) stopped() bool {
 	select {
 	case <-l.quit:
 		return true
@@ -111,8 +119,8 @@ func (l *link) stopped() bool {
 	}
 }
 
-// sleep waits d, or less if stopped (false) or, with kick, kicked.
-func (l *link) sleep(d time.Duration, kick bool) bool {
+// Sleep waits d, or less if stopped (false) or, with kick, kicked.
+func (l *Link) Sleep(d time.Duration, kick bool) bool {
 	var k chan struct{}
 	if kick {
 		k = l.kick
@@ -127,43 +135,43 @@ func (l *link) sleep(d time.Duration, kick bool) bool {
 }
 
 // install makes c the link's connection, unless the link was stopped
-// while it was dialled: stop found no connection to close then, so none
+// while it was dialled: Stop found no connection to close then, so none
 // may be kept (false: c is closed).
-func (l *link) install(c *conn) bool {
+func (l *Link) install(c *Conn) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.stopped() {
-		c.close()
+		c.Close()
 		return false
 	}
 	l.c = c
 	return true
 }
 
-// detach: the connection ended.
-func (l *link) detach() {
+// Detach: the connection ended (its side's Serve calls it).
+func (l *Link) Detach() {
 	l.mu.Lock()
 	l.c = nil
 	l.mu.Unlock()
 }
 
-func (l *link) run() {
+func (l *Link) run() {
 	var wait time.Duration // the first dial is at once
 	for {
-		if wait > 0 && !l.sleep(wait, true) {
+		if wait > 0 && !l.Sleep(wait, true) {
 			return
 		}
 		if l.stopped() {
 			return
 		}
-		c, refused, err := l.side.connect(l)
+		c, refused, err := l.side.Connect(l)
 		if err != nil {
-			wait = l.side.failed(l, err, refused)
+			wait = l.side.Failed(l, err, refused)
 			continue
 		}
 		if !l.install(c) {
 			return
 		}
-		wait = l.side.serve(l, c)
+		wait = l.side.Serve(l, c)
 	}
 }

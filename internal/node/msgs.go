@@ -3,28 +3,10 @@ package node
 import (
 	"reflect"
 
-	"github.com/mfs-election/mfs-election/pkg/protocol"
-	"github.com/mfs-election/mfs-election/pkg/roles"
 	"github.com/mfs-election/mfs-election/pkg/wire"
-	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 )
 
-// What each port and each side of it may receive: the daemons' side.
-var (
-	// A master on 9419, from other masters.
-	matomlIn = frame.RegistryOf(protocol.AuthProof{}, roles.PeerStatus{}, roles.Append{}, roles.AppendAck{}, roles.FetchReq{}, roles.FetchResp{}, roles.SnapshotChunk{})
-	// A master, from the master it dialed on 9419 (only the challenge).
-	mltomaIn = frame.RegistryOf(protocol.AuthChallenge{})
-	// A master on 9420, from chunkservers.
-	matocsIn = frame.RegistryOf(protocol.AuthProof{}, protocol.RegisterReq{}, protocol.CSInfo{}, roles.Probe{}, roles.VoteHello{}, roles.VoteBye{}, roles.HeartbeatAck{})
-	// A chunkserver, from a master.
-	cstomaIn = frame.RegistryOf(protocol.AuthChallenge{}, protocol.RegisterReply{}, roles.ProbeReply{}, roles.Heartbeat{}, roles.VoteRelease{}, roles.Redirect{}, protocol.TrustRecord{})
-	// A master on 9421, from clients and mfscli. (What a client reads
-	// there: protocol.ClientIn.)
-	matoclIn = frame.RegistryOf(protocol.StatusReq{}, protocol.AdminReq{}, roles.ClientWrite{}, roles.ClientRead{}, protocol.ClientAuth{})
-)
-
-// deref turns the pointer a registry decodes into the value the core takes.
-func deref(m wire.Message) wire.Message {
+// Deref turns the pointer a registry decodes into the value the core takes.
+func Deref(m wire.Message) wire.Message {
 	return reflect.ValueOf(m).Elem().Interface().(wire.Message)
 }

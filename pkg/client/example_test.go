@@ -10,7 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/internal/node/csnode"
+	"github.com/mfs-election/mfs-election/internal/node/masternode"
 	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/client"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
@@ -80,7 +81,7 @@ func startCluster() (stop func(), err error) {
 	// A founder with no chunkservers yet nominates itself after 5 s by
 	// default: not worth waiting for before every go test.
 	core.SelfNominateAfter = 20 * time.Millisecond
-	m, err := node.StartMaster(node.MasterOptions{
+	m, err := masternode.StartMaster(masternode.MasterOptions{
 		Core: core, Self: self, Masters: []masterhost.Master{{ID: id, Addr: netip.AddrPortFrom(self, 9419)}},
 		ListenML: "127.0.0.1:0", ListenCS: "127.0.0.1:0", ListenCL: "127.0.0.1:0",
 		Log: zerolog.Nop(), Metrics: prometheus.NewRegistry(),
@@ -98,7 +99,7 @@ func startCluster() (stop func(), err error) {
 	}
 	stops = append(stops, func() { cst.Close() })
 	vc := voter.DefaultConfig(0, netip.Addr{}, nil)
-	cs, err := node.StartChunkserver(node.ChunkserverOptions{
+	cs, err := csnode.StartChunkserver(csnode.ChunkserverOptions{
 		Masters: []masterhost.Master{{ID: id, Addr: netip.MustParseAddrPort(csPort.String())}},
 		Bind:    self, Listen: "127.0.0.1:0", Voter: vc, TrustRefused: true,
 		Log: zerolog.Nop(), Metrics: prometheus.NewRegistry(),

@@ -3,7 +3,7 @@
 // whose Type number is all the framing needs to pick a decoder. The
 // messages themselves are declared by the protocols that send them: the
 // election, replication and client messages in pkg/roles, the daemons' own
-// (authentication, registration, status, admin) in internal/node, and the
+// (authentication, registration, status, admin) in pkg/protocol, and the
 // hello in pkg/wire/frame, which carries every message over a byte stream.
 // docs/wire.md lists every type number.
 //

@@ -1,7 +1,7 @@
 // Command mfsswarm (built by cluster.Build as mfsswarm) runs many voters in
-// one process: each is the real chunkserver driver (node.ChunkserverNode:
+// one process: each is the real chunkserver driver (csnode.ChunkserverNode:
 // its links, dials from its own source address, hellos and AUTH_CODE
-// proofs) over an in-memory store (node.MemChunkserverStore), with the
+// proofs) over an in-memory store (csnode.MemChunkserverStore), with the
 // timings of mfschunkserver's defaults. It is the bench's way to put
 // thousands of voters in front of real masters (make scale).
 //
@@ -35,7 +35,7 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/cluster"
-	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/internal/node/csnode"
 	"github.com/mfs-election/mfs-election/internal/obs"
 	"github.com/mfs-election/mfs-election/internal/release"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
@@ -97,7 +97,7 @@ type swarm struct {
 	masters []masterhost.Master
 	n       int
 	mu      sync.Mutex
-	nodes   []*node.ChunkserverNode // started so far, by index
+	nodes   []*csnode.ChunkserverNode // started so far, by index
 }
 
 func run(c config) error {
@@ -212,21 +212,21 @@ func run(c config) error {
 	return s.stop(c, wait)
 }
 
-// voterInbox is each voter's inbox (node.ChunkserverOptions.Inbox): a
+// voterInbox is each voter's inbox (csnode.ChunkserverOptions.Inbox): a
 // voter hears from a few masters, whose readers wait when it is full.
 const voterInbox = 32
 
 // startVoter starts voter i: the real driver, on a store of its own.
-func startVoter(c config, masters []masterhost.Master, i int, log zerolog.Logger) (*node.ChunkserverNode, error) {
+func startVoter(c config, masters []masterhost.Master, i int, log zerolog.Logger) (*csnode.ChunkserverNode, error) {
 	addr := cluster.SwarmAddr(uint8(c.base), c.locs, i)
-	opt := node.ChunkserverOptions{
+	opt := csnode.ChunkserverOptions{
 		Masters: masters, Bind: addr, Port: uint16(c.port),
 		Voter: c.voter, AuthCode: c.auth, ReconnectDelay: c.reconnect, TrustRefused: c.trust,
 		Version: release.Version, Log: log.With().Str(obs.FieldCS, addr.String()).Logger(),
 		Inbox: voterInbox,
 	}
 	opt.Voter.Seed = uint64(time.Now().UnixNano()) + uint64(i)
-	st := node.NewMemChunkserverStore()
+	st := csnode.NewMemChunkserverStore()
 	if c.cluster != "" {
 		// Registered in an earlier run that never promised a vote.
 		id := metadata.Identity{CS: wire.CSID(i + 1), ClusterID: c.cluster, Addr: netip.AddrPortFrom(addr, uint16(c.port))}
@@ -234,13 +234,13 @@ func startVoter(c config, masters []masterhost.Master, i int, log zerolog.Logger
 			return nil, err
 		}
 	}
-	return node.StartChunkserver(opt, st)
+	return csnode.StartChunkserver(opt, st)
 }
 
 // storm closes every voter's connections at once.
 func (s *swarm) storm() {
 	s.mu.Lock()
-	nodes := append([]*node.ChunkserverNode(nil), s.nodes...)
+	nodes := append([]*csnode.ChunkserverNode(nil), s.nodes...)
 	s.mu.Unlock()
 	t := time.Now()
 	for _, n := range nodes {
@@ -252,7 +252,7 @@ func (s *swarm) storm() {
 // stop stops every voter at once, each within wait.
 func (s *swarm) stop(c config, wait time.Duration) error {
 	s.mu.Lock()
-	nodes := append([]*node.ChunkserverNode(nil), s.nodes...)
+	nodes := append([]*csnode.ChunkserverNode(nil), s.nodes...)
 	s.mu.Unlock()
 	fmt.Fprintf(os.Stderr, "mfsswarm: stopping %d voters\n", len(nodes))
 	t := time.Now()

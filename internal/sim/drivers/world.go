@@ -29,7 +29,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mfs-election/mfs-election/internal/node"
+	"github.com/mfs-election/mfs-election/internal/node/csnode"
+	"github.com/mfs-election/mfs-election/internal/node/masternode"
 	"github.com/mfs-election/mfs-election/internal/transport/memnet"
 	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
@@ -62,7 +63,7 @@ func clientAddr(i int) netip.Addr { return netip.AddrFrom4([4]byte{127, 77, 2, b
 type masterProc struct {
 	addr  netip.Addr
 	dir   string
-	node  atomic.Pointer[node.MasterNode]
+	node  atomic.Pointer[masternode.MasterNode]
 	store *metadata.MasterStore
 }
 
@@ -70,7 +71,7 @@ type masterProc struct {
 type csProc struct {
 	addr  netip.Addr
 	dir   string
-	node  atomic.Pointer[node.ChunkserverNode]
+	node  atomic.Pointer[csnode.ChunkserverNode]
 	store *metadata.ChunkserverStore
 }
 
@@ -146,7 +147,7 @@ func (w *world) startMaster(i int) error {
 	}
 	core := master.DefaultConfig(masterhost.IDOf(m.addr), ids)
 	core.SnapshotEvery, core.LogRetain = w.shape.snapshotEvery, w.shape.snapshotEvery/2
-	opt := node.MasterOptions{
+	opt := masternode.MasterOptions{
 		Core: core, Self: m.addr, Masters: w.roster(portML), Bind: m.addr,
 		ListenML: netip.AddrPortFrom(m.addr, portML).String(),
 		ListenCS: netip.AddrPortFrom(m.addr, portCS).String(),
@@ -155,7 +156,7 @@ func (w *world) startMaster(i int) error {
 		Log:       w.log.With().Str("master", m.addr.String()).Logger(),
 		Transport: w.net.Host(m.addr), Metrics: prometheus.NewRegistry(),
 	}
-	n, err := node.StartMaster(opt, st)
+	n, err := masternode.StartMaster(opt, st)
 	if err != nil {
 		st.Close()
 		return fmt.Errorf("master %v: %w", m.addr, err)
@@ -172,7 +173,7 @@ func (w *world) startCS(i int) error {
 	if err != nil {
 		return err
 	}
-	opt := node.ChunkserverOptions{
+	opt := csnode.ChunkserverOptions{
 		Masters: w.roster(portCS), Bind: c.addr, Listen: netip.AddrPortFrom(c.addr, portCSServ).String(),
 		Voter:    voter.DefaultConfig(0, netip.Addr{}, nil),
 		AuthCode: authCode, TrustRefused: true, Version: "drivers", Datagrams: w.shape.datagrams,
@@ -180,7 +181,7 @@ func (w *world) startCS(i int) error {
 		Transport: w.net.Host(c.addr), Metrics: prometheus.NewRegistry(),
 	}
 	opt.Voter.Seed = uint64(w.spec.Seed)<<8 + uint64(i)
-	n, err := node.StartChunkserver(opt, st)
+	n, err := csnode.StartChunkserver(opt, st)
 	if err != nil {
 		st.Close()
 		return fmt.Errorf("chunkserver %v: %w", c.addr, err)

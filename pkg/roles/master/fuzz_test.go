@@ -146,7 +146,7 @@ func (r *coreRig) answer(b Batch) []roles.Event {
 var writeCorpus = flag.Bool("write-corpus", false, "write FuzzMasterStep's seeds to testdata/fuzz/FuzzMasterStep/")
 
 // peerRegistry decodes what a master's peers may send it: the messages of
-// its three ports (internal/node's matomlIn, matocsIn and matoclIn, the
+// its three ports (internal/node/masternode's matomlIn, matocsIn and matoclIn, the
 // election core's part of them).
 var peerRegistry = func() *frame.Registry {
 	r := frame.NewRegistry()

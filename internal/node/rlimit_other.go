@@ -1,6 +1,0 @@
-//go:build !unix
-
-package node
-
-// raiseFileLimit: no RLIMIT_NOFILE here; the caps stand as they are.
-func raiseFileLimit(need uint64) uint64 { return need }
