@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -399,6 +400,11 @@ func TestMasterLinksProveAuthCode(t *testing.T) {
 			return st.Leader == a && st.MetaVersion >= 10 && nodetest.StatusOf(t, m1).Role == roles.Leader
 		}) {
 			t.Fatalf("the empty master did not sync: %+v", nodetest.StatusOf(t, m2))
+		}
+		// Each names the whole set, so that mfscli asking one of them
+		// knows of the other (issue 37).
+		if got := nodetest.StatusOf(t, m2).Masters; !slices.Equal(got, []netip.Addr{a, b}) {
+			t.Fatalf("the status names the masters %v, want [%v %v]", got, a, b)
 		}
 	})
 	t.Run("other code", func(t *testing.T) {

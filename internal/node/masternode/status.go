@@ -40,6 +40,9 @@ func (n *MasterNode) statusWith(req protocol.StatusReq) protocol.StatusResp {
 		st.ExportsOpen = true
 	}
 	st.NotEligible, st.Removed = n.notEligible(cfg), n.core.Removed()
+	for _, m := range n.book.Load().set {
+		st.Masters = append(st.Masters, m.Addr.Addr())
+	}
 	st.ProtoMin, st.Proto = frame.ProtocolMin, frame.ProtocolVersion
 	if len(st.Clones) == 0 {
 		st.Clones = nil
@@ -120,6 +123,15 @@ func (n *MasterNode) historyStatus(st *protocol.StatusResp, want int) {
 // master is LEADER may be (those that do are built at each scrape: fence.go).
 const observeEvery = 100 * time.Millisecond
 
+// addrName is id's address for the logs, or "none" (no master: no
+// LEADER now, or none before), never netip's "invalid IP".
+func (n *MasterNode) addrName(id wire.MasterID) string {
+	if a, ok := n.addrKnown(id); ok && a.IsValid() {
+		return a.String()
+	}
+	return "none"
+}
+
 // observe updates metrics and logs a LEADER change once; called after
 // every batch.
 func (n *MasterNode) observe() {
@@ -129,7 +141,7 @@ func (n *MasterNode) observe() {
 	role, leader := n.core.Role(), n.core.Leader()
 	if leader != n.lastLeader {
 		n.metrics.LeaderChange()
-		n.log.Info().Str("leader", n.addr(leader).String()).Str("previous", n.addr(n.lastLeader).String()).
+		n.log.Info().Str("leader", n.addrName(leader)).Str("previous", n.addrName(n.lastLeader)).
 			Uint64(obs.FieldEpoch, n.core.Epoch()).Msg("leader changed")
 		n.lastLeader = leader
 		n.leaderChangeMs = time.Now().UnixMilli()
