@@ -19,6 +19,7 @@ import (
 	"github.com/mfs-election/mfs-election/internal/service"
 	"github.com/mfs-election/mfs-election/internal/settings"
 	"github.com/mfs-election/mfs-election/internal/webui"
+	"github.com/mfs-election/mfs-election/internal/witness/s3store"
 	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
@@ -188,24 +189,15 @@ func foreground(c *cli.Context, cfg config, v settings.Values, lockPath string, 
 		return err
 	}
 	defer st.Close()
+	if w := st.Warning(); w != "" {
+		log.Warn().Msg(w)
+	}
 	if !st.HasMetadata() && !empty {
 		return fmt.Errorf("no metadata in %s: run `mfsmaster -c CFG init` for the first master of a new cluster, or start with -e to sync from the LEADER", st.Path())
 	}
 	reg := obs.NewRegistry()
-	opt := cfg.Node
-	opt.Witness = wstore // its cluster id and Store flag: masternode.StartMaster
-	opt.Core.ID, opt.Core.Protocol = masterhost.IDOf(self), frame.ProtocolVersion
-	opt.Core.Masters = nil
-	for _, m := range list {
-		opt.Core.Masters = append(opt.Core.Masters, m.ID)
-	}
-	opt.Self, opt.Masters, opt.Bind = self, list, self
-	if a, err := netip.ParseAddr(cfg.BindHost); err == nil {
-		opt.Bind = a
-	}
-	opt.ListenML, opt.ListenCS, opt.ListenCL = cfg.ML.addr(), cfg.CS.addr(), cfg.CL.addr()
-	opt.MasterHost, opt.MLPort = cfg.MasterHost, uint16(cfg.ML.Port)
-	opt.Version, opt.Log, opt.Metrics = release.Version, log, reg
+	opt := masterOptions(cfg, list, self, wstore)
+	opt.Log, opt.Metrics = log, reg
 	httpLn, err := net.Listen("tcp", cfg.HTTP.addr())
 	if err != nil {
 		return fmt.Errorf("HTTP_LISTEN: %w", err)
@@ -242,6 +234,26 @@ func foreground(c *cli.Context, cfg config, v settings.Values, lockPath string, 
 	defer srv.Close()
 	apply := func(next config) error { return applyLive(n, log, next) }
 	return service.Serve(n, spec, c, log, v, apply, 10*time.Second)
+}
+
+// masterOptions is what the driver is given, from the config, the set of
+// masters and this master's address among them.
+func masterOptions(cfg config, list []masterhost.Master, self netip.Addr, wstore *s3store.Config) masternode.MasterOptions {
+	opt := cfg.Node
+	opt.Witness = wstore // its cluster id and Store flag: masternode.StartMaster
+	opt.Core.ID, opt.Core.Protocol = masterhost.IDOf(self), frame.ProtocolVersion
+	opt.Core.Masters = nil
+	for _, m := range list {
+		opt.Core.Masters = append(opt.Core.Masters, m.ID)
+	}
+	opt.Self, opt.Masters, opt.Bind = self, list, self
+	if a, err := netip.ParseAddr(cfg.BindHost); err == nil {
+		opt.Bind = a
+	}
+	opt.ListenML, opt.ListenCS, opt.ListenCL = cfg.ML.addr(), cfg.CS.addr(), cfg.CL.addr()
+	opt.MasterHost, opt.MLPort = cfg.MasterHost, uint16(cfg.ML.Port)
+	opt.Version = release.Version
+	return opt
 }
 
 // liveMaster is what a reload changes in a running master.

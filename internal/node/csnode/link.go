@@ -21,7 +21,8 @@ import (
 type csSide struct {
 	n       *ChunkserverNode
 	backoff time.Duration
-	sentAt  roles.Instant // when the last dial began (a refusal's proof)
+	sentAt  roles.Instant    // when the last dial began (a refusal's proof)
+	down    node.Unreachable // failed dials, told to the log spaced out
 }
 
 func startCSLink(n *ChunkserverNode, to masterhost.Master) *node.Link {
@@ -65,11 +66,18 @@ func (s *csSide) Failed(l *node.Link, err error, refused bool) time.Duration {
 		s.backoff = s.n.opt.ReconnectDelay
 	} else {
 		s.backoff = node.NextBackoff(s.backoff, s.n.opt.ReconnectDelay)
+		if say, fails, since := s.down.Failed(time.Now()); say {
+			s.n.log.Warn().Str("master", l.To.Addr.String()).Err(err).Int("attempts", fails).Dur("for", time.Since(since)).
+				Msg("cannot reach master: is it up, and is MASTER_HOST (or the master's port) right? still trying")
+		}
 	}
 	return s.backoff
 }
 
 func (s *csSide) Serve(l *node.Link, c *node.Conn) time.Duration {
+	if fails, since := s.down.Reached(); fails > 0 {
+		s.n.log.Info().Str("master", l.To.Addr.String()).Int("attempts", fails).Dur("for", time.Since(since)).Msg("master reached again")
+	}
 	s.n.sendInfo(l)
 	s.deliver(l, csInput{up: true})
 	opened := time.Now()

@@ -21,6 +21,7 @@ import (
 type masterSide struct {
 	n       *MasterNode
 	backoff time.Duration
+	down    node.Unreachable // failed dials, told to the log spaced out
 }
 
 // linkMaxBackoff: a master's link to another master waits at most this
@@ -62,6 +63,10 @@ func (s *masterSide) Failed(l *node.Link, err error, _ bool) time.Duration {
 			return 0
 		}
 	}
+	if say, fails, since := s.down.Failed(time.Now()); say && !errors.Is(err, errNotNamed) {
+		s.n.log.Warn().Str(obs.FieldPeer, l.To.Addr.String()).Err(err).Int("attempts", fails).Dur("for", time.Since(since)).
+			Msg("cannot reach master: is it up, and is MASTER_HOST right? still trying")
+	}
 	wait := s.backoff
 	s.backoff = node.NextBackoff(s.backoff, linkMaxBackoff)
 	return wait
@@ -73,6 +78,9 @@ func (s *masterSide) Serve(l *node.Link, c *node.Conn) time.Duration {
 		return 0
 	}
 	s.backoff = node.LinkMinBackoff
+	if fails, since := s.down.Reached(); fails > 0 {
+		s.n.log.Info().Str(obs.FieldPeer, l.To.Addr.String()).Int("attempts", fails).Dur("for", time.Since(since)).Msg("master reached again")
+	}
 	// The peer sends nothing back on this connection; reading tells when
 	// it ends.
 	_, _ = io.Copy(io.Discard, c.NC)
