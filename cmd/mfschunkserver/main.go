@@ -150,6 +150,7 @@ func foreground(c *cli.Context, cfg config, v settings.Values, lockPath string) 
 	}
 	defer st.Close()
 	reg := obs.NewRegistry()
+	obs.RegisterBuildInfo(reg, "mfschunkserver", release.Version)
 	opt := cfg.Node
 	opt.Voter.Seed = uint64(time.Now().UnixNano())
 	opt.Masters, opt.Bind, opt.Listen, opt.Disks = list, bind, cfg.CSServ.addr(), ds

@@ -196,6 +196,7 @@ func foreground(c *cli.Context, cfg config, v settings.Values, lockPath string, 
 		return fmt.Errorf("no metadata in %s: run `mfsmaster -c CFG init` for the first master of a new cluster, or start with -e to sync from the LEADER", st.Path())
 	}
 	reg := obs.NewRegistry()
+	obs.RegisterBuildInfo(reg, "mfsmaster", release.Version)
 	opt := masterOptions(cfg, list, self, wstore)
 	opt.Log, opt.Metrics = log, reg
 	httpLn, err := net.Listen("tcp", cfg.HTTP.addr())

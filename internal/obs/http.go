@@ -7,6 +7,7 @@ import (
 	stdlog "log"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +24,17 @@ func NewRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return reg
+}
+
+// RegisterBuildInfo exports mfs_build_info{daemon, version, goversion} =
+// 1, the usual way to see which build each process runs (and, in a
+// rolling upgrade, which still run the old one).
+func RegisterBuildInfo(reg prometheus.Registerer, daemon, version string) {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "mfs_build_info",
+		Help:        "Always 1: the daemon, its version and the Go version it was built with, as labels.",
+		ConstLabels: prometheus.Labels{"daemon": daemon, "version": version, "goversion": runtime.Version()}})
+	g.Set(1)
+	reg.MustRegister(g)
 }
 
 // Route is one more handler for Serve's mux (a net/http pattern, e.g.

@@ -7,12 +7,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/mfs-election/mfs-election/pkg/roles"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
 )
@@ -196,5 +198,24 @@ func TestCanceledScrapesQuiet(t *testing.T) {
 	}
 	if !strings.Contains(lines[0], `"since_last":0`) || !strings.Contains(lines[1], "boom") || !strings.Contains(lines[2], `"since_last":39`) {
 		t.Errorf("lines:\n%s", buf.String())
+	}
+}
+
+// TestBuildInfo: mfs_build_info is 1 with the daemon, version and Go
+// version as labels.
+func TestBuildInfo(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	RegisterBuildInfo(reg, "mfsmaster", "1.2.3")
+	mfs, err := reg.Gather()
+	if err != nil || len(mfs) != 1 || mfs[0].GetName() != "mfs_build_info" {
+		t.Fatalf("gathered %v, %v", mfs, err)
+	}
+	m := mfs[0].GetMetric()[0]
+	labels := map[string]string{}
+	for _, l := range m.GetLabel() {
+		labels[l.GetName()] = l.GetValue()
+	}
+	if m.GetGauge().GetValue() != 1 || labels["daemon"] != "mfsmaster" || labels["version"] != "1.2.3" || labels["goversion"] != runtime.Version() {
+		t.Fatalf("mfs_build_info %v = %v", labels, m.GetGauge().GetValue())
 	}
 }
