@@ -259,6 +259,13 @@ func TestGlobalProofRateOnMaster(t *testing.T) {
 	}
 	f.nc.Close()
 	<-f.done
+	// Its only voter gone, the LEADER steps down and closes the
+	// chunkservers' connections: wait for that, or the new connection
+	// below may be closed by the step-down rather than refused, which
+	// the check after it could not tell apart on a busy machine.
+	if !nodetest.Until(5*time.Second, func() bool { return nodetest.StatusOf(t, n).Role != roles.Leader }) {
+		t.Fatal("the LEADER kept its role without its only voter")
+	}
 	again, err := connectCS(t, n, voter, id, code)
 	if err != nil || closedByPeer(again.nc, 300*time.Millisecond) {
 		t.Fatalf("the registered voter was refused for others' failures: %v", err)
