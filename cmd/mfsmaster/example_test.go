@@ -94,3 +94,26 @@ func TestOperationsDoc(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCrossKeyRules (issue 37): a rule between keys that the values break
+// names every key involved, with its value and its file:line (or
+// "default"), not the core's field names.
+func TestCrossKeyRules(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "mfsmaster.cfg")
+	for _, c := range []struct{ cfg, want string }{
+		{"VOTE_LEASE = 400ms\nHEARTBEAT_INTERVAL = 300ms\n",
+			"VOTE_LEASE = 400ms (" + path + ":1), HEARTBEAT_INTERVAL = 300ms (" + path + ":2): vote lease 400ms must be at least twice the heartbeat interval 300ms"},
+		{"PEER_TIMEOUT = 1s\nPEER_INTERVAL = 600ms\n",
+			"PEER_TIMEOUT = 1s (" + path + ":1), PEER_INTERVAL = 600ms (" + path + ":2): peer timeout"},
+		{"VOTE_LEASE = 2s\nELECT_TIMEOUT = 1s\n", "ELECT_TIMEOUT = 1s (" + path + ":2), VOTE_LEASE = 2s (" + path + ":1): elect timeout"},
+	} {
+		if err := os.WriteFile(path, []byte(c.cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := spec.Resolve(path, true, nil)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.cfg, err, c.want)
+		}
+	}
+}

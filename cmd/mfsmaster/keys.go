@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/node"
@@ -64,7 +66,41 @@ func defaults() config {
 
 // spec is every mfsmaster.cfg key: the example file etc/mfsmaster.cfg, the
 // long flags, --help and docs/operations.md are all made from it.
-var spec = settings.Spec[config]{Daemon: "mfsmaster", Defaults: defaults, Keys: keys}
+var spec = settings.Spec[config]{Daemon: "mfsmaster", Defaults: defaults, Keys: keys, Rules: rules}
+
+// coreKeys maps the core's config fields to their keys ("VoteLease" ->
+// "VOTE_LEASE"), from the key table itself, so the two cannot drift.
+var coreKeys = sync.OnceValue(func() map[string]string {
+	bind, err := settings.Spec[config]{Daemon: "mfsmaster", Defaults: defaults, Keys: keys}.Bindings()
+	if err != nil {
+		panic(err) // a key table that binds a key twice: TestBindings catches it
+	}
+	out := map[string]string{}
+	for key, field := range bind {
+		if f, ok := strings.CutPrefix(field, "Node.Core."); ok {
+			out[f] = key
+		}
+	}
+	return out
+})
+
+// rules are the core's rules between fields (master.Config.Problems),
+// with the mfsmaster.cfg keys of those fields: a broken one is reported
+// at start and reload naming the keys, their values and their lines,
+// rather than the core's field names when the driver starts.
+func rules(c *config) []settings.Rule {
+	var out []settings.Rule
+	for _, p := range c.Node.Core.Problems() {
+		r := settings.Rule{Text: p.Text}
+		for _, f := range p.Fields {
+			if k, ok := coreKeys()[f]; ok {
+				r.Keys = append(r.Keys, k)
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
 
 // keys binds each mfsmaster.cfg key to its field of c. A key's default is
 // that field's value in defaults; the range of a core field is the core's

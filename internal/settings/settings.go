@@ -141,6 +141,17 @@ type Spec[T any] struct {
 	Defaults func() T
 	// Keys lists every key, each bound to its field of c.
 	Keys func(c *T) []Key
+	// Rules (may be nil) lists the rules between keys that c breaks, once
+	// every key took a good value: Resolve reports each with the keys'
+	// values and where each came from.
+	Rules func(c *T) []Rule
+}
+
+// Rule is one broken rule between keys: the keys it involves, and what
+// is wrong.
+type Rule struct {
+	Keys []string
+	Text string
 }
 
 // keys binds the table to a fresh copy of the defaults.
@@ -241,10 +252,26 @@ func (s Spec[T]) resolve(cfgPath string, mustExist bool, c *cli.Context, lenient
 	for _, st := range unknown {
 		bad = append(bad, fmt.Sprintf("unknown key %s at %s:%d", st.Key, file.Path, st.Line))
 	}
+	if len(bad) == 0 && s.Rules != nil {
+		for _, r := range s.Rules(cfg) {
+			bad = append(bad, v.explain(r))
+		}
+	}
 	if len(bad) > 0 {
 		return *cfg, v, fmt.Errorf("%d configuration problem(s):\n  %s", len(bad), strings.Join(bad, "\n  "))
 	}
 	return *cfg, v, nil
+}
+
+// explain names a broken rule's keys with their values and sources.
+func (v Values) explain(r Rule) string {
+	var ks []string
+	for _, k := range r.Keys {
+		if _, ok := v.keys[k]; ok {
+			ks = append(ks, fmt.Sprintf("%s = %v (%s)", k, v.vals[k], v.srcs[k]))
+		}
+	}
+	return strings.Join(ks, ", ") + ": " + r.Text
 }
 
 // parse converts raw to the key's Kind without range checks.

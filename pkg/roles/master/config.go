@@ -208,6 +208,37 @@ func (c Config) CountedLease(promise time.Duration) time.Duration {
 	return roles.CountedLease(promise, c.MaxClockDrift, c.LeaseMargin)
 }
 
+// Problem is one rule between fields of a Config that its values break:
+// the fields, by name, and what is wrong, so that a caller can name its
+// own keys for them (mfsmaster names the mfsmaster.cfg keys and lines).
+type Problem struct {
+	Fields []string
+	Text   string
+}
+
+// Problems lists the rules between fields that c breaks: what the lease
+// arithmetic needs. Validate reports them too.
+func (c Config) Problems() []Problem {
+	var out []Problem
+	add := func(fields []string, format string, a ...any) {
+		out = append(out, Problem{Fields: fields, Text: fmt.Sprintf(format, a...)})
+	}
+	if c.VoteLease < 2*c.HeartbeatInterval {
+		add([]string{"VoteLease", "HeartbeatInterval"}, "vote lease %v must be at least twice the heartbeat interval %v", c.VoteLease, c.HeartbeatInterval)
+	}
+	if roles.CountedLease(c.VoteLease, c.MaxClockDrift, c.LeaseMargin) <= c.HeartbeatInterval {
+		add([]string{"LeaseMargin", "VoteLease", "MaxClockDrift", "HeartbeatInterval"},
+			"lease margin %v leaves no counted lease beyond one heartbeat interval", c.LeaseMargin)
+	}
+	if c.PeerTimeout < 2*c.PeerInterval {
+		add([]string{"PeerTimeout", "PeerInterval"}, "peer timeout %v must be at least twice the peer interval %v", c.PeerTimeout, c.PeerInterval)
+	}
+	if c.ElectTimeout < c.VoteLease {
+		add([]string{"ElectTimeout", "VoteLease"}, "elect timeout %v must be at least the vote lease %v", c.ElectTimeout, c.VoteLease)
+	}
+	return out
+}
+
 // Validate reports every bad value at once; it never changes c.
 func (c Config) Validate() error {
 	var bad []string
@@ -248,15 +279,8 @@ func (c Config) Validate() error {
 	roles.InRange(add, "max pending", c.MaxPending, r.MaxPending)
 	roles.InRange(add, "snapshot interval", c.SnapshotEvery, r.SnapshotEvery)
 	roles.InRange(add, "changelog retention", c.LogRetain, r.LogRetain)
-	// The rules between fields: what the lease arithmetic needs.
-	if c.VoteLease < 2*c.HeartbeatInterval {
-		add("vote lease %v must be at least twice the heartbeat interval %v", c.VoteLease, c.HeartbeatInterval)
-	}
-	if roles.CountedLease(c.VoteLease, c.MaxClockDrift, c.LeaseMargin) <= c.HeartbeatInterval {
-		add("lease margin %v leaves no counted lease beyond one heartbeat interval", c.LeaseMargin)
-	}
-	if c.PeerTimeout < 2*c.PeerInterval {
-		add("peer timeout %v must be at least twice the peer interval %v", c.PeerTimeout, c.PeerInterval)
+	for _, p := range c.Problems() {
+		add("%s", p.Text)
 	}
 	if c.Witness.Store {
 		if err := c.witnessLease().Validate(); err != nil {
@@ -268,9 +292,6 @@ func (c Config) Validate() error {
 		if c.Witness.Cluster == "" {
 			add("witness: the cluster (metadata) id is not set")
 		}
-	}
-	if c.ElectTimeout < c.VoteLease {
-		add("elect timeout %v must be at least the vote lease %v", c.ElectTimeout, c.VoteLease)
 	}
 	if len(bad) > 0 {
 		return fmt.Errorf("invalid master config: %s", strings.Join(bad, "; "))
