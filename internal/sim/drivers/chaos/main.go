@@ -136,8 +136,12 @@ func (f *figures) section(first int64) string {
 	fmt.Fprintf(&b, "- %d seeds in %v: **%d violations, %d liveness failures**.\n", f.seeds, f.elapsed.Round(time.Second), f.violations, f.liveness)
 	fmt.Fprintf(&b, "- %d LEADER terms; %d client operations with a known effect, %d of them acknowledged, all in a linearizable history.\n", f.terms, f.ops, f.acked)
 	fmt.Fprintf(&b, "- The datagram path was on in %d seeds.\n", f.dgram)
-	fmt.Fprintf(&b, "- First LEADER with every voter's vote: %v median from the start. When the last fault was undone, a LEADER was already in place in %d seeds; in the other %d, one came %v after (median).\n",
-		median(f.first).Round(time.Millisecond), f.ledAtHeal, len(f.heal), median(f.heal).Round(time.Millisecond))
+	fmt.Fprintf(&b, "- First LEADER with every voter's vote: %v median from the start. When the last fault was undone, a LEADER was already in place in %d of %d seeds",
+		median(f.first).Round(time.Millisecond), f.ledAtHeal, f.seeds)
+	if len(f.heal) > 0 {
+		fmt.Fprintf(&b, "; in %d, one was elected %v after it (median)", len(f.heal), median(f.heal).Round(time.Millisecond))
+	}
+	b.WriteString(".\n")
 	var kinds []string
 	for k := range f.kinds {
 		kinds = append(kinds, k)
