@@ -73,8 +73,8 @@ func (d Command[T]) run(c *cli.Context) error {
 	if err != nil && (action == ActionStop || action == ActionTest) {
 		// They need only DATA_PATH, to find the lock: a mistake in another
 		// key must not keep a running daemon from being stopped.
-		if cfg, v, err = d.Spec.Lenient(c.String("c"), c); err != nil && strings.Contains(err.Error(), "DATA_PATH") {
-			return err // the one key needed is the one in doubt
+		if cfg, v, err = d.Spec.Lenient(c.String("c"), c.IsSet("c"), c); err != nil && (!v.Resolved("DATA_PATH") || strings.Contains(err.Error(), "DATA_PATH")) {
+			return err // the file could not be read at all, or the one key needed is in doubt
 		} else if err != nil {
 			fmt.Fprintf(os.Stderr, "%s: the configuration has problems (a restart would refuse it); %s goes on with DATA_PATH = %s (%s):\n  %v\n",
 				d.Name, action, d.DataPath(cfg), v.Source("DATA_PATH"), err)

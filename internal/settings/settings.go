@@ -196,8 +196,8 @@ func (s Spec[T]) Resolve(cfgPath string, mustExist bool, c *cli.Context) (T, Val
 // It is for what needs one or two keys of a config that may be broken:
 // `stop` and `test` need only DATA_PATH, to find the lock, and must not be
 // held up by a mistake in an unrelated key.
-func (s Spec[T]) Lenient(cfgPath string, c *cli.Context) (T, Values, error) {
-	return s.resolve(cfgPath, false, c, true)
+func (s Spec[T]) Lenient(cfgPath string, mustExist bool, c *cli.Context) (T, Values, error) {
+	return s.resolve(cfgPath, mustExist, c, true)
 }
 
 func (s Spec[T]) resolve(cfgPath string, mustExist bool, c *cli.Context, lenient bool) (T, Values, error) {
@@ -377,6 +377,13 @@ func (v Values) Int(name string) int                { return v.get(name, Int).(i
 func (v Values) Bool(name string) bool              { return v.get(name, Bool).(bool) }
 func (v Values) Duration(name string) time.Duration { return v.get(name, Duration).(time.Duration) }
 func (v Values) Float(name string) float64          { return v.get(name, Float).(float64) }
+
+// Resolved reports that name took a value (false after a Resolve or
+// Lenient that could not read the file at all).
+func (v Values) Resolved(name string) bool {
+	_, ok := v.srcs[name]
+	return ok
+}
 
 // Source says where a key's value came from: "mfsmaster.cfg:12",
 // "flag --data-path" or "default".

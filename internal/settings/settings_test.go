@@ -340,7 +340,7 @@ func TestCheckRanges(t *testing.T) {
 // defaults, and reports every problem.
 func TestLenient(t *testing.T) {
 	p := writeCfg(t, "DATA_PATH = /srv/mfs\nWORKERS = 999\nNO_SUCH = 1\nthis is not a setting\n")
-	cfg, v, err := spec.Lenient(p, nil)
+	cfg, v, err := spec.Lenient(p, true, nil)
 	if cfg.DataPath != "/srv/mfs" || v.Source("DATA_PATH") != p+":1" {
 		t.Errorf("DATA_PATH = %q from %s, want /srv/mfs from %s:1", cfg.DataPath, v.Source("DATA_PATH"), p)
 	}
@@ -354,5 +354,10 @@ func TestLenient(t *testing.T) {
 	}
 	if _, _, err := spec.Resolve(p, true, nil); err == nil {
 		t.Error("Resolve took the same file")
+	}
+	// A file named on the command line that is not there is no file to
+	// be lenient about: its DATA_PATH is unknown.
+	if _, _, err := spec.Lenient(p+".missing", true, nil); err == nil {
+		t.Error("Lenient took a missing file that must exist")
 	}
 }
