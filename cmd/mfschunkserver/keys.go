@@ -6,6 +6,7 @@ import (
 
 	"github.com/mfs-election/mfs-election/internal/node"
 	"github.com/mfs-election/mfs-election/internal/node/csnode"
+	"github.com/mfs-election/mfs-election/internal/obs"
 	"github.com/mfs-election/mfs-election/internal/settings"
 	"github.com/mfs-election/mfs-election/pkg/roles/voter"
 )
@@ -25,6 +26,7 @@ type config struct {
 	HDDConf      string
 	Insecure     bool
 	LogLevel     string
+	LogFormat    string
 }
 
 // listen is a *_LISTEN_HOST and *_LISTEN_PORT pair.
@@ -57,13 +59,14 @@ func defaults() config {
 		HDDConf:    "/etc/mfs/mfshdd.cfg",
 		HTTP:       listen{"*", 9426},
 		LogLevel:   "info",
+		LogFormat:  "auto",
 	}
 }
 
 // spec is every mfschunkserver.cfg key: the example file
 // etc/mfschunkserver.cfg, the long flags, --help and docs/operations.md
 // come from it.
-var spec = settings.Spec[config]{Daemon: "mfschunkserver", Defaults: defaults, Keys: keys}
+var spec = settings.Spec[config]{Daemon: "mfschunkserver", Defaults: defaults, Keys: keys, Rules: rules}
 
 // keys binds each mfschunkserver.cfg key to its field of c. A key's default
 // is that field's value in defaults; the range of a voter field is the
@@ -100,6 +103,7 @@ func keys(c *config) []settings.Key {
 		settings.Ranged("RECORD_VERIFY_INTERVAL", &c.Node.RecordVerify, 0, 24*time.Hour,
 			"How often the voter record (DATA_PATH/chunkserver.mfs, 8 KiB) is read back from the disk, past the page cache, and compared with what was written: rot or a stray write is found, logged, counted and shown while the record in memory is still whole, and both copies are rewritten from it; a restart then never depends on a damaged copy. 0 = never (damage is then found only at the next start)."),
 		settings.Field("LOG_LEVEL", &c.LogLevel, "debug, info, warn or error.").Live(),
+		settings.Field("LOG_FORMAT", &c.LogFormat, "auto: readable lines on a terminal, JSON lines otherwise (a file, a pipe, the journal); json or console to choose."),
 		settings.Field("HTTP_LISTEN_HOST", &c.HTTP.Host, "Address of the HTTP endpoint (/metrics, /healthz)."),
 		settings.Ranged("HTTP_LISTEN_PORT", &c.HTTP.Port, 0, 65535, "Port of the HTTP endpoint."),
 		settings.Field("PPROF_LISTEN", &c.Pprof,
@@ -117,4 +121,13 @@ func keys(c *config) []settings.Key {
 		settings.Field("TRUST_REFUSED", &c.Node.TrustRefused,
 			"1: a master's connection closed by its host (FIN or RST) and then a dial to it refused prove its process is gone, so the promise to it is released at once (the kill -9 fast path). Set 0 where a REJECT rule with tcp-reset stands between chunkservers and masters, or a master's address may move to another host while the old process lives."),
 	}
+}
+
+// rules are the rules between (or on) keys that a value alone cannot
+// check: reported with the keys' values and lines.
+func rules(c *config) []settings.Rule {
+	if why := obs.LogFormatRule(c.LogFormat); why != "" {
+		return []settings.Rule{{Keys: []string{"LOG_FORMAT"}, Text: why}}
+	}
+	return nil
 }

@@ -101,7 +101,7 @@ func checkLabels(s string) error {
 }
 
 func foreground(c *cli.Context, cfg config, v settings.Values, lockPath string) error {
-	log, err := obs.DaemonLogger(cfg.LogLevel, "mfschunkserver")
+	log, err := obs.DaemonLogger(cfg.LogLevel, cfg.LogFormat, "mfschunkserver")
 	if err != nil {
 		return err
 	}

@@ -107,6 +107,7 @@ func TestCrossKeyRules(t *testing.T) {
 		{"PEER_TIMEOUT = 1s\nPEER_INTERVAL = 600ms\n",
 			"PEER_TIMEOUT = 1s (" + path + ":1), PEER_INTERVAL = 600ms (" + path + ":2): peer timeout"},
 		{"VOTE_LEASE = 2s\nELECT_TIMEOUT = 1s\n", "ELECT_TIMEOUT = 1s (" + path + ":2), VOTE_LEASE = 2s (" + path + ":1): elect timeout"},
+		{"LOG_FORMAT = xml\n", "LOG_FORMAT = xml (" + path + ":1): want auto, json, console"},
 	} {
 		if err := os.WriteFile(path, []byte(c.cfg), 0o600); err != nil {
 			t.Fatal(err)

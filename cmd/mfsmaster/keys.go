@@ -7,6 +7,7 @@ import (
 
 	"github.com/mfs-election/mfs-election/internal/node"
 	"github.com/mfs-election/mfs-election/internal/node/masternode"
+	"github.com/mfs-election/mfs-election/internal/obs"
 	"github.com/mfs-election/mfs-election/internal/settings"
 	"github.com/mfs-election/mfs-election/pkg/roles/master"
 )
@@ -26,6 +27,7 @@ type config struct {
 	HTTPAllowOrigin  string // HTTP_ALLOW_ORIGIN: "" = the masters' own pages only
 	Insecure         bool
 	LogLevel         string
+	LogFormat        string
 	// Witness: where the witness's store is (witness.go); the lease's
 	// timing is the core's, Node.Core.Witness.
 	Witness witnessKeys
@@ -55,12 +57,13 @@ func defaults() config {
 		MasterHost: "mfsmaster",
 		// ResolveInterval: a DNS change reaches every node within half a
 		// minute, for a few lookups a minute per node.
-		ML:       listen{"*", 9419},
-		CS:       listen{"*", 9420},
-		CL:       listen{"*", 9421},
-		HTTP:     listen{"*", 9425},
-		LogLevel: "info",
-		Witness:  witnessDefaults(),
+		ML:        listen{"*", 9419},
+		CS:        listen{"*", 9420},
+		CL:        listen{"*", 9421},
+		HTTP:      listen{"*", 9425},
+		LogLevel:  "info",
+		LogFormat: "auto",
+		Witness:   witnessDefaults(),
 	}
 }
 
@@ -90,6 +93,9 @@ var coreKeys = sync.OnceValue(func() map[string]string {
 // rather than the core's field names when the driver starts.
 func rules(c *config) []settings.Rule {
 	var out []settings.Rule
+	if why := obs.LogFormatRule(c.LogFormat); why != "" {
+		out = append(out, settings.Rule{Keys: []string{"LOG_FORMAT"}, Text: why})
+	}
 	for _, p := range c.Node.Core.Problems() {
 		r := settings.Rule{Text: p.Text}
 		for _, f := range p.Fields {
@@ -148,6 +154,7 @@ func keys(c *config) []settings.Key {
 		settings.Field("LEASE_READS", &core.LeaseReads,
 			"1: the LEADER answers reads on its vote leases alone, about a round trip sooner. Safe only where this machine's monotonic clock counts every moment the master is stopped: not in a VM that may be paused or suspended. 0 (the default): each read waits for a quorum to acknowledge a heartbeat sent after it arrived, linearizable even after a pause the clock did not see."),
 		settings.Field("LOG_LEVEL", &c.LogLevel, "debug, info, warn or error.").Live(),
+		settings.Field("LOG_FORMAT", &c.LogFormat, "auto: readable lines on a terminal, JSON lines otherwise (a file, a pipe, the journal); json or console to choose."),
 		settings.Ranged("VOTE_LEASE", &core.VoteLease, r.VoteLease.Min, r.VoteLease.Max,
 			"The promise a chunkserver makes on each heartbeat. A frozen LEADER is replaced about one lease after its last heartbeat, lease - interval/2 after it froze: the default keeps that near 0.45 s while a 200 ms stall (up to 350 ms of silence at the default interval) still deposes nobody. Past HEARTBEAT_VOTERS sessions the lease asked grows with the interval. Must not exceed the chunkservers' MAX_PROMISE."),
 		settings.Ranged("HEARTBEAT_INTERVAL", &core.HeartbeatInterval, r.HeartbeatInterval.Min, r.HeartbeatInterval.Max,

@@ -155,7 +155,7 @@ func initMetadata(out io.Writer, cfg config, lockPath string, locs []string) err
 }
 
 func foreground(c *cli.Context, cfg config, v settings.Values, lockPath string, empty bool) error {
-	log, err := obs.DaemonLogger(cfg.LogLevel, "mfsmaster")
+	log, err := obs.DaemonLogger(cfg.LogLevel, cfg.LogFormat, "mfsmaster")
 	if err != nil {
 		return err
 	}

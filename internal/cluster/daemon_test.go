@@ -57,6 +57,18 @@ func TestDaemonHabits(t *testing.T) {
 		}
 		return nil
 	})
+	// Rotation (issue 37): the log moved aside, as logrotate does, and a
+	// reload begins a new one at the same path.
+	if err := os.Rename(logPath, logPath+".1"); err != nil {
+		t.Fatal(err)
+	}
+	expect(true, "reload requested", "reload")
+	eventually(t, 5*time.Second, 50*time.Millisecond, "a new log file after the reload", func() error {
+		if b, _ := os.ReadFile(logPath); !strings.Contains(string(b), "log file reopened") {
+			return errors.New("no new log file, or nothing in it")
+		}
+		return nil
+	})
 	expect(true, "stopped", "stop")
 	expect(false, "not running", "test")
 	if b, _ := os.ReadFile(logPath); !strings.Contains(string(b), `"to":"DUMMY"`) {

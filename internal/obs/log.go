@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -68,14 +69,34 @@ func (stamp) Run(e *zerolog.Event, _ zerolog.Level, _ string) {
 	e.Str(zerolog.TimestampFieldName, time.Now().UTC().Format("2006-01-02T15:04:05.000000Z07:00"))
 }
 
-// DaemonLogger is a daemon's logger on stderr: it logs at every level and
-// leaves filtering to zerolog's global level, set here from level, so that
-// a reload can change it with SetLevel.
-func DaemonLogger(level, daemon string) (zerolog.Logger, error) {
+// LogFormats are LOG_FORMAT's values: auto (console on a terminal, JSON
+// otherwise: to a file, a pipe or the journal), json, console.
+var LogFormats = []string{"auto", "json", "console"}
+
+// LogFormatRule is what is wrong with a LOG_FORMAT value ("" when
+// nothing), for the config's rules: a bad one is refused with the rest of
+// the config, before start goes to the background.
+func LogFormatRule(format string) string {
+	if slices.Contains(LogFormats, format) {
+		return ""
+	}
+	return "want " + strings.Join(LogFormats, ", ")
+}
+
+// DaemonLogger is a daemon's logger on stderr, in format (LogFormats): it
+// logs at every level and leaves filtering to zerolog's global level, set
+// here from level, so that a reload can change it with SetLevel.
+func DaemonLogger(level, format, daemon string) (zerolog.Logger, error) {
 	if err := SetLevel(level); err != nil {
 		return zerolog.Logger{}, err
 	}
-	return NewLogger(os.Stderr, "debug", daemon)
+	switch format {
+	case "auto", "":
+		return NewLogger(os.Stderr, "debug", daemon)
+	case "json", "console":
+		return NewLoggerTo(os.Stderr, "debug", daemon, format == "console")
+	}
+	return zerolog.Logger{}, fmt.Errorf("LOG_FORMAT %q is not a format (accepted: %s)", format, strings.Join(LogFormats, ", "))
 }
 
 // SetLevel sets the global level of every DaemonLogger.

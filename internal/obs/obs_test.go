@@ -219,3 +219,22 @@ func TestBuildInfo(t *testing.T) {
 		t.Fatalf("mfs_build_info %v = %v", labels, m.GetGauge().GetValue())
 	}
 }
+
+// TestLogFormat: LOG_FORMAT's values, and a bad one named with what is
+// accepted.
+func TestLogFormat(t *testing.T) {
+	for _, f := range LogFormats {
+		if why := LogFormatRule(f); why != "" {
+			t.Errorf("%s refused: %s", f, why)
+		}
+		if _, err := DaemonLogger("info", f, "mfstest"); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	if why := LogFormatRule("xml"); why != "want auto, json, console" {
+		t.Errorf("xml: %q", why)
+	}
+	if _, err := DaemonLogger("info", "xml", "mfstest"); err == nil || !strings.Contains(err.Error(), `LOG_FORMAT "xml"`) {
+		t.Errorf("xml: %v", err)
+	}
+}

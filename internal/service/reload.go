@@ -55,7 +55,8 @@ type Daemon interface {
 type Reloader interface{ Reload() }
 
 // Serve runs a daemon in the foreground until it ends or a signal stops
-// it: SIGHUP reloads the config (ReloadConfig, with apply) and, for a
+// it: SIGHUP reopens the log file of a daemon started by start
+// (ReopenLog), reloads the config (ReloadConfig, with apply) and, for a
 // Reloader, its own files; SIGTERM and SIGINT stop it in order within
 // stopWithin. v is the config the daemon started with.
 func Serve[T any](d Daemon, spec settings.Spec[T], c *cli.Context, log zerolog.Logger, v settings.Values, apply func(T) error, stopWithin time.Duration) error {
@@ -68,6 +69,11 @@ func Serve[T any](d Daemon, spec settings.Spec[T], c *cli.Context, log zerolog.L
 			return d.Err()
 		case s := <-sigs:
 			if s == syscall.SIGHUP {
+				if ok, path, err := ReopenLog(); err != nil {
+					log.Error().Err(err).Msg("reload")
+				} else if ok {
+					log.Info().Str("file", path).Msg("log file reopened")
+				}
 				v = ReloadConfig(spec, c, log, v, apply)
 				if r, ok := d.(Reloader); ok {
 					r.Reload()

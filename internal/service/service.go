@@ -279,6 +279,7 @@ func Background(logPath string, args []string, ready func() bool, wait time.Dura
 	defer null.Close()
 	cmd := exec.Command(exe, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = null, logf, logf
+	cmd.Env = append(os.Environ(), logFileEnv+"="+logPath) // ReopenLog, on reload
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		return 0, err
