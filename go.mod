@@ -11,6 +11,7 @@ require (
 	github.com/aws/aws-sdk-go-v2 v1.48.0
 	github.com/aws/aws-sdk-go-v2/service/s3 v1.115.0
 	github.com/aws/smithy-go v1.28.9
+	github.com/coreos/go-systemd/v22 v22.7.0
 	github.com/hashicorp/go-msgpack/v2 v2.1.5
 	github.com/mattn/go-isatty v0.0.23
 	github.com/prometheus/client_golang v1.25.0

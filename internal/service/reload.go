@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/mfs-election/mfs-election/internal/settings"
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
@@ -63,12 +64,19 @@ func Serve[T any](d Daemon, spec settings.Spec[T], c *cli.Context, log zerolog.L
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer signal.Stop(sigs)
+	// Everything is started: a Type=notify unit is ready now, and its
+	// watchdog is fed while the loop answers.
+	notify(log, daemon.SdNotifyReady)
+	wdStop := make(chan struct{})
+	defer close(wdStop)
+	go watchdog(d, log, wdStop)
 	for {
 		select {
 		case <-d.Done():
 			return d.Err()
 		case s := <-sigs:
 			if s == syscall.SIGHUP {
+				notify(log, reloading())
 				if ok, path, err := ReopenLog(); err != nil {
 					log.Error().Err(err).Msg("reload")
 				} else if ok {
@@ -78,8 +86,10 @@ func Serve[T any](d Daemon, spec settings.Spec[T], c *cli.Context, log zerolog.L
 				if r, ok := d.(Reloader); ok {
 					r.Reload()
 				}
+				notify(log, daemon.SdNotifyReady)
 				continue
 			}
+			notify(log, daemon.SdNotifyStopping)
 			log.Info().Str("signal", s.String()).Msg("orderly stop")
 			return d.Stop(stopWithin)
 		}

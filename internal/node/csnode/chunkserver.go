@@ -165,6 +165,9 @@ type csInput struct {
 	record string
 	// dgram: ev (a heartbeat or a release) came as a datagram.
 	dgram bool
+	// ping: closed when the loop takes this input (Ping; the rest is
+	// unset).
+	ping chan struct{}
 }
 
 // StartChunkserver listens on the CSSERV port (unless opt.Port names it),

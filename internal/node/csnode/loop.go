@@ -221,6 +221,10 @@ func (n *ChunkserverNode) startVoter(local netip.Addr, lost bool) error {
 }
 
 func (n *ChunkserverNode) handle(in csInput) error {
+	if in.ping != nil {
+		close(in.ping)
+		return nil
+	}
 	if in.masters != nil {
 		return n.takeMasters(in.masters)
 	}

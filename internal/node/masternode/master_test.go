@@ -1,6 +1,7 @@
 package masternode
 
 import (
+	"errors"
 	"net/netip"
 	"os"
 	"testing"
@@ -188,4 +189,23 @@ func unlabelled(t *testing.T, reg *prometheus.Registry, name string, isCounter b
 	}
 	t.Fatalf("no metric %s", name)
 	return 0
+}
+
+// TestPing: the watchdog's ping is answered by a running loop, and not by
+// a held one (service.Pinger).
+func TestPing(t *testing.T) {
+	nodetest.NoLeaks(t)
+	self := netip.MustParseAddr("127.0.0.1")
+	n, _, _ := startSolo(t, nodetest.StoreWithChanges(t, self, 10), self)
+	if err := n.Ping(2 * time.Second); err != nil {
+		t.Fatalf("a running loop: %v", err)
+	}
+	n.Pause()
+	if err := n.Ping(200 * time.Millisecond); !errors.Is(err, errPing) {
+		t.Fatalf("a held loop: %v, want %v", err, errPing)
+	}
+	n.Resume()
+	if err := n.Ping(2 * time.Second); err != nil {
+		t.Fatalf("the loop let go: %v", err)
+	}
 }
