@@ -39,6 +39,7 @@ DESTDIR    ?=
 BINDIR      = $(PREFIX)/bin
 SBINDIR     = $(PREFIX)/sbin
 DOCDIR      = $(PREFIX)/share/doc/mfs-election
+MANDIR      = $(PREFIX)/share/man
 UNITDIR    ?= $(PREFIX)/lib/systemd/system
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
@@ -46,7 +47,8 @@ ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/site-functions
 
 install: build
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(SYSCONFDIR)/mfs $(DESTDIR)$(SYSCONFDIR)/default \
-		$(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(DOCDIR)
+		$(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(DOCDIR) \
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
 	install -m 0755 bin/mfsmaster bin/mfschunkserver $(DESTDIR)$(SBINDIR)/
 	install -m 0755 bin/mfscli $(DESTDIR)$(BINDIR)/
 	for f in mfsmaster.cfg mfschunkserver.cfg mfshdd.cfg; do \
@@ -63,6 +65,11 @@ install: build
 	bin/mfscli --completion bash > $(DESTDIR)$(BASHCOMPDIR)/mfscli
 	bin/mfscli --completion zsh > $(DESTDIR)$(ZSHCOMPDIR)/_mfscli
 	install -m 0644 README.md LICENSE docs/*.md $(DESTDIR)$(DOCDIR)/
+	# The man pages come from the binaries' own flags and key tables.
+	bin/mfscli --man > $(DESTDIR)$(MANDIR)/man1/mfscli.1
+	for f in mfsmaster mfschunkserver; do \
+		bin/$$f --man > $(DESTDIR)$(MANDIR)/man8/$$f.8 && bin/$$f --man-cfg > $(DESTDIR)$(MANDIR)/man5/$$f.cfg.5 || exit 1; \
+	done
 
 # A real local cluster in the foreground on loopback: 3 masters on
 # 127.0.0.11-13, 6 chunkservers in 3 locations; Ctrl-C stops it.

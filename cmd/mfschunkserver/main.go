@@ -36,9 +36,11 @@ func main() {
 		runtime.GOMAXPROCS(1)
 	}
 	service.Command[config]{
-		Name:       "mfschunkserver",
-		Usage:      "chunkserver: votes for the master it keeps its connection with",
-		UsageText:  "mfschunkserver [-c CFG] [-f] [--KEY value ...] [start|stop|restart|reload|test]",
+		Name:      "mfschunkserver",
+		Usage:     "chunkserver: votes for the master it keeps its connection with",
+		UsageText: "mfschunkserver [-c CFG] [-f] [--KEY value ...] [start|stop|restart|reload|test]",
+		About: "It registers with the masters of MASTER_HOST and keeps a connection to each; its vote, a promise renewed with every heartbeat of the master it votes for, is what elects the LEADER. " +
+			"Without disks (HDD_CONF_FILENAME empty) it is a pure voter. Its voter record is DATA_PATH/chunkserver.mfs.",
 		DefaultCfg: defaultCfg,
 		Spec:       spec,
 		DataPath:   func(cfg config) string { return cfg.DataPath },

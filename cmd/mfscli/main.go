@@ -62,6 +62,7 @@ func newApp() *cli.App {
 			&cli.StringFlag{Name: "a", EnvVars: []string{"MFSCLI_PASSWORD"}, Usage: "admin commands: the masters' ADMIN_PASSWORD (or MFSCLI_PASSWORD); proved, never sent"},
 			&cli.DurationFlag{Name: "wait", Value: waitDefault, Usage: "get/set/cas/delete/list: how long to keep trying to reach a LEADER"},
 			&cli.StringFlag{Name: "completion", Usage: "print the completion script for `SHELL` (bash or zsh) and exit"},
+			&cli.BoolFlag{Name: "man", Hidden: true, Usage: "print the man page, mfscli(1), and exit"},
 			&cli.StringFlag{Name: "mfspassword", EnvVars: []string{"MFSPASSWORD"}, Usage: "get/set/cas/delete/list: the password of the masters' mfsexports.cfg line for this host (or MFSPASSWORD; as mfsmount -o mfspassword); proved, never sent"},
 		},
 		HideHelpCommand: true,
@@ -72,6 +73,9 @@ func newApp() *cli.App {
 func run(c *cli.Context) error {
 	if sh := c.String("completion"); sh != "" {
 		return writeCompletion(os.Stdout, sh)
+	}
+	if c.Bool("man") {
+		return writeMan(os.Stdout)
 	}
 	if err := checkFlags(c); err != nil {
 		return err

@@ -33,9 +33,11 @@ const defaultCfg = "/etc/mfs/mfsmaster.cfg"
 
 func main() {
 	service.Command[config]{
-		Name:       "mfsmaster",
-		Usage:      "metadata master elected by chunkserver quorum",
-		UsageText:  "mfsmaster [-c CFG] [-f] [-e] [--KEY value ...] [start|stop|restart|reload|test|init|repair]",
+		Name:      "mfsmaster",
+		Usage:     "metadata master elected by chunkserver quorum",
+		UsageText: "mfsmaster [-c CFG] [-f] [-e] [--KEY value ...] [start|stop|restart|reload|test|init|repair]",
+		About: "Several masters run; the one that a quorum of chunkservers (per location, the default location breaking ties) keeps its vote leases with is the LEADER, which takes the metadata changes and replicates them to the others. " +
+			"A master started with -e has no metadata yet and takes it from the LEADER. Ports: 9419 (masters), 9420 (chunkservers), 9421 (clients and mfscli), 9425 (web page, /metrics, /healthz).",
 		DefaultCfg: defaultCfg,
 		Spec:       spec,
 		Flags: []cli.Flag{

@@ -103,6 +103,11 @@ func TestMakeInstall(t *testing.T) {
 		filepath.Join(prefix, "share", "zsh", "site-functions", "_mfscli"),
 		filepath.Join(prefix, "share", "doc", "mfs-election", "LICENSE"),
 		filepath.Join(prefix, "share", "doc", "mfs-election", "operations.md"),
+		filepath.Join(prefix, "share", "man", "man1", "mfscli.1"),
+		filepath.Join(prefix, "share", "man", "man5", "mfsmaster.cfg.5"),
+		filepath.Join(prefix, "share", "man", "man5", "mfschunkserver.cfg.5"),
+		filepath.Join(prefix, "share", "man", "man8", "mfsmaster.8"),
+		filepath.Join(prefix, "share", "man", "man8", "mfschunkserver.8"),
 	} {
 		if fi, err := os.Stat(p); err != nil || fi.Size() == 0 {
 			t.Errorf("%s: missing or empty (%v)", p, err)
@@ -111,6 +116,7 @@ func TestMakeInstall(t *testing.T) {
 	if out, err := exec.Command(filepath.Join(prefix, "bin", "mfscli"), "--version").CombinedOutput(); err != nil {
 		t.Errorf("the installed mfscli: %v: %s", err, out)
 	}
+	checkManPages(t, filepath.Join(prefix, "share", "man"))
 
 	analyze, err := exec.LookPath("systemd-analyze")
 	if err != nil {
@@ -137,5 +143,33 @@ func TestMakeInstall(t *testing.T) {
 	}
 	if err != nil || strings.TrimSpace(out.String()) != "" {
 		t.Fatalf("systemd-analyze verify: %v\n%s", err, out.String())
+	}
+}
+
+// checkManPages: every installed page has its title line, every key of
+// mfsmaster.cfg is in its page (the pages come from the binaries' own
+// tables), and groff, where there is one, formats each without a warning.
+func checkManPages(t *testing.T, dir string) {
+	t.Helper()
+	pages, _ := filepath.Glob(filepath.Join(dir, "man*", "*"))
+	groff, _ := exec.LookPath("groff")
+	for _, p := range pages {
+		b, err := os.ReadFile(p)
+		if err != nil || !strings.HasPrefix(string(b), ".TH ") {
+			t.Errorf("%s: not a man page (%v)", p, err)
+			continue
+		}
+		if groff == "" {
+			continue
+		}
+		if out, err := exec.Command(groff, "-man", "-ww", "-z", p).CombinedOutput(); err != nil || len(out) > 0 {
+			t.Errorf("groff on %s: %v\n%s", p, err, out)
+		}
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "man5", "mfsmaster.cfg.5"))
+	for _, key := range []string{"DATA_PATH", "VOTE_LEASE", "LOG_FORMAT", "AUTH_CODE"} {
+		if !strings.Contains(string(b), ".B "+key+" (") {
+			t.Errorf("mfsmaster.cfg(5) has no entry for %s", key)
+		}
 	}
 }

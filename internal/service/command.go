@@ -20,8 +20,10 @@ import (
 // gives its key table and the hooks below.
 type Command[T any] struct {
 	Name, Usage, UsageText string
-	DefaultCfg             string
-	Spec                   settings.Spec[T]
+	// About is the man page's description, after Usage.
+	About      string
+	DefaultCfg string
+	Spec       settings.Spec[T]
 	// Flags: the daemon's own, beside -c, -f and the keys.
 	Flags []cli.Flag
 	// DataPath is cfg's DATA_PATH.
@@ -41,17 +43,25 @@ type Command[T any] struct {
 // Main runs the command on the process's arguments; an error is printed,
 // named by the daemon, and exits 1.
 func (d Command[T]) Main() {
+	own := []cli.Flag{
+		&cli.StringFlag{Name: "c", Usage: "config file", Value: d.DefaultCfg},
+		&cli.BoolFlag{Name: "f", Usage: "run in the foreground"},
+		&cli.BoolFlag{Name: "man", Hidden: true, Usage: "print this command's man page (section 8) and exit"},
+		&cli.BoolFlag{Name: "man-cfg", Hidden: true, Usage: "print the config file's man page (section 5) and exit"},
+	}
 	app := &cli.App{
-		Name:      d.Name,
-		Usage:     d.Usage,
-		UsageText: d.UsageText,
-		Version:   release.Version,
-		Flags: append(append([]cli.Flag{
-			&cli.StringFlag{Name: "c", Usage: "config file", Value: d.DefaultCfg},
-			&cli.BoolFlag{Name: "f", Usage: "run in the foreground"},
-		}, d.Flags...), d.Spec.Flags()...),
+		Name:            d.Name,
+		Usage:           d.Usage,
+		UsageText:       d.UsageText,
+		Version:         release.Version,
+		Flags:           append(append(own, d.Flags...), d.Spec.Flags()...),
 		HideHelpCommand: true,
-		Action:          d.run,
+		Action: func(c *cli.Context) error {
+			if asked, err := d.writeMan(c, os.Stdout, append(own, d.Flags...)); asked {
+				return err
+			}
+			return d.run(c)
+		},
 	}
 	if err := app.Run(os.Args); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", d.Name, err)

@@ -436,15 +436,18 @@ func wrap(text string) string {
 
 // Table is the keys as a Markdown table (docs/operations.md); its reload
 // column says which keys a reload applies at once.
-func (s Spec[T]) Table() string {
+// KeyDoc is what a key's documentation says: the markdown table, the
+// example cfg file and the man page are all made from it.
+type KeyDoc struct {
+	Name, Default, Range, Usage string
+	Live                        bool // a reload applies it at once (else: at the next restart)
+}
+
+// Docs describes every key, in the table's order.
+func (s Spec[T]) Docs() []KeyDoc {
 	_, keys := s.keys()
-	var b strings.Builder
-	b.WriteString("| key | default | range | reload | what |\n|---|---|---|---|---|\n")
+	var out []KeyDoc
 	for _, k := range keys {
-		def := k.Default
-		if def == "" {
-			def = "(empty)"
-		}
 		rng := ""
 		switch {
 		case k.Min != "" && k.Max != "":
@@ -456,11 +459,24 @@ func (s Spec[T]) Table() string {
 		case k.Kind == Bool:
 			rng = "0 or 1"
 		}
+		out = append(out, KeyDoc{Name: k.Name, Default: k.Default, Range: rng, Usage: k.Usage, Live: k.Reload})
+	}
+	return out
+}
+
+func (s Spec[T]) Table() string {
+	var b strings.Builder
+	b.WriteString("| key | default | range | reload | what |\n|---|---|---|---|---|\n")
+	for _, k := range s.Docs() {
+		def := k.Default
+		if def == "" {
+			def = "(empty)"
+		}
 		reload := "restart"
-		if k.Reload {
+		if k.Live {
 			reload = "at once"
 		}
-		fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s | %s |\n", k.Name, def, rng, reload, strings.ReplaceAll(k.Usage, "|", "\\|"))
+		fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s | %s |\n", k.Name, def, k.Range, reload, strings.ReplaceAll(k.Usage, "|", "\\|"))
 	}
 	return b.String()
 }
