@@ -259,6 +259,15 @@ func (m *MasterMetrics) HeartbeatRTT(d time.Duration) { m.rtt.Observe(d.Seconds(
 // Ignored counts one ignored election message; reason must come from a small fixed set.
 func (m *MasterMetrics) Ignored(reason string) { m.ignored.WithLabelValues(reason).Inc() }
 
+// InitIgnored exports mfs_master_ignored_total{reason} at 0 for each of
+// reasons (the machine's, master.IgnoreReasons), so that a rate over it
+// has a series before the first input is ignored.
+func (m *MasterMetrics) InitIgnored(reasons []string) {
+	for _, r := range reasons {
+		m.ignored.WithLabelValues(r)
+	}
+}
+
 // ConnRefused counts one refused connection on port (matoml, matocs, matocl)
 // for reason (one of refuseReasons).
 func (m *MasterMetrics) ConnRefused(port, reason string) {

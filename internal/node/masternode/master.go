@@ -195,6 +195,7 @@ func StartMaster(opt MasterOptions, store *metadata.MasterStore) (*MasterNode, e
 		return nil, err
 	}
 	n.metrics = obs.NewMasterMetrics(opt.Metrics)
+	n.metrics.InitIgnored(master.IgnoreReasons)
 	n.acc = newAcceptor(n)
 	obs.RegisterStoreCommits(opt.Metrics, "master", store.Commits)
 	n.book.Store(newBook(opt.Masters))

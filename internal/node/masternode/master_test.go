@@ -209,3 +209,29 @@ func TestPing(t *testing.T) {
 		t.Fatalf("the loop let go: %v", err)
 	}
 }
+
+// TestIgnoredExportedFromStart (issue 37): mfs_master_ignored_total has a
+// series for every reason the machine can give, at 0, before anything was
+// ignored, so that an alert on its rate sees the first rise.
+func TestIgnoredExportedFromStart(t *testing.T) {
+	nodetest.NoLeaks(t)
+	self := netip.MustParseAddr("127.0.0.1")
+	_, _, reg := startSolo(t, nodetest.StoreWithChanges(t, self, 10), self)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, mf := range mfs {
+		if mf.GetName() == "mfs_master_ignored_total" {
+			for _, m := range mf.GetMetric() {
+				have[m.GetLabel()[0].GetValue()] = true
+			}
+		}
+	}
+	for _, r := range master.IgnoreReasons {
+		if !have[r] {
+			t.Errorf("no mfs_master_ignored_total{reason=%q} at start", r)
+		}
+	}
+}
