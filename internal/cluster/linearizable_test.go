@@ -1,14 +1,11 @@
 package cluster_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -108,53 +105,14 @@ func TestLinearizableAcrossFailovers(t *testing.T) {
 
 // load is clients reading and writing three keys through pkg/client, each
 // operation recorded for porcupine.
-type load struct {
-	mu      sync.Mutex
-	history []porcupine.Operation
-	stop    atomic.Bool
-	wg      sync.WaitGroup
-	acked   atomic.Int64
-}
+type load struct{ *linearize.Load }
 
 // startLoad starts clients against c's masters.
 func startLoad(t *testing.T, c *cluster.Cluster, clients int) *load {
-	ld := &load{}
+	ld := &load{linearize.NewLoad(linearize.LoadOptions{Timeout: 8 * time.Second,
+		Unknown: func(err error) bool { return errors.Is(err, client.ErrUnknown) }})}
 	for i := 0; i < clients; i++ {
-		cl := newClient(t, c, 300*time.Millisecond)
-		ld.wg.Add(1)
-		go func() {
-			defer ld.wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(i), 7))
-			for n := 0; !ld.stop.Load() && n < 100000; n++ {
-				key := []string{"a", "b", "c"}[rng.IntN(3)]
-				in := linearize.Input{Key: key, Write: rng.IntN(10) < 6}
-				if in.Write {
-					in.Val = fmt.Sprintf("c%d.%d", i, n)
-				}
-				ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
-				call := time.Now().UnixNano()
-				var out linearize.Output
-				var err error
-				if in.Write {
-					_, err = cl.Put(ctx, key, in.Val)
-				} else {
-					out.Val, out.Found, err = cl.Get(ctx, key)
-				}
-				ret := time.Now().UnixNano()
-				cancel()
-				switch {
-				case err == nil:
-					ld.acked.Add(1)
-				case in.Write && errors.Is(err, client.ErrUnknown):
-					out, ret = linearize.Output{Unknown: true}, linearize.Pending
-				default:
-					continue // never applied (or a read): no effect to check
-				}
-				ld.mu.Lock()
-				ld.history = append(ld.history, porcupine.Operation{ClientId: i, Input: in, Call: call, Output: out, Return: ret})
-				ld.mu.Unlock()
-			}
-		}()
+		ld.Go(newClient(t, c, 300*time.Millisecond), i, rand.New(rand.NewPCG(uint64(i), 7)), nil)
 	}
 	return ld
 }
@@ -165,22 +123,19 @@ func startLoad(t *testing.T, c *cluster.Cluster, clients int) *load {
 // twice.
 func (ld *load) finish(t *testing.T, ferr error) {
 	t.Helper()
-	ld.stop.Store(true)
-	ld.wg.Wait()
+	history := ld.Stop()
 	if ferr != nil {
 		t.Fatal(ferr)
 	}
-	t.Logf("%d operations, %d acknowledged", len(ld.history), ld.acked.Load())
-	if ld.acked.Load() < 100 {
-		t.Fatalf("only %d operations completed: the clients made no progress", ld.acked.Load())
+	t.Logf("%d operations, %d acknowledged", len(history), ld.Acked.Load())
+	if ld.Acked.Load() < 100 {
+		t.Fatalf("only %d operations completed: the clients made no progress", ld.Acked.Load())
 	}
-	res, info := porcupine.CheckOperationsVerbose(linearize.KV, ld.history, 60*time.Second)
+	res, info := porcupine.CheckOperationsVerbose(linearize.KV, history, 60*time.Second)
 	switch res {
 	case porcupine.Illegal:
-		if f, err := os.CreateTemp("", "mfs-history-*.html"); err == nil {
-			_ = porcupine.Visualize(linearize.KV, info, f)
-			f.Close()
-			t.Logf("visualisation: %s", f.Name())
+		if path, err := linearize.Visualize(info, ""); err == nil {
+			t.Logf("visualisation: %s", path)
 		}
 		t.Fatal("the client history is not linearizable")
 	case porcupine.Unknown:

@@ -204,8 +204,7 @@ func loseBothSites(t *testing.T, masterCfg map[string]string) (*witnessRig, lost
 	out, _ := r.mfscli("-SIM")
 	t.Logf("LEADER %s with site %s down; -SIM:\n%s", r.c.Masters[lead].Addr, far, out)
 	w.halt()
-	ld.stop.Store(true)
-	ld.wg.Wait()
+	ld.Stop()
 	all := w.snapshot()
 	acked := map[string]string{}
 	for k, v := range all {
@@ -259,7 +258,7 @@ func (r *witnessRig) readBack(t *testing.T, lost lostSites) {
 		if err != nil {
 			t.Fatalf("read %s from the new LEADER: %v", key, err)
 		}
-		lost.ld.history = append(lost.ld.history, porcupine.Operation{ClientId: 99, Input: linearize.Input{Key: key},
+		lost.ld.Record(porcupine.Operation{ClientId: 99, Input: linearize.Input{Key: key},
 			Call: call, Output: linearize.Output{Val: v, Found: found}, Return: time.Now().UnixNano()})
 	}
 	lost.ld.finish(t, nil)

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"sync"
 	"time"
 )
@@ -93,5 +94,33 @@ func (l *Lifecycle) Hold() {
 		case <-p:
 		case <-l.stopReq:
 		}
+	}
+}
+
+// ErrPing: a loop did not take a ping in time.
+var ErrPing = errors.New("the loop did not take a ping in time")
+
+// Ping puts in (made with the channel it must close when the loop takes
+// it) into inbox and waits for the loop to take it, at most timeout: the
+// systemd watchdog's proof that the loop runs (service.Pinger). l is the
+// loop's lifecycle: an ended loop answers with its Err.
+func Ping[T any](l *Lifecycle, inbox chan<- T, in func(took chan struct{}) T, timeout time.Duration) error {
+	took := make(chan struct{})
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case inbox <- in(took):
+	case <-l.Done():
+		return l.Err()
+	case <-t.C:
+		return ErrPing
+	}
+	select {
+	case <-took:
+		return nil
+	case <-l.Done():
+		return l.Err()
+	case <-t.C:
+		return ErrPing
 	}
 }

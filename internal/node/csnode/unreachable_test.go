@@ -1,11 +1,9 @@
 package csnode
 
 import (
-	"bytes"
 	"net"
 	"net/netip"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,24 +12,6 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/roles/voter"
 	"github.com/rs/zerolog"
 )
-
-// lockedBuffer is a log sink the test reads while the daemon writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestUnreachableMasterLogged (issue 37): a chunkserver whose only master
 // does not answer says so in its log, naming the master and what to
@@ -44,7 +24,7 @@ func TestUnreachableMasterLogged(t *testing.T) {
 	}
 	master := netip.MustParseAddrPort(ln.Addr().String())
 	ln.Close() // nothing listens there now: every dial is refused
-	var log lockedBuffer
+	var log nodetest.SyncBuffer
 	opt := ChunkserverOptions{
 		Masters: []masterhost.Master{{ID: masterhost.IDOf(master.Addr()), Addr: master}},
 		Bind:    netip.MustParseAddr("127.0.0.1"), Listen: "127.0.0.1:0",

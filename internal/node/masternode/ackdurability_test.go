@@ -18,7 +18,7 @@ import (
 // short and nothing is said.
 func TestAckDurabilityShort(t *testing.T) {
 	for _, acks := range []int{1, 0} {
-		var logs syncBuffer
+		var logs nodetest.SyncBuffer
 		n, reg, _ := leaderWithVoter(t, "127.0.1.1", freePort(t, "127.0.1.1"), func(o *MasterOptions) {
 			o.Core.AckReplicas = acks
 			o.Log = zerolog.New(&logs)

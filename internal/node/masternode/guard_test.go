@@ -225,7 +225,7 @@ func TestGlobalProofRateOnMaster(t *testing.T) {
 	nodetest.NoLeaks(t)
 	const code = "s3cret-s3cret-s3cret"
 	self := netip.MustParseAddr("127.0.0.1")
-	var logs syncBuffer
+	var logs nodetest.SyncBuffer
 	n, _, reg := startSoloWith(t, nodetest.StoreWithChanges(t, self, 10), self, func(o *MasterOptions) {
 		o.AuthCode = code
 		o.Log = zerolog.New(&logs)

@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -188,24 +187,6 @@ func TestIdleAndDeafPeersCut(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log sink the test reads while the master writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // storeWithKeys returns the data directory of a founder whose store holds
 // keys distinct keys, all committed.
 func storeWithKeys(t *testing.T, self netip.Addr, keys int) string {
@@ -224,7 +205,7 @@ func storeWithKeys(t *testing.T, self netip.Addr, keys int) string {
 // bounded share of it.
 func TestClientFloodKeepsQuorum(t *testing.T) {
 	nodetest.NoLeaks(t)
-	logs := &syncBuffer{}
+	logs := &nodetest.SyncBuffer{}
 	self := netip.MustParseAddr("127.0.0.1")
 	n, _, f := leaderWithVoterIn(t, storeWithKeys(t, self, 10000), "127.0.0.2", 40001, func(o *MasterOptions) {
 		o.Log = zerolog.New(io.MultiWriter(zerolog.NewTestWriter(t), logs))

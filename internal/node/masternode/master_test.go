@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mfs-election/mfs-election/internal/node"
 	"github.com/mfs-election/mfs-election/internal/node/nodetest"
 	"github.com/mfs-election/mfs-election/pkg/client"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
@@ -201,8 +202,8 @@ func TestPing(t *testing.T) {
 		t.Fatalf("a running loop: %v", err)
 	}
 	n.Pause()
-	if err := n.Ping(200 * time.Millisecond); !errors.Is(err, errPing) {
-		t.Fatalf("a held loop: %v, want %v", err, errPing)
+	if err := n.Ping(200 * time.Millisecond); !errors.Is(err, node.ErrPing) {
+		t.Fatalf("a held loop: %v, want %v", err, node.ErrPing)
 	}
 	n.Resume()
 	if err := n.Ping(2 * time.Second); err != nil {

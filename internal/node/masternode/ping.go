@@ -1,33 +1,16 @@
 package masternode
 
 import (
-	"errors"
 	"time"
+
+	"github.com/mfs-election/mfs-election/internal/node"
 )
 
-// errPing: the loop did not take a ping in time.
-var errPing = errors.New("the master's loop did not take a ping in time")
-
 // Ping returns once the loop has taken a no-op input from the inbox of
-// votes and acks, or errPing after timeout: the systemd watchdog's proof
-// that the loop runs (service.Pinger). From any goroutine.
+// votes and acks, or node.ErrPing after timeout (service.Pinger). From any
+// goroutine.
 func (n *MasterNode) Ping(timeout time.Duration) error {
-	took := make(chan struct{})
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	select {
-	case n.inbox <- input{kind: inCall, call: func() { close(took) }}:
-	case <-n.life.Done():
-		return n.life.Err()
-	case <-t.C:
-		return errPing
-	}
-	select {
-	case <-took:
-		return nil
-	case <-n.life.Done():
-		return n.life.Err()
-	case <-t.C:
-		return errPing
-	}
+	return node.Ping(&n.life, n.inbox, func(took chan struct{}) input {
+		return input{kind: inCall, call: func() { close(took) }}
+	}, timeout)
 }

@@ -29,7 +29,7 @@ func TestNoTieBreakLoggedAtStart(t *testing.T) {
 		{ID: 1, Addr: netip.MustParseAddr("10.1.0.1"), Port: 9422}, {ID: 2, Addr: netip.MustParseAddr("10.2.0.1"), Port: 9422},
 	}}
 	dir := nodetest.StoreWith(t, self, []changelog.Entry{{Pos: changelog.Pos{Version: 2, Epoch: 1}, Kind: changelog.EntryConfig, Config: cfg}})
-	var logs syncBuffer
+	var logs nodetest.SyncBuffer
 	startSoloWith(t, dir, self, func(o *MasterOptions) { o.Log = zerolog.New(&logs) })
 	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 		if strings.Contains(logs.String(), "no tie-break") {

@@ -1,7 +1,6 @@
 package drivers
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -105,21 +104,12 @@ func (x *watcher) finish() (overlaps []string, terms, passes int) {
 	return append(x.overlaps, x.sameEpoch...), len(x.terms), x.passes
 }
 
-// load is the clients: each writes and reads three keys through
-// pkg/client over memnet, and every operation with a known effect is
-// recorded for porcupine.
-type load struct {
-	stop    atomic.Bool
-	wg      sync.WaitGroup
-	mu      sync.Mutex
-	history []porcupine.Operation
-	acked   atomic.Int64
-	// ackedAt: the newest acknowledged operation's time (unix ns).
-	ackedAt atomic.Int64
-}
-
-func startLoad(w *world, seed int64) (*load, error) {
-	ld := &load{}
+// startLoad starts the clients: each writes and reads three keys through
+// pkg/client over memnet (linearize.Load), every operation with a known
+// effect recorded for porcupine.
+func startLoad(w *world, seed int64) (*linearize.Load, error) {
+	ld := linearize.NewLoad(linearize.LoadOptions{Timeout: 3 * time.Second, Pace: 3 * time.Millisecond, ErrPause: 5 * time.Millisecond,
+		Unknown: func(err error) bool { return errors.Is(err, client.ErrUnknown) }})
 	var hosts []string
 	for _, m := range w.masters {
 		hosts = append(hosts, m.addr.String())
@@ -133,57 +123,12 @@ func startLoad(w *world, seed int64) (*load, error) {
 			},
 		})
 		if err != nil {
-			ld.finish()
+			ld.Stop()
 			return nil, err
 		}
-		ld.wg.Add(1)
-		go ld.run(cl, i, rand.New(rand.NewPCG(uint64(seed), uint64(i))))
+		ld.Go(cl, i, rand.New(rand.NewPCG(uint64(seed), uint64(i))), func() { cl.Close() })
 	}
 	return ld, nil
-}
-
-func (ld *load) run(cl *client.Client, i int, rng *rand.Rand) {
-	defer ld.wg.Done()
-	defer cl.Close()
-	for n := 0; !ld.stop.Load() && n < 1_000_000; n++ {
-		key := []string{"a", "b", "c"}[rng.IntN(3)]
-		in := linearize.Input{Key: key, Write: rng.IntN(10) < 6}
-		if in.Write {
-			in.Val = fmt.Sprintf("c%d.%d", i, n)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		call := time.Now().UnixNano()
-		var out linearize.Output
-		var err error
-		if in.Write {
-			_, err = cl.Put(ctx, key, in.Val)
-		} else {
-			out.Val, out.Found, err = cl.Get(ctx, key)
-		}
-		ret := time.Now().UnixNano()
-		cancel()
-		switch {
-		case err == nil:
-			ld.acked.Add(1)
-			ld.ackedAt.Store(ret)
-		case in.Write && errors.Is(err, client.ErrUnknown):
-			out, ret = linearize.Output{Unknown: true}, linearize.Pending
-		default:
-			time.Sleep(5 * time.Millisecond) // never applied (or a read): no effect to check
-			continue
-		}
-		ld.mu.Lock()
-		ld.history = append(ld.history, porcupine.Operation{ClientId: i, Input: in, Call: call, Output: out, Return: ret})
-		ld.mu.Unlock()
-		time.Sleep(time.Duration(rng.IntN(3)) * time.Millisecond)
-	}
-}
-
-// finish stops the clients and returns their history.
-func (ld *load) finish() []porcupine.Operation {
-	ld.stop.Store(true)
-	ld.wg.Wait()
-	return ld.history
 }
 
 // linearizable checks the history; a history that is not is written to

@@ -95,7 +95,7 @@ func Run(spec Spec) (res Result, err error) {
 		return res, err
 	}
 	if err := w.play(drawSchedule(rng, spec.Faults), rng, &res); err != nil {
-		ld.finish()
+		ld.Stop()
 		x.finish()
 		return res, err
 	}
@@ -105,13 +105,13 @@ func Run(spec Spec) (res Result, err error) {
 	} else {
 		res.HealToLeader = time.Since(healed)
 		since := time.Now().UnixNano()
-		res.AckedAfter = waitFor(healProgress, func() bool { return ld.ackedAt.Load() > since })
+		res.AckedAfter = waitFor(healProgress, func() bool { return ld.AckedAt.Load() > since })
 		if !res.AckedAfter {
 			res.Liveness = fmt.Sprintf("a LEADER after the heal, but no client operation acknowledged within %v of it", healProgress)
 		}
 	}
-	h := ld.finish()
-	res.Operations, res.Acked = len(h), ld.acked.Load()
+	h := ld.Stop()
+	res.Operations, res.Acked = len(h), ld.Acked.Load()
 	res.Violations, res.LeaderTerms, res.Passes = x.finish()
 	if ok, why := linearizable(h, os.TempDir()); !ok {
 		res.Violations = append(res.Violations, why)
