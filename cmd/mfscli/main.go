@@ -61,6 +61,7 @@ func newApp() *cli.App {
 			&cli.StringFlag{Name: "admin", Hidden: true},
 			&cli.StringFlag{Name: "a", EnvVars: []string{"MFSCLI_PASSWORD"}, Usage: "admin commands: the masters' ADMIN_PASSWORD (or MFSCLI_PASSWORD); proved, never sent", Category: "Admin commands (-C...)"},
 			&cli.DurationFlag{Name: "wait", Value: waitDefault, Usage: "get/set/cas/delete/list: how long to keep trying to reach a LEADER", Category: "Namespace commands (get, set, cas, delete, list)"},
+			&cli.StringFlag{Name: "backup", Usage: "save a backup of the metadata from the LEADER to `FILE` (it must not exist), at a commit point the LEADER confirmed; FILE.sha256 beside it. mfsmaster init --from-backup founds a new cluster on it (docs/operations.md, Disaster recovery)", Category: "Backups"},
 			&cli.StringFlag{Name: "completion", Usage: "print the completion script for `SHELL` (bash or zsh) and exit", Category: "Other"},
 			&cli.BoolFlag{Name: "man", Hidden: true, Usage: "print the man page, mfscli(1), and exit"},
 			&cli.StringFlag{Name: "mfspassword", EnvVars: []string{"MFSPASSWORD"}, Usage: "get/set/cas/delete/list: the password of the masters' mfsexports.cfg line for this host (or MFSPASSWORD; as mfsmount -o mfspassword); proved, never sent", Category: "Namespace commands (get, set, cas, delete, list)"},
@@ -82,6 +83,12 @@ func run(c *cli.Context) error {
 	}
 	if c.Bool("dry-run") && c.String("admin") == "" {
 		return fmt.Errorf("--dry-run goes with an admin command that changes the registry or the location map (%s)", dryRunCommandSet)
+	}
+	if file := c.String("backup"); file != "" {
+		if set := listingFlagsSet(c); len(set) > 0 || c.String("admin") != "" || c.NArg() > 0 {
+			return fmt.Errorf("--backup takes no listing, admin command or namespace command with it")
+		}
+		return backupCmd(c, file)
 	}
 	if args := c.Args().Slice(); len(args) > 0 {
 		if _, ok := kvUsage[args[0]]; !ok {

@@ -23,6 +23,7 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/masterhost"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
+	"github.com/mfs-election/mfs-election/pkg/namespace"
 	"github.com/mfs-election/mfs-election/pkg/secret"
 	"github.com/mfs-election/mfs-election/pkg/wire/frame"
 	"github.com/rs/zerolog"
@@ -43,6 +44,7 @@ func main() {
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "e", Usage: "start without metadata: sync from the LEADER, FOLLOWER only until synced"},
 			&cli.StringSliceFlag{Name: "location", Usage: "init only: NAME=CIDR, map a range to a location in the new metadata (repeatable)"},
+			&cli.StringFlag{Name: "from-backup", Usage: "init only: found the new cluster on this backup file (mfscli --backup): every change it holds, a new metadata id; see docs/operations.md, Disaster recovery"},
 			&cli.BoolFlag{Name: "accept-loss", Usage: "repair only: let this master lead without the changes only a lost master held (they are gone: the status names them); run it on the one master to promote, after the lost one is gone for good"},
 			&cli.StringFlag{Name: "remove-chunkservers", Usage: "repair only: ids (as -SCS lists them) of registered chunkservers that will never vote again, comma-separated; run the same repair on every master, all stopped, before starting any"},
 		},
@@ -58,7 +60,7 @@ func main() {
 func offline(c *cli.Context, action service.Action, cfg config, lockPath string) (bool, error) {
 	switch {
 	case action == service.ActionInit:
-		return true, initMetadata(os.Stdout, cfg, lockPath, c.StringSlice("location"))
+		return true, initMetadata(os.Stdout, cfg, lockPath, c.StringSlice("location"), c.String("from-backup"))
 	case action == service.ActionRepair && c.Bool("accept-loss"):
 		return true, acceptLoss(os.Stdout, cfg.DataPath, lockPath)
 	case action == service.ActionRepair:
@@ -102,10 +104,11 @@ func masters(cfg config) ([]masterhost.Master, netip.Addr, error) {
 }
 
 // initMetadata is `mfsmaster init`: fresh metadata with a new id, for the
-// first master of a new cluster. Without AUTH_CODE it prints a new random
-// one and where it goes; the cfg files are the one place secrets live, so
-// it is stored nowhere else.
-func initMetadata(out io.Writer, cfg config, lockPath string, locs []string) error {
+// first master of a new cluster, empty or founded on a backup (from, a
+// file of mfscli --backup). Without AUTH_CODE it prints a new random one
+// and where it goes; the cfg files are the one place secrets live, so it
+// is stored nowhere else.
+func initMetadata(out io.Writer, cfg config, lockPath string, locs []string, from string) error {
 	if err := checkSecrets(cfg); err != nil {
 		return err
 	}
@@ -119,6 +122,16 @@ func initMetadata(out io.Writer, cfg config, lockPath string, locs []string) err
 		return err
 	}
 	g := changelog.Genesis(masterhost.IDOf(self))
+	var restored *metadata.Backup
+	var snap *namespace.Snapshot
+	if from != "" {
+		b, err := metadata.ReadBackup(from)
+		if err != nil {
+			return err
+		}
+		restored, snap = &b, b.Snap.Refound(masterhost.IDOf(self))
+		g[0].Config = snap.Latest // the --location flags below map into it
+	}
 	for _, l := range locs {
 		name, cidr, ok := strings.Cut(l, "=")
 		p, perr := netip.ParsePrefix(cidr)
@@ -141,10 +154,14 @@ func initMetadata(out io.Writer, cfg config, lockPath string, locs []string) err
 		return err
 	}
 	id := strings.ToUpper(hex.EncodeToString(b))
-	if err := st.Init(id, g); err != nil {
+	if restored == nil {
+		if err := st.Init(id, g); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "mfsmaster: new metadata %s in %s (founder %s)\n", id, st.Path(), self)
+	} else if err := restoreBackup(out, st, id, self, snap, from, restored); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "mfsmaster: new metadata %s in %s (founder %s)\n", id, st.Path(), self)
 	if cfg.Node.AuthCode == "" {
 		code, err := secret.Generate()
 		if err != nil {
@@ -153,6 +170,21 @@ func initMetadata(out io.Writer, cfg config, lockPath string, locs []string) err
 		fmt.Fprintf(out, "mfsmaster: no AUTH_CODE is set. A new random one (stored nowhere else):\n\nAUTH_CODE = %s\n\n"+
 			"Put this line in the mfsmaster.cfg of every master and the mfschunkserver.cfg of every chunkserver (files readable by their daemons only, mode 0600), then start them.\n", code)
 	}
+	return nil
+}
+
+// restoreBackup founds the new cluster id on snap, the backup b (read
+// from file) refounded, and says what the operator does next.
+func restoreBackup(out io.Writer, st *metadata.MasterStore, id string, self netip.Addr, snap *namespace.Snapshot, file string, b *metadata.Backup) error {
+	if err := st.Restore(id, snap); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "mfsmaster: new metadata %s in %s (founder %s), restored from %s:\n"+
+		"  taken from cluster %s at version %d (epoch %d): %d keys, %d client sessions\n"+
+		"  every chunkserver and the witness belong to the old cluster and join this one anew.\n"+
+		"Next (docs/operations.md, Disaster recovery): start this master; start the other masters with empty DATA_PATHs and -e; "+
+		"on each chunkserver, stopped, move chunkserver.mfs aside and start it; give clients pinned to cluster %s the new id.\n",
+		id, st.Path(), self, file, b.Cluster, b.Snap.Pos.Version, b.Snap.Pos.Epoch, len(b.Snap.Data), len(b.Snap.Sessions), b.Cluster)
 	return nil
 }
 

@@ -88,7 +88,7 @@ func TestInitPrintsNewAuthCode(t *testing.T) {
 	dir := t.TempDir()
 	v := cfg(t, loopback+"DATA_PATH = "+dir+"\n")
 	var out bytes.Buffer
-	if err := initMetadata(&out, v, filepath.Join(dir, ".mfsmaster.lock"), nil); err != nil {
+	if err := initMetadata(&out, v, filepath.Join(dir, ".mfsmaster.lock"), nil, ""); err != nil {
 		t.Fatal(err)
 	}
 	m := regexp.MustCompile(`(?m)^AUTH_CODE = ([0-9a-f]{32})$`).FindStringSubmatch(out.String())
@@ -107,7 +107,7 @@ func TestInitPrintsNewAuthCode(t *testing.T) {
 	dir2 := t.TempDir()
 	v = cfg(t, loopback+"DATA_PATH = "+dir2+"\nAUTH_CODE = 0123456789abcdef0123\n")
 	out.Reset()
-	if err := initMetadata(&out, v, filepath.Join(dir2, ".mfsmaster.lock"), nil); err != nil {
+	if err := initMetadata(&out, v, filepath.Join(dir2, ".mfsmaster.lock"), nil, ""); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(out.String(), "AUTH_CODE =") {

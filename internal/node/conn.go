@@ -247,6 +247,9 @@ func (c *Conn) Close() {
 	})
 }
 
+// Done is closed when the connection is.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
 // Closed: Close was called (by the owner, a failed write, or a peer too
 // slow).
 func (c *Conn) Closed() bool {

@@ -107,6 +107,11 @@ func (s *MasterStore) SaveSnapshot(ctx context.Context, snap *namespace.Snapshot
 	if cluster == "" {
 		return SnapshotWrite{}, fmt.Errorf("snapshot file %s: the store has no cluster id yet", s.snapPath)
 	}
+	return s.saveSnapshot(ctx, cluster, snap)
+}
+
+// saveSnapshot is SaveSnapshot for the cluster id given.
+func (s *MasterStore) saveSnapshot(ctx context.Context, cluster string, snap *namespace.Snapshot) (SnapshotWrite, error) {
 	tmp, err := os.CreateTemp(s.dir, snapTmpPattern)
 	if err != nil {
 		return SnapshotWrite{}, fmt.Errorf("snapshot file %s: %w", s.snapPath, err)
@@ -254,7 +259,10 @@ func readSnapshot(path, cluster string) (*namespace.Snapshot, error) {
 		return nil, fmt.Errorf("snapshot file %s: %w", path, err)
 	}
 	defer f.Close()
-	snap, err := decodeSnapshot(f, cluster)
+	snap, of, err := decodeSnapshot(f)
+	if err == nil && of != cluster {
+		err = fmt.Errorf("it belongs to cluster %q, metadata.mfs to %q", of, cluster)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("snapshot file %s is unusable: %w (the file was left as it is; to rebuild this master from the LEADER, move metadata.mfs and snapshot.mfs aside and start it with -e)", path, err)
 	}
@@ -262,53 +270,51 @@ func readSnapshot(path, cluster string) (*namespace.Snapshot, error) {
 }
 
 // decodeSnapshot checks the prefix, then the checksum over the whole file,
-// and only then decodes what it vouches for.
-func decodeSnapshot(f *os.File, cluster string) (*namespace.Snapshot, error) {
+// and only then decodes what it vouches for; cluster is the id its header
+// names.
+func decodeSnapshot(f *os.File) (*namespace.Snapshot, string, error) {
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	size := fi.Size()
 	var prefix [snapPrefixLen]byte
 	if n, _ := io.ReadFull(f, prefix[:]); n < len(prefix) || !bytes.Equal(prefix[:8], snapshotMagic[:]) {
-		return nil, errors.New("not a snapshot file (no snapshot magic)")
+		return nil, "", errors.New("not a snapshot file (no snapshot magic)")
 	}
 	if v := binary.BigEndian.Uint64(prefix[8:]); v != SnapshotSchema {
-		return nil, fmt.Errorf("snapshot schema version %d, this build reads version %d", v, SnapshotSchema)
+		return nil, "", fmt.Errorf("snapshot schema version %d, this build reads version %d", v, SnapshotSchema)
 	}
 	if size < snapPrefixLen+4 {
-		return nil, fmt.Errorf("truncated: %d bytes", size)
+		return nil, "", fmt.Errorf("truncated: %d bytes", size)
 	}
 	body := size - 4
 	crc := crc32.New(castagnoli)
 	if _, err := crc.Write(prefix[:]); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if _, err := io.CopyN(crc, f, body-snapPrefixLen); err != nil {
-		return nil, fmt.Errorf("reading: %w", err)
+		return nil, "", fmt.Errorf("reading: %w", err)
 	}
 	var sum [4]byte
 	if _, err := io.ReadFull(f, sum[:]); err != nil {
-		return nil, fmt.Errorf("reading the checksum: %w", err)
+		return nil, "", fmt.Errorf("reading the checksum: %w", err)
 	}
 	if got, want := crc.Sum32(), binary.BigEndian.Uint32(sum[:]); got != want {
-		return nil, fmt.Errorf("checksum mismatch (computed %08x, stored %08x): damaged or truncated", got, want)
+		return nil, "", fmt.Errorf("checksum mismatch (computed %08x, stored %08x): damaged or truncated", got, want)
 	}
 
 	if _, err := f.Seek(snapPrefixLen, io.SeekStart); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	br := bufio.NewReaderSize(io.LimitReader(f, body-snapPrefixLen), 256<<10)
 	dec := frame.NewDecoder(br)
 	var h snapHeader
 	if err := dec.Decode(&h); err != nil {
-		return nil, fmt.Errorf("header does not decode: %w", err)
-	}
-	if h.Cluster != cluster {
-		return nil, fmt.Errorf("it belongs to cluster %q, metadata.mfs to %q", h.Cluster, cluster)
+		return nil, "", fmt.Errorf("header does not decode: %w", err)
 	}
 	if h.Latest == nil {
-		return nil, fmt.Errorf("the snapshot at %v holds no config", h.Pos)
+		return nil, "", fmt.Errorf("the snapshot at %v holds no config", h.Pos)
 	}
 	// The counts are vouched for by the checksum; the bound only keeps a
 	// writer's bug from becoming a huge allocation.
@@ -317,25 +323,25 @@ func decodeSnapshot(f *os.File, cluster string) (*namespace.Snapshot, error) {
 	for i := uint64(0); i < h.Items; i++ {
 		var it snapItem
 		if err := dec.Decode(&it); err != nil {
-			return nil, fmt.Errorf("item %d of %d does not decode: %w", i+1, h.Items, err)
+			return nil, "", fmt.Errorf("item %d of %d does not decode: %w", i+1, h.Items, err)
 		}
 		snap.Data[it.Key] = namespace.Item{Value: it.Value, Version: it.Version}
 	}
 	for i := uint64(0); i < h.Sessions; i++ {
 		var ss snapSession
 		if err := dec.Decode(&ss); err != nil {
-			return nil, fmt.Errorf("session %d of %d does not decode: %w", i+1, h.Sessions, err)
+			return nil, "", fmt.Errorf("session %d of %d does not decode: %w", i+1, h.Sessions, err)
 		}
 		snap.Sessions[ss.Client] = namespace.Session{Seq: ss.Seq, Version: ss.Version, Failed: ss.Failed}
 	}
 	if uint64(len(snap.Data)) != h.Items || uint64(len(snap.Sessions)) != h.Sessions {
-		return nil, fmt.Errorf("duplicate records (%d items, %d sessions, the header says %d and %d)",
+		return nil, "", fmt.Errorf("duplicate records (%d items, %d sessions, the header says %d and %d)",
 			len(snap.Data), len(snap.Sessions), h.Items, h.Sessions)
 	}
 	if n, _ := io.Copy(io.Discard, br); n > 0 {
-		return nil, fmt.Errorf("%d bytes after the last record", n)
+		return nil, "", fmt.Errorf("%d bytes after the last record", n)
 	}
-	return snap, nil
+	return snap, h.Cluster, nil
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)

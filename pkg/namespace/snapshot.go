@@ -6,6 +6,7 @@ import (
 
 	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/registry"
+	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
 // Snapshot is the namespace the changelog produced up to one committed
@@ -85,4 +86,20 @@ func (s *Snapshot) Slice(offset uint64, maxBytes int) (items []KVEntry, sessions
 type SessionEntry struct {
 	Client changelog.ClientID
 	Session
+}
+
+// Refound is s as the first snapshot of a new cluster that founder founds
+// from a backup (mfsmaster init --from-backup): the same items and
+// sessions at the same version, under the config `mfsmaster init` gives a
+// founder (changelog.Genesis: no chunkserver, the bootstrap mark) with s's
+// location map kept, at epoch 0, so that the new cluster's first LEADER
+// writes after it at epoch 1. The old registry's chunkservers and its
+// witness belong to the old cluster: they join the new one anew.
+func (s *Snapshot) Refound(founder wire.MasterID) *Snapshot {
+	cfg := changelog.Genesis(founder)[0].Config
+	cfg.Locations = s.Latest.Locations
+	return &Snapshot{
+		Pos:    changelog.Pos{Version: s.Pos.Version},
+		Latest: cfg, Data: maps.Clone(s.Data), Sessions: maps.Clone(s.Sessions),
+	}
 }

@@ -16,5 +16,5 @@ const AnonymousClient changelog.ClientID = 1 << 63
 // master's client port (9421): the answers to its requests, after the
 // hello. (What each daemon reads on each port is the daemons' own.)
 func ClientIn() *frame.Registry {
-	return frame.RegistryOf(StatusResp{}, AdminResp{}, roles.ClientReply{})
+	return frame.RegistryOf(StatusResp{}, AdminResp{}, roles.ClientReply{}, BackupChunk{})
 }

@@ -18,7 +18,7 @@ var every = []wire.Message{
 	roles.PeerStatus{}, roles.Append{}, roles.AppendAck{}, roles.FetchReq{}, roles.FetchResp{}, roles.SnapshotChunk{},
 	roles.ClientWrite{}, roles.ClientRead{}, roles.ClientReply{},
 	AuthChallenge{}, AuthProof{}, RegisterReq{}, RegisterReply{}, CSInfo{}, StatusReq{}, StatusResp{},
-	AdminReq{}, AdminResp{}, ClientAuth{}, TrustRecord{},
+	AdminReq{}, AdminResp{}, ClientAuth{}, TrustRecord{}, BackupChunk{}, BackupAck{},
 }
 
 // TestTypeTable: every number of pkg/wire's table is carried by exactly
@@ -48,7 +48,7 @@ func TestTypeTable(t *testing.T) {
 // and the hello before them.
 func TestClientIn(t *testing.T) {
 	got := ClientIn().Types()
-	want := []wire.Type{wire.TypeHello, wire.TypeClientReply, wire.TypeStatusResp, wire.TypeAdminResp}
+	want := []wire.Type{wire.TypeHello, wire.TypeClientReply, wire.TypeStatusResp, wire.TypeAdminResp, wire.TypeBackupChunk}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("a client reads %v, want %v", got, want)
 	}

@@ -44,6 +44,8 @@ const (
 	TypeAdminResp     Type = 48
 	TypeClientAuth    Type = 49
 	TypeTrustRecord   Type = 50
+	TypeBackupChunk   Type = 51
+	TypeBackupAck     Type = 52
 )
 
 // typeNames names each number of the table above by its message: the Go
@@ -78,6 +80,8 @@ var typeNames = map[Type]string{
 	TypeAdminResp:     "AdminResp",
 	TypeClientAuth:    "ClientAuth",
 	TypeTrustRecord:   "TrustRecord",
+	TypeBackupChunk:   "BackupChunk",
+	TypeBackupAck:     "BackupAck",
 }
 
 // String is the message's name ("Heartbeat"), or "type(N)" for a number

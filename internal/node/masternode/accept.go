@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -56,6 +57,9 @@ type acceptor struct {
 	// adminPassword is ADMIN_PASSWORD in force (readers check admin
 	// proofs with it; SetAdminPassword replaces it), never nil.
 	adminPassword atomic.Pointer[string]
+	// backups: the backup being sent on a connection (*node.Conn ->
+	// *backupFlow), whose acknowledgements its reader records.
+	backups sync.Map
 }
 
 // newAcceptor is n's acceptor, with no listener yet (listen), ADMIN_PASSWORD
@@ -327,6 +331,11 @@ func (a *acceptor) read(c *node.Conn, ours frame.Hello, port masterPort, reg *fr
 			in.admin = a.checkAdmin(c, ours, msg)
 		case protocol.ClientAuth:
 			proof = clientProof{mac: msg.MAC}
+			continue
+		case protocol.BackupAck:
+			if f, ok := a.backups.Load(c); ok {
+				f.(*backupFlow).ack(msg.Offset)
+			}
 			continue
 		case roles.ClientWrite, roles.ClientRead:
 			if r := a.clientAccess(c, ours, &proof, msg); r != nil {

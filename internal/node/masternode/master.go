@@ -99,6 +99,7 @@ type MasterNode struct {
 	helloV  frame.Hello
 
 	snapWriter  // the background snapshot writer (snapwriter.go)
+	backupSide  // backups taken by mfscli (backup.go)
 	witnessSide // the object-store witness's calls (witness.go)
 	fence       // the core's fence as reports see it (fence.go)
 	// stages times client changes through the ack rule (stages.go).

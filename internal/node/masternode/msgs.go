@@ -16,5 +16,5 @@ var (
 	matocsIn = frame.RegistryOf(protocol.AuthProof{}, protocol.RegisterReq{}, protocol.CSInfo{}, roles.Probe{}, roles.VoteHello{}, roles.VoteBye{}, roles.HeartbeatAck{})
 	// A master on 9421, from clients and mfscli. (What a client reads
 	// there: protocol.ClientIn.)
-	matoclIn = frame.RegistryOf(protocol.StatusReq{}, protocol.AdminReq{}, roles.ClientWrite{}, roles.ClientRead{}, protocol.ClientAuth{})
+	matoclIn = frame.RegistryOf(protocol.StatusReq{}, protocol.AdminReq{}, roles.ClientWrite{}, roles.ClientRead{}, protocol.ClientAuth{}, protocol.BackupAck{})
 )

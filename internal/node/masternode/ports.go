@@ -66,6 +66,10 @@ func (n *MasterNode) route(to roles.Peer, msg wire.Message) {
 			c.Send(msg)
 		}
 	case roles.PeerClient:
+		if r, ok := msg.(roles.ClientReply); ok && n.bkWait != nil && r.Client == n.bkWait.client {
+			n.backupConfirmed(r)
+			return
+		}
 		if r, ok := msg.(roles.ClientReply); ok {
 			switch {
 			case r.Code == wire.CodeBusy:
@@ -392,6 +396,10 @@ func (n *MasterNode) fromClient(in input) error {
 		}
 		if m.Kind == roles.AdminTrust {
 			n.trustFor(c, m)
+			return nil
+		}
+		if m.Kind == protocol.AdminBackup {
+			n.backupFor(c, m, in.admin)
 			return nil
 		}
 		if m.Kind == protocol.AdminWitnessOn || m.Kind == protocol.AdminWitnessTest {

@@ -2,6 +2,7 @@ package master
 
 import (
 	"github.com/mfs-election/mfs-election/pkg/changelog"
+	"github.com/mfs-election/mfs-election/pkg/namespace"
 	"github.com/mfs-election/mfs-election/pkg/quorum"
 	"github.com/mfs-election/mfs-election/pkg/registry"
 	"github.com/mfs-election/mfs-election/pkg/roles"
@@ -28,6 +29,11 @@ func (m *Master) Log() *changelog.Log { return &m.log }
 
 // Acked is the newest position this LEADER has acknowledged.
 func (m *Master) Acked() changelog.Pos { return m.acked }
+
+// Backup copies the namespace as applied, with the configs as of it: a
+// snapshot of committed history, for a backup (the driver confirms the
+// commit point first).
+func (m *Master) Backup() *namespace.Snapshot { return namespace.SnapshotOf(&m.kv, &m.log) }
 
 // HasMetadata reports whether the master holds any metadata (not INIT).
 func (m *Master) HasMetadata() bool { return m.log.Len() > 0 }
