@@ -234,6 +234,9 @@ func TestFlagCombinations(t *testing.T) {
 		{[]string{"-CMR/x"}, "want -CMR or -CMR/ip"},
 		{[]string{"-CWITNESS/test/x"}, "want -CWITNESS/on or -CWITNESS/off or -CWITNESS/test or -CWITNESS/test/ip"},
 		{[]string{"-CFOO/1"}, "unknown admin command -CFOO/1 (RC/ip/port"},
+		{[]string{"--backup", "x", "-SIM"}, "--backup takes no listing"},
+		{[]string{"--backup", "x", "get", "k"}, "--backup takes no listing, admin command or namespace command"},
+		{[]string{"--backup", "find_test.go"}, "--backup find_test.go: the file exists: refusing to overwrite it"},
 	}
 	for _, c := range cases {
 		app := newApp()

@@ -41,7 +41,8 @@ func newApp() *cli.App {
 		UsageText: "mfscli [-H HOST] [-P PORT] [-SIM] [-SCS] [-SIG] [-SLQ] [-SLH] [-SQP] [-p|-j] [-o N] [-r]\n" +
 			"   mfscli [-H HOST] [-P PORT] -CRC/ip/port | -CLU/ip | -CLC/ip | -CLS | -CMS/ip | ... (docs/mfscli.md)\n" +
 			"   mfscli [-H HOST] [-P PORT] -CRC/ip/port | -CTR/ip/port | -CMAP/cidr/name | -COFF/name | ... --dry-run [-p|-j]\n" +
-			"   mfscli [-H HOST] [--mfspassword PASS] get KEY | set KEY VALUE | cas KEY VALUE VERSION | delete KEY | list [PREFIX]",
+			"   mfscli [-H HOST] [--mfspassword PASS] get KEY | set KEY VALUE | cas KEY VALUE VERSION | delete KEY | list [PREFIX]\n" +
+			"   mfscli [-H HOST] [-a PASS] --backup FILE",
 		Version: release.Version,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "H", Value: "mfsmaster", Usage: "masters: DNS names (every A/AAAA record) or addresses, separated by commas or spaces", Category: "Finding the masters"},
@@ -60,7 +61,7 @@ func newApp() *cli.App {
 			&cli.DurationFlag{Name: "timeout", Value: time.Second, Usage: "how long to wait for each master", Category: "Finding the masters"},
 			&cli.StringFlag{Name: "admin", Hidden: true},
 			&cli.StringFlag{Name: "a", EnvVars: []string{"MFSCLI_PASSWORD"}, Usage: "admin commands: the masters' ADMIN_PASSWORD (or MFSCLI_PASSWORD); proved, never sent", Category: "Admin commands (-C...)"},
-			&cli.DurationFlag{Name: "wait", Value: waitDefault, Usage: "get/set/cas/delete/list: how long to keep trying to reach a LEADER", Category: "Namespace commands (get, set, cas, delete, list)"},
+			&cli.DurationFlag{Name: "wait", Value: waitDefault, Usage: "get/set/cas/delete/list and --backup: how long to keep trying to reach a LEADER", Category: "Namespace commands (get, set, cas, delete, list)"},
 			&cli.StringFlag{Name: "backup", Usage: "save a backup of the metadata from the LEADER to `FILE` (it must not exist), at a commit point the LEADER confirmed; FILE.sha256 beside it. mfsmaster init --from-backup founds a new cluster on it (docs/operations.md, Disaster recovery)", Category: "Backups"},
 			&cli.StringFlag{Name: "completion", Usage: "print the completion script for `SHELL` (bash or zsh) and exit", Category: "Other"},
 			&cli.BoolFlag{Name: "man", Hidden: true, Usage: "print the man page, mfscli(1), and exit"},

@@ -58,6 +58,15 @@ func main() {
 
 // offline carries out the actions a master takes stopped: init and repair.
 func offline(c *cli.Context, action service.Action, cfg config, lockPath string) (bool, error) {
+	for _, f := range []struct {
+		name string
+		with service.Action
+	}{{"from-backup", service.ActionInit}, {"location", service.ActionInit}, {"accept-loss", service.ActionRepair}, {"remove-chunkservers", service.ActionRepair}} {
+		if c.IsSet(f.name) && action != f.with {
+			// Ignored, it would leave the operator believing it was done.
+			return true, fmt.Errorf("--%s goes with %s (mfsmaster -c CFG --%s ... %s), not with %q", f.name, f.with, f.name, f.with, action)
+		}
+	}
 	switch {
 	case action == service.ActionInit:
 		return true, initMetadata(os.Stdout, cfg, lockPath, c.StringSlice("location"), c.String("from-backup"))

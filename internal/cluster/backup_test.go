@@ -14,6 +14,8 @@ import (
 
 	"github.com/mfs-election/mfs-election/internal/cluster"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
+	"github.com/mfs-election/mfs-election/pkg/protocol"
+	"github.com/mfs-election/mfs-election/pkg/roles"
 )
 
 // TestDisasterRecovery is the drill of docs/operations.md, "Disaster
@@ -31,6 +33,16 @@ func TestDisasterRecovery(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	want := writeKeys(ctx, t, old, 150, 60, 25)
+	// Large values make a backup of several chunks, more than the window
+	// the LEADER may send ahead of mfscli's acknowledgements.
+	big := map[string]string{}
+	for i := range 24 {
+		k, v := fmt.Sprintf("big/k%02d", i), strings.Repeat(string(rune('a'+i)), 200<<10)
+		if _, err := old.Put(ctx, k, v); err != nil {
+			t.Fatal(err)
+		}
+		big[k] = v
+	}
 	oldID := old.Cluster()
 
 	file := filepath.Join(t.TempDir(), "mfs.backup")
@@ -48,6 +60,11 @@ func TestDisasterRecovery(t *testing.T) {
 
 	cl := newClient(t, c, 0)
 	checkAll(ctx, t, cl, want)
+	for k, v := range big {
+		if got, found, err := cl.Get(ctx, k); err != nil || !found || got != v {
+			t.Fatalf("%s: %d bytes (found %v, %v), want %d", k, len(got), found, err, len(v))
+		}
+	}
 	if _, found, err := cl.Get(ctx, "dir/after-the-backup"); err != nil || found {
 		t.Fatalf("the change made after the backup: found %v (%v); a restore holds what the backup held, no more", found, err)
 	}
@@ -81,6 +98,9 @@ func backupStep(t *testing.T, c *cluster.Cluster, file string) uint64 {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if b.Bytes <= protocol.BackupWindow {
+		t.Fatalf("the backup is %d bytes: no more than the window, so the window was never waited for", b.Bytes)
+	}
 	if !strings.Contains(out, fmt.Sprintf("at version %d", b.Snap.Pos.Version)) || !strings.Contains(out, "written to "+file) {
 		t.Fatalf("the summary does not name the version %d and the file:\n%s", b.Snap.Pos.Version, out)
 	}
@@ -98,24 +118,50 @@ func backupStep(t *testing.T, c *cluster.Cluster, file string) uint64 {
 	return b.Snap.Pos.Version
 }
 
-// restoreStep loses every master with its disk, founds the new cluster on
-// the backup at the first master's address and starts the masters (the
-// others empty, with -e). The old chunkservers, still running, must not
-// join it: it leads alone, bootstrapping, with no chunkserver. It returns
-// the new cluster id.
+// restoreStep loses every master with its disk and founds the new cluster
+// on the backup at the first master's address. Started while one master
+// of the old cluster still runs (the runbook's step 1 skipped), the
+// founder must not lead: it says why. Once that one is gone too, the
+// founder is restarted and the others started empty, with -e. The old
+// chunkservers, still running, must not join: the founder leads alone,
+// bootstrapping, with no chunkserver. It returns the new cluster id.
 func restoreStep(t *testing.T, c *cluster.Cluster, file string) string {
 	t.Helper()
-	for _, p := range c.Masters {
+	wipe := func(p *cluster.Proc) {
 		p.Kill()
-		dir := filepath.Dir(p.Cfg)
 		for _, name := range []string{metadata.MasterFile, metadata.SnapshotFile} {
-			if err := os.Remove(filepath.Join(dir, name)); err != nil && !os.IsNotExist(err) {
+			if err := os.Remove(filepath.Join(filepath.Dir(p.Cfg), name)); err != nil && !os.IsNotExist(err) {
 				t.Fatal(err)
 			}
 		}
 	}
+	last := len(c.Masters) - 1
+	for _, p := range c.Masters[:last] {
+		wipe(p)
+	}
 	founder := c.Masters[0]
-	out, err := exec.Command(filepath.Join(bin, "mfsmaster"), "-c", founder.Cfg, "--from-backup", file, "init").CombinedOutput()
+	mfsmaster := func(args ...string) ([]byte, error) {
+		return exec.Command(filepath.Join(bin, "mfsmaster"), append([]string{"-c", founder.Cfg}, args...)...).CombinedOutput()
+	}
+	// A damaged backup is refused by name, and nothing is written.
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := file + ".cut"
+	if err := os.WriteFile(cut, raw[:len(raw)/2], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := mfsmaster("--from-backup", cut, "init"); err == nil || !strings.Contains(string(out), "backup file "+cut+" is unusable") {
+		t.Fatalf("a truncated backup: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(founder.Cfg), metadata.SnapshotFile)); !os.IsNotExist(err) {
+		t.Fatalf("a refused restore left a snapshot file: %v", err)
+	}
+	if out, err := mfsmaster("--from-backup", file, "start"); err == nil || !strings.Contains(string(out), "--from-backup goes with init") {
+		t.Fatalf("--from-backup with start: %v\n%s", err, out)
+	}
+	out, err := mfsmaster("--from-backup", file, "init")
 	if err != nil {
 		t.Fatalf("mfsmaster --from-backup init: %v\n%s", err, out)
 	}
@@ -124,10 +170,34 @@ func restoreStep(t *testing.T, c *cluster.Cluster, file string) string {
 	if m == nil {
 		t.Fatalf("no new metadata id in:\n%s", out)
 	}
-	again, err := exec.Command(filepath.Join(bin, "mfsmaster"), "-c", founder.Cfg, "--from-backup", file, "init").CombinedOutput()
+	again, err := mfsmaster("--from-backup", file, "init")
 	if err == nil || !strings.Contains(string(again), "refusing") {
 		t.Fatalf("a second restore into the same DATA_PATH was not refused: %v\n%s", err, again)
 	}
+
+	// The old cluster's last master still runs: the founder stays out.
+	if err := founder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, 100*time.Millisecond, "the founder to see the old cluster's master", func() error {
+		st, errs := c.Statuses(time.Second)
+		if errs[0] != nil || !strings.Contains(st[0].NotEligible, "another cluster") {
+			return fmt.Errorf("%+v %v", st[0], errs[0])
+		}
+		return nil
+	})
+	if err := throughout(2*time.Second, 100*time.Millisecond, func() error {
+		if st, errs := c.Statuses(time.Second); errs[0] == nil && st[0].Role == roles.Leader {
+			return fmt.Errorf("the founder leads beside a master of the old cluster: %+v", st[0])
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	mustLog(t, founder.Log, "if it was founded on a backup to replace that cluster, that cluster's masters must be gone first")
+
+	wipe(c.Masters[last])
+	founder.Term(5 * time.Second)
 	for _, p := range c.Masters {
 		if err := p.Start(); err != nil {
 			t.Fatal(err)
@@ -148,6 +218,14 @@ func restoreStep(t *testing.T, c *cluster.Cluster, file string) string {
 	time.Sleep(2 * time.Second)
 	if st, errs := c.Statuses(time.Second); errs[0] != nil || st[0].Registered != 0 {
 		t.Fatalf("chunkservers of the old cluster registered with the new one: %+v %v", st[0], errs[0])
+	}
+	// Each says why and what to do, once per master (not at every redial).
+	for _, p := range c.CS {
+		raw, _ := os.ReadFile(p.Log)
+		n := strings.Count(string(raw), "master of another cluster refused: if that cluster was founded on a backup")
+		if n == 0 || n > len(c.Masters) {
+			t.Fatalf("%s logged the refusal of the new cluster's masters %d times, want 1 to %d", p.Name, n, len(c.Masters))
+		}
 	}
 	return id
 }

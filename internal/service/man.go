@@ -17,7 +17,7 @@ var actionDocs = map[Action]string{
 	ActionRestart: "Stop, then start.",
 	ActionReload:  "Re-read the config (SIGHUP): the keys a reload applies at once change, the others are named in the log until a restart; a start-mode log file is opened again (log rotation).",
 	ActionTest:    "Say whether the daemon runs, and its pid.",
-	ActionInit:    "Make the metadata of a new cluster, for its first master (prints a new AUTH_CODE when none is set).",
+	ActionInit:    "Make the metadata of a new cluster, for its first master (prints a new AUTH_CODE when none is set); with --from-backup FILE, found it on a backup taken with mfscli --backup (docs/operations.md, Backups and disaster recovery).",
 	ActionRepair:  "Offline repair of the stored metadata (docs/operations.md, A registry no LEADER can be elected under).",
 }
 

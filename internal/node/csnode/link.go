@@ -23,6 +23,7 @@ type csSide struct {
 	backoff time.Duration
 	sentAt  roles.Instant    // when the last dial began (a refusal's proof)
 	down    node.Unreachable // failed dials, told to the log spaced out
+	foreign node.Unreachable // refusals of another cluster's master, the same way
 }
 
 func startCSLink(n *ChunkserverNode, to masterhost.Master) *node.Link {
@@ -62,7 +63,11 @@ func (s *csSide) Failed(l *node.Link, err error, refused bool) time.Duration {
 		s.deliver(l, csInput{ev: roles.Refused{Master: l.To.ID, SentAt: s.sentAt}})
 	}
 	if errors.Is(err, frame.ErrCluster) {
-		s.n.log.Error().Str("master", l.To.Addr.String()).Err(err).Msg("master of another cluster refused")
+		if say, fails, since := s.foreign.Failed(time.Now()); say {
+			s.n.log.Error().Str("master", l.To.Addr.String()).Err(err).Int("attempts", fails).Dur("for", time.Since(since)).
+				Msg("master of another cluster refused: if that cluster was founded on a backup to replace this one (mfsmaster init --from-backup), stop this chunkserver, move " +
+					s.n.recordPath() + " aside and start it to join it; still trying")
+		}
 		s.backoff = s.n.opt.ReconnectDelay
 	} else {
 		s.backoff = node.NextBackoff(s.backoff, s.n.opt.ReconnectDelay)
@@ -75,6 +80,7 @@ func (s *csSide) Failed(l *node.Link, err error, refused bool) time.Duration {
 }
 
 func (s *csSide) Serve(l *node.Link, c *node.Conn) time.Duration {
+	s.foreign.Reached()
 	if fails, since := s.down.Reached(); fails > 0 {
 		s.n.log.Info().Str("master", l.To.Addr.String()).Int("attempts", fails).Dur("for", time.Since(since)).Msg("master reached again")
 	}

@@ -34,6 +34,11 @@ import (
 // the copy of the namespace for ever.
 const backupStall = 60 * time.Second
 
+// backupConfirmMax is how long a backup waits for its commit point to be
+// confirmed (a LEADER that cannot commit, for want of a follower master
+// with ACK_REPLICAS, answers no read either) before it is refused.
+var backupConfirmMax = 10 * time.Second
+
 // backupSide is the driver's state for backups.
 type backupSide struct {
 	bkWait *backupWait // the backup whose commit point is being confirmed (loop only)
@@ -69,12 +74,7 @@ func (n *MasterNode) backupFor(c *node.Conn, m protocol.AdminReq, check adminChe
 		refuse(wire.CodeNotLeader, fmt.Sprintf("this master is %v, not LEADER: a backup is taken from the LEADER", role))
 		return
 	}
-	if w := n.bkWait; w != nil && time.Since(w.asked) > backupStall {
-		// Its read was never answered (a step-down answers reads, so
-		// this is a bound, not a path): free the slot.
-		n.bkWait = nil
-		n.bkBusy.Store(false)
-	}
+	n.backupExpire(time.Now())
 	if !n.bkBusy.CompareAndSwap(false, true) {
 		refuse(wire.CodeBusy, "a backup is already being taken from this master: try again when it is done")
 		return
@@ -83,6 +83,20 @@ func (n *MasterNode) backupFor(c *node.Conn, m protocol.AdminReq, check adminChe
 	cl := protocol.AnonymousClient | changelog.ClientID(n.nextCl)
 	n.bkWait = &backupWait{c: c, id: m.ID, client: cl, asked: time.Now()}
 	n.step(roles.ClientRead{Client: cl, Seq: 1})
+}
+
+// backupExpire refuses a backup whose commit point was not confirmed
+// within backupConfirmMax (loop only; the loop calls it every tick). Its
+// read's answer, if it ever comes, goes to no one.
+func (n *MasterNode) backupExpire(now time.Time) {
+	w := n.bkWait
+	if w == nil || now.Sub(w.asked) < backupConfirmMax {
+		return
+	}
+	n.bkWait = nil
+	n.bkBusy.Store(false)
+	w.c.Send(protocol.AdminResp{ID: w.id, Code: wire.CodeState, Text: fmt.Sprintf("the LEADER could not confirm its commit point within %v: "+
+		"changes wait too (is a quorum of chunkservers voting, and are ACK_REPLICAS follower masters present? mfscli -SIM)", backupConfirmMax)})
 }
 
 // backupConfirmed takes the core's answer to the confirming read (loop

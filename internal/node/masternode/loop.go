@@ -58,6 +58,7 @@ func (n *MasterNode) loop() {
 		case <-timer.C:
 			n.readClock()
 			n.step(roles.Tick{WallUnixMs: time.Now().UnixMilli()})
+			n.backupExpire(time.Now())
 		case r := <-n.snapDone:
 			n.readClock()
 			err = n.snapshotSaved(r)

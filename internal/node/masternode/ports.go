@@ -128,7 +128,7 @@ func (n *MasterNode) handle(in input) error {
 	if ev, ok := in.ev.(roles.ForeignCluster); ok {
 		if !n.foreign[ev.Master] {
 			n.foreign[ev.Master] = true
-			n.log.Error().Str(obs.FieldPeer, n.addr(ev.Master).String()).Msg("a master of MASTER_HOST has another cluster's metadata id: this master will not bootstrap a cluster of its own; if it was wiped by mistake, empty DATA_PATH and start it with -e")
+			n.log.Error().Str(obs.FieldPeer, n.addr(ev.Master).String()).Msg("a master of MASTER_HOST has another cluster's metadata id: this master will not bootstrap a cluster of its own; if it was wiped by mistake, empty DATA_PATH and start it with -e; if it was founded on a backup to replace that cluster, that cluster's masters must be gone first: stop them, then restart this one")
 		}
 		n.step(ev)
 		return nil

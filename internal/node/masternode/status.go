@@ -255,7 +255,7 @@ func (n *MasterNode) notEligible(cfg *registry.ClusterConfig) string {
 		}
 		return "no chunkserver registration is in force yet: only " + founder + " can be elected"
 	case master.IneligibleForeign:
-		return "a master of MASTER_HOST belongs to another cluster: this founder does not bootstrap"
+		return "a master of MASTER_HOST belongs to another cluster: this founder does not bootstrap (until it restarts with that master gone)"
 	}
 	return "its registry could not be won even with every chunkserver's vote"
 }

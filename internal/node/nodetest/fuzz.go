@@ -109,6 +109,8 @@ func driverSeeds() map[wire.Type]wire.Message {
 			Proof: []byte("proof"), Target: a},
 		protocol.AdminResp{ID: 1, Text: "another registry change is still being put in force", Code: wire.CodeChangePending},
 		protocol.ClientAuth{MAC: bytes.Repeat([]byte{5}, 32)},
+		protocol.BackupChunk{ID: 1, Offset: 1 << 20, Data: bytes.Repeat([]byte{3}, 64), Last: true, Size: 1<<20 + 64, SHA256: bytes.Repeat([]byte{4}, 32)},
+		protocol.BackupAck{ID: 1, Offset: 1 << 20},
 	}
 	out := map[wire.Type]wire.Message{}
 	for _, m := range ms {
