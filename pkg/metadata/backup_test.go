@@ -3,6 +3,7 @@ package metadata
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -130,4 +131,34 @@ func TestRestore(t *testing.T) {
 		t.Fatalf("the refused restore changed the cluster id to %q", id)
 	}
 	must(t, st.Close())
+}
+
+// bigSnapshot is 200 values of 200 KiB (40 MB), as large values make it.
+func bigSnapshot() *namespace.Snapshot {
+	s := &namespace.Snapshot{Pos: changelog.Pos{Version: 201, Epoch: 1}, Latest: changelog.Genesis(7)[0].Config,
+		Data: map[string]namespace.Item{}, Sessions: map[changelog.ClientID]namespace.Session{}}
+	for i := range 200 {
+		s.Data[fmt.Sprintf("k%03d", i)] = namespace.Item{Value: strings.Repeat("x", 200<<10), Version: uint64(i + 2)}
+	}
+	return s
+}
+
+// BenchmarkReadBackup reads and checks a 40 MB backup of large values.
+func BenchmarkReadBackup(b *testing.B) {
+	snap := bigSnapshot()
+	path := filepath.Join(b.TempDir(), "mfs.backup")
+	var buf bytes.Buffer
+	if _, err := WriteBackup(context.Background(), &buf, "C1", snap); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(buf.Len()))
+	b.ResetTimer()
+	for range b.N {
+		if _, err := ReadBackup(path); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

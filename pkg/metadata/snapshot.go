@@ -308,7 +308,7 @@ func decodeSnapshot(f *os.File) (*namespace.Snapshot, string, error) {
 		return nil, "", err
 	}
 	br := bufio.NewReaderSize(io.LimitReader(f, body-snapPrefixLen), 256<<10)
-	dec := frame.NewDecoder(br)
+	dec := frame.NewCheckedDecoder(br)
 	var h snapHeader
 	if err := dec.Decode(&h); err != nil {
 		return nil, "", fmt.Errorf("header does not decode: %w", err)

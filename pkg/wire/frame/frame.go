@@ -46,18 +46,22 @@ var (
 )
 
 // handle is the one msgpack configuration every frame uses.
-var handle = func() *codec.MsgpackHandle {
+var handle = newHandle(1024)
+
+// newHandle is the frames' msgpack configuration, provisioning at most
+// initLen elements of a claimed length up front.
+func newHandle(initLen int) *codec.MsgpackHandle {
 	h := &codec.MsgpackHandle{}
 	h.WriteExt = true
 	// A peer may claim a collection of any length; provision at most this
 	// many elements up front and grow only as real bytes arrive.
-	h.MaxInitLen = 1024
+	h.MaxInitLen = initLen
 	h.MaxDepth = 32
 	// The messages' struct tags are `msgpack:...` (omitempty keeps rarely
 	// set fields off the wire; a missing field decodes as its zero value).
 	h.TypeInfos = codec.NewTypeInfos([]string{"msgpack", "codec", "json"})
 	return h
-}()
+}
 
 // Registry maps message types to the values they decode into. Register every
 // type a connection may receive; anything else ends it with ErrUnknownType.
@@ -340,6 +344,21 @@ type Decoder struct{ dec *codec.Decoder }
 
 // NewDecoder returns a Decoder reading from r.
 func NewDecoder(r io.Reader) *Decoder { return &Decoder{codec.NewDecoder(r, handle)} }
+
+// NewCheckedDecoder is NewDecoder for bytes a checksum already vouched for
+// (a file this program wrote): a string or byte field is given its whole
+// length up to checkedInitLen at once. From a stream, the codec otherwise
+// grows one MaxInitLen (1 KiB) at a time, copying what it has each time:
+// quadratic in a value's size, which made reading a snapshot of 200 KiB
+// values run at about 80 MB/s.
+func NewCheckedDecoder(r io.Reader) *Decoder { return &Decoder{codec.NewDecoder(r, checkedHandle)} }
+
+// checkedInitLen bounds what one claimed length may allocate up front
+// when the bytes are vouched for: a writer's bug stays an error, not a
+// huge allocation.
+const checkedInitLen = 4 << 20
+
+var checkedHandle = newHandle(checkedInitLen)
 
 // Decode reads the next value into v (a pointer). A value that does not
 // decode is an error, never a panic.
