@@ -37,7 +37,7 @@ const backupStall = 60 * time.Second
 // backupConfirmMax is how long a backup waits for its commit point to be
 // confirmed (a LEADER that cannot commit, for want of a follower master
 // with ACK_REPLICAS, answers no read either) before it is refused.
-var backupConfirmMax = 10 * time.Second
+const backupConfirmMax = 10 * time.Second
 
 // backupSide is the driver's state for backups.
 type backupSide struct {
@@ -89,14 +89,18 @@ func (n *MasterNode) backupFor(c *node.Conn, m protocol.AdminReq, check adminChe
 // within backupConfirmMax (loop only; the loop calls it every tick). Its
 // read's answer, if it ever comes, goes to no one.
 func (n *MasterNode) backupExpire(now time.Time) {
+	limit := backupConfirmMax
+	if n.opt.backupConfirmOverride > 0 {
+		limit = n.opt.backupConfirmOverride
+	}
 	w := n.bkWait
-	if w == nil || now.Sub(w.asked) < backupConfirmMax {
+	if w == nil || now.Sub(w.asked) < limit {
 		return
 	}
 	n.bkWait = nil
 	n.bkBusy.Store(false)
 	w.c.Send(protocol.AdminResp{ID: w.id, Code: wire.CodeState, Text: fmt.Sprintf("the LEADER could not confirm its commit point within %v: "+
-		"changes wait too (is a quorum of chunkservers voting, and are ACK_REPLICAS follower masters present? mfscli -SIM)", backupConfirmMax)})
+		"changes wait too (is a quorum of chunkservers voting, and are ACK_REPLICAS follower masters present? mfscli -SIM)", limit)})
 }
 
 // backupConfirmed takes the core's answer to the confirming read (loop

@@ -88,10 +88,7 @@ func TestBackupRefusals(t *testing.T) {
 	refusedWith(t, err, wire.CodeDenied, "mfsexports.cfg")
 
 	// A LEADER without a voter commits nothing, so confirms nothing.
-	old := backupConfirmMax
-	backupConfirmMax = 300 * time.Millisecond
-	t.Cleanup(func() { backupConfirmMax = old })
-	alone, _, _ := startSolo(t, nodetest.StoreWithChanges(t, self, 10), self)
+	alone, _, _ := startSoloWith(t, nodetest.StoreWithChanges(t, self, 10), self, func(o *MasterOptions) { o.backupConfirmOverride = 300 * time.Millisecond })
 	if !nodetest.Until(5*time.Second, func() bool { return status(t, alone).Role.String() == "LEADER" }) {
 		t.Fatal("the master did not lead")
 	}

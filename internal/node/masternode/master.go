@@ -63,8 +63,9 @@ type MasterOptions struct {
 	// Transport is the network (nil: the kernel's, transport.OS).
 	Transport transport.Transport
 
-	// Tests shorten the read deadlines (0: the defaults of guard.go).
-	idleOverride, frameOverride time.Duration
+	// Tests shorten the read deadlines (0: the defaults of guard.go),
+	// and the wait for a backup's commit point (0: backupConfirmMax).
+	idleOverride, frameOverride, backupConfirmOverride time.Duration
 }
 
 // MasterNode runs one master: it owns the role machine and the store, and
