@@ -41,8 +41,15 @@ type MasterMetrics struct {
 	ignored, refused, authBlocks              *prometheus.CounterVec
 	witnessCalls                              *prometheus.CounterVec
 	witnessTook                               prometheus.Histogram
+	backups                                   *prometheus.CounterVec
+	backupLast, backupBytes                   prometheus.Gauge
 	mu                                        sync.Mutex
 }
+
+// backupResults are the results mfs_master_backups_total counts: sent
+// (the whole file), failed (cut short: the connection, a stall, a stop),
+// refused (not LEADER, one underway, not allowed, not confirmed in time).
+var backupResults = []string{"sent", "failed", "refused"}
 
 // MasterRole is what the gauges say about whether this master is LEADER:
 // its role, epoch and sync state, whether it holds a quorum, and the votes
@@ -162,6 +169,15 @@ func NewMasterMetrics(reg prometheus.Registerer) *MasterMetrics {
 	m.witnessTook = f.NewHistogram(prometheus.HistogramOpts{Name: "mfs_master_witness_request_seconds",
 		Help:    "Time of one call on the witness's store that reached it, in seconds.",
 		Buckets: prometheus.ExponentialBuckets(1e-3, 2, 14)}) // 1ms .. 8s
+	m.backups = f.NewCounterVec(prometheus.CounterOpts{Name: "mfs_master_backups_total",
+		Help: "Backups (mfscli --backup) this master was asked for, by result: sent, failed (cut short), refused (not LEADER, one underway, not allowed, commit point not confirmed)."},
+		[]string{"result"})
+	m.backupLast = g("mfs_master_backup_last_success_timestamp_seconds",
+		"When this master last sent a whole backup, in Unix seconds (0: none since it started). Alert on the newest over every master: a failover or a restart moves backups to another master.")
+	m.backupBytes = g("mfs_master_backup_last_bytes", "The size of the last backup this master sent whole, in bytes.")
+	for _, r := range backupResults {
+		m.backups.WithLabelValues(r)
+	}
 	reg.MustRegister(m.roleGauges, m.leaderChangesBy)
 	for _, p := range refusePorts {
 		for _, r := range refuseReasons {
@@ -218,6 +234,16 @@ func (m *MasterMetrics) WitnessCall(op, result string, took time.Duration) {
 	m.witnessCalls.WithLabelValues(op, result).Inc()
 	if took > 0 {
 		m.witnessTook.Observe(took.Seconds())
+	}
+}
+
+// Backup counts one backup by result (backupResults); a sent one of size
+// bytes also sets the time of the last success.
+func (m *MasterMetrics) Backup(result string, size int64, at time.Time) {
+	m.backups.WithLabelValues(result).Inc()
+	if result == "sent" {
+		m.backupLast.Set(float64(at.UnixNano()) / 1e9)
+		m.backupBytes.Set(float64(size))
 	}
 }
 

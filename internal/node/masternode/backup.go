@@ -19,7 +19,8 @@ import (
 	"github.com/mfs-election/mfs-election/pkg/wire"
 )
 
-// Backups (mfscli --backup, docs/operations.md "Backups"). The LEADER
+// Backups (mfscli --backup, docs/operations.md "Backups and disaster
+// recovery"). The LEADER
 // first confirms its commit point exactly as for a linearizable read: the
 // driver steps a read of its own, and the core answers it once everything
 // in the log at its arrival is acknowledged and a heartbeat round sent
@@ -59,6 +60,7 @@ type backupWait struct {
 // keys would see.
 func (n *MasterNode) backupFor(c *node.Conn, m protocol.AdminReq, check adminCheck) {
 	refuse := func(code wire.Code, text string) {
+		n.metrics.Backup("refused", 0, time.Time{})
 		c.Send(protocol.AdminResp{ID: m.ID, Code: code, Text: text})
 	}
 	if check == adminOpen {
@@ -99,6 +101,7 @@ func (n *MasterNode) backupExpire(now time.Time) {
 	}
 	n.bkWait = nil
 	n.bkBusy.Store(false)
+	n.metrics.Backup("refused", 0, time.Time{})
 	w.c.Send(protocol.AdminResp{ID: w.id, Code: wire.CodeState, Text: fmt.Sprintf("the LEADER could not confirm its commit point within %v: "+
 		"changes wait too (is a quorum of chunkservers voting, and are ACK_REPLICAS follower masters present? mfscli -SIM)", limit)})
 }
@@ -111,11 +114,13 @@ func (n *MasterNode) backupConfirmed(r roles.ClientReply) {
 	n.bkWait = nil
 	if !r.OK {
 		n.bkBusy.Store(false)
+		n.metrics.Backup("refused", 0, time.Time{})
 		w.c.Send(protocol.AdminResp{ID: w.id, Code: r.Code, Text: "the commit point could not be confirmed: " + r.Err})
 		return
 	}
 	if w.c.Closed() {
 		n.bkBusy.Store(false)
+		n.metrics.Backup("failed", 0, time.Time{})
 		return
 	}
 	snap := n.core.Backup()
@@ -133,9 +138,11 @@ func (n *MasterNode) backupConfirmed(r roles.ClientReply) {
 		size, err := sendBackup(n.snapCtx, w.c, f, w.id, cluster, snap)
 		if err != nil {
 			w.c.Close()
+			n.metrics.Backup("failed", 0, time.Time{})
 			n.log.Warn().Err(err).Str(obs.FieldPeer, w.c.Remote.String()).Uint64("version", snap.Pos.Version).Msg("backup not sent")
 			return
 		}
+		n.metrics.Backup("sent", size, time.Now())
 		n.log.Info().Str(obs.FieldPeer, w.c.Remote.String()).Uint64("version", snap.Pos.Version).Int64("bytes", size).
 			Dur("took", time.Since(start)).Msg("backup sent")
 	}()

@@ -44,7 +44,7 @@ func refusedWith(t *testing.T, err error, code wire.Code, want string) {
 // password's proof.
 func TestBackup(t *testing.T) {
 	nodetest.NoLeaks(t)
-	n, _, _ := leaderWithVoter(t, "127.0.0.2", 40001, func(o *MasterOptions) { o.AdminPassword = testPassword })
+	n, reg, _ := leaderWithVoter(t, "127.0.0.2", 40001, func(o *MasterOptions) { o.AdminPassword = testPassword })
 	_, err := backupOf(t, n, "")
 	refusedWith(t, err, wire.CodeDenied, "ADMIN_PASSWORD")
 
@@ -59,6 +59,15 @@ func TestBackup(t *testing.T) {
 	b, err := metadata.ReadBackup(file)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if sent := nodetest.Labelled(t, reg, "mfs_master_backups_total", map[string]string{"result": "sent"}); sent != 1 {
+		t.Errorf("mfs_master_backups_total{result=sent} %v", sent)
+	}
+	if at := gauge(t, reg, "mfs_master_backup_last_success_timestamp_seconds"); time.Since(time.Unix(int64(at), 0)) > time.Minute {
+		t.Errorf("mfs_master_backup_last_success_timestamp_seconds %v", at)
+	}
+	if size := gauge(t, reg, "mfs_master_backup_last_bytes"); size != float64(len(raw)) {
+		t.Errorf("mfs_master_backup_last_bytes %v, the file is %d", size, len(raw))
 	}
 	// StoreWithChanges committed versions 2..10: k2..k10 (v%50).
 	if b.Cluster != "C1" || b.Snap.Pos.Version < 10 || b.Snap.Data["k7"].Value != "v7" || b.Snap.Data["k10"].Value != "v10" {
@@ -88,12 +97,15 @@ func TestBackupRefusals(t *testing.T) {
 	refusedWith(t, err, wire.CodeDenied, "mfsexports.cfg")
 
 	// A LEADER without a voter commits nothing, so confirms nothing.
-	alone, _, _ := startSoloWith(t, nodetest.StoreWithChanges(t, self, 10), self, func(o *MasterOptions) { o.backupConfirmOverride = 300 * time.Millisecond })
+	alone, _, reg := startSoloWith(t, nodetest.StoreWithChanges(t, self, 10), self, func(o *MasterOptions) { o.backupConfirmOverride = 300 * time.Millisecond })
 	if !nodetest.Until(5*time.Second, func() bool { return status(t, alone).Role.String() == "LEADER" }) {
 		t.Fatal("the master did not lead")
 	}
 	for range 2 { // the second finds the slot free again
 		_, err = backupOf(t, alone, "")
 		refusedWith(t, err, wire.CodeState, "could not confirm its commit point")
+	}
+	if got := nodetest.Labelled(t, reg, "mfs_master_backups_total", map[string]string{"result": "refused"}); got != 2 {
+		t.Errorf("mfs_master_backups_total{result=refused} %v, want 2", got)
 	}
 }
