@@ -1,11 +1,14 @@
 package metadata
 
 import (
+	"bufio"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/mfs-election/mfs-election/pkg/changelog"
 	"github.com/mfs-election/mfs-election/pkg/namespace"
@@ -101,4 +104,67 @@ func (s *MasterStore) Restore(clusterID string, snap *namespace.Snapshot) error 
 		}
 		return put(tx, keyBase, &base)
 	})
+}
+
+// SaveBackupFile writes the backup fill produces to path, and its SHA-256
+// to path+".sha256" as sha256sum writes it, without ever replacing a file:
+// the bytes go to a temporary file beside path, fsynced and read back
+// whole with ReadBackup, and only then take path's name (a hard link,
+// which fails if path exists meanwhile), with the directory fsynced. When
+// a step fails nothing is left behind, and the error names the step.
+func SaveBackupFile(path string, fill func(w io.Writer) error) (Backup, []byte, error) {
+	if _, err := os.Lstat(path); err == nil {
+		return Backup{}, nil, fmt.Errorf("backup file %s exists: refusing to overwrite it (give a new name, or move it aside)", path)
+	}
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return Backup{}, nil, fmt.Errorf("backup file %s: %w", path, err)
+	}
+	defer func() {
+		_ = tmp.Close()
+		_ = os.Remove(tmp.Name())
+	}()
+	h := sha256.New()
+	bw := bufio.NewWriterSize(io.MultiWriter(tmp, h), 1<<20)
+	if err := fill(bw); err != nil {
+		return Backup{}, nil, err
+	}
+	if err := bw.Flush(); err == nil {
+		err = tmp.Sync()
+	}
+	if err != nil {
+		return Backup{}, nil, fmt.Errorf("backup file %s: writing %s: %w", path, tmp.Name(), err)
+	}
+	b, err := ReadBackup(tmp.Name())
+	if err != nil {
+		return Backup{}, nil, fmt.Errorf("the backup received does not read back, nothing was kept: %w", err)
+	}
+	if err := os.Link(tmp.Name(), path); err != nil {
+		return Backup{}, nil, fmt.Errorf("backup file %s: %w", path, err)
+	}
+	sum := h.Sum(nil)
+	if err := writeSynced(path+".sha256", fmt.Sprintf("%x  %s\n", sum, filepath.Base(path))); err != nil {
+		return b, sum, fmt.Errorf("backup file %s is written, its checksum file is not: %w", path, err)
+	}
+	if err := syncDir(dir); err != nil {
+		return b, sum, fmt.Errorf("backup file %s: %w", path, err)
+	}
+	return b, sum, nil
+}
+
+// writeSynced writes a small file, replacing one there, and fsyncs it.
+func writeSynced(path, content string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(f, content)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

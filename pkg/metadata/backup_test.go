@@ -3,7 +3,10 @@ package metadata
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -160,5 +163,49 @@ func BenchmarkReadBackup(b *testing.B) {
 		if _, err := ReadBackup(path); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestSaveBackupFile: a backup is kept only whole and checked, beside its
+// .sha256; a fill that fails or hands back something that is not a backup
+// leaves nothing behind, and an existing file is never replaced.
+func TestSaveBackupFile(t *testing.T) {
+	snap := snapshotAt(t, 50, 2, 30, 3)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "b1")
+	b, sum, err := SaveBackupFile(path, func(w io.Writer) error {
+		_, err := WriteBackup(context.Background(), w, "C9", snap)
+		return err
+	})
+	must(t, err)
+	raw, err := os.ReadFile(path)
+	must(t, err)
+	line, err := os.ReadFile(path + ".sha256")
+	must(t, err)
+	if want := fmt.Sprintf("%x  b1\n", sha256.Sum256(raw)); string(line) != want || fmt.Sprintf("%x  b1\n", sum) != want || b.Cluster != "C9" {
+		t.Fatalf("sha256 file %q, sum %x, cluster %q; want %q", line, sum, b.Cluster, want)
+	}
+	sameSnapshot(t, b.Snap, snap)
+
+	for _, c := range []struct {
+		name string
+		fill func(io.Writer) error
+		want string
+	}{
+		{"b1", func(w io.Writer) error { return nil }, "exists: refusing to overwrite it"},
+		{"b2", func(w io.Writer) error { _, _ = w.Write(raw[:10]); return errors.New("the master went away") }, "the master went away"},
+		{"b3", func(w io.Writer) error { _, err := w.Write([]byte("not a backup")); return err }, "does not read back, nothing was kept"},
+	} {
+		_, _, err := SaveBackupFile(filepath.Join(dir, c.name), c.fill)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, "*"))
+	if len(left) != 2 {
+		t.Fatalf("left behind: %v, want only b1 and b1.sha256", left)
+	}
+	if again, _ := os.ReadFile(path); !bytes.Equal(again, raw) {
+		t.Fatal("the existing backup was changed")
 	}
 }
