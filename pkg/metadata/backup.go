@@ -130,7 +130,8 @@ func SaveBackupFile(path string, fill func(w io.Writer) error) (Backup, []byte, 
 	if err := fill(bw); err != nil {
 		return Backup{}, nil, err
 	}
-	if err := bw.Flush(); err == nil {
+	err = bw.Flush()
+	if err == nil {
 		err = tmp.Sync()
 	}
 	if err != nil {
