@@ -222,6 +222,11 @@ func (w *chunkWriter) flush(last bool) error {
 			return fmt.Errorf("nothing acknowledged for %v at byte %d", backupStall, w.f.acked.Load())
 		}
 	}
+	// Checked before the send, not after: mfscli closes the connection
+	// as soon as the last chunk is in.
+	if w.c.Closed() {
+		return fmt.Errorf("the connection closed at byte %d", w.off)
+	}
 	w.sum.Write(w.buf)
 	ch := protocol.BackupChunk{ID: w.id, Offset: w.off, Data: w.buf}
 	if last {
@@ -230,8 +235,5 @@ func (w *chunkWriter) flush(last bool) error {
 	w.c.Send(ch)
 	w.off += uint64(len(w.buf))
 	w.buf = w.buf[:0] // Send encoded it already
-	if w.c.Closed() {
-		return fmt.Errorf("the connection closed at byte %d", w.off)
-	}
 	return nil
 }
