@@ -62,7 +62,9 @@ func TestBackup(t *testing.T) {
 	}
 	// The master counts it once the last chunk is sent: mfscli may have
 	// it a moment before.
-	sent := func() float64 { return nodetest.Labelled(t, reg, "mfs_master_backups_total", map[string]string{"result": "sent"}) }
+	sent := func() float64 {
+		return nodetest.Labelled(t, reg, "mfs_master_backups_total", map[string]string{"result": "sent"})
+	}
 	if !nodetest.Until(5*time.Second, func() bool { return sent() == 1 }) {
 		t.Errorf("mfs_master_backups_total{result=sent} %v", sent())
 	}
