@@ -74,19 +74,33 @@ func profileSteady(c *cluster.Cluster, n, locs int, o scaleOpts, st time.Duratio
 // of every swarm process, to run over the failover about to start; the
 // function it returns waits for them and prints each top 15.
 func profileFailover(c *cluster.Cluster, w cluster.Swarms, n, locs int, freeze bool, o scaleOpts, st time.Duration) func() {
-	lead, err := leaderOf(c, st)
-	if err != nil {
-		fmt.Printf("scale N=%d L=%d: no failover profile: %v\n", n, locs, err)
-		return nil
-	}
 	what := "kill"
 	if freeze {
 		what = "stop"
 	}
+	return profileAround(c, w, n, locs, what, what+" failover", false, o, st)
+}
+
+// profileStorm is profileFailover for the reconnect storm about to start,
+// the LEADER included: it is the one that must keep its quorum.
+func profileStorm(c *cluster.Cluster, w cluster.Swarms, n, locs int, o scaleOpts, st time.Duration) func() {
+	return profileAround(c, w, n, locs, "storm", "reconnect storm", true, o, st)
+}
+
+// profileAround starts CPU profiles of the masters (the LEADER too when
+// withLeader) and of every swarm process over the event about to start
+// (what names the files, label the printout); the function it returns
+// waits for them and prints each top 15.
+func profileAround(c *cluster.Cluster, w cluster.Swarms, n, locs int, what, label string, withLeader bool, o scaleOpts, st time.Duration) func() {
+	lead, err := leaderOf(c, st)
+	if err != nil {
+		fmt.Printf("scale N=%d L=%d: no %s profile: %v\n", n, locs, what, err)
+		return nil
+	}
 	type job struct{ name, base, path string }
 	var jobs []job
 	for i, m := range c.Masters {
-		if i != lead {
+		if i != lead || withLeader {
 			jobs = append(jobs, job{m.Name, netip.AddrPortFrom(m.Addr, profilePort).String(),
 				filepath.Join(o.profile, fmt.Sprintf("%s-%s-%d-%d-%s.pprof", what, m.Name, n, locs, m.Addr))})
 		}
@@ -108,7 +122,7 @@ func profileFailover(c *cluster.Cluster, w cluster.Swarms, n, locs int, freeze b
 				fmt.Printf("scale N=%d L=%d: %s profile of %s: %v\n", n, locs, what, j.name, errs[i])
 				continue
 			}
-			fmt.Printf("scale N=%d L=%d: %s over the first %s failover, %v CPU profile (%s):\n%s\n", n, locs, j.name, what, profileWindow, j.path, topOf(j.path, 15))
+			fmt.Printf("scale N=%d L=%d: %s over the first %s, %v CPU profile (%s):\n%s\n", n, locs, j.name, label, profileWindow, j.path, topOf(j.path, 15))
 		}
 	}
 }

@@ -238,7 +238,7 @@ func scaleRun(work, bin string, base uint8, n, locs int, o scaleOpts) *scalePoin
 	}
 	if o.noStorm {
 		fmt.Printf("scale N=%d L=%d: no storm (-scale-storm=false)\n", n, locs)
-	} else if s, err := storm(c, w, n, st); err != nil {
+	} else if s, err := profiledStorm(c, w, n, locs, o, st); err != nil {
 		p.fail("reconnect storm: %v", err)
 	} else {
 		p.storm = s
@@ -471,6 +471,19 @@ func votesOf(s cluster.SwarmStatus, promises bool) []int {
 		}
 	}
 	return out
+}
+
+// profiledStorm is storm, under the profilers when o asks for them.
+func profiledStorm(c *cluster.Cluster, w cluster.Swarms, n, locs int, o scaleOpts, st time.Duration) (*stormResult, error) {
+	if o.profile == "" {
+		return storm(c, w, n, st)
+	}
+	done := profileStorm(c, w, n, locs, o, st)
+	r, err := storm(c, w, n, st)
+	if done != nil {
+		done()
+	}
+	return r, err
 }
 
 // storm sends the swarm SIGUSR1 (every voter closes every connection at
