@@ -17,8 +17,9 @@ var (
 	// limit: too many connections (per port or per source); idle: nothing
 	// heard for too long; slow: a frame not completed in time, or replies
 	// not read; auth_rate: too many failed proofs from the source lately.
+	// ended: the peer closed or reset it before the handshake was over.
 	refuseReasons = []string{"garbage", "oversized", "unknown_type", "cluster", "protocol", "kind", "auth", "identity",
-		"stranger", "clone", "limit", "idle", "slow", "auth_rate"}
+		"stranger", "clone", "limit", "idle", "slow", "auth_rate", "ended"}
 	// authScopes: what a block of failed proofs covers (AuthBlocks).
 	authScopes = []string{"address", "prefix", "all"}
 )

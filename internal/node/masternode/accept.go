@@ -170,7 +170,11 @@ func (a *acceptor) cutConn(nc interface{ RemoteAddr() net.Addr }, src netip.Addr
 	a.metrics.ConnRefused(port.String(), reason) // before the peer can see the close
 	close()
 	if ok, missed := a.refusals.allow(port.String()+"|"+reason+"|"+src.String(), time.Now()); ok {
-		a.log.Warn().Str(obs.FieldPeer, nc.RemoteAddr().String()).Str("port", port.String()).Str(obs.FieldReason, reason).
+		ev := a.log.Warn()
+		if reason == reasonEnded {
+			ev = a.log.Debug()
+		}
+		ev.Str(obs.FieldPeer, nc.RemoteAddr().String()).Str("port", port.String()).Str(obs.FieldReason, reason).
 			Int("not_logged", missed).Err(err).Msg(what)
 	}
 }

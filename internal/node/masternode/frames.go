@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/node"
@@ -199,9 +200,17 @@ func refuseReason(err error) string {
 		return "idle"
 	case errors.Is(err, errSlow):
 		return "slow"
+	case errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET):
+		// Not io.ErrUnexpectedEOF: a frame cut short stays garbage.
+		return reasonEnded
 	}
 	return "garbage"
 }
+
+// reasonEnded: the peer closed or reset the connection before its
+// handshake was over (a chunkserver restarting, every voter redialling at
+// once): counted, but logged at debug level, as nothing was wrong.
+const reasonEnded = "ended"
 
 var (
 	errStranger = errors.New("a master this one's MASTER_HOST does not name (told so)")
