@@ -62,7 +62,7 @@ func newApp() *cli.App {
 			&cli.StringFlag{Name: "admin", Hidden: true},
 			&cli.StringFlag{Name: "a", EnvVars: []string{"MFSCLI_PASSWORD"}, Usage: "admin commands: the masters' ADMIN_PASSWORD (or MFSCLI_PASSWORD); proved, never sent", Category: "Admin commands (-C...)"},
 			&cli.DurationFlag{Name: "wait", Value: waitDefault, Usage: "get/set/cas/delete/list and --backup: how long to keep trying to reach a LEADER", Category: "Namespace commands (get, set, cas, delete, list)"},
-			&cli.StringFlag{Name: "backup", Usage: "save a backup of the metadata from the LEADER to `FILE` (it must not exist), at a commit point the LEADER confirmed; FILE.sha256 beside it. mfsmaster init --from-backup founds a new cluster on it (docs/operations.md, Disaster recovery)", Category: "Backups"},
+			&cli.StringFlag{Name: "backup", Usage: "save a backup of the metadata from the LEADER to `FILE` (it must not exist), at a commit point the LEADER confirmed; FILE.sha256 beside it. mfsmaster init --from-backup founds a new cluster on it (docs/operations.md, Backups and disaster recovery)", Category: "Backups"},
 			&cli.StringFlag{Name: "completion", Usage: "print the completion script for `SHELL` (bash or zsh) and exit", Category: "Other"},
 			&cli.BoolFlag{Name: "man", Hidden: true, Usage: "print the man page, mfscli(1), and exit"},
 			&cli.StringFlag{Name: "mfspassword", EnvVars: []string{"MFSPASSWORD"}, Usage: "get/set/cas/delete/list: the password of the masters' mfsexports.cfg line for this host (or MFSPASSWORD; as mfsmount -o mfspassword); proved, never sent", Category: "Namespace commands (get, set, cas, delete, list)"},

@@ -44,7 +44,7 @@ func main() {
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "e", Usage: "start without metadata: sync from the LEADER, FOLLOWER only until synced"},
 			&cli.StringSliceFlag{Name: "location", Usage: "init only: NAME=CIDR, map a range to a location in the new metadata (repeatable)"},
-			&cli.StringFlag{Name: "from-backup", Usage: "init only: found the new cluster on this backup file (mfscli --backup): every change it holds, a new metadata id; see docs/operations.md, Disaster recovery"},
+			&cli.StringFlag{Name: "from-backup", Usage: "init only: found the new cluster on this backup file (mfscli --backup): every change it holds, a new metadata id; see docs/operations.md, Backups and disaster recovery"},
 			&cli.BoolFlag{Name: "accept-loss", Usage: "repair only: let this master lead without the changes only a lost master held (they are gone: the status names them); run it on the one master to promote, after the lost one is gone for good"},
 			&cli.StringFlag{Name: "remove-chunkservers", Usage: "repair only: ids (as -SCS lists them) of registered chunkservers that will never vote again, comma-separated; run the same repair on every master, all stopped, before starting any"},
 		},
@@ -191,7 +191,7 @@ func restoreBackup(out io.Writer, st *metadata.MasterStore, id string, self neti
 	fmt.Fprintf(out, "mfsmaster: new metadata %s in %s (founder %s), restored from %s:\n"+
 		"  taken from cluster %s at version %d (epoch %d): %d keys, %d client sessions\n"+
 		"  every chunkserver and the witness belong to the old cluster and join this one anew.\n"+
-		"Next (docs/operations.md, Disaster recovery): start this master; start the other masters with empty DATA_PATHs and -e; "+
+		"Next (docs/operations.md, Backups and disaster recovery): start this master; start the other masters with empty DATA_PATHs and -e; "+
 		"on each chunkserver, stopped, move chunkserver.mfs aside and start it; give clients pinned to cluster %s the new id.\n",
 		id, st.Path(), self, file, b.Cluster, b.Snap.Pos.Version, b.Snap.Pos.Epoch, len(b.Snap.Data), len(b.Snap.Sessions), b.Cluster)
 	return nil
