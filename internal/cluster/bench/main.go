@@ -45,6 +45,7 @@ func main() {
 	flag.DurationVar(&so.steady, "scale-steady", 10*time.Second, "scale: the steady-state window (CPU, RSS, bytes, heartbeat rounds)")
 	flag.DurationVar(&so.idle, "scale-idle", 30*time.Second, "scale: the window of the idle mfschunkserver measure (0: skip it)")
 	flag.IntVar(&so.reg, "scale-register", 100, "scale: fresh voters of the registration run (0: skip it)")
+	flag.IntVar(&so.regRate, "scale-register-rate", 100, "scale: voters the registration run's swarm starts per second")
 	storm := flag.Bool("scale-storm", true, "scale: run the reconnect storm at each point (false: skip it, for a look at the failovers after it)")
 	flag.StringVar(&so.profile, "scale-profile", "", "scale: a directory for CPU profiles (pprof) of the LEADER at rest and of the masters and the swarm over the first kill -9 and SIGSTOP of each point, with their top 15 printed (empty: none)")
 	flag.Parse()
@@ -56,8 +57,8 @@ func main() {
 	if err == nil && so.profile != "" {
 		err = os.MkdirAll(so.profile, 0o755)
 	}
-	if err == nil && (so.rate < 1 || so.trials < 0 || so.cold < 0) {
-		err = fmt.Errorf("-scale-rate must be positive, -scale-trials and -scale-cold not negative")
+	if err == nil && (so.rate < 1 || so.regRate < 1 || so.trials < 0 || so.cold < 0) {
+		err = fmt.Errorf("-scale-rate and -scale-register-rate must be positive, -scale-trials and -scale-cold not negative")
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench: -scale-n / -scale-locations:", err)

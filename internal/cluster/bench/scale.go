@@ -33,6 +33,7 @@ type scaleOpts struct {
 	steady   time.Duration // the steady-state window (CPU, wire, heartbeat rounds)
 	idle     time.Duration // the idle mfschunkserver's window
 	reg      int           // voters of the registration run (0: none)
+	regRate  int           // voters the registration run's swarm starts a second
 	profile  string        // where CPU profiles go ("": none taken)
 	noStorm  bool          // skip the reconnect storm
 }
@@ -87,9 +88,9 @@ type idleCS struct {
 
 // regRun is a registration from an empty registry.
 type regRun struct {
-	n    int
-	took time.Duration
-	err  error
+	n, rate int // voters, and how many the swarm starts a second
+	took    time.Duration
+	err     error
 }
 
 // scaleResults is the scale section's content.
@@ -137,7 +138,7 @@ func scalePhase(work, bin string, base uint8, o scaleOpts) scaleResults {
 		r.idle = idlePhase(work, bin, base, o.idle)
 	}
 	if o.reg > 0 {
-		r.reg = regPhase(work, bin, base, o.reg)
+		r.reg = regPhase(work, bin, base, o.reg, o.regRate)
 	}
 	return r
 }
@@ -644,10 +645,10 @@ func idlePhase(work, bin string, base uint8, d time.Duration) *idleCS {
 }
 
 // regPhase: n fresh voters (no id) against masters with an empty
-// registry, from the swarm's start until a LEADER counts all n registered
-// and voting.
-func regPhase(work, bin string, base uint8, n int) *regRun {
-	r := &regRun{n: n}
+// registry, the swarm starting rate of them a second, from the swarm's
+// start until a LEADER counts all n registered and voting.
+func regPhase(work, bin string, base uint8, n, rate int) *regRun {
+	r := &regRun{n: n, rate: rate}
 	dir := filepath.Join(work, fmt.Sprintf("register-%d", n))
 	s := scaleSpec(dir, bin, base, 3)
 	c, err := cluster.Start(s)
@@ -657,7 +658,7 @@ func regPhase(work, bin string, base uint8, n int) *regRun {
 	}
 	defer c.Stop()
 	t0 := time.Now()
-	w, err := cluster.StartSwarms(swarmSpec(dir, bin, s, base, n, 3, "", 100), cluster.SwarmPerProcess(len(s.Masters)))
+	w, err := cluster.StartSwarms(swarmSpec(dir, bin, s, base, n, 3, "", rate), cluster.SwarmPerProcess(len(s.Masters)))
 	if err != nil {
 		r.err = err
 		return r
@@ -868,10 +869,10 @@ func scaleSection(r scaleResults) string {
 	if r.reg != nil {
 		b.WriteString("\n### Registration from an empty registry\n\n")
 		if r.reg.err != nil {
-			fmt.Fprintf(&b, "%d fresh voters (no id, 3 locations, started 100 a second) against masters just initialised: %v.\n", r.reg.n, r.reg.err)
+			fmt.Fprintf(&b, "%d fresh voters (no id, 3 locations, started %d a second) against masters just initialised: %v.\n", r.reg.n, r.reg.rate, r.reg.err)
 		} else {
-			fmt.Fprintf(&b, "%d fresh voters (no id, 3 locations, started 100 a second) against masters just initialised: a LEADER counted all of them registered and voting %s after the swarm started, %.1f registrations a second. ",
-				r.reg.n, ms(r.reg.took), float64(r.reg.n)/r.reg.took.Seconds())
+			fmt.Fprintf(&b, "%d fresh voters (no id, 3 locations, started %d a second) against masters just initialised: a LEADER counted all of them registered and voting %s after the swarm started, %.1f registrations a second. ",
+				r.reg.n, r.reg.rate, ms(r.reg.took), float64(r.reg.n)/r.reg.took.Seconds())
 		}
 		b.WriteString("A LEADER registers up to 512 chunkservers a config change (docs/architecture.md §5), each change in force (known to a quorum under the old and the new registry, learnt from heartbeats) before the next; the larger points still have their registries written at init, so that they time elections, not registration.\n")
 	}
