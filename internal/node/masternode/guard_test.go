@@ -44,7 +44,8 @@ func TestPrefixOf(t *testing.T) {
 }
 
 // TestRegistrationThrottledByPrefix (review N6): many addresses of one
-// /24 (or one /64) asking for new ids share regPerPrefix a window, each
+// /24 (or one /64) asking for new ids share regPerPrefix a window (256
+// for a /24, one a host; 64 for a /64), each
 // still at most regPerSource; another prefix has its own budget; a retry
 // of a pair already asked for passes; the next window gives the budget
 // back.
@@ -69,8 +70,8 @@ func TestRegistrationThrottledByPrefix(t *testing.T) {
 					}
 				}
 			}
-			if given != regPerPrefix {
-				t.Fatalf("%d new ids allowed to one prefix within %v, want %d", given, regWindow, regPerPrefix)
+			if want := regPerPrefix(fam.addr(1)); given != want {
+				t.Fatalf("%d new ids allowed to one prefix within %v, want %d", given, regWindow, want)
 			}
 			now := t0.Add(time.Second)
 			if !g.allow(fam.addr(1), 40000, now) {

@@ -271,7 +271,7 @@ func (n *MasterNode) fromCS(c *node.Conn, msg wire.Message) error {
 			if ok, missed := n.acc.refusals.allow("register|"+c.Remote.String(), time.Now()); ok {
 				n.log.Warn().Str(obs.FieldPeer, c.Remote.String()).Uint16("cs_port", m.Port).Int("not_logged", missed).
 					Str(obs.FieldReason, "register_flood").
-					Msgf("registration refused: this address asked for more than %d new ids within %v, or its /24 (/64) for more than %d", regPerSource, regWindow, regPerPrefix)
+					Msgf("registration refused: this address asked for more than %d new ids within %v, or its /24 for more than %d (a /64: %d)", regPerSource, regWindow, regPerPrefix4, regPerPrefix6)
 			}
 			return nil
 		}
