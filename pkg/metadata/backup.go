@@ -67,7 +67,7 @@ func ReadBackup(path string) (Backup, error) {
 // --from-backup`): snap becomes snapshot.mfs and the changelog's base, as
 // after a snapshot install, so the master starts committed up to
 // snap.Pos. The caller makes snap's config the founder's bootstrap config
-// and its position an epoch-0 one (master.RestoredSnapshot). The
+// and its position an epoch-0 one (namespace.Snapshot.Refound). The
 // snapshot is durable before metadata.mfs names the cluster; an
 // interrupted restore leaves a DATA_PATH that refuses to start or be
 // restored into, with a message, until it is emptied.
