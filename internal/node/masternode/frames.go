@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -203,6 +204,10 @@ func refuseReason(err error) string {
 	case errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET):
 		// Not io.ErrUnexpectedEOF: a frame cut short stays garbage.
 		return reasonEnded
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		// The hello or the proof not finished within its deadline: a
+		// slow peer (or a master too busy to read it), not garbage.
+		return "slow"
 	}
 	return "garbage"
 }
