@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mfs-election/mfs-election/internal/cluster"
+	"github.com/mfs-election/mfs-election/internal/cluster/clustertest"
 	"github.com/mfs-election/mfs-election/pkg/metadata"
 	"github.com/mfs-election/mfs-election/pkg/protocol"
 	"github.com/mfs-election/mfs-election/pkg/roles"
@@ -244,14 +245,5 @@ func rejoinStep(t *testing.T, c *cluster.Cluster) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 40*time.Second, 100*time.Millisecond, fmt.Sprintf("a LEADER counting all %d chunkservers", len(c.CS)), func() error {
-		_, st, err := c.WaitLeader(time.Second, 100*time.Millisecond)
-		if err != nil {
-			return err
-		}
-		if st.Voters != len(c.CS) || st.Registered != len(c.CS) {
-			return fmt.Errorf("LEADER %s with %d/%d votes", st.Addr, st.Voters, st.Registered)
-		}
-		return nil
-	})
+	clustertest.WaitAllCounted(t, c, 40*time.Second)
 }

@@ -3,7 +3,6 @@ package client
 import (
 	"bytes"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"io"
 	"net/netip"
@@ -84,10 +83,4 @@ func Backup(addr netip.AddrPort, password string, timeout time.Duration, w io.Wr
 			return size, nil, fmt.Errorf("%w: %w", ErrBusy, err)
 		}
 	}
-}
-
-// IsBackupRefused reports whether err is a master's refusal of a backup.
-func IsBackupRefused(err error) bool {
-	var r *BackupRefused
-	return errors.As(err, &r)
 }

@@ -83,20 +83,27 @@ func Start(t testing.TB, bin string, mutate func(*cluster.Spec)) (*cluster.Clust
 			DumpLogs(t, s.Dir)
 		}
 	})
+	return c, WaitAllCounted(t, c, 40*time.Second)
+}
+
+// WaitAllCounted waits at most within for a LEADER that counts every
+// chunkserver of c registered and voting, and returns its index.
+func WaitAllCounted(t testing.TB, c *cluster.Cluster, within time.Duration) int {
+	t.Helper()
 	lead := -1
-	Eventually(t, 40*time.Second, 100*time.Millisecond, fmt.Sprintf("a LEADER counting all %d chunkservers", len(s.CS)), func() error {
+	Eventually(t, within, 100*time.Millisecond, fmt.Sprintf("a LEADER counting all %d chunkservers", len(c.CS)), func() error {
 		i, st, err := c.WaitLeader(time.Second, 100*time.Millisecond)
 		if err != nil {
 			return err
 		}
-		if st.Voters != len(s.CS) || st.Registered != len(s.CS) {
+		if st.Voters != len(c.CS) || st.Registered != len(c.CS) {
 			return fmt.Errorf("LEADER %s with %d/%d votes", st.Addr, st.Voters, st.Registered)
 		}
 		t.Logf("LEADER %s epoch %d with %d/%d votes", st.Addr, st.Epoch, st.Voters, st.Registered)
 		lead = i
 		return nil
 	})
-	return c, lead
+	return lead
 }
 
 // RaceReports fails t for every daemon log in dir that holds a race
